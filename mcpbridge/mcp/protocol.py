@@ -1,0 +1,51 @@
+"""Constants of the two MCP revisions that mcpbridge speaks.
+
+This module is pure: it holds names and values only.
+"""
+
+from __future__ import annotations
+
+#: The revision mcpbridge speaks to an upstream server.
+MODERN = "2026-07-28"
+#: The revision VS Code speaks to the bridge.
+LEGACY = "2025-11-25"
+
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+#: ``_meta`` keys that the protocol layer owns; a caller may not set them.
+RESERVED_META_PREFIXES = ("io.modelcontextprotocol/",)
+SDK_OWNED_META_KEYS = frozenset({"progressToken"})
+
+#: Log levels in increasing severity (RFC 5424 names, as MCP uses them).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+RESULT_COMPLETE = "complete"
+RESULT_INPUT_REQUIRED = "input_required"
+
+#: Methods that may answer with an InputRequiredResult.
+INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+#: Results that carry ``ttlMs`` and ``cacheScope``.
+CACHEABLE_METHODS = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+
+LISTEN_ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+LIST_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+}
+RESOURCE_UPDATED = "notifications/resources/updated"

@@ -1,0 +1,87 @@
+"""The transport seam: how a client or a server moves messages.
+
+A client transport has three implementations: a child process on stdio
+(:mod:`mcpbridge.mcp.stdio`), Streamable HTTP (:mod:`mcpbridge.mcp.http`) and
+the in-memory link (:mod:`mcpbridge.mcp.memory`). A server transport has two:
+stdio and the in-memory link.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+from .cancel import CancelToken
+from .errors import McpError
+from .framing import TooLong
+from .jsonrpc import FrameError, Message
+
+OnMessage = Callable[[Message], None]
+OnFrameError = Callable[[FrameError | TooLong], None]
+
+
+class Transport(ABC):
+    """The client side of a connection.
+
+    ``start`` begins the delivery of incoming messages, in arrival order, to
+    ``on_message``. Lines that are not messages go to ``on_frame_error``. When
+    the connection ends, ``on_closed`` gets the error that ended it (``None``
+    for a normal close).
+    """
+
+    @abstractmethod
+    def start(
+        self,
+        on_message: OnMessage,
+        on_frame_error: OnFrameError,
+        on_closed: Callable[[McpError | None], None],
+    ) -> None: ...
+
+    @abstractmethod
+    def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
+        """Send one message.
+
+        Over stdio this writes one line. Over HTTP it performs the exchange and
+        delivers every message of the response through ``on_message`` before
+        it returns; ``cancel`` closes the response stream.
+
+        Raises:
+            McpError: ``Closed`` or ``TransportFailed`` (HTTP adds others).
+        """
+
+    @abstractmethod
+    def close(self, grace: float = 2.0) -> None:
+        """Close the connection; wait at most about ``2 * grace`` seconds."""
+
+    @property
+    def gone(self) -> bool:
+        """Tell whether the peer is gone for good (a stopped child process)."""
+        return False
+
+    @property
+    def exit_status(self) -> str | None:
+        """How the peer process ended, for example ``"code 3"``, if known."""
+        return None
+
+
+class ServerTransport(ABC):
+    """The server side of a connection."""
+
+    @abstractmethod
+    def start(
+        self,
+        on_message: OnMessage,
+        on_frame_error: OnFrameError,
+        on_closed: Callable[[], None],
+    ) -> None: ...
+
+    @abstractmethod
+    def send(self, message: Message) -> None:
+        """Send one message; safe to call from any thread.
+
+        Raises:
+            Closed: the connection is closed.
+        """
+
+    @abstractmethod
+    def close(self) -> None: ...
