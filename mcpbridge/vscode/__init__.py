@@ -1,0 +1,1 @@
+"""The ``mcp-bridge-vscode`` command: its arguments and its entry point."""

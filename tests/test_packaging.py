@@ -1,0 +1,207 @@
+"""Packaging rules: the version, the pure modules' imports, the client's import cost."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mcpbridge
+from conftest import REPO_ROOT, WAIT
+
+PACKAGE = REPO_ROOT / "mcpbridge"
+
+PURE_MODULES = (
+    "mcpbridge/mcp/jsonrpc.py",
+    "mcpbridge/mcp/protocol.py",
+    "mcpbridge/bridge/legacy.py",
+    "mcpbridge/bridge/translate.py",
+    "mcpbridge/bridge/errortable.py",
+    "mcpbridge/bridge/input.py",
+    "mcpbridge/vscode/args.py",
+)
+"""Modules that do no I/O, start no thread and read no clock."""
+
+IMPURE_IMPORTS = frozenset(
+    {
+        "threading",
+        "_thread",
+        "socket",
+        "ssl",
+        "select",
+        "selectors",
+        "subprocess",
+        "multiprocessing",
+        "concurrent",
+        "asyncio",
+        "signal",
+        "time",
+        "webbrowser",
+        "requests",
+        "urllib3",
+    }
+)
+
+HEAVY_DEPENDENCIES = frozenset({"requests", "urllib3", "keyring", "cryptography", "typer"})
+"""Third-party packages that importing the stdio client must not pull in."""
+
+
+def module_name(path: Path, root: Path = REPO_ROOT) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_path(name: str, root: Path = REPO_ROOT) -> Path | None:
+    """The source file of a module under ``root``, or None for anything else (stdlib, third party)."""
+    base = root.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def imported_names(path: Path, root: Path = REPO_ROOT) -> set[str]:
+    """Every module a file imports, as absolute dotted names (relative imports resolved)."""
+    module = module_name(path, root)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                prefix = ".".join(parts[: len(parts) - (node.level - 1)])
+                source = f"{prefix}.{node.module}" if node.module else prefix
+            else:
+                source = node.module or ""
+            names.add(source)
+            # `from pkg import name` imports pkg.name too when that is a module of ours.
+            for alias in node.names:
+                if module_path(f"{source}.{alias.name}", root) is not None:
+                    names.add(f"{source}.{alias.name}")
+    return names
+
+
+def impure_imports(path: Path, root: Path = REPO_ROOT) -> list[str]:
+    """Forbidden imports made by ``path`` or by a module of this package it imports, with the chain.
+
+    A package's ``__init__`` is not followed: what it re-exports is an API choice, and the
+    modules themselves are what a pure module depends on.
+    """
+    found: list[str] = []
+    seen: set[Path] = set()
+    todo: list[tuple[Path, str]] = [(path, module_name(path, root))]
+    while todo:
+        current, chain = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for name in sorted(imported_names(current, root)):
+            if name.split(".")[0] in IMPURE_IMPORTS:
+                found.append(f"{chain} imports {name}")
+            target = module_path(name, root) if name.startswith("mcpbridge.") else None
+            if target is not None and target.name != "__init__.py":
+                todo.append((target, f"{chain} -> {name}"))
+    return sorted(found)
+
+
+def test_the_package_version_is_0_1_0_and_matches_the_installed_metadata() -> None:
+    assert mcpbridge.__version__ == "0.1.0"
+    assert importlib.metadata.version("mcpbridge") == mcpbridge.__version__
+
+
+def test_the_console_script_is_mcp_bridge_vscode() -> None:
+    scripts = importlib.metadata.distribution("mcpbridge").entry_points.select(group="console_scripts")
+    assert {(ep.name, ep.value) for ep in scripts} == {("mcp-bridge-vscode", "mcpbridge.vscode.main:main")}
+
+
+def test_the_package_ships_its_type_information() -> None:
+    assert (PACKAGE / "py.typed").is_file()
+
+
+def write_package(root: Path, files: dict[str, str]) -> None:
+    for relative, source in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+
+
+def test_the_import_checker_resolves_relative_dotted_and_aliased_imports(tmp_path: Path) -> None:
+    write_package(
+        tmp_path,
+        {
+            "mcpbridge/__init__.py": "",
+            "mcpbridge/mcp/__init__.py": "",
+            "mcpbridge/mcp/jsonrpc.py": "",
+            "mcpbridge/mcp/protocol.py": "",
+            "mcpbridge/bridge/__init__.py": "",
+            "mcpbridge/bridge/translate.py": "",
+            "mcpbridge/bridge/fake.py": "import time as clock\n"
+            "from concurrent.futures import Future\n"
+            "from . import translate\n"
+            "from ..mcp import jsonrpc\n"
+            "from ..mcp.protocol import MODERN\n",
+        },
+    )
+    names = imported_names(tmp_path / "mcpbridge/bridge/fake.py", tmp_path)
+    assert names == {
+        "time",
+        "concurrent.futures",
+        "mcpbridge.bridge",
+        "mcpbridge.bridge.translate",
+        "mcpbridge.mcp",
+        "mcpbridge.mcp.jsonrpc",
+        "mcpbridge.mcp.protocol",
+    }
+
+
+def test_the_import_checker_follows_the_package_s_own_modules_but_not_package_inits(tmp_path: Path) -> None:
+    write_package(
+        tmp_path,
+        {
+            "mcpbridge/__init__.py": "import threading\n",
+            "mcpbridge/bridge/__init__.py": "",
+            "mcpbridge/bridge/legacy.py": "from .helper import x\n",
+            "mcpbridge/bridge/helper.py": "import socket\nx = 1\n",
+        },
+    )
+    assert impure_imports(tmp_path / "mcpbridge/bridge/legacy.py", tmp_path) == [
+        "mcpbridge.bridge.legacy -> mcpbridge.bridge.helper imports socket"
+    ]
+
+
+@pytest.mark.parametrize("relative", PURE_MODULES)
+def test_pure_modules_import_nothing_that_does_io_threads_or_clocks(relative: str) -> None:
+    path = REPO_ROOT / relative
+    if not path.is_file():
+        pytest.skip(f"{relative} is not written yet")
+    assert impure_imports(path) == []
+
+
+def test_importing_the_client_pulls_in_no_http_keyring_crypto_or_cli_package() -> None:
+    if module_path("mcpbridge.mcp.client") is None:
+        pytest.skip("mcpbridge/mcp/client.py is not written yet")
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import mcpbridge.mcp.client"],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=WAIT * 3,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # Lines look like "import time:       123 |        456 |     package.module".
+    loaded = {
+        line.rpartition("|")[2].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert loaded, done.stderr
+    assert sorted(name for name in loaded if name.split(".")[0] in HEAVY_DEPENDENCIES) == []

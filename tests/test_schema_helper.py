@@ -1,0 +1,173 @@
+"""The schema helper accepts what the official MCP schemas allow and rejects what they do not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from schema import (
+    LEGACY,
+    MODERN,
+    REVISIONS,
+    FrameInvalid,
+    definition_for_method,
+    methods,
+    schema_path,
+    validate_legacy,
+    validate_legacy_frame,
+    validate_modern,
+    validate_modern_frame,
+)
+
+INITIALIZE_RESULT = {
+    "protocolVersion": LEGACY,
+    "capabilities": {"tools": {"listChanged": True}},
+    "serverInfo": {"name": "example", "version": "1.0.0"},
+}
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "mcpbridge", "version": "0.1.0"},
+}
+
+
+def response(result: object, id: int | str = 1) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": id, "result": result}
+
+
+def test_a_valid_initialize_result_response_is_accepted() -> None:
+    validate_legacy(INITIALIZE_RESULT, "InitializeResult")
+    validate_legacy(response(INITIALIZE_RESULT), "JSONRPCResponse")
+    validate_legacy(response(INITIALIZE_RESULT))
+    assert validate_legacy_frame(response(INITIALIZE_RESULT), request_method="initialize") == [
+        "JSONRPCResultResponse",
+        "InitializeResult",
+    ]
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {k: v for k, v in INITIALIZE_RESULT.items() if k != "serverInfo"},
+        {**INITIALIZE_RESULT, "protocolVersion": 20251125},
+        {**INITIALIZE_RESULT, "capabilities": []},
+    ],
+    ids=["no serverInfo", "numeric protocolVersion", "capabilities not an object"],
+)
+def test_an_invalid_initialize_result_is_rejected(result: dict[str, object]) -> None:
+    with pytest.raises(FrameInvalid, match="InitializeResult"):
+        validate_legacy(result, "InitializeResult")
+    with pytest.raises(FrameInvalid, match="InitializeResult"):
+        validate_legacy_frame(response(result), request_method="initialize")
+
+
+def test_a_response_without_jsonrpc_version_is_rejected_with_its_location() -> None:
+    frame = response(INITIALIZE_RESULT)
+    frame["jsonrpc"] = "1.0"
+    with pytest.raises(FrameInvalid, match=r"at /jsonrpc"):
+        validate_legacy_frame(frame)
+
+
+def test_a_request_is_checked_against_the_definition_of_its_method() -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": "Visual Studio Code", "version": "1.108.0"},
+        },
+    }
+    assert validate_legacy_frame(initialize) == ["JSONRPCRequest", "InitializeRequest"]
+    call = {"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"arguments": {}}}
+    with pytest.raises(FrameInvalid, match="CallToolRequest"):
+        validate_legacy_frame(call)
+
+
+def test_a_notification_is_checked_against_the_definition_of_its_method() -> None:
+    progress = {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": 7, "progress": 0.5, "total": 1},
+    }
+    assert validate_legacy_frame(progress) == ["JSONRPCNotification", "ProgressNotification"]
+    del progress["params"]["progressToken"]  # type: ignore[attr-defined]
+    with pytest.raises(FrameInvalid, match="ProgressNotification"):
+        validate_legacy_frame(progress)
+
+
+def test_an_error_response_needs_a_code_and_a_message() -> None:
+    error = {"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "Method not found"}}
+    assert validate_legacy_frame(error) == ["JSONRPCErrorResponse"]
+    del error["error"]["message"]  # type: ignore[attr-defined]
+    with pytest.raises(FrameInvalid, match="JSONRPCErrorResponse"):
+        validate_legacy_frame(error)
+
+
+def test_a_method_the_revision_does_not_define_is_rejected() -> None:
+    with pytest.raises(FrameInvalid, match="server/discover"):
+        validate_legacy_frame({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}})
+    with pytest.raises(FrameInvalid, match="initialize"):
+        validate_modern_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+
+
+def test_a_frame_that_is_not_an_object_or_has_no_known_shape_is_rejected() -> None:
+    with pytest.raises(FrameInvalid):
+        validate_legacy_frame([{"jsonrpc": "2.0", "method": "ping", "id": 1}])
+    with pytest.raises(FrameInvalid):
+        validate_legacy_frame({"jsonrpc": "2.0", "id": 1})
+
+
+def test_an_unknown_definition_name_is_an_error_of_the_test_not_of_the_frame() -> None:
+    with pytest.raises(KeyError, match="NoSuchThing"):
+        validate_legacy({}, "NoSuchThing")
+
+
+def test_a_modern_tool_result_may_be_complete_or_ask_for_input() -> None:
+    complete = {"resultType": "complete", "content": [{"type": "text", "text": "hi"}]}
+    assert validate_modern_frame(response(complete), request_method="tools/call") == [
+        "JSONRPCResultResponse",
+        "CallToolResultResponse",
+    ]
+    validate_modern(complete, "CallToolResult")
+    input_required = {"resultType": "input_required", "requestState": "opaque"}
+    validate_modern_frame(response(input_required), request_method="tools/call")
+    with pytest.raises(FrameInvalid, match="CallToolResult"):
+        validate_modern({"content": []}, "CallToolResult")
+
+
+def test_a_modern_request_carries_its_metadata_in_params() -> None:
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {}, "_meta": MODERN_META},
+    }
+    assert validate_modern_frame(call) == ["JSONRPCRequest", "CallToolRequest"]
+    del call["params"]["_meta"]  # type: ignore[attr-defined]
+    with pytest.raises(FrameInvalid, match="CallToolRequest"):
+        validate_modern_frame(call)
+
+
+def test_every_method_maps_to_exactly_one_definition() -> None:
+    legacy_requests, legacy_notifications = methods(LEGACY)
+    modern_requests, modern_notifications = methods(MODERN)
+    assert {"initialize", "ping", "tools/call", "elicitation/create"} <= legacy_requests
+    assert {"notifications/initialized", "notifications/cancelled"} <= legacy_notifications
+    assert {"server/discover", "subscriptions/listen", "tools/call"} <= modern_requests
+    assert "initialize" not in modern_requests
+    assert "notifications/subscriptions/acknowledged" in modern_notifications
+    assert definition_for_method(MODERN, "notifications/cancelled", notification=True) == (
+        "CancelledNotification"
+    )
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_the_vendored_schema_is_the_shared_copy(repo_root: Path, revision: str) -> None:
+    shared = repo_root.parent / "shared" / "spec" / schema_path(revision).name
+    if not shared.is_file():
+        pytest.skip("no shared/spec folder beside the repository")
+    assert schema_path(revision).read_bytes() == shared.read_bytes()
