@@ -1,0 +1,301 @@
+"""The error table of the bridge: each cause has a JSON-RPC code and a fixed message.
+
+This module is pure: it does no I/O and reads no clock.
+
+Rules:
+
+* An error of the bridge itself is ``{"code": C, "message": M, "data": {"cause": K}}``,
+  plus ``data.detail`` when there is more to say (a method, a limit, an HTTP status).
+  The detail never holds a secret, a header value, a token, the upstream URL or the
+  stderr output of the upstream process: callers give only such short texts.
+* A JSON-RPC error of the upstream server goes to the client with its code, message and
+  data unchanged, and without a ``cause``. The one exception is -32042 (URL elicitation
+  required): VS Code opens each URL in its ``data``, so it becomes -32603 with the
+  upstream message and no data.
+* Every message ends with a period, except the one of ``too_many_requests``, which is
+  the text of the stdio server of the upstream SDK.
+* ``canceled`` has a row so that every cause of the upstream client has one, but a
+  canceled request gets no response (see :func:`has_response`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+from ..mcp.errors import McpError, RpcError
+from ..mcp.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    NO_DATA,
+    PARSE_ERROR,
+    URL_ELICITATION_REQUIRED,
+)
+
+_SEE_OUTPUT = "See the Output channel of the server."
+_REGISTER = (
+    "Register a client with the redirect URI {redirect_uri} at the authorization server. "
+    "Then give its client ID with --client-id and its issuer with --client-issuer."
+)
+
+#: cause -> (JSON-RPC code, message template). The templates of the sign-in causes have
+#: the placeholders ``{seconds}``, ``{port}``, ``{redirect_uri}`` and ``{name}``.
+ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
+    {
+        # The errors of the upstream client.
+        "rpc": (INTERNAL_ERROR, f"The upstream server sent an error. {_SEE_OUTPUT}"),
+        "canceled": (INTERNAL_ERROR, "The client canceled the request."),
+        "timeout": (INTERNAL_ERROR, f"The upstream server did not answer in time. {_SEE_OUTPUT}"),
+        "closed": (INTERNAL_ERROR, f"The upstream server process stopped. {_SEE_OUTPUT}"),
+        "transport_failed": (
+            INTERNAL_ERROR,
+            f"The connection to the upstream server failed. {_SEE_OUTPUT}",
+        ),
+        "invalid_response": (
+            INTERNAL_ERROR,
+            f"The upstream server sent a response that is not valid. {_SEE_OUTPUT}",
+        ),
+        "too_many_rounds": (
+            INTERNAL_ERROR,
+            f"The upstream server asked for input too many times. {_SEE_OUTPUT}",
+        ),
+        "out_of_memory": (INTERNAL_ERROR, "The bridge does not have sufficient memory for the request."),
+        "undeclared_input_request": (
+            INTERNAL_ERROR,
+            "The upstream server asked for input that the client did not declare.",
+        ),
+        "hook_failed": (
+            INTERNAL_ERROR,
+            "The bridge cannot give the input that the upstream server asked for.",
+        ),
+        "not_connected": (
+            INTERNAL_ERROR,
+            f"The bridge has no connection to the upstream server. {_SEE_OUTPUT}",
+        ),
+        "task_cancelled": (INTERNAL_ERROR, "The upstream server canceled the task of the request."),
+        "invalid_request": (
+            INVALID_PARAMS,
+            "The bridge cannot send the parameters of the request to the upstream server.",
+        ),
+        "invalid_meta": (
+            INVALID_PARAMS,
+            "The request has a _meta key that the bridge cannot send to the upstream server.",
+        ),
+        # The failures of the bridge.
+        "spawn_failed": (
+            INTERNAL_ERROR,
+            "The bridge cannot start the upstream server. Examine the command in the configuration "
+            f"of the server. {_SEE_OUTPUT}",
+        ),
+        "connect_failed": (
+            INTERNAL_ERROR,
+            "The bridge cannot make the client for the URL of the upstream server. Examine the URL, "
+            f"the proxy variables and the CA certificates. {_SEE_OUTPUT}",
+        ),
+        "discover_failed": (
+            INTERNAL_ERROR,
+            "The upstream server did not answer server/discover. It is not an MCP server of revision "
+            f"2026-07-28, or it does not respond. {_SEE_OUTPUT}",
+        ),
+        "upstream_exited": (INTERNAL_ERROR, f"The upstream server process stopped. {_SEE_OUTPUT}"),
+        "not_initialized": (
+            INVALID_REQUEST,
+            "The client did not initialize the connection. Send initialize first.",
+        ),
+        "already_initialized": (INVALID_REQUEST, "The client already sent initialize on this connection."),
+        "too_many_requests": (INTERNAL_ERROR, "The connection has too many requests in flight"),
+        "line_too_long": (INVALID_REQUEST, "The request is longer than the line limit of the bridge."),
+        "too_deep": (
+            INVALID_REQUEST,
+            "The request has more levels of nesting than the limit of the bridge.",
+        ),
+        "parse_error": (PARSE_ERROR, "The request is not valid JSON."),
+        "invalid_request_shape": (INVALID_REQUEST, "The message is not a valid JSON-RPC 2.0 request."),
+        "method_not_found": (METHOD_NOT_FOUND, "The server does not have this method."),
+        "invalid_params": (INVALID_PARAMS, "The parameters of the request are not valid."),
+        # The input requests of the upstream server.
+        "invalid_input_request": (
+            INTERNAL_ERROR,
+            f"The upstream server sent an input request that is not valid for the client. {_SEE_OUTPUT}",
+        ),
+        "too_many_input_requests": (
+            INTERNAL_ERROR,
+            "The upstream server asked for more inputs at one time than the limit of the bridge.",
+        ),
+        "input_timeout": (
+            INTERNAL_ERROR,
+            "The client did not answer the input request of the upstream server in time.",
+        ),
+        "invalid_client_answer": (
+            INTERNAL_ERROR,
+            "The client sent an answer that is not valid for the input request of the upstream server.",
+        ),
+        # The sign-in at an upstream server at a URL.
+        "sign_in_failed": (
+            INTERNAL_ERROR,
+            f"The sign-in at the authorization server of the upstream server failed. {_SEE_OUTPUT}",
+        ),
+        "sign_in_timeout": (
+            INTERNAL_ERROR,
+            "The sign-in did not complete in {seconds} s. The URL of the sign-in is in the Output channel "
+            "of the server. To get more time, set --sign-in-timeout. During initialize, also set "
+            "--discover-timeout. When the authorization server shows no sign-in page, it possibly does "
+            'not know the stored client. Then run "{name} logout <url>" with the URL of this server, '
+            "and restart the server.",
+        ),
+        "sign_in_denied": (
+            INTERNAL_ERROR,
+            "The authorization server refused the access. Restart the server to sign in again.",
+        ),
+        "sign_in_error": (
+            INTERNAL_ERROR,
+            f"The authorization server sent an error for the sign-in. {_SEE_OUTPUT}",
+        ),
+        "sign_in_invalid_url": (
+            INTERNAL_ERROR,
+            "The authorization server sent an authorization URL that is not valid. The bridge did not "
+            f"open it. {_SEE_OUTPUT}",
+        ),
+        "sign_in_start_reused": (
+            INTERNAL_ERROR,
+            "The start URL of the sign-in received a second request, thus the bridge stopped the "
+            "sign-in. Another program on the host of the bridge possibly opened the URL. Restart the "
+            "server to sign in again. When this occurs again on a host that other users share, use "
+            "--no-browser.",
+        ),
+        "browser_launch_failed": (
+            INTERNAL_ERROR,
+            f"The bridge cannot open a browser for the sign-in. {_SEE_OUTPUT}",
+        ),
+        "redirect_port_unavailable": (
+            INTERNAL_ERROR,
+            "The bridge cannot listen on the redirect port {port}. Stop the program that uses the port, "
+            "or set a different port with --redirect-port. Each server with a sign-in needs its own port.",
+        ),
+        "registration_unavailable": (
+            INTERNAL_ERROR,
+            f"The authorization server has no client registration that the bridge can use. {_REGISTER}",
+        ),
+        "registration_failed": (
+            INTERNAL_ERROR,
+            f"The authorization server refused the registration of the client. {_REGISTER}",
+        ),
+        "issuer_not_registered": (
+            INTERNAL_ERROR,
+            "The client ID of --client-id is not for the authorization server of the upstream server. "
+            "Give a client ID of this authorization server with --client-id, and its issuer with "
+            "--client-issuer.",
+        ),
+        "invalid_client_metadata_url": (
+            INTERNAL_ERROR,
+            "The URL of --client-metadata-url is not valid for a client ID metadata document. Use an "
+            "https URL with a path.",
+        ),
+        "access_refused": (
+            INTERNAL_ERROR,
+            "The upstream server refused the access after the sign-in. The account possibly does not "
+            f"have the necessary permissions. {_SEE_OUTPUT}",
+        ),
+        "reauthorization_required": (
+            INTERNAL_ERROR,
+            "The upstream server needs a new sign-in, and the client did not open the URL of the "
+            "sign-in. Restart the server to sign in again.",
+        ),
+        "sandbox": (
+            INTERNAL_ERROR,
+            "The upstream server needs a sign-in, but the bridge runs in the sandbox of VS Code. The "
+            "sandbox blocks the browser and the redirect port of the sign-in. Disable the sandbox for "
+            "this server.",
+        ),
+    }
+)
+
+#: The causes that give the client no response at all.
+NO_RESPONSE_CAUSES: Final = frozenset({"canceled"})
+
+#: The cause of :func:`internal_error`: a bug of the bridge, not a row of the table.
+INTERNAL_CAUSE: Final = "internal"
+_INTERNAL_MESSAGE: Final = f"The bridge failed to process the request. {_SEE_OUTPUT}"
+
+
+def error_object(cause: str, detail: str | None = None, **placeholders: object) -> dict[str, Any]:
+    """The error object of the bridge for ``cause``.
+
+    ``detail`` goes to ``data.detail``. ``placeholders`` fill the ``{seconds}``,
+    ``{port}``, ``{redirect_uri}`` and ``{name}`` of the sign-in messages; each value
+    is written with ``str``.
+
+    Raises:
+        KeyError: ``cause`` is not in :data:`ERRORS`, or the message needs a
+            placeholder that was not given. The error names the missing key.
+    """
+    try:
+        code, template = ERRORS[cause]
+    except KeyError:
+        raise KeyError(f"the error table has no cause {cause!r}") from None
+    try:
+        message = template.format(**placeholders) if "{" in template else template
+    except KeyError as exc:
+        raise KeyError(f"the message of {cause!r} needs the placeholder {exc.args[0]!r}") from None
+    data: dict[str, Any] = {"cause": cause}
+    if detail is not None:
+        data["detail"] = detail
+    return {"code": code, "message": message, "data": data}
+
+
+def has_response(cause: str) -> bool:
+    """False when the bridge sends no response for ``cause`` (the client canceled)."""
+    return cause not in NO_RESPONSE_CAUSES
+
+
+def internal_error(detail: str | None = None) -> dict[str, Any]:
+    """The error for a failure inside the bridge that no row of the table describes."""
+    data: dict[str, Any] = {"cause": INTERNAL_CAUSE}
+    if detail is not None:
+        data["detail"] = detail
+    return {"code": INTERNAL_ERROR, "message": _INTERNAL_MESSAGE, "data": data}
+
+
+def upstream_error(code: int, message: str, data: Any = NO_DATA) -> dict[str, Any]:
+    """The error for the client from a JSON-RPC error of the upstream server.
+
+    The code, the message and the data stay as they are, except -32042, which becomes
+    -32603 without data.
+    """
+    if code == URL_ELICITATION_REQUIRED:
+        return {"code": INTERNAL_ERROR, "message": message}
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not NO_DATA:
+        error["data"] = data
+    return error
+
+
+def error_from_mcp(exc: McpError) -> dict[str, Any]:
+    """The error object that the client gets for a failed upstream request.
+
+    An :class:`~mcpbridge.mcp.errors.RpcError` passes as :func:`upstream_error` says.
+    Each other error gives the row of its ``cause`` with its ``detail``. A cause that
+    the table does not have (for example ``internal`` of the root class) gives
+    :func:`internal_error`. ``closed`` stays ``closed``: the caller turns it into
+    ``upstream_exited`` when it knows that the upstream process is gone.
+    """
+    if isinstance(exc, RpcError):
+        return upstream_error(exc.error.code, exc.error.message, exc.error.data)
+    if exc.cause not in ERRORS:
+        return internal_error(exc.detail)
+    return error_object(exc.cause, exc.detail)
+
+
+def format_duration(seconds: float) -> str:
+    """A time limit as text for a detail or a log line: ``"60 s"``, else ``"300 ms"``.
+
+    Whole seconds show as seconds; anything else shows as whole milliseconds, so that a
+    short limit never shows as ``"0 s"``.
+    """
+    millis = round(seconds * 1000)
+    if millis % 1000 == 0:
+        return f"{millis // 1000} s"
+    return f"{millis} ms"
