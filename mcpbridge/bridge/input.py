@@ -1,0 +1,1498 @@
+"""The input requests of the upstream server: the checks, the plan of a round, the answers.
+
+This module is pure: it does no I/O, starts no thread and reads no clock. The front end
+owns the pipes, the ``b-`` ids, the waits and the log; this module decides everything else.
+
+A server of revision 2026-07-28 can answer ``tools/call``, ``prompts/get`` and
+``resources/read`` with an InputRequiredResult (``resultType: "input_required"``): a map
+``inputRequests`` of key -> ``{method, params}`` and an opaque ``requestState``. VS Code
+speaks revision 2025-11-25, where the same needs are requests from the server to the
+client. One :class:`Session` per forwarded request turns each round into such requests
+and the answers of the client into the ``inputResponses`` of the retry.
+
+Theory of operation (the front end drives it)::
+
+    session = Session(ClientKinds.from_capabilities(caps), next_elicitation_id)
+    params = original_params
+    while True:
+        raw = upstream.request(method, params)               # allow input_required
+        for elicitation_id in session.completions_after_round(raw):
+            notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
+        if raw.get("resultType") != "input_required":
+            respond(raw); break
+        planned = session.plan_round(raw)                    # InputError: fail the request
+        answers = ask_client(planned.outgoing)               # key -> result | ClientError | BAD_LINE
+        responses = session.input_responses(answers)         # InputError / ClientFailed
+        params = retry_params(original_params, responses, planned.request_state)
+
+On every path that ends the request without a result (an error, a cancellation, too many
+rounds), the front end sends the completions of :meth:`Session.completions_on_failure`.
+
+Rules (behaviour.md §5):
+
+* A request has at most :data:`MAX_ROUNDS` InputRequiredResults; the last one fails with
+  ``too_many_rounds`` before the client is asked. A round has at most
+  :data:`MAX_INPUT_REQUESTS` input requests.
+* Every input request of a round is checked before the client gets any of them. The first
+  failed check, in key order, fails the original request; the client then gets nothing.
+* The client gets the params of the upstream server without ``task``. A URL elicitation
+  gets an ``elicitationId``, which revision 2025-11-25 requires. A URL that
+  :func:`url_allowed` refuses is never shown: the upstream server gets ``decline``.
+* A form without a property becomes a form with one choice, because VS Code cannot show an
+  empty form. A URL that the user accepted and that a later round asks for again becomes
+  the "Continue" form, so the user does not open the page twice.
+* Each outgoing request has the shape of the 2025-11-25 schema (:data:`LEGACY_SHAPES`), so
+  the client never gets a request that it must refuse.
+
+Exact texts of the details are part of the behaviour: the tests compare them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import ipaddress
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final
+
+#: zig-sdk's ``mrtr_max_rounds_client``: at most this many upstream requests per forwarded
+#: request, so the client is asked at most ``MAX_ROUNDS - 1`` times.
+MAX_ROUNDS: Final = 10
+#: A round with more input requests fails before the client gets one of them. It bounds
+#: the bridge's own requests that wait for the client.
+MAX_INPUT_REQUESTS: Final = 16
+
+ELICITATION_CREATE: Final = "elicitation/create"
+SAMPLING_CREATE_MESSAGE: Final = "sampling/createMessage"
+ROOTS_LIST: Final = "roots/list"
+ELICITATION_COMPLETE: Final = "notifications/elicitation/complete"
+
+#: The one property of the choice form and the "Continue" form, and its one value.
+CONTINUE_PROPERTY: Final = "continue"
+CONTINUE_VALUE: Final = "Continue"
+#: The message of the "Continue" form; the user sees it instead of the URL again.
+CONTINUE_MESSAGE: Final = "Complete the step in the web browser. Then select Continue."
+
+#: The limit of subschemas in one ``requestedSchema`` (zig-sdk ``schema.max_subschemas``).
+MAX_FORM_SUBSCHEMAS: Final = 4096
+
+
+# ---------------------------------------------------------------------------------------
+# The answers of the client and the errors
+# ---------------------------------------------------------------------------------------
+
+
+class BadLine(enum.Enum):
+    """The type of :data:`BAD_LINE`."""
+
+    BAD_LINE = "bad_line"
+
+    def __repr__(self) -> str:
+        return "BAD_LINE"
+
+
+#: The answer of a client line that had the id of a pending request of the bridge but
+#: was not a valid message (a lone surrogate, invalid UTF-8, too deep, too long).
+BAD_LINE: Final = BadLine.BAD_LINE
+
+
+@dataclass(frozen=True, slots=True)
+class ClientError:
+    """The client answered a request of the bridge with a JSON-RPC error object."""
+
+    error: dict[str, Any]
+
+
+#: The answer of the client to one outgoing request: its ``result`` value (any JSON), a
+#: :class:`ClientError`, or :data:`BAD_LINE`.
+Answer = Any
+
+
+class RoundFailed(Exception):
+    """A round of input requests fails the original request. Not raised itself."""
+
+
+class InputError(RoundFailed):
+    """A check failed: the original request gets the bridge error of ``cause``.
+
+    ``cause`` is one of ``invalid_input_request``, ``too_many_input_requests``,
+    ``undeclared_input_request``, ``invalid_client_answer`` and ``too_many_rounds``;
+    ``detail`` goes to ``data.detail`` (``None`` for ``too_many_rounds``).
+    """
+
+    def __init__(self, cause: str, detail: str | None = None) -> None:
+        super().__init__(detail or cause)
+        self.cause = cause
+        self.detail = detail
+
+
+class ClientFailed(RoundFailed):
+    """The client answered a sampling or roots request with an error.
+
+    The original request fails with ``error`` unchanged (code, message, data; no
+    ``cause``), for example the -32000 of VS Code when the user refuses a sampling.
+    """
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(str(error.get("message", "")) if isinstance(error, dict) else "")
+        self.error = error
+
+
+def _key_error(cause: str, key: str, what: str) -> InputError:
+    return InputError(cause, f"input request '{key}': {what}")
+
+
+# ---------------------------------------------------------------------------------------
+# The capabilities of the client
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ClientKinds:
+    """The kinds of input requests that the client declared."""
+
+    form: bool = False
+    url: bool = False
+    sampling: bool = False
+    sampling_tools: bool = False
+    roots: bool = False
+
+    @classmethod
+    def from_capabilities(cls, capabilities: Any) -> ClientKinds:
+        """Read the 2025-11-25 client capabilities (those the bridge declared upstream).
+
+        ``elicitation: {}`` declares the form mode only. A capability counts when its
+        value is an object.
+        """
+        if not isinstance(capabilities, dict):
+            return cls()
+        elicitation = capabilities.get("elicitation")
+        form = url = False
+        if isinstance(elicitation, dict):
+            url = isinstance(elicitation.get("url"), dict)
+            form = isinstance(elicitation.get("form"), dict) or not (
+                "form" in elicitation or "url" in elicitation
+            )
+        sampling = capabilities.get("sampling")
+        return cls(
+            form=form,
+            url=url,
+            sampling=isinstance(sampling, dict),
+            sampling_tools=isinstance(sampling, dict) and isinstance(sampling.get("tools"), dict),
+            roots=isinstance(capabilities.get("roots"), dict),
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# The URL rule
+# ---------------------------------------------------------------------------------------
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")
+_IPV4 = re.compile(r"(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})")
+
+
+def url_allowed(url: str) -> bool:
+    """True when the bridge shows the URL of a URL elicitation to the client.
+
+    The URL must be a valid absolute URL with a host: no space, no control character, a
+    scheme, ``//`` and a host that is not empty, and a port of digits up to 65535. Its
+    scheme must be ``https`` (any case), or ``http`` without user information and with a
+    loopback host: ``localhost`` (trailing dots allowed), an address in 127.0.0.0/8 in
+    dotted-decimal form, or ``[::1]`` (also as ``[::ffff:127.x.x.x]``). VS Code opens other
+    schemes too (``file:``, ``vscode:``, ``command:``), so the bridge refuses them.
+
+    A web browser reads a URL by the WHATWG rules, where a backslash ends the host; other
+    parsers disagree. The two must find the same host, so a backslash anywhere is refused.
+    """
+    if not isinstance(url, str) or "\\" in url:
+        return False
+    if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url):
+        return False
+    scheme_match = _SCHEME.match(url)
+    if scheme_match is None or url[scheme_match.end() : scheme_match.end() + 3] != "://":
+        return False
+    scheme = scheme_match.group().lower()
+    rest = url[scheme_match.end() + 3 :]
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    _, at, hostport = authority.rpartition("@")
+    host = _host_of(hostport)
+    if host is None or host == "":
+        return False
+    if scheme == "https":
+        return True
+    if scheme != "http" or at:
+        return False
+    return _is_loopback(host)
+
+
+def _host_of(hostport: str) -> str | None:
+    """The host of ``host[:port]``, or ``None`` when the port is not valid."""
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        if end < 0:
+            return None
+        host, after = hostport[: end + 1], hostport[end + 1 :]
+        if after and not after.startswith(":"):
+            return None
+        port = after[1:]
+    else:
+        host, _, port = hostport.partition(":")
+        if ":" in port:
+            return None
+    if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
+        return None
+    return host
+
+
+def _is_loopback(host: str) -> bool:
+    name = host.rstrip(".")
+    if name.lower() == "localhost":
+        return True
+    ipv4 = _IPV4.fullmatch(host)
+    if ipv4 is not None:
+        octets = [int(part) for part in ipv4.groups()]
+        return octets[0] == 127 and all(octet <= 255 for octet in octets)
+    if not (host.startswith("[") and host.endswith("]")) or "%" in host:
+        return False
+    try:
+        address = ipaddress.IPv6Address(host[1:-1])
+    except ValueError:
+        return False
+    mapped = address.ipv4_mapped
+    if mapped is not None:
+        return mapped in ipaddress.IPv4Network("127.0.0.0/8")
+    return address == ipaddress.IPv6Address("::1")
+
+
+# ---------------------------------------------------------------------------------------
+# The shapes of the 2025-11-25 schema
+# ---------------------------------------------------------------------------------------
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    shape: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        shape["required"] = list(required)
+    return shape
+
+
+def _array(items: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": items}
+
+
+def _const(value: str) -> dict[str, Any]:
+    return {"type": "string", "const": value}
+
+
+def _enum(*values: str) -> dict[str, Any]:
+    return {"type": "string", "enum": list(values)}
+
+
+_STRING: Final = {"type": "string"}
+_INTEGER: Final = {"type": "integer"}
+_NUMBER: Final = {"type": "number"}
+_BOOLEAN: Final = {"type": "boolean"}
+_URI: Final = {"type": "string", "format": "uri"}
+_BYTES: Final = {"type": "string", "format": "byte"}
+_PRIORITY: Final = {"type": "number", "minimum": 0, "maximum": 1}
+_META: Final = {"type": "object", "additionalProperties": {}}
+_ANY_OBJECT: Final = {"type": "object", "additionalProperties": {}}
+_OPEN_OBJECT: Final = {"type": "object", "additionalProperties": True, "properties": {}}
+_REQUEST_META: Final = {
+    "type": "object",
+    "additionalProperties": {},
+    "properties": {"progressToken": _ref("ProgressToken")},
+}
+_SAMPLING_CONTENT: Final = {
+    "anyOf": [
+        _ref("TextContent"),
+        _ref("ImageContent"),
+        _ref("AudioContent"),
+        _ref("ToolUseContent"),
+        _ref("ToolResultContent"),
+        _array(_ref("SamplingMessageContentBlock")),
+    ]
+}
+_TOOL_SCHEMA: Final = _object(
+    {
+        "$schema": _STRING,
+        "properties": {"type": "object", "additionalProperties": _OPEN_OBJECT},
+        "required": _array(_STRING),
+        "type": _const("object"),
+    },
+    ("type",),
+)
+_CHOICES: Final = _array(_object({"const": _STRING, "title": _STRING}, ("const", "title")))
+
+#: The definitions of the 2025-11-25 schema that the requests of the bridge to the client
+#: and their answers use, transcribed without descriptions (the tests compare them with
+#: the schema file). Two deliberate differences:
+#:
+#: * ``ElicitRequestFormParams``: the properties of ``requestedSchema`` are not checked
+#:   here; :func:`compile_form_schema` checks each against ``PrimitiveSchemaDefinition``,
+#:   so a property such as ``{"type": "object"}`` is a schema that "does not compile".
+#: * ``ElicitResult``: a value of ``content`` may be any number, not only an integer,
+#:   because a form property of type ``number`` takes 2.5.
+LEGACY_SHAPES: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType(
+    {
+        "ProgressToken": {"type": ["string", "integer"]},
+        "TaskMetadata": _object({"ttl": _INTEGER}),
+        "Role": _enum("assistant", "user"),
+        "Annotations": _object(
+            {"audience": _array(_ref("Role")), "lastModified": _STRING, "priority": _PRIORITY}
+        ),
+        "Icon": _object(
+            {
+                "mimeType": _STRING,
+                "sizes": _array(_STRING),
+                "src": _URI,
+                "theme": _enum("dark", "light"),
+            },
+            ("src",),
+        ),
+        "TextContent": _object(
+            {"_meta": _META, "annotations": _ref("Annotations"), "text": _STRING, "type": _const("text")},
+            ("text", "type"),
+        ),
+        "ImageContent": _object(
+            {
+                "_meta": _META,
+                "annotations": _ref("Annotations"),
+                "data": _BYTES,
+                "mimeType": _STRING,
+                "type": _const("image"),
+            },
+            ("data", "mimeType", "type"),
+        ),
+        "AudioContent": _object(
+            {
+                "_meta": _META,
+                "annotations": _ref("Annotations"),
+                "data": _BYTES,
+                "mimeType": _STRING,
+                "type": _const("audio"),
+            },
+            ("data", "mimeType", "type"),
+        ),
+        "ToolUseContent": _object(
+            {
+                "_meta": _META,
+                "id": _STRING,
+                "input": _ANY_OBJECT,
+                "name": _STRING,
+                "type": _const("tool_use"),
+            },
+            ("id", "input", "name", "type"),
+        ),
+        "ToolResultContent": _object(
+            {
+                "_meta": _META,
+                "content": _array(_ref("ContentBlock")),
+                "isError": _BOOLEAN,
+                "structuredContent": _ANY_OBJECT,
+                "toolUseId": _STRING,
+                "type": _const("tool_result"),
+            },
+            ("content", "toolUseId", "type"),
+        ),
+        "TextResourceContents": _object(
+            {"_meta": _META, "mimeType": _STRING, "text": _STRING, "uri": _URI}, ("text", "uri")
+        ),
+        "BlobResourceContents": _object(
+            {"_meta": _META, "blob": _BYTES, "mimeType": _STRING, "uri": _URI}, ("blob", "uri")
+        ),
+        "ResourceLink": _object(
+            {
+                "_meta": _META,
+                "annotations": _ref("Annotations"),
+                "description": _STRING,
+                "icons": _array(_ref("Icon")),
+                "mimeType": _STRING,
+                "name": _STRING,
+                "size": _INTEGER,
+                "title": _STRING,
+                "type": _const("resource_link"),
+                "uri": _URI,
+            },
+            ("name", "type", "uri"),
+        ),
+        "EmbeddedResource": _object(
+            {
+                "_meta": _META,
+                "annotations": _ref("Annotations"),
+                "resource": {"anyOf": [_ref("TextResourceContents"), _ref("BlobResourceContents")]},
+                "type": _const("resource"),
+            },
+            ("resource", "type"),
+        ),
+        "ContentBlock": {
+            "anyOf": [
+                _ref("TextContent"),
+                _ref("ImageContent"),
+                _ref("AudioContent"),
+                _ref("ResourceLink"),
+                _ref("EmbeddedResource"),
+            ]
+        },
+        "SamplingMessageContentBlock": {
+            "anyOf": [
+                _ref("TextContent"),
+                _ref("ImageContent"),
+                _ref("AudioContent"),
+                _ref("ToolUseContent"),
+                _ref("ToolResultContent"),
+            ]
+        },
+        "SamplingMessage": _object(
+            {"_meta": _META, "content": _SAMPLING_CONTENT, "role": _ref("Role")}, ("content", "role")
+        ),
+        "ModelHint": _object({"name": _STRING}),
+        "ModelPreferences": _object(
+            {
+                "costPriority": _PRIORITY,
+                "hints": _array(_ref("ModelHint")),
+                "intelligencePriority": _PRIORITY,
+                "speedPriority": _PRIORITY,
+            }
+        ),
+        "ToolChoice": _object({"mode": _enum("auto", "none", "required")}),
+        "ToolAnnotations": _object(
+            {
+                "destructiveHint": _BOOLEAN,
+                "idempotentHint": _BOOLEAN,
+                "openWorldHint": _BOOLEAN,
+                "readOnlyHint": _BOOLEAN,
+                "title": _STRING,
+            }
+        ),
+        "ToolExecution": _object({"taskSupport": _enum("forbidden", "optional", "required")}),
+        "Tool": _object(
+            {
+                "_meta": _META,
+                "annotations": _ref("ToolAnnotations"),
+                "description": _STRING,
+                "execution": _ref("ToolExecution"),
+                "icons": _array(_ref("Icon")),
+                "inputSchema": _TOOL_SCHEMA,
+                "name": _STRING,
+                "outputSchema": _TOOL_SCHEMA,
+                "title": _STRING,
+            },
+            ("inputSchema", "name"),
+        ),
+        "CreateMessageRequestParams": _object(
+            {
+                "_meta": _REQUEST_META,
+                "includeContext": _enum("allServers", "none", "thisServer"),
+                "maxTokens": _INTEGER,
+                "messages": _array(_ref("SamplingMessage")),
+                "metadata": _OPEN_OBJECT,
+                "modelPreferences": _ref("ModelPreferences"),
+                "stopSequences": _array(_STRING),
+                "systemPrompt": _STRING,
+                "task": _ref("TaskMetadata"),
+                "temperature": _NUMBER,
+                "toolChoice": _ref("ToolChoice"),
+                "tools": _array(_ref("Tool")),
+            },
+            ("maxTokens", "messages"),
+        ),
+        "StringSchema": _object(
+            {
+                "default": _STRING,
+                "description": _STRING,
+                "format": _enum("date", "date-time", "email", "uri"),
+                "maxLength": _INTEGER,
+                "minLength": _INTEGER,
+                "title": _STRING,
+                "type": _const("string"),
+            },
+            ("type",),
+        ),
+        "NumberSchema": _object(
+            {
+                "default": _NUMBER,
+                "description": _STRING,
+                "maximum": _NUMBER,
+                "minimum": _NUMBER,
+                "title": _STRING,
+                "type": _enum("integer", "number"),
+            },
+            ("type",),
+        ),
+        "BooleanSchema": _object(
+            {"default": _BOOLEAN, "description": _STRING, "title": _STRING, "type": _const("boolean")},
+            ("type",),
+        ),
+        "UntitledSingleSelectEnumSchema": _object(
+            {
+                "default": _STRING,
+                "description": _STRING,
+                "enum": _array(_STRING),
+                "title": _STRING,
+                "type": _const("string"),
+            },
+            ("enum", "type"),
+        ),
+        "TitledSingleSelectEnumSchema": _object(
+            {
+                "default": _STRING,
+                "description": _STRING,
+                "oneOf": _CHOICES,
+                "title": _STRING,
+                "type": _const("string"),
+            },
+            ("oneOf", "type"),
+        ),
+        "UntitledMultiSelectEnumSchema": _object(
+            {
+                "default": _array(_STRING),
+                "description": _STRING,
+                "items": _object({"enum": _array(_STRING), "type": _const("string")}, ("enum", "type")),
+                "maxItems": _INTEGER,
+                "minItems": _INTEGER,
+                "title": _STRING,
+                "type": _const("array"),
+            },
+            ("items", "type"),
+        ),
+        "TitledMultiSelectEnumSchema": _object(
+            {
+                "default": _array(_STRING),
+                "description": _STRING,
+                "items": _object({"anyOf": _CHOICES}, ("anyOf",)),
+                "maxItems": _INTEGER,
+                "minItems": _INTEGER,
+                "title": _STRING,
+                "type": _const("array"),
+            },
+            ("items", "type"),
+        ),
+        "LegacyTitledEnumSchema": _object(
+            {
+                "default": _STRING,
+                "description": _STRING,
+                "enum": _array(_STRING),
+                "enumNames": _array(_STRING),
+                "title": _STRING,
+                "type": _const("string"),
+            },
+            ("enum", "type"),
+        ),
+        "PrimitiveSchemaDefinition": {
+            "anyOf": [
+                _ref("StringSchema"),
+                _ref("NumberSchema"),
+                _ref("BooleanSchema"),
+                _ref("UntitledSingleSelectEnumSchema"),
+                _ref("TitledSingleSelectEnumSchema"),
+                _ref("UntitledMultiSelectEnumSchema"),
+                _ref("TitledMultiSelectEnumSchema"),
+                _ref("LegacyTitledEnumSchema"),
+            ]
+        },
+        "ElicitRequestFormParams": _object(
+            {
+                "_meta": _REQUEST_META,
+                "message": _STRING,
+                "mode": _const("form"),
+                "requestedSchema": _object(
+                    {
+                        "$schema": _STRING,
+                        "properties": {"type": "object", "additionalProperties": {}},
+                        "required": _array(_STRING),
+                        "type": _const("object"),
+                    },
+                    ("properties", "type"),
+                ),
+                "task": _ref("TaskMetadata"),
+            },
+            ("message", "requestedSchema"),
+        ),
+        "ElicitRequestURLParams": _object(
+            {
+                "_meta": _REQUEST_META,
+                "elicitationId": _STRING,
+                "message": _STRING,
+                "mode": _const("url"),
+                "task": _ref("TaskMetadata"),
+                "url": _URI,
+            },
+            ("elicitationId", "message", "mode", "url"),
+        ),
+        "RequestParams": _object({"_meta": _REQUEST_META}),
+        "ElicitResult": _object(
+            {
+                "_meta": _META,
+                "action": _enum("accept", "cancel", "decline"),
+                "content": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "anyOf": [_array(_STRING), {"type": ["string", "number", "boolean"]}]
+                    },
+                },
+            },
+            ("action",),
+        ),
+        "CreateMessageResult": _object(
+            {
+                "_meta": _META,
+                "content": _SAMPLING_CONTENT,
+                "model": _STRING,
+                "role": _ref("Role"),
+                "stopReason": _STRING,
+            },
+            ("content", "model", "role"),
+        ),
+        "Root": _object({"_meta": _META, "name": _STRING, "uri": _URI}, ("uri",)),
+        "ListRootsResult": _object({"_meta": _META, "roots": _array(_ref("Root"))}, ("roots",)),
+    }
+)
+
+
+def conforms(value: Any, definition: str) -> bool:
+    """True when ``value`` has the shape of the definition ``definition`` of :data:`LEGACY_SHAPES`.
+
+    The check follows JSON Schema for the keywords the table uses (``type``, ``const``,
+    ``enum``, ``required``, ``properties``, ``additionalProperties``, ``items``, ``anyOf``,
+    ``$ref``, ``minimum``, ``maximum``); ``format`` is an annotation, as in the default
+    mode of JSON Schema validators.
+
+    Raises:
+        KeyError: the table has no such definition.
+    """
+    return _conforms(value, LEGACY_SHAPES[definition])
+
+
+def _conforms(value: Any, shape: Mapping[str, Any]) -> bool:
+    ref = shape.get("$ref")
+    if ref is not None and not _conforms(value, LEGACY_SHAPES[ref.rsplit("/", 1)[-1]]):
+        return False
+    kinds = shape.get("type")
+    if kinds is not None:
+        names = [kinds] if isinstance(kinds, str) else kinds
+        if not any(_is_type(value, name) for name in names):
+            return False
+    if "const" in shape and not _json_equal(value, shape["const"]):
+        return False
+    if "enum" in shape and not any(_json_equal(value, option) for option in shape["enum"]):
+        return False
+    if _is_number(value):
+        if "minimum" in shape and value < shape["minimum"]:
+            return False
+        if "maximum" in shape and value > shape["maximum"]:
+            return False
+    if isinstance(value, dict):
+        if any(name not in value for name in shape.get("required", ())):
+            return False
+        properties = shape.get("properties", {})
+        extra = shape.get("additionalProperties", True)
+        for name, member in value.items():
+            if name in properties:
+                if not _conforms(member, properties[name]):
+                    return False
+            elif extra is False or (isinstance(extra, dict) and not _conforms(member, extra)):
+                return False
+    if isinstance(value, list) and "items" in shape:
+        if not all(_conforms(item, shape["items"]) for item in value):
+            return False
+    if "anyOf" in shape and not any(_conforms(value, option) for option in shape["anyOf"]):
+        return False
+    return True
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name == "integer":
+        return _is_number(value) and (isinstance(value, int) or float(value).is_integer())
+    if name == "number":
+        return _is_number(value)
+    if name == "string":
+        return isinstance(value, str)
+    if name == "boolean":
+        return isinstance(value, bool)
+    if name == "object":
+        return isinstance(value, dict)
+    if name == "array":
+        return isinstance(value, list)
+    return name == "null" and value is None
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: ``true`` is not ``1``, and ``1`` is ``1.0``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if _is_number(a) and _is_number(b):
+        return bool(a == b)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and bool(a == b)
+
+
+# ---------------------------------------------------------------------------------------
+# The requestedSchema of a form
+# ---------------------------------------------------------------------------------------
+
+
+class SchemaError(Exception):
+    """A ``requestedSchema`` does not compile."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    """One compiled property of a form: its type and the keywords of its type."""
+
+    type: str
+    min_length: int | None = None
+    max_length: int | None = None
+    format: str | None = None
+    enum: tuple[str, ...] | None = None
+    one_of: tuple[str, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    item_enum: tuple[str, ...] | None = None
+    item_any_of: tuple[str, ...] | None = None
+
+    def accepts(self, value: Any) -> bool:
+        if not _is_type(value, self.type):
+            return False
+        if isinstance(value, str):
+            return self._accepts_string(value)
+        if isinstance(value, list):
+            return self._accepts_choices(value)
+        if _is_number(value):
+            if self.minimum is not None and value < self.minimum:
+                return False
+            if self.maximum is not None and value > self.maximum:
+                return False
+        return True
+
+    def _accepts_string(self, value: str) -> bool:
+        if self.min_length is not None and len(value) < self.min_length:
+            return False
+        if self.max_length is not None and len(value) > self.max_length:
+            return False
+        if self.format is not None and not _FORMATS[self.format](value):
+            return False
+        if self.enum is not None and value not in self.enum:
+            return False
+        # oneOf: exactly one choice matches, so a value listed twice matches none.
+        return self.one_of is None or self.one_of.count(value) == 1
+
+    def _accepts_choices(self, value: list[Any]) -> bool:
+        if self.min_items is not None and len(value) < self.min_items:
+            return False
+        if self.max_items is not None and len(value) > self.max_items:
+            return False
+        for item in value:
+            if self.item_enum is not None and item not in self.item_enum:
+                return False
+            if self.item_any_of is not None and item not in self.item_any_of:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class FormSchema:
+    """A compiled ``requestedSchema``: a flat object of primitive properties."""
+
+    fields: Mapping[str, _Field]
+    required: tuple[str, ...]
+
+    def accepts(self, content: Any) -> bool:
+        """True when ``content`` is valid against the schema.
+
+        The content is an object that has each required member; each member that is a
+        property of the schema is valid against that property. Other members are allowed,
+        as JSON Schema allows them without ``additionalProperties``.
+        """
+        if not isinstance(content, dict):
+            return False
+        if any(name not in content for name in self.required):
+            return False
+        return all(field.accepts(content[name]) for name, field in self.fields.items() if name in content)
+
+
+def compile_form_schema(schema: Any) -> FormSchema:
+    """Compile the ``requestedSchema`` of a form elicitation.
+
+    The schema is the flat subset of revision 2026-07-28 §A9: an object with primitive
+    properties (string with ``minLength``, ``maxLength``, ``format`` email|uri|date|date-time,
+    ``enum`` or ``oneOf`` const+title; number or integer with ``minimum`` and ``maximum``;
+    boolean; a multi-select array of strings with ``items.enum`` or ``items.anyOf`` and
+    ``minItems``, ``maxItems``) and a ``required`` list. ``$schema`` is ignored, and so are
+    keywords outside the subset. Each property must be a ``PrimitiveSchemaDefinition`` of
+    the schema, thus a property such as ``{"type": "object"}`` does not compile.
+
+    Raises:
+        SchemaError: the schema does not compile.
+    """
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise SchemaError("the schema is not an object schema")
+    properties = schema.get("properties")
+    required = schema.get("required", [])
+    if not isinstance(properties, dict):
+        raise SchemaError("properties is not an object")
+    if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
+        raise SchemaError("required is not a list of names")
+    fields: dict[str, _Field] = {}
+    subschemas = 1
+    for name, prop in properties.items():
+        if not conforms(prop, "PrimitiveSchemaDefinition"):
+            raise SchemaError(f"property {name!r} is not a primitive schema")
+        fields[name] = _compile_field(prop)
+        subschemas += 1 + _subschema_count(prop)
+        if subschemas > MAX_FORM_SUBSCHEMAS:
+            raise SchemaError("too many subschemas")
+    return FormSchema(fields=MappingProxyType(fields), required=tuple(required))
+
+
+def _compile_field(prop: dict[str, Any]) -> _Field:
+    kind = prop["type"]
+    if kind == "string":
+        return _Field(
+            type=kind,
+            min_length=_count(prop, "minLength"),
+            max_length=_count(prop, "maxLength"),
+            format=prop.get("format"),
+            enum=_names(prop, "enum"),
+            one_of=_choices(prop, "oneOf"),
+        )
+    if kind in ("number", "integer"):
+        return _Field(type=kind, minimum=prop.get("minimum"), maximum=prop.get("maximum"))
+    if kind == "boolean":
+        return _Field(type=kind)
+    # A multi-select: the items list their choices by enum, anyOf, or both.
+    items = prop["items"]
+    item_enum = _names(items, "enum")
+    item_any_of = _choices(items, "anyOf")
+    if item_enum is None and item_any_of is None:
+        raise SchemaError("the items have no choices")
+    return _Field(
+        type=kind,
+        min_items=_count(prop, "minItems"),
+        max_items=_count(prop, "maxItems"),
+        item_enum=item_enum,
+        item_any_of=item_any_of,
+    )
+
+
+def _count(schema: Mapping[str, Any], keyword: str) -> int | None:
+    """A non-negative integer keyword such as ``minLength``, or ``None``."""
+    value = schema.get(keyword)
+    if value is None:
+        return None
+    if not _is_type(value, "integer") or value < 0:
+        raise SchemaError(f"{keyword} is not a non-negative integer")
+    return int(value)
+
+
+def _names(schema: Mapping[str, Any], keyword: str) -> tuple[str, ...] | None:
+    """An ``enum`` of strings, or ``None``."""
+    if keyword not in schema:
+        return None
+    values = schema[keyword]
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise SchemaError(f"{keyword} is not a list of strings")
+    return tuple(values)
+
+
+def _choices(schema: Mapping[str, Any], keyword: str) -> tuple[str, ...] | None:
+    """The ``const`` strings of a ``oneOf`` or ``anyOf`` of choices, or ``None``."""
+    if keyword not in schema:
+        return None
+    options = schema[keyword]
+    if not isinstance(options, list) or not options:
+        raise SchemaError(f"{keyword} is not a non-empty list")
+    consts: list[str] = []
+    for option in options:
+        if not isinstance(option, dict) or not isinstance(option.get("const"), str):
+            raise SchemaError(f"a choice of {keyword} has no string const")
+        consts.append(option["const"])
+    return tuple(consts)
+
+
+def _subschema_count(prop: Mapping[str, Any]) -> int:
+    """The subschemas inside one property: its ``oneOf`` choices, its items and their choices."""
+
+    def length(value: Any) -> int:
+        return len(value) if isinstance(value, list) else 0
+
+    count = length(prop.get("oneOf"))
+    items = prop.get("items")
+    if isinstance(items, dict):
+        count += 1 + length(items.get("anyOf"))
+    return count
+
+
+_EMAIL = re.compile(r"[^\s@]+@[^\s@]+", re.ASCII)
+_URI_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|\\^`]*", re.ASCII)
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_DATE_TIME = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?"
+    r"([Zz]|[+\-]([0-9]{2}):([0-9]{2}))"
+)
+
+
+def _is_date(text: str) -> bool:
+    match = _DATE.fullmatch(text)
+    if match is None:
+        return False
+    try:
+        datetime.date(*(int(part) for part in match.groups()))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_date_time(text: str) -> bool:
+    """RFC 3339 ``date-time``: a date, ``T``, a time with seconds, and an offset."""
+    match = _DATE_TIME.fullmatch(text)
+    if match is None or not _is_date(match.group(1)):
+        return False
+    hour, minute, second = (int(match.group(i)) for i in (2, 3, 4))
+    if hour > 23 or minute > 59 or second > 60:  # 60: a leap second
+        return False
+    if match.group(7) is not None and (int(match.group(7)) > 23 or int(match.group(8)) > 59):
+        return False
+    return True
+
+
+_FORMATS: Final[Mapping[str, Callable[[str], bool]]] = MappingProxyType(
+    {
+        "email": lambda text: _EMAIL.fullmatch(text) is not None,
+        "uri": lambda text: _URI_TEXT.fullmatch(text) is not None,
+        "date": _is_date,
+        "date-time": _is_date_time,
+    }
+)
+
+
+# ---------------------------------------------------------------------------------------
+# The choice form, the "Continue" form and the sampling rules
+# ---------------------------------------------------------------------------------------
+
+
+def choice_form(message: str) -> dict[str, Any]:
+    """The params of a form with ``message`` and one required choice, "Continue".
+
+    VS Code reads the first property of a form without a check, thus the client never
+    gets a form without a property: it gets this one instead.
+    """
+    return {
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                CONTINUE_PROPERTY: {
+                    "type": "string",
+                    "title": CONTINUE_VALUE,
+                    "enum": [CONTINUE_VALUE],
+                    "default": CONTINUE_VALUE,
+                }
+            },
+            "required": [CONTINUE_PROPERTY],
+        },
+    }
+
+
+def continue_form() -> dict[str, Any]:
+    """The params of the "Continue" form, shown instead of a URL that the user accepted."""
+    return choice_form(CONTINUE_MESSAGE)
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message["content"]
+    return content if isinstance(content, list) else [content]
+
+
+def _uses_tools(params: dict[str, Any]) -> bool:
+    """True for ``tools``, ``toolChoice``, or a ``tool_use`` or ``tool_result`` block."""
+    if "tools" in params or "toolChoice" in params:
+        return True
+    return any(
+        block["type"] in ("tool_use", "tool_result")
+        for message in params["messages"]
+        for block in _blocks(message)
+    )
+
+
+def _tool_results_paired(messages: list[dict[str, Any]]) -> bool:
+    """The tool result rules of sampling messages.
+
+    A message with a tool result has only tool results. The message after a message with
+    tool uses is a user message with only tool results, and it has a result for each use.
+    """
+    for index, message in enumerate(messages):
+        own = _blocks(message)
+        results = sum(1 for block in own if block["type"] == "tool_result")
+        if results and results != len(own):
+            return False
+        uses = [block["id"] for block in own if block["type"] == "tool_use"]
+        if not uses:
+            continue
+        if index + 1 >= len(messages) or messages[index + 1]["role"] != "user":
+            return False
+        following = _blocks(messages[index + 1])
+        if any(block["type"] != "tool_result" for block in following):
+            return False
+        answered = {block["toolUseId"] for block in following}
+        if any(use not in answered for use in uses):
+            return False
+    return True
+
+
+def _without_task(params: dict[str, Any]) -> dict[str, Any]:
+    # The bridge declares no tasks to the client, so its requests are never tasks.
+    return {name: value for name, value in params.items() if name != "task"}
+
+
+# ---------------------------------------------------------------------------------------
+# Rounds
+# ---------------------------------------------------------------------------------------
+
+
+def parse_input_required(result: Any) -> tuple[dict[str, Any], str | None]:
+    """The ``inputRequests`` (``null`` or absent: empty) and ``requestState`` of a result.
+
+    Raises:
+        InputError: ``invalid_input_request``, the result is not an InputRequiredResult.
+    """
+    if not isinstance(result, dict):
+        raise InputError("invalid_input_request", "the result is not an object")
+    requests = result.get("inputRequests")
+    if requests is None:
+        requests = {}
+    elif not isinstance(requests, dict):
+        raise InputError("invalid_input_request", "the inputRequests member is not an object")
+    state = result.get("requestState")
+    if state is not None and not isinstance(state, str):
+        raise InputError("invalid_input_request", "the requestState member is not a string")
+    return requests, state
+
+
+def asks_for_url(raw_result: Any, url: str) -> bool:
+    """True when ``raw_result`` is an InputRequiredResult with a URL elicitation of ``url``."""
+    if not isinstance(raw_result, dict) or raw_result.get("resultType") != "input_required":
+        return False
+    requests = raw_result.get("inputRequests")
+    if not isinstance(requests, dict):
+        return False
+    for request in requests.values():
+        if not isinstance(request, dict) or request.get("method") != ELICITATION_CREATE:
+            continue
+        params = request.get("params")
+        if isinstance(params, dict) and params.get("mode") == "url" and params.get("url") == url:
+            return True
+    return False
+
+
+def retry_params(
+    original_params: dict[str, Any] | None,
+    input_responses: dict[str, Any] | None,
+    request_state: str | None,
+) -> dict[str, Any]:
+    """The params of the next upstream request.
+
+    A copy of ``original_params`` without its own ``inputResponses`` and ``requestState``,
+    plus ``inputResponses`` and ``requestState`` when given. The state is the exact string
+    of the server; without one the retry has none.
+    """
+    params = {
+        name: value
+        for name, value in (original_params or {}).items()
+        if name not in ("inputResponses", "requestState")
+    }
+    if input_responses is not None:
+        params["inputResponses"] = input_responses
+    if request_state is not None:
+        params["requestState"] = request_state
+    return params
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One request of the bridge to the client; the front end gives it a ``b-`` id."""
+
+    key: str
+    method: str
+    #: ``None``: the request has no ``params`` member.
+    params: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """The plan of one round."""
+
+    #: The requests for the client, in the key order of ``inputRequests``. Empty when the
+    #: round asks the client nothing (only a ``requestState``, or only refused URLs).
+    outgoing: tuple[Outgoing, ...]
+    #: The answers decided without the client (a refused URL gets ``{"action": "decline"}``).
+    immediate: Mapping[str, dict[str, Any]]
+    #: The ``requestState`` to echo in the retry, or ``None``.
+    request_state: str | None
+    #: Lines for the log at the level warning.
+    warnings: tuple[str, ...]
+
+
+class _Kind(enum.Enum):
+    FORM = "elicitation.form"
+    URL = "elicitation.url"
+    SAMPLING = "sampling"
+    ROOTS = "roots"
+
+
+_METHODS: Final = MappingProxyType(
+    {
+        _Kind.FORM: ELICITATION_CREATE,
+        _Kind.URL: ELICITATION_CREATE,
+        _Kind.SAMPLING: SAMPLING_CREATE_MESSAGE,
+        _Kind.ROOTS: ROOTS_LIST,
+    }
+)
+
+
+class _Route(enum.Enum):
+    ASK = "ask"  # send the input request as it is
+    CHOICE_FORM = "choice_form"  # a form without a property: one choice instead
+    CONTINUE_FORM = "continue_form"  # a URL the user accepted: "Continue" instead
+    DECLINE = "decline"  # a refused URL: decline without asking
+
+
+@dataclass(slots=True)
+class _UrlStep:
+    url: str
+    elicitation_id: str
+    accepted: bool = False
+    completed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    kind: _Kind
+    params: dict[str, Any] | None
+    form: FormSchema | None = None
+
+
+@dataclass(slots=True)
+class _Item:
+    checked: _Checked
+    route: _Route = _Route.ASK
+    step: _UrlStep | None = None
+
+
+@dataclass(slots=True)
+class _State:
+    rounds: int = 0
+    steps: list[_UrlStep] = field(default_factory=list)
+    items: dict[str, _Item] = field(default_factory=dict)
+
+
+class Session:
+    """The input rounds of one forwarded request.
+
+    ``kinds`` are the kinds the client declared. ``next_elicitation_id`` gives a new
+    ``elicitationId``, unique on the connection (for example ``elicitation-1``).
+
+    The session keeps the URLs of URL elicitations across the rounds: their ids, whether
+    the user accepted them, and whether the client got ``notifications/elicitation/complete``.
+    """
+
+    def __init__(self, kinds: ClientKinds, next_elicitation_id: Callable[[], str]) -> None:
+        self.kinds = kinds
+        self._next_elicitation_id = next_elicitation_id
+        self._state = _State()
+
+    @property
+    def rounds(self) -> int:
+        """The number of InputRequiredResults given to :meth:`plan_round`."""
+        return self._state.rounds
+
+    def plan_round(self, result: Any) -> Planned:
+        """Check all input requests of the InputRequiredResult ``result`` and plan the round.
+
+        Call it once for each InputRequiredResult, after :meth:`completions_after_round`.
+        The checks, in this order: the round limit, the shape of the result, the number of
+        input requests, then each input request in key order (its shape, the kind the
+        client declared, the ``requestedSchema`` of a form, the tool rules of a sampling).
+
+        Raises:
+            InputError: ``too_many_rounds``, ``invalid_input_request``,
+                ``too_many_input_requests`` or ``undeclared_input_request``. The client
+                gets no request of the round.
+        """
+        state = self._state
+        state.items = {}
+        state.rounds += 1
+        if state.rounds >= MAX_ROUNDS:
+            raise InputError("too_many_rounds")
+        requests, request_state = parse_input_required(result)
+        if len(requests) > MAX_INPUT_REQUESTS:
+            raise InputError(
+                "too_many_input_requests",
+                f"{len(requests)} input requests in one round, limit: {MAX_INPUT_REQUESTS}",
+            )
+        checked = {key: self._check(key, request) for key, request in requests.items()}
+
+        outgoing: list[Outgoing] = []
+        immediate: dict[str, dict[str, Any]] = {}
+        warnings: list[str] = []
+        items: dict[str, _Item] = {}
+        for key, item_checked in checked.items():
+            item = _Item(item_checked)
+            items[key] = item
+            params = item_checked.params
+            if item_checked.kind is _Kind.FORM:
+                assert item_checked.form is not None and params is not None
+                if not item_checked.form.fields:
+                    item.route = _Route.CHOICE_FORM
+                    params = choice_form(params["message"])
+            elif item_checked.kind is _Kind.URL:
+                assert params is not None
+                if not url_allowed(params["url"]):
+                    item.route = _Route.DECLINE
+                    immediate[key] = {"action": "decline"}
+                    warnings.append(
+                        f"input request '{key}': the bridge refused the URL of a URL elicitation, "
+                        "and the upstream server gets decline"
+                    )
+                    continue
+                item.step = self._url_step(params["url"])
+                if item.step.accepted and self.kinds.form:
+                    item.route = _Route.CONTINUE_FORM
+                    params = continue_form()
+                else:
+                    params = {**params, "elicitationId": item.step.elicitation_id}
+            outgoing.append(Outgoing(key, _METHODS[item_checked.kind], params))
+        state.items = items
+        return Planned(
+            outgoing=tuple(outgoing),
+            immediate=MappingProxyType(immediate),
+            request_state=request_state,
+            warnings=tuple(warnings),
+        )
+
+    def _check(self, key: str, request: Any) -> _Checked:
+        """Check one input request; the params for the client have no ``task``."""
+        shape_error = _key_error(
+            "invalid_input_request", key, "the input request does not have the shape of the schema"
+        )
+        if not isinstance(request, dict):
+            raise shape_error
+        method = request.get("method")
+        params = request.get("params")
+        if method == ROOTS_LIST:
+            client_params = None
+            if "params" in request:
+                if not isinstance(params, dict):
+                    raise shape_error
+                client_params = _without_task(params)
+                if not conforms(client_params, "RequestParams"):
+                    raise shape_error
+            self._require(key, _Kind.ROOTS)
+            return _Checked(_Kind.ROOTS, client_params)
+        if method not in (ELICITATION_CREATE, SAMPLING_CREATE_MESSAGE) or not isinstance(params, dict):
+            raise shape_error
+        client_params = _without_task(params)
+
+        if method == SAMPLING_CREATE_MESSAGE:
+            if not conforms(client_params, "CreateMessageRequestParams"):
+                raise shape_error
+            self._require(key, _Kind.SAMPLING)
+            if _uses_tools(client_params) and not self.kinds.sampling_tools:
+                raise _key_error(
+                    "undeclared_input_request",
+                    key,
+                    "sampling with tools needs sampling.tools, and the client did not declare it",
+                )
+            if not _tool_results_paired(client_params["messages"]):
+                raise _key_error(
+                    "invalid_input_request", key, "the sampling messages do not obey the tool result rules"
+                )
+            return _Checked(_Kind.SAMPLING, client_params)
+
+        mode = params.get("mode", "form")
+        if mode == "url":
+            # 2025-11-25 requires the elicitationId that the plan adds.
+            if not conforms({**client_params, "elicitationId": ""}, "ElicitRequestURLParams"):
+                raise shape_error
+            self._require(key, _Kind.URL)
+            return _Checked(_Kind.URL, client_params)
+        if mode != "form" or not conforms(client_params, "ElicitRequestFormParams"):
+            raise shape_error
+        self._require(key, _Kind.FORM)
+        try:
+            form = compile_form_schema(client_params["requestedSchema"])
+        except SchemaError:
+            raise _key_error("invalid_input_request", key, "the requestedSchema does not compile") from None
+        return _Checked(_Kind.FORM, client_params, form)
+
+    def _require(self, key: str, kind: _Kind) -> None:
+        declared = {
+            _Kind.FORM: self.kinds.form,
+            _Kind.URL: self.kinds.url,
+            _Kind.SAMPLING: self.kinds.sampling,
+            _Kind.ROOTS: self.kinds.roots,
+        }[kind]
+        if not declared:
+            raise _key_error("undeclared_input_request", key, f"the client did not declare {kind.value}")
+
+    def _url_step(self, url: str) -> _UrlStep:
+        """The step of ``url``; a new URL, or one whose step completed, gets a new id."""
+        for step in self._state.steps:
+            if step.url == url and not step.completed:
+                return step
+        step = _UrlStep(url, self._next_elicitation_id())
+        self._state.steps.append(step)
+        return step
+
+    def shape_answer(self, key: str, answer: Answer, notes: list[str] | None = None) -> dict[str, Any]:
+        """The value for ``inputResponses[key]`` from the client's answer to ``key``.
+
+        * Elicitation: a :class:`ClientError` or :data:`BAD_LINE` gives ``cancel``. The
+          result must be an ElicitResult; the value has ``action``, and ``content`` only
+          for an accepted form, whose content (absent: ``{}``) must be valid against the
+          ``requestedSchema``. An accepted choice form gives the content ``{}``; the
+          answer to a "Continue" form gives its action only.
+        * Sampling: the CreateMessageResult goes upstream unchanged.
+        * Roots: the ListRootsResult keeps only the roots whose URI starts with ``file://``.
+
+        Debug lines (a dropped root) are appended to ``notes`` when given.
+
+        Raises:
+            InputError: ``invalid_client_answer``.
+            ClientFailed: the client answered a sampling or roots request with an error.
+            KeyError: ``key`` is not a key of the last planned round that asks the client.
+        """
+        item = self._state.items[key]
+        kind = item.checked.kind
+        if item.route is _Route.DECLINE:
+            raise KeyError(key)
+        if item.route is _Route.CONTINUE_FORM:
+            value = {"action": _action_of(answer) or "cancel"}
+        elif kind in (_Kind.FORM, _Kind.URL):
+            if item.route is _Route.CHOICE_FORM and _action_of(answer) == "accept":
+                answer = {"action": "accept", "content": {}}
+            value = self._shape_elicitation(key, item.checked, answer)
+        elif isinstance(answer, ClientError):
+            raise ClientFailed(answer.error)
+        elif answer is BAD_LINE:
+            raise _key_error("invalid_client_answer", key, "the answer of the client is not a valid message")
+        elif kind is _Kind.SAMPLING:
+            if not conforms(answer, "CreateMessageResult"):
+                raise _key_error(
+                    "invalid_client_answer", key, "the sampling result does not have the shape of the schema"
+                )
+            value = answer
+        else:
+            value = _shape_roots(key, answer, notes)
+        if item.step is not None and value["action"] == "accept":
+            item.step.accepted = True
+        return value
+
+    @staticmethod
+    def _shape_elicitation(key: str, checked: _Checked, answer: Answer) -> dict[str, Any]:
+        if isinstance(answer, ClientError) or answer is BAD_LINE:
+            return {"action": "cancel"}
+        if not conforms(answer, "ElicitResult"):
+            raise _key_error(
+                "invalid_client_answer", key, "the elicitation result does not have the shape of the schema"
+            )
+        value: dict[str, Any] = {"action": answer["action"]}
+        if value["action"] == "accept" and checked.kind is _Kind.FORM:
+            assert checked.form is not None
+            if not checked.form.accepts(answer.get("content", {})):
+                raise _key_error(
+                    "invalid_client_answer",
+                    key,
+                    "the accepted content is not valid against the requestedSchema",
+                )
+            if "content" in answer:
+                value["content"] = answer["content"]
+        return value
+
+    def input_responses(
+        self, answers: Mapping[str, Answer], notes: list[str] | None = None
+    ) -> dict[str, Any] | None:
+        """The ``inputResponses`` of the retry, in the key order of the round.
+
+        ``answers`` maps the key of each outgoing request of the last planned round to
+        the client's answer. The decisions without the client (refused URLs) are added.
+        ``None`` when the round had no input request (a ``requestState`` only): the retry
+        then has no ``inputResponses``.
+
+        Raises:
+            InputError: ``invalid_client_answer``, for the first failing key in key order.
+            ClientFailed: the client answered a sampling or roots request with an error.
+            KeyError: an outgoing request of the round has no answer.
+        """
+        items = self._state.items
+        if not items:
+            return None
+        responses: dict[str, Any] = {}
+        for key, item in items.items():
+            if item.route is _Route.DECLINE:
+                responses[key] = {"action": "decline"}
+            else:
+                responses[key] = self.shape_answer(key, answers[key], notes)
+        return responses
+
+    def completions_after_round(self, raw_result: Any) -> list[str]:
+        """The ``elicitationId`` of each accepted URL that ``raw_result`` does not ask for again.
+
+        Call it with the raw result of every upstream round, a complete result or an
+        InputRequiredResult, before the response and before the next round. Each id
+        comes out once; the front end sends ``notifications/elicitation/complete`` for it.
+        """
+        done: list[str] = []
+        for step in self._state.steps:
+            if step.accepted and not step.completed and not asks_for_url(raw_result, step.url):
+                step.completed = True
+                done.append(step.elicitation_id)
+        return done
+
+    def completions_on_failure(self) -> list[str]:
+        """The ids of all accepted URLs without a completion yet.
+
+        Call it when the rounds stop without a result: an error, too many rounds, a
+        cancellation (the notification goes out even though the request gets no response).
+        """
+        return self.completions_after_round(None)
+
+
+def _action_of(answer: Answer) -> str | None:
+    """The valid action of an elicitation result, or ``None``."""
+    if isinstance(answer, dict):
+        action = answer.get("action")
+        if action in ("accept", "decline", "cancel"):
+            return str(action)
+    return None
+
+
+def _shape_roots(key: str, answer: Answer, notes: list[str] | None) -> dict[str, Any]:
+    if not conforms(answer, "ListRootsResult"):
+        raise _key_error(
+            "invalid_client_answer", key, "the roots result does not have the shape of the schema"
+        )
+    kept: list[dict[str, Any]] = []
+    for root in answer["roots"]:
+        if root["uri"].startswith("file://"):
+            kept.append({name: root[name] for name in ("uri", "name", "_meta") if name in root})
+        elif notes is not None:
+            notes.append(f"input request '{key}': dropped a root that is not a file URI")
+    return {"roots": kept}
