@@ -1,0 +1,364 @@
+"""The listen stream: the upstream's ``subscriptions/listen`` becomes VS Code's notifications.
+
+Theory of operation
+-------------------
+
+One :class:`Listener` serves a connection. Its **owner** thread holds the
+streams, the subscribed URIs and the back-off; every change goes through its
+queue, one at a time. Each stream has a thread that waits for its end and
+tells the owner.
+
+The events of a stream arrive on the upstream client's reader thread. Their
+callback only translates the event and writes it under the output lock,
+comparing the stream's generation with the active one in the same step: it
+takes no other lock and waits for nothing. So on stdio a list change that the
+upstream writes before the result of a call reaches VS Code before that result.
+
+Rules:
+
+* A stream becomes active at its first acknowledgment; a newer generation
+  wins, and an older stream never becomes active again.
+* The first acknowledgment of the first stream, of a stream after a loss, and
+  every later acknowledgment of the active stream end a *gap*: VS Code then gets
+  one list change for each declared list and one update for each subscribed
+  URI, so it fetches again what it may have missed. A change of the URIs alone
+  writes no such events.
+* A subscription change opens a new stream; its first acknowledgment writes the
+  ``{}`` response, then the old stream is canceled. When the new stream fails
+  before its acknowledgment, the old stream and URIs stay and VS Code gets the
+  error.
+* After a loss a new stream follows after 0.5 s, doubling up to 30 s; a stream
+  that lived 10 s after its acknowledgment resets the wait. A cancellation, a
+  JSON-RPC error or the loss of the upstream server stops the new attempts.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..mcp import jsonrpc
+from ..mcp.client import Client, Subscription
+from ..mcp.errors import Cancelled, Closed, McpError, RpcError
+from ..mcp.jsonrpc import Notification
+from . import errortable, translate
+
+if TYPE_CHECKING:
+    from .frontend import Frontend, Slot
+
+log = logging.getLogger("mcpbridge.bridge")
+
+FIRST_BACKOFF = 0.5
+MAX_BACKOFF = 30.0
+#: A stream that lived this long after its acknowledgment resets the back-off.
+HEALTHY_AFTER = 10.0
+#: The wait for the acknowledgment of a new stream.
+ACK_TIMEOUT = 10.0
+
+
+@dataclass
+class _Stream:
+    generation: int
+    uris: tuple[str, ...]
+    after_loss: bool
+    change: _Change | None = None
+    subscription: Subscription | None = None
+    acked_at: float | None = None
+    canceled_by_us: bool = False
+
+
+@dataclass
+class _Change:
+    slot: Slot
+    uri: str
+    subscribe: bool
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class Listener:
+    """The listen stream of one connection; see the module docstring."""
+
+    def __init__(self, frontend: Frontend, client: Client, declared: translate.Declared) -> None:
+        self._frontend = frontend
+        self._client = client
+        self._declared = declared
+        self._commands: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._stop = threading.Event()
+        self._owner = threading.Thread(target=self._run, name="mcpbridge-listen-owner", daemon=True)
+        self._stream_threads: list[threading.Thread] = []
+        # Owned by the owner thread:
+        self._uris: tuple[str, ...] = ()
+        self._current: _Stream | None = None
+        self._generation = 0
+        self._backoff = FIRST_BACKOFF
+        self._reopen_at: float | None = None
+        self._stopped_reopening = False
+        # Read and written only under the output lock:
+        self._active = 0
+
+    @property
+    def accepts_subscriptions(self) -> bool:
+        return self._declared.subscribe
+
+    @property
+    def lists(self) -> bool:
+        d = self._declared
+        return d.tools or d.prompts or d.resources
+
+    def start(self) -> None:
+        self._owner.start()
+
+    def stop(self) -> None:
+        """Cancel every stream and end the owner; waits at most the grace."""
+        self._stop.set()
+        self._commands.put(("stop", None))
+        self._owner.join(timeout=self._frontend.options.shutdown_grace)
+        for thread in self._stream_threads:
+            thread.join(timeout=0.5)
+
+    def change(self, slot: Slot, uri: str, *, subscribe: bool) -> None:
+        """Run on a slot: queue the change, wait for the owner to finish it."""
+        change = _Change(slot, uri, subscribe)
+        self._commands.put(("change", change))
+        remove = slot.cancel.add_callback(change.done.set)
+        try:
+            change.done.wait(ACK_TIMEOUT + 5.0)
+        finally:
+            remove()
+
+    # ------------------------------------------------------------- owner
+
+    def _run(self) -> None:
+        if self.lists:
+            self._open(self._uris, after_loss=True)
+        while not self._stop.is_set():
+            timeout = None
+            if self._reopen_at is not None:
+                timeout = max(0.0, self._reopen_at - time.monotonic())
+            try:
+                command, value = self._commands.get(timeout=timeout if timeout is not None else 3600.0)
+            except queue.Empty:
+                if self._reopen_at is not None and time.monotonic() >= self._reopen_at:
+                    self._reopen_at = None
+                    self._open(self._uris, after_loss=True)
+                continue
+            if command == "stop":
+                break
+            if command == "change":
+                self._apply_change(value)
+            elif command == "ended":
+                self._stream_ended(*value)
+        self._cancel_all("the client closed the connection")
+
+    def _filter(self, uris: tuple[str, ...]) -> dict[str, Any]:
+        d = self._declared
+        notifications: dict[str, Any] = {}
+        if d.tools:
+            notifications["toolsListChanged"] = True
+        if d.prompts:
+            notifications["promptsListChanged"] = True
+        if d.resources:
+            notifications["resourcesListChanged"] = True
+        if uris:
+            notifications["resourceSubscriptions"] = list(uris)
+        return notifications
+
+    def _open(self, uris: tuple[str, ...], *, after_loss: bool, change: _Change | None = None) -> _Stream | None:
+        self._generation += 1
+        stream = _Stream(self._generation, uris, after_loss, change)
+        try:
+            stream.subscription = self._client.listen(
+                self._filter(uris),
+                on_event=lambda event, s=stream: self._on_event(s, event),
+                on_ack=lambda honored, s=stream: self._on_ack(s, honored),
+                capabilities=self._frontend.upstream_capabilities,
+                log_level=self._frontend.log_level,
+            )
+        except McpError as exc:
+            self._report_failure(stream, exc)
+            return None
+        thread = threading.Thread(
+            target=self._watch_stream,
+            args=(stream,),
+            name=f"mcpbridge-listen-{stream.generation}",
+            daemon=True,
+        )
+        self._stream_threads = [t for t in self._stream_threads if t.is_alive()] + [thread]
+        thread.start()
+        if change is None:
+            self._current = stream
+        return stream
+
+    def _watch_stream(self, stream: _Stream) -> None:
+        assert stream.subscription is not None
+        error: McpError | None = None
+        try:
+            stream.subscription.wait_ended(None)
+        except McpError as exc:
+            error = exc
+        self._commands.put(("ended", (stream, error)))
+
+    def _apply_change(self, change: _Change) -> None:
+        uris = self._uris
+        if change.subscribe:
+            if change.uri in uris:
+                self._frontend.respond(change.slot, {})
+                change.done.set()
+                return
+            new = (*uris, change.uri)
+        else:
+            if change.uri not in uris:
+                self._frontend.respond(change.slot, {})
+                change.done.set()
+                return
+            new = tuple(u for u in uris if u != change.uri)
+        if not new and not self.lists:
+            old = self._current
+            self._current = None
+            self._uris = ()
+            self._reopen_at = None
+            generation = self._generation = self._generation + 1
+
+            def activate() -> list[bytes]:
+                self._active = generation
+                return []
+
+            self._frontend.write_locked(activate)
+            self._frontend.respond(change.slot, {})
+            if old is not None:
+                self._cancel(old, "the bridge replaced the listen stream")
+            change.done.set()
+            return
+        stream = self._open(new, after_loss=False, change=change)
+        if stream is None or stream.subscription is None:
+            change.done.set()
+            return
+        try:
+            stream.subscription.wait_acknowledged(ACK_TIMEOUT)
+        except McpError as exc:
+            self._cancel(stream, "the bridge replaced the listen stream")
+            if not isinstance(exc, Cancelled):
+                self._report_failure(stream, exc)
+            change.done.set()
+            return
+        old = self._current
+        self._current = stream
+        self._uris = new
+        self._stopped_reopening = False
+        self._reopen_at = None
+        if old is not None:
+            self._cancel(old, "the bridge replaced the listen stream")
+        change.done.set()
+
+    def _report_failure(self, stream: _Stream, exc: McpError) -> None:
+        change = stream.change
+        if change is None:
+            log.info("the listen stream did not open: %s", exc.detail or exc.cause)
+            return
+        if isinstance(exc, RpcError):
+            error = exc.error.to_obj()
+        else:
+            error = errortable.error_object(exc.cause, "subscriptions/listen")
+        self._frontend.respond_error(change.slot, error)
+
+    def _stream_ended(self, stream: _Stream, error: McpError | None) -> None:
+        if stream is not self._current or stream.canceled_by_us or self._stop.is_set():
+            return
+        lived = time.monotonic() - stream.acked_at if stream.acked_at is not None else 0.0
+        if lived >= HEALTHY_AFTER:
+            self._backoff = FIRST_BACKOFF
+        wait = self._backoff
+        if isinstance(error, RpcError):
+            log.warning(
+                "the upstream server refused the listen stream with the error %d: %s. "
+                "The bridge sends no more list changes.",
+                error.error.code,
+                error.error.message,
+            )
+            self._stopped_reopening = True
+            return
+        if isinstance(error, Cancelled) or (isinstance(error, Closed) and self._client.gone):
+            self._stopped_reopening = True
+            return
+        if error is None:
+            log.info("the upstream server ended the listen stream. A new stream follows in %s.", _secs(wait))
+        else:
+            log.info("the listen stream ended: %s. A new stream follows in %s.", error.detail or error.cause, _secs(wait))
+        self._current = None
+        self._backoff = min(self._backoff * 2, MAX_BACKOFF)
+        self._reopen_at = time.monotonic() + wait
+
+    def _cancel(self, stream: _Stream, reason: str) -> None:
+        stream.canceled_by_us = True
+        if stream.subscription is not None:
+            stream.subscription.cancel(reason)
+
+    def _cancel_all(self, reason: str) -> None:
+        if self._current is not None:
+            self._cancel(self._current, reason)
+
+    # ----------------------------------------------- callbacks (reader thread)
+
+    def _on_ack(self, stream: _Stream, honored: dict[str, Any]) -> None:
+        first = stream.acked_at is None
+        if first:
+            stream.acked_at = time.monotonic()
+
+        def frames() -> list[bytes]:
+            out: list[bytes] = []
+            if stream.generation < self._active:
+                return out
+            gap = (not first) or stream.after_loss
+            self._active = stream.generation
+            if first and stream.change is not None:
+                out.append(_response(stream.change.slot, {}))
+                stream.change.slot.done = True
+            if gap:
+                out.extend(self._gap_frames(stream.uris))
+            return out
+
+        self._frontend.write_locked(frames)
+
+    def _gap_frames(self, uris: tuple[str, ...]) -> list[bytes]:
+        d = self._declared
+        out = []
+        for declared, kind in ((d.tools, "tools"), (d.prompts, "prompts"), (d.resources, "resources")):
+            if declared:
+                out.append(jsonrpc.serialize({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}))
+        for uri in uris:
+            out.append(
+                jsonrpc.serialize(
+                    {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+                )
+            )
+        return out
+
+    def _on_event(self, stream: _Stream, event: Notification) -> None:
+        translated = translate.listen_event(event.method, event.params)
+        if translated is None:
+            log.debug("dropped the notification %s of the upstream server", event.method[:64])
+            return
+        method, params = translated
+        frame: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            frame["params"] = params
+        data = jsonrpc.serialize(frame)
+
+        def frames() -> list[bytes]:
+            return [data] if stream.generation == self._active else []
+
+        self._frontend.write_locked(frames)
+
+
+def _response(slot: Slot, result: Any) -> bytes:
+    if slot.done or slot.cancel.cancelled:
+        return b""
+    return jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "result": result})
+
+
+def _secs(seconds: float) -> str:
+    return errortable.format_duration(seconds)

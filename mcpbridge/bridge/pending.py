@@ -1,0 +1,119 @@
+"""The table of the bridge's own requests to the client (ids ``b-1``, ``b-2``, ...).
+
+Rules:
+
+* The ids are strings with the prefix ``b-`` and a per-connection counter, so
+  they never equal a numeric id of the client.
+* A slot puts every entry of a round into the table before the first request
+  goes out, so the reader never sees an answer without its entry.
+* The reader resolves an answer at once under the condition's lock and wakes
+  the slot. A numeric, null, unknown, unprefixed or repeated id is dropped.
+* A slot waits with a time limit. On cancellation, time limit, end of input or
+  loss of the upstream server it removes its entries; the caller then sends
+  ``notifications/cancelled`` for the ones that got no answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from typing import Any, Final
+
+from ..mcp.cancel import CancelToken
+from ..mcp.jsonrpc import RequestId
+from .input import BAD_LINE, ClientError
+
+__all__ = ["BAD_LINE", "ClientError", "PendingAnswers", "WaitEnded"]
+
+PREFIX: Final = "b-"
+
+
+Answer = Any  # a result value, a ClientError, or BAD_LINE
+
+
+class WaitEnded(Exception):
+    """The wait for answers ended early; ``reason`` says why (``canceled``, ``timeout``, ``closed``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class PendingAnswers:
+    """The ``b-`` pending table of one connection."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._counter = itertools.count(1)
+        self._entries: dict[str, Answer | None] = {}
+        self._closed = False
+
+    def new_ids(self, count: int) -> list[str]:
+        """Reserve ``count`` ids and put their entries into the table."""
+        with self._cond:
+            ids = [f"{PREFIX}{next(self._counter)}" for _ in range(count)]
+            for request_id in ids:
+                self._entries[request_id] = None
+            return ids
+
+    def resolve(self, request_id: RequestId | None, answer: Answer) -> bool:
+        """Give the answer to its entry; tell whether it was taken."""
+        if not isinstance(request_id, str) or not request_id.startswith(PREFIX):
+            return False
+        with self._cond:
+            if request_id not in self._entries or self._entries[request_id] is not None:
+                return False
+            self._entries[request_id] = answer
+            self._cond.notify_all()
+            return True
+
+    def is_pending(self, request_id: RequestId | None) -> bool:
+        with self._cond:
+            return isinstance(request_id, str) and self._entries.get(request_id, 0) is None
+
+    def wait(self, ids: list[str], *, timeout: float, cancel: CancelToken) -> dict[str, Answer]:
+        """Wait until every id has its answer.
+
+        Raises:
+            WaitEnded: canceled, the time limit passed, or the table closed.
+        """
+        deadline = time.monotonic() + timeout
+        remove = cancel.add_callback(self._wake)
+        try:
+            with self._cond:
+                while True:
+                    if all(self._entries.get(i) is not None for i in ids):
+                        return {i: self._entries[i] for i in ids}
+                    if cancel.cancelled:
+                        raise WaitEnded("canceled")
+                    if self._closed:
+                        raise WaitEnded("closed")
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise WaitEnded("timeout")
+                    self._cond.wait(remaining)
+        finally:
+            remove()
+
+    def remove(self, ids: list[str]) -> list[str]:
+        """Remove the entries; return the ids that had no answer."""
+        with self._cond:
+            unanswered = [i for i in ids if i in self._entries and self._entries[i] is None]
+            for request_id in ids:
+                self._entries.pop(request_id, None)
+            return unanswered
+
+    def close(self) -> None:
+        """Wake every waiter; no wait succeeds any more unless already answered."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._entries)
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()

@@ -1,0 +1,138 @@
+"""The executable ``mcp-bridge-vscode``: command line, logging, exit codes and the watchdog.
+
+Exit codes: 0 at the end of stdin (also before initialize, and after a failure
+of an upstream URL); 1 after the loss of the upstream command or an internal
+error; 2 for arguments that are not valid.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from .. import __version__, log
+from . import args
+
+#: The watchdog stops the bridge this long after the end of stdin. VS Code sends
+#: SIGTERM 10 s after it closes stdin and kills the tree after 20 s.
+WATCHDOG_SECONDS = 8.0
+
+logger = logging.getLogger("mcpbridge.vscode")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the command line and exit the process with its code."""
+    code = run(list(sys.argv[1:] if argv is None else argv))
+    _exit(code)
+
+
+def run(argv: list[str]) -> int:
+    try:
+        parsed = args.parse(argv, os.environ)
+    except args.ArgError as exc:
+        log.write_line("vscode", "error", exc.diagnostic)
+        sys.stderr.write("\n" + args.USAGE)
+        sys.stderr.flush()
+        return exc.exit_code
+    if isinstance(parsed, args.ShowHelp):
+        sys.stdout.write(args.USAGE)
+        sys.stdout.flush()
+        return 0
+    if isinstance(parsed, args.ShowVersion):
+        sys.stdout.write(args.version_line(__version__))
+        sys.stdout.flush()
+        return 0
+    log.configure(parsed.log_level)
+    for warning in parsed.warnings:
+        logger.warning("%s", warning)
+    if parsed.form is args.Form.COMMAND:
+        return serve_command(parsed)
+    if parsed.form is args.Form.URL:
+        from .serve_url import serve_url
+
+        return serve_url(parsed)
+    if parsed.form is args.Form.LOGOUT:
+        from .logout import logout
+
+        return logout(parsed)
+    from .check import check
+
+    return check(parsed)
+
+
+def serve_command(settings: args.Settings) -> int:
+    """Serve VS Code on stdio in front of an upstream command."""
+    from ..bridge.frontend import Ended, Frontend, Options, Timeouts
+    from ..bridge.upstream import stdio_connector
+
+    options = Options(
+        fallback_name=settings.name,
+        version=__version__,
+        max_line_bytes=settings.max_line_bytes,
+        timeouts=Timeouts(discover=settings.discover_timeout),
+    )
+    connect = stdio_connector(settings.command, max_line_bytes=settings.max_line_bytes)
+    return serve(Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options))
+
+
+def serve(frontend: object) -> int:
+    from ..bridge.frontend import Ended, Frontend
+
+    assert isinstance(frontend, Frontend)
+    watchdog = Watchdog(frontend)
+    frontend.on_eof = watchdog.arm
+    _stop_on_sigterm(frontend)
+    ended = frontend.run()
+    return 1 if ended is Ended.UPSTREAM_LOST else 0
+
+
+def _stop_on_sigterm(frontend: object) -> None:
+    from ..bridge.frontend import Frontend
+
+    assert isinstance(frontend, Frontend)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        threading.Thread(target=frontend.close, name="mcpbridge-sigterm", daemon=True).start()
+
+    try:
+        signal.signal(signal.SIGTERM, on_signal)
+    except ValueError:  # not the main thread
+        pass
+
+
+class Watchdog:
+    """A plain thread, armed at the end of stdin, that stops the process in bounded time."""
+
+    def __init__(self, frontend: object, seconds: float = WATCHDOG_SECONDS) -> None:
+        self._frontend = frontend
+        self._seconds = seconds
+        self._thread: threading.Thread | None = None
+
+    def arm(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="mcpbridge-watchdog", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        threading.Event().wait(self._seconds)
+        logger.warning(
+            "the bridge did not stop in %d s after the end of stdin, thus it stops now", int(self._seconds)
+        )
+        kill = getattr(self._frontend, "kill_upstream", None)
+        if kill is not None:
+            kill()
+        _exit(0)
+
+
+def _exit(code: int) -> None:
+    """Flush and leave at once: a stuck worker thread must not keep the process alive."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

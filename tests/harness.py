@@ -1,0 +1,216 @@
+"""Drive the real ``mcp-bridge-vscode`` executable over real pipes, as VS Code does."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "fixture_server.py"
+WAIT = 10.0
+
+#: Every captured stderr text of the suite, for the secret scans.
+CAPTURED: list[str] = []
+
+VSCODE_CAPABILITIES: dict[str, Any] = {
+    "roots": {"listChanged": True},
+    "sampling": {},
+    "elicitation": {"form": {}, "url": {}},
+}
+
+
+def fixture_command(*args: str) -> list[str]:
+    return [sys.executable, str(FIXTURE), *args]
+
+
+def bridge_command(*options: str, upstream: list[str] | None = None) -> list[str]:
+    command = [sys.executable, "-m", "mcpbridge", *options]
+    if upstream is not None:
+        command += ["--", *upstream]
+    return command
+
+
+class Bridge:
+    """A bridge process with a reader thread that collects its stdout frames."""
+
+    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
+        full_env = dict(os.environ)
+        full_env.setdefault("PYTHONUNBUFFERED", "1")
+        if env:
+            full_env.update(env)
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env=full_env,
+        )
+        self.frames: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.raw_lines: list[bytes] = []
+        self.stderr_lines: list[str] = []
+        self._stderr_done = threading.Event()
+        self._stdout_thread = threading.Thread(target=self._read_stdout, name="test-bridge-stdout", daemon=True)
+        self._stderr_thread = threading.Thread(target=self._read_stderr, name="test-bridge-stderr", daemon=True)
+        self._stdout_thread.start()
+        self._stderr_thread.start()
+        self._next_id = 0
+        self.seen: list[dict[str, Any]] = []
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.raw_lines.append(line)
+            try:
+                self.frames.put(json.loads(line))
+            except ValueError:
+                self.frames.put({"__invalid__": line.decode("utf-8", "replace")})
+        self.frames.put(None)
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            text = line.decode("utf-8", "replace")
+            self.stderr_lines.append(text)
+            CAPTURED.append(text)
+        self._stderr_done.set()
+
+    # -------------------------------------------------------------- sending
+
+    def send(self, frame: dict[str, Any] | bytes) -> None:
+        assert self.proc.stdin is not None
+        data = frame if isinstance(frame, bytes) else json.dumps(frame).encode() + b"\n"
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def request_async(self, method: str, params: dict[str, Any] | None = None, id: Any = None) -> Any:
+        request_id = self.new_id() if id is None else id
+        frame: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            frame["params"] = params
+        self.send(frame)
+        return request_id
+
+    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = WAIT) -> dict[str, Any]:
+        request_id = self.request_async(method, params)
+        return self.wait_response(request_id, timeout)
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        frame: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            frame["params"] = params
+        self.send(frame)
+
+    def initialize(self, capabilities: dict[str, Any] | None = None, initialized: bool = True) -> dict[str, Any]:
+        response = self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": VSCODE_CAPABILITIES if capabilities is None else capabilities,
+                "clientInfo": {"name": "Visual Studio Code", "version": "1.140.0"},
+            },
+            timeout=30.0,
+        )
+        if initialized and "result" in response:
+            self.notify("notifications/initialized")
+        return response
+
+    # ------------------------------------------------------------ receiving
+
+    def next_frame(self, timeout: float = WAIT) -> dict[str, Any]:
+        frame = self.frames.get(timeout=timeout)
+        if frame is None:
+            self.frames.put(None)
+            raise EOFError("the bridge closed its stdout")
+        self.seen.append(frame)
+        return frame
+
+    def wait_response(self, request_id: Any, timeout: float = WAIT) -> dict[str, Any]:
+        """Wait for the response to ``request_id``; other frames are kept in ``seen``."""
+        deadline = time.monotonic() + timeout
+        for frame in self.seen:
+            if frame.get("id") == request_id and "method" not in frame:
+                return frame
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no response to {request_id!r}")
+            frame = self.next_frame(remaining)
+            if frame.get("id") == request_id and "method" not in frame:
+                return frame
+
+    def wait_frame(self, predicate: Any, timeout: float = WAIT) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("no such frame")
+            frame = self.next_frame(remaining)
+            if predicate(frame):
+                return frame
+
+    def drain(self, timeout: float = WAIT) -> list[dict[str, Any]]:
+        """All frames up to the end of stdout."""
+        out: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                out.append(self.next_frame(max(0.0, deadline - time.monotonic())))
+            except EOFError:
+                return out
+
+    # -------------------------------------------------------------- ending
+
+    def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+
+    def wait_exit(self, timeout: float = WAIT) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self._stdout_thread.join(timeout)
+        self._stderr_done.wait(timeout)
+        return code
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.close_stdin()
+            try:
+                self.proc.wait(timeout=WAIT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=WAIT)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+    @property
+    def stderr_text(self) -> str:
+        return "".join(self.stderr_lines)
+
+    def __enter__(self) -> Bridge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def text_of(response: dict[str, Any]) -> str:
+    """The text of the first text block of a tools/call response."""
+    for block in response["result"]["content"]:
+        if block.get("type") == "text":
+            return str(block["text"])
+    raise AssertionError(f"no text block in {response}")

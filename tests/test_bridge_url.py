@@ -1,0 +1,134 @@
+"""The URL form: the real executable in front of the Python SDK server over Streamable HTTP.
+
+``python -m mcpbridge http://127.0.0.1:<port>/mcp`` is driven over its stdin and stdout as
+VS Code drives it, in front of ``mcp==2.3.0`` under uvicorn.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.harness import WAIT, Bridge, bridge_command, text_of
+from tests.peers import running_py_http_server
+
+SECRET = "marker-7f3a9c-secret"
+SECRET_VARIABLE = "MCPBRIDGE_TEST_API_KEY"
+QUERY_SECRET = "tenant-q-55d1"
+
+
+@pytest.fixture(scope="module")
+def sdk_url() -> Iterator[str]:
+    with running_py_http_server() as url:
+        yield url
+
+
+def secret_bridge(url: str, *options: str) -> Bridge:
+    command = bridge_command("--header-env", f"X-Api-Key={SECRET_VARIABLE}", *options, url)
+    return Bridge(command, env={SECRET_VARIABLE: SECRET})
+
+
+def every_frame(bridge: Bridge) -> str:
+    return b"".join(bridge.raw_lines).decode("utf-8", "replace")
+
+
+def test_initialize_list_and_call_through_the_url_form(sdk_url):
+    with Bridge(bridge_command(sdk_url)) as bridge:
+        init = bridge.initialize()
+        result = init["result"]
+        assert result["protocolVersion"] == "2025-11-25"
+        assert result["serverInfo"]["name"] == "py-http-peer"
+        listing = bridge.request("tools/list")
+        names = [tool["name"] for tool in listing["result"]["tools"]]
+        assert {"echo", "steps", "located"} <= set(names)
+        assert (
+            text_of(bridge.request("tools/call", {"name": "echo", "arguments": {"text": "héllo"}})) == "héllo"
+        )
+        routed = bridge.request(
+            "tools/call", {"name": "located", "arguments": {"region": "eu wést", "count": 2}}
+        )
+        assert text_of(routed) == "eu wést|2|False"
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+
+
+def test_a_remote_server_keeps_only_its_data_icons(sdk_url):
+    with Bridge(bridge_command(sdk_url)) as bridge:
+        init = bridge.initialize()
+        icons = init["result"]["serverInfo"].get("icons", [])
+        assert [icon["src"][:5] for icon in icons] == ["data:"]
+        tools = {tool["name"]: tool for tool in bridge.request("tools/list")["result"]["tools"]}
+        assert [icon["src"][:5] for icon in tools["echo"]["icons"]] == ["data:"]
+
+
+def test_progress_of_an_sse_answer_reaches_the_client_before_the_result(sdk_url):
+    with Bridge(bridge_command(sdk_url)) as bridge:
+        bridge.initialize()
+        params: dict[str, Any] = {
+            "name": "steps",
+            "arguments": {"count": 3},
+            "_meta": {"progressToken": "tok"},
+        }
+        response = bridge.request("tools/call", params)
+        assert text_of(response) == "done 3"
+        progress = [f for f in bridge.seen if f.get("method") == "notifications/progress"]
+        assert [f["params"]["progress"] for f in progress] == [1, 2, 3]
+        assert all(f["params"]["progressToken"] == "tok" for f in progress)
+        assert bridge.seen.index(progress[-1]) < bridge.seen.index(response)
+
+
+def test_a_tool_list_change_on_the_listen_stream_reaches_the_client(sdk_url):
+    with Bridge(bridge_command(sdk_url)) as bridge:
+        bridge.initialize()
+        # The first acknowledgment of the listen stream ends a gap: one list change for each
+        # declared list, the resources last. After it the stream is open.
+        bridge.wait_frame(lambda f: f.get("method") == "notifications/resources/list_changed")
+        seen = len(bridge.seen)
+        bridge.request("tools/call", {"name": "change_tools", "arguments": {}})
+        bridge.wait_frame(lambda f: f.get("method") == "notifications/tools/list_changed")
+        changes = [f for f in bridge.seen[seen:] if f.get("method") == "notifications/tools/list_changed"]
+        assert changes and all("params" not in f for f in changes)
+
+
+def test_the_secret_of_header_env_never_reaches_stderr_or_an_error(sdk_url):
+    url = f"{sdk_url}?tenant={QUERY_SECRET}"
+    with secret_bridge(url, "--log-level", "debug") as bridge:
+        bridge.initialize()
+        bridge.request("tools/list")
+        bridge.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        missing = bridge.request("tools/call", {"name": "no_such_tool", "arguments": {}})
+        assert "error" in missing or missing["result"].get("isError")
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        for text in (bridge.stderr_text, every_frame(bridge)):
+            assert SECRET not in text
+            assert QUERY_SECRET not in text
+
+
+def test_an_unreachable_url_fails_initialize_without_the_url_or_the_secret_and_exits_0():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/mcp/{QUERY_SECRET}"
+    with secret_bridge(url, "--log-level", "debug", "--discover-timeout", "5") as bridge:
+        response = bridge.initialize()
+        error = response["error"]
+        assert error["code"] == -32603
+        assert error["data"]["cause"] == "transport_failed"
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        for text in (bridge.stderr_text, every_frame(bridge)):
+            assert SECRET not in text and QUERY_SECRET not in text and str(port) not in text
+
+
+def test_an_unusable_ca_file_exits_2_naming_the_option(tmp_path, sdk_url):
+    missing = tmp_path / "missing-ca.pem"
+    with Bridge(bridge_command("--ca-file", str(missing), sdk_url)) as bridge:
+        assert bridge.wait_exit(WAIT) == 2
+        bridge.close_stdin()
+        lines = bridge.stderr_lines
+    expected = "cannot use the CA certificates of --ca-file: the file does not exist"
+    assert lines == [f"mcp-bridge-vscode: vscode: error: {expected}\n"]
