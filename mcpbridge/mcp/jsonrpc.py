@@ -198,7 +198,7 @@ def _peek_id(value: Any) -> RequestId | None:
     if isinstance(value, dict):
         candidate = value.get("id")
         if _is_id(candidate):
-            return candidate  # type: ignore[no-any-return]
+            return candidate
     return None
 
 
@@ -241,6 +241,7 @@ def from_obj(obj: Any) -> Message:
             raise FrameError("invalid_id", detail="the id of a response", is_response=True)
         return Response(good_id, obj["result"])
     if "error" in obj and "result" not in obj:
+        # An error response may leave out an id it could not read.
         error = obj["error"]
         if (
             not isinstance(error, dict)
@@ -280,6 +281,10 @@ def to_obj(msg: Message) -> dict[str, Any]:
         return obj
     if isinstance(msg, Response):
         return {"jsonrpc": "2.0", "id": msg.id, "result": msg.result}
+    # An error whose id could not be read leaves the id out: both MCP schemas
+    # allow only a string or an integer there (JSON-RPC 2.0 itself says null).
+    if msg.id is None:
+        return {"jsonrpc": "2.0", "error": msg.error.to_obj()}
     return {"jsonrpc": "2.0", "id": msg.id, "error": msg.error.to_obj()}
 
 
