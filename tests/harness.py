@@ -186,8 +186,8 @@ class Bridge:
         return code
 
     def stop(self) -> None:
+        self.close_stdin()
         if self.proc.poll() is None:
-            self.close_stdin()
             try:
                 self.proc.wait(timeout=WAIT)
             except subprocess.TimeoutExpired:

@@ -80,6 +80,16 @@ def test_progress_of_an_sse_answer_reaches_the_client_before_the_result(sdk_url)
         assert bridge.seen.index(progress[-1]) < bridge.seen.index(response)
 
 
+def test_log_messages_of_a_call_reach_the_client_at_its_level(sdk_url):
+    with Bridge(bridge_command(sdk_url)) as bridge:
+        bridge.initialize(initialized=False)
+        assert bridge.request("logging/setLevel", {"level": "info"})["result"] == {}
+        response = bridge.request("tools/call", {"name": "steps", "arguments": {"count": 2}})
+        assert text_of(response) == "done 2"
+        logs = [f["params"] for f in bridge.seen if f.get("method") == "notifications/message"]
+        assert logs == [{"level": "info", "data": "log 1"}, {"level": "info", "data": "log 2"}]
+
+
 def test_a_tool_list_change_on_the_listen_stream_reaches_the_client(sdk_url):
     with Bridge(bridge_command(sdk_url)) as bridge:
         bridge.initialize()

@@ -18,6 +18,7 @@ PACKAGE = REPO_ROOT / "mcpbridge"
 PURE_MODULES = (
     "mcpbridge/mcp/jsonrpc.py",
     "mcpbridge/mcp/protocol.py",
+    "mcpbridge/mcp/sse.py",
     "mcpbridge/bridge/legacy.py",
     "mcpbridge/bridge/translate.py",
     "mcpbridge/bridge/errortable.py",

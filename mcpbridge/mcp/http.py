@@ -1,0 +1,1114 @@
+"""The Streamable HTTP client transport of revision 2026-07-28.
+
+Theory of operation
+-------------------
+
+Every request is its own ``POST`` to the one URL of the server. The thread that
+calls :meth:`HttpTransport.send` does the whole exchange: it sends the request,
+reads the answer and hands each message of it to ``on_message`` before it
+returns. The answer is one JSON body or an SSE stream (:mod:`.sse`) of
+notifications that ends with the response. A notification is not sent at all:
+over HTTP the client cancels a request by closing its response, and the
+revision defines no other notification from the client.
+
+One ``requests.Session`` holds one keep-alive pool for all threads. Each
+exchange registers itself on the cancel token of its request; a cancellation
+shuts down the socket of that one exchange at once, from the cancelling
+thread, whether the exchange waits for the response head or reads the
+stream. A tracked connection class tells the exchange which socket is its own,
+and the pool forgets that link when the connection goes back to the pool, so a
+late cancellation never touches a connection that serves another request.
+
+Rules:
+
+* A failed request fails alone: :meth:`HttpTransport.send` raises the
+  :class:`~.errors.McpError` of that request, and the pool goes on.
+* A JSON-RPC error body, whatever its HTTP status, is delivered as an
+  :class:`~.jsonrpc.ErrorResponse`. A status without such a body raises
+  :class:`HttpStatusError` (cause ``invalid_response``, detail
+  ``"HTTP status N"``); 401 and 403 go to the :class:`Authorizer` first.
+* ``max_response_bytes`` limits one JSON body and one event of a stream, never
+  a whole stream: a listen stream may run for days.
+* The connect timeout bounds the connection and the TLS handshake; the read
+  timeout bounds each wait for bytes (an idle limit, not a limit of the
+  request). TCP keep-alive finds a peer that vanished. The time limit of a
+  request belongs to the client, which fires the cancel token.
+* The transport learns the ``x-mcp-header`` markings of the tools from the
+  ``tools/list`` results it carries and drops the tools whose markings are not
+  valid. On ``-32020`` (header mismatch) a ``tools/call`` gets one refresh of
+  the tool list and one retry.
+* Certificates are checked against the trust store of the system plus
+  ``ca_file``; there is no way to turn the check off. ``HTTPS_PROXY``,
+  ``ALL_PROXY`` and ``NO_PROXY`` choose the proxy; a loopback host never goes
+  through a proxy. ``requests`` reads nothing else from the environment (no
+  ``.netrc``, no CA bundle variables).
+* No log line and no error holds the URL, a header value or a token.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import enum
+import functools
+import ipaddress
+import itertools
+import logging
+import os
+import re
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
+from urllib.parse import urlsplit
+
+from . import jsonrpc
+from .cancel import CancelToken
+from .errors import (
+    Cancelled,
+    Closed,
+    ConnectFailed,
+    InvalidRequest,
+    InvalidResponse,
+    McpError,
+    NotConnected,
+    TransportFailed,
+)
+from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
+from .protocol import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN
+from .sse import EventTooLarge, SseParser
+from .transport import OnFrameError, OnMessage, Transport
+
+if TYPE_CHECKING:
+    import requests
+
+__all__ = [
+    "Authorizer",
+    "CaFileError",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_READ_TIMEOUT",
+    "HttpStatusError",
+    "HttpTransport",
+    "InvalidMarking",
+    "encode_header_value",
+    "filter_tools",
+    "header_markings",
+    "param_headers",
+    "proxy_for",
+    "tls_context",
+]
+
+log = logging.getLogger("mcpbridge.http")
+
+#: One JSON body, or one event of a stream: 64 MiB, the same as a line on stdio.
+DEFAULT_MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
+#: The TCP connection and the TLS handshake (precedent: mcp-remote, 10 s).
+DEFAULT_CONNECT_TIMEOUT: Final = 10.0
+#: The longest wait for the next bytes of a response. Servers send SSE keep-alives
+#: (the Python SDK every 15 s); mcp-remote uses 300 s for headers and body.
+DEFAULT_READ_TIMEOUT: Final = 300.0
+#: Connections kept alive for reuse; more may be open at one time.
+DEFAULT_POOL_SIZE: Final = 32
+#: TCP keep-alive: first probe after 60 s of silence, then every 15 s, 4 probes.
+KEEPALIVE_IDLE: Final = 60
+KEEPALIVE_INTERVAL: Final = 15
+KEEPALIVE_COUNT: Final = 4
+#: The largest piece read from the socket at one time.
+READ_CHUNK: Final = 64 * 1024
+#: Pages of the tool list that a refresh after ``-32020`` reads at most.
+REFRESH_MAX_PAGES: Final = 100
+#: Nesting of a message of the upstream server (the same as on stdio).
+DEFAULT_MAX_DEPTH: Final = 200
+
+ACCEPT: Final = "application/json, text/event-stream"
+#: The methods whose ``Mcp-Name`` header mirrors a parameter, and that parameter.
+NAME_PARAMS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+MARKING_KEY: Final = "x-mcp-header"
+PARAM_HEADER_PREFIX: Final = "Mcp-Param-"
+
+_ids = itertools.count(1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors and the authorizer seam
+# ---------------------------------------------------------------------------------------------
+
+
+class HttpStatusError(InvalidResponse):
+    """An HTTP status without a JSON-RPC message: detail ``"HTTP status N"``.
+
+    ``http_status`` holds the status. ``retry_after`` holds the seconds of a
+    ``Retry-After`` header (429 and 503 send one), else ``None``.
+    """
+
+    def __init__(self, status: int, *, retry_after: float | None = None) -> None:
+        super().__init__(f"HTTP status {status}", http_status=status)
+        self.retry_after = retry_after
+
+    @property
+    def transient(self) -> bool:
+        """408, 429 and the 5xx statuses except 501: a later attempt can succeed."""
+        status = self.http_status or 0
+        return status in (408, 429) or (status >= 500 and status != 501)
+
+
+class CaFileError(ConnectFailed):
+    """The CA file of ``--ca-file`` cannot be used; ``detail`` tells why, without the path."""
+
+
+class Authorizer(Protocol):
+    """The seam of the sign-in: the transport asks it for headers and reports challenges."""
+
+    def headers(self) -> dict[str, str]:
+        """The headers of the next request, for example ``Authorization``."""
+        ...
+
+    def on_challenge(self, status: int, www_authenticate: str | None) -> bool:
+        """Handle a 401 or 403; return True to send the request once more with fresh headers."""
+        ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Header values and the x-mcp-header markings (pure)
+# ---------------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_SAFE_VALUE = re.compile(r"[\x20-\x7e]*\Z")
+_SENTINEL = re.compile(r"=\?base64\?.*\?=\Z", re.DOTALL)
+_MARKABLE_TYPES = frozenset({"string", "integer", "boolean"})
+# Keywords whose values are schemas; a marking below them is not reachable through
+# `properties` alone. `$ref` is never followed.
+_SUBSCHEMA_ONE = frozenset(
+    {
+        "items",
+        "contains",
+        "additionalItems",
+        "unevaluatedItems",
+        "additionalProperties",
+        "propertyNames",
+        "unevaluatedProperties",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contentSchema",
+    }
+)
+_SUBSCHEMA_LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_SUBSCHEMA_MAP = frozenset({"patternProperties", "dependentSchemas", "$defs", "definitions"})
+
+
+class InvalidMarking(ValueError):
+    """A tool's ``x-mcp-header`` marking breaks a rule; the message names the property."""
+
+
+def encode_header_value(value: str) -> str:
+    """The header form of ``value``.
+
+    Visible ASCII without space at its ends goes as it is (inner spaces are
+    fine); anything else, and a value that looks like the sentinel itself, goes
+    as ``=?base64?<Base64 of the UTF-8 bytes>?=``.
+    """
+    if _SAFE_VALUE.match(value) and value == value.strip(" ") and not _SENTINEL.match(value):
+        return value
+    encoded = base64.b64encode(value.encode("utf-8", "surrogatepass")).decode("ascii")
+    return f"=?base64?{encoded}?="
+
+
+def _schema_positions(root: Any) -> Iterator[tuple[tuple[str, ...] | None, dict[str, Any]]]:
+    """Each schema object in ``root`` with its path of ``properties`` keys (None off that path)."""
+    stack: list[tuple[tuple[str, ...] | None, Any]] = [((), root)]
+    while stack:
+        path, node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        yield path, node
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                for name, sub in value.items():
+                    stack.append(((*path, name) if path is not None else None, sub))
+            elif key in _SUBSCHEMA_ONE:
+                stack.append((None, value))
+            elif key in _SUBSCHEMA_LIST and isinstance(value, list):
+                stack.extend((None, sub) for sub in value)
+            elif key in _SUBSCHEMA_MAP and isinstance(value, dict):
+                stack.extend((None, sub) for sub in value.values())
+
+
+def header_markings(input_schema: Any) -> dict[tuple[str, ...], str]:
+    """The ``x-mcp-header`` markings of a tool: property path -> header name suffix.
+
+    A marking is valid when it is a non-empty HTTP token, sits on a property
+    of type ``string``, ``integer`` or ``boolean`` that the root reaches
+    through ``properties`` keys only, and no other marking of the schema has
+    the same name ignoring case.
+
+    Raises:
+        InvalidMarking: a marking breaks one of these rules.
+    """
+    markings: dict[tuple[str, ...], str] = {}
+    seen: dict[str, str] = {}
+    for path, schema in _schema_positions(input_schema):
+        if MARKING_KEY not in schema:
+            continue
+        if not path:
+            raise InvalidMarking("a marking is not on a property that properties alone reach")
+        where = ".".join(path)
+        name = schema[MARKING_KEY]
+        if not isinstance(name, str) or not _TOKEN.match(name):
+            raise InvalidMarking(f"the marking of the property {where!r} is not an HTTP token")
+        kind = schema.get("type")
+        if not isinstance(kind, str) or kind not in _MARKABLE_TYPES:
+            raise InvalidMarking(f"the property {where!r} is not of type string, integer or boolean")
+        lower = name.lower()
+        if lower in seen:
+            raise InvalidMarking(f"the properties {seen[lower]!r} and {where!r} have the same marking")
+        seen[lower] = where
+        markings[path] = name
+    return markings
+
+
+def _header_text(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return jsonrpc.dumps(value).decode("ascii")
+    return None
+
+
+def param_headers(markings: Mapping[tuple[str, ...], str], arguments: Any) -> list[tuple[str, str]]:
+    """The ``Mcp-Param-*`` headers of a ``tools/call`` with ``arguments``.
+
+    A property that is absent or ``null`` gives no header; a string goes
+    through :func:`encode_header_value`, an integer or a boolean as JSON text.
+    """
+    headers: list[tuple[str, str]] = []
+    for path, name in markings.items():
+        node: Any = arguments
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        text = _header_text(node)
+        if text is not None:
+            headers.append((PARAM_HEADER_PREFIX + name, encode_header_value(text)))
+    return headers
+
+
+def filter_tools(result: Any) -> tuple[Any, dict[str, dict[tuple[str, ...], str]], list[tuple[str, str]]]:
+    """Split a ``tools/list`` result into what passes and what the transport learns.
+
+    Returns the result without the tools whose markings are not valid, the
+    markings of the valid tools by name, and ``(name, reason)`` for each tool
+    that was dropped. A result without a ``tools`` array comes back unchanged.
+    """
+    if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
+        return result, {}, []
+    kept: list[Any] = []
+    learned: dict[str, dict[tuple[str, ...], str]] = {}
+    dropped: list[tuple[str, str]] = []
+    for tool in result["tools"]:
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            kept.append(tool)
+            continue
+        try:
+            markings = header_markings(tool.get("inputSchema"))
+        except InvalidMarking as exc:
+            dropped.append((tool["name"], str(exc)))
+            continue
+        learned[tool["name"]] = markings
+        kept.append(tool)
+    if dropped:
+        result = {**result, "tools": kept}
+    return result, learned, dropped
+
+
+# ---------------------------------------------------------------------------------------------
+# Trust and proxies
+# ---------------------------------------------------------------------------------------------
+
+
+def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
+    """A TLS client context: the trust store of the system, plus the PEM certificates of ``ca_file``.
+
+    Raises:
+        CaFileError: ``ca_file`` cannot be read or holds no certificate.
+    """
+    context = ssl.create_default_context()
+    if ca_file is not None:
+        try:
+            context.load_verify_locations(cafile=ca_file)
+        except FileNotFoundError:
+            raise CaFileError("the file does not exist") from None
+        except ssl.SSLError:
+            raise CaFileError("the file holds no PEM certificate that can be used") from None
+        except OSError as exc:
+            raise CaFileError(f"the file cannot be read: {exc.strerror or type(exc).__name__}") from None
+    return context
+
+
+def _is_loopback(host: str) -> bool:
+    host = host.lower().strip("[]")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _env(env: Mapping[str, str], name: str) -> tuple[str, str] | None:
+    for key in (name.lower(), name.upper()):
+        value = env.get(key, "").strip()
+        if value:
+            return key, value
+    return None
+
+
+def _bypassed(no_proxy: str, host: str, port: int) -> bool:
+    """Whether ``NO_PROXY`` names ``host`` (a suffix, ``*``, an address or a network, maybe with a port)."""
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for raw in no_proxy.split(","):
+        entry = raw.strip().lower()
+        if not entry:
+            continue
+        if entry == "*":
+            return True
+        entry_host, entry_port = entry, ""
+        if entry.startswith("["):
+            entry_host, _, rest = entry[1:].partition("]")
+            entry_port = rest[1:] if rest.startswith(":") else ""
+        elif entry.count(":") == 1:
+            entry_host, _, entry_port = entry.partition(":")
+        if entry_port and entry_port != str(port):
+            continue
+        if address is not None:
+            try:
+                if address in ipaddress.ip_network(entry_host, strict=False):
+                    return True
+            except ValueError:
+                pass
+            continue
+        entry_host = entry_host.lstrip("*").lstrip(".")
+        if entry_host and (host == entry_host or host.endswith("." + entry_host)):
+            return True
+    return False
+
+
+def proxy_for(url: str, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """The proxy of ``url``: ``(variable name, proxy URL)``, or ``None`` for a direct connection.
+
+    ``https_proxy`` (or ``http_proxy`` for http), then ``all_proxy``, each in
+    lower case before upper case; ``no_proxy`` excludes hosts. A loopback host
+    never goes through a proxy. A proxy URL without a scheme means ``http://``.
+    """
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if not host or _is_loopback(host):
+        return None
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    no_proxy = _env(env, "no_proxy")
+    if no_proxy is not None and _bypassed(no_proxy[1], host, port):
+        return None
+    first = "https_proxy" if parts.scheme == "https" else "http_proxy"
+    for name in (first, "all_proxy"):
+        found = _env(env, name)
+        if found is not None:
+            key, value = found
+            return key, value if "://" in value else "http://" + value
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Exchanges: the link from a cancel token to the socket of one request
+# ---------------------------------------------------------------------------------------------
+
+#: Guards the owner of each tracked connection and the aborted flag of each exchange. The
+#: socket shutdown happens under it, so an exchange can never shut a connection that the pool
+#: has given to another request; a shutdown is one short system call.
+_OWNER_LOCK = threading.Lock()
+_current = threading.local()
+
+
+class _Why(enum.Enum):
+    CANCEL = "cancel"
+    CLOSE = "close"
+
+
+class _Exchange:
+    """One POST in flight: its connection and the socket under it."""
+
+    def __init__(self) -> None:
+        self.conn: Any = None
+        # Kept apart from the connection: http.client drops ``conn.sock`` when a response
+        # ends with the connection, while the response still reads from that socket.
+        self.sock: socket.socket | None = None
+        self.aborted: _Why | None = None
+
+    def abort(self, why: _Why = _Why.CANCEL) -> None:
+        with _OWNER_LOCK:
+            if self.aborted is None:
+                self.aborted = why
+            if self.conn is not None and getattr(self.conn, "mcpbridge_owner", None) is self:
+                _shutdown(self.sock)
+
+
+def _shutdown(sock: socket.socket | None) -> None:
+    if sock is not None:
+        try:
+            # The plain socket method: SSLSocket.shutdown would drop its TLS object
+            # under the feet of the thread that reads.
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _attach(conn: Any) -> None:
+    """Called on the sending thread when a connection connects or starts a request."""
+    exchange: _Exchange | None = getattr(_current, "exchange", None)
+    with _OWNER_LOCK:
+        conn.mcpbridge_owner = exchange
+        if exchange is not None:
+            exchange.conn = conn
+            if conn.sock is not None:
+                exchange.sock = conn.sock
+            if exchange.aborted is not None:
+                _shutdown(exchange.sock)
+
+
+def _detach(conn: Any) -> None:
+    """Called when a connection goes back to the pool."""
+    with _OWNER_LOCK:
+        conn.mcpbridge_owner = None
+
+
+@functools.cache
+def _adapter_class() -> type[Any]:
+    """The HTTPAdapter with tracked connections, built on first use (requests loads lazily)."""
+    import requests.adapters
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    class TrackedHTTPConnection(HTTPConnection):
+        mcpbridge_owner: _Exchange | None = None
+
+        def connect(self) -> None:
+            super().connect()
+            _attach(self)
+
+        def request(self, *args: Any, **kwargs: Any) -> None:
+            _attach(self)
+            super().request(*args, **kwargs)
+
+    class TrackedHTTPSConnection(HTTPSConnection):
+        mcpbridge_owner: _Exchange | None = None
+
+        def connect(self) -> None:
+            super().connect()
+            _attach(self)
+
+        def request(self, *args: Any, **kwargs: Any) -> None:
+            _attach(self)
+            super().request(*args, **kwargs)
+
+    class TrackedHTTPPool(HTTPConnectionPool):
+        ConnectionCls = TrackedHTTPConnection
+
+        def _put_conn(self, conn: Any) -> None:
+            if conn is not None:
+                _detach(conn)
+            super()._put_conn(conn)
+
+    class TrackedHTTPSPool(HTTPSConnectionPool):
+        ConnectionCls = TrackedHTTPSConnection
+
+        def _put_conn(self, conn: Any) -> None:
+            if conn is not None:
+                _detach(conn)
+            super()._put_conn(conn)
+
+    pools = {"http": TrackedHTTPPool, "https": TrackedHTTPSPool}
+
+    class Adapter(requests.adapters.HTTPAdapter):
+        """Tracked pools, one TLS context, TCP keep-alive, no certifi bundle."""
+
+        def __init__(self, ssl_context: ssl.SSLContext, pool_size: int) -> None:
+            self._ssl_context = ssl_context
+            self._socket_options = _socket_options()
+            super().__init__(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
+
+        def init_poolmanager(
+            self, connections: int, maxsize: int, block: bool = False, **kwargs: Any
+        ) -> None:
+            kwargs["ssl_context"] = self._ssl_context
+            kwargs["socket_options"] = self._socket_options
+            super().init_poolmanager(connections, maxsize, block, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = pools
+
+        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
+            if proxy not in self.proxy_manager:
+                kwargs["ssl_context"] = self._ssl_context
+                kwargs["socket_options"] = self._socket_options
+                if proxy.lower().startswith("https:"):
+                    kwargs["proxy_ssl_context"] = self._ssl_context
+            manager = super().proxy_manager_for(proxy, **kwargs)
+            manager.pool_classes_by_scheme = pools
+            return manager
+
+        def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
+            # The context holds the trust; requests would add the certifi bundle to it.
+            conn.cert_reqs = "CERT_REQUIRED"
+            conn.ca_certs = None
+            conn.ca_cert_dir = None
+
+    return Adapter
+
+
+def _socket_options() -> list[tuple[int, int, int]]:
+    options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    idle = getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None)
+    if idle is not None:
+        options.append((socket.IPPROTO_TCP, idle, KEEPALIVE_IDLE))
+    for name, value in (("TCP_KEEPINTVL", KEEPALIVE_INTERVAL), ("TCP_KEEPCNT", KEEPALIVE_COUNT)):
+        number = getattr(socket, name, None)
+        if number is not None:
+            options.append((socket.IPPROTO_TCP, number, value))
+    return options
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors of the I/O edge
+# ---------------------------------------------------------------------------------------------
+
+
+def _seconds(value: float) -> str:
+    return f"{int(value)} s" if value >= 1 and value == int(value) else f"{int(value * 1000)} ms"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and the errors it wraps (requests and urllib3 nest them deeply)."""
+    found: list[BaseException] = []
+    stack = [exc]
+    while stack and len(found) < 16:
+        item = stack.pop()
+        if any(item is seen for seen in found):
+            continue
+        found.append(item)
+        for inner in (getattr(item, "reason", None), item.__cause__, item.__context__, *item.args):
+            if isinstance(inner, BaseException):
+                stack.append(inner)
+    return found
+
+
+def _edge_error(exc: BaseException, *, connect_timeout: float, read_timeout: float) -> McpError:
+    """The error of a failed exchange; its detail never holds the URL (requests' texts do)."""
+    from urllib3 import exceptions as u3
+
+    chain = _chain(exc)
+
+    def has(*kinds: type[BaseException]) -> bool:
+        return any(isinstance(item, kinds) for item in chain)
+
+    names = {type(item).__name__ for item in chain}
+    for item in chain:
+        if isinstance(item, ssl.SSLCertVerificationError):
+            if item.verify_code in (62, 64):  # X509_V_ERR_HOSTNAME_MISMATCH, _IP_ADDRESS_MISMATCH
+                return TransportFailed("TLS: the certificate of the server is not for its host name")
+            return TransportFailed("TLS: the certificate of the server is not trusted")
+    if has(u3.ProxyError) or "ProxyError" in names:
+        return TransportFailed("proxy: the proxy did not open a connection to the server")
+    if has(ssl.SSLError, u3.SSLError) or "SSLError" in names:
+        return TransportFailed("TLS: the handshake failed")
+    if has(u3.NameResolutionError, socket.gaierror):
+        return TransportFailed("connect: the host name does not resolve")
+    if has(ConnectionRefusedError):
+        return TransportFailed("connect: the connection was refused")
+    # urllib3's NewConnectionError is a ConnectTimeoutError too, for history.
+    if any(isinstance(i, u3.ConnectTimeoutError) and not isinstance(i, u3.NewConnectionError) for i in chain):
+        return TransportFailed(f"connect: no connection in {_seconds(connect_timeout)}")
+    if has(u3.NewConnectionError):
+        return TransportFailed("connect: the connection failed")
+    if has(u3.ReadTimeoutError, TimeoutError) or "ReadTimeout" in names:
+        return TransportFailed(f"read: no data in {_seconds(read_timeout)}")
+    if has(ConnectionResetError, BrokenPipeError):
+        return TransportFailed("the connection was reset")
+    if has(u3.DecodeError):
+        return InvalidResponse("the content encoding of the response is not valid")
+    if has(u3.ProtocolError) or "RemoteDisconnected" in names or "IncompleteRead" in names:
+        return TransportFailed("the connection closed before the end of the response")
+    return TransportFailed(f"the request failed ({type(exc).__name__})")
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(int(value))
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _status_error(response: requests.Response) -> HttpStatusError:
+    return HttpStatusError(
+        response.status_code, retry_after=_retry_after(response.headers.get("Retry-After"))
+    )
+
+
+def _media_type(response: requests.Response) -> str:
+    return (response.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+
+
+# ---------------------------------------------------------------------------------------------
+# The transport
+# ---------------------------------------------------------------------------------------------
+
+
+class _Retry(enum.Enum):
+    AUTH = "auth"
+    HEADERS = "headers"
+
+
+@dataclass
+class _Attempts:
+    auth: bool = False
+    headers: bool = False
+
+
+class HttpTransport(Transport):
+    """A client transport to one Streamable HTTP URL; see the module docstring.
+
+    :param url: the ``http`` or ``https`` URL of the server.
+    :param headers: ``(name, value)`` pairs sent with every request (``--header``,
+        ``--header-env``); a value goes as ``value.encode("utf-8", "surrogateescape")``.
+    :param max_response_bytes: the limit of one JSON body and of one SSE event.
+    :param ca_file: PEM certificates trusted beside the trust store of the system.
+    :param ssl_context: a context from :func:`tls_context`, instead of ``ca_file``.
+    :param connect_timeout: seconds for the connection and the TLS handshake.
+    :param read_timeout: the longest wait for the next bytes of a response.
+    :param authorizer: asked for headers before each request and told of 401 and 403.
+    :param env: the environment for the proxy variables (``os.environ`` by default).
+
+    Raises:
+        ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
+            other than http and https (the detail names the variable).
+        CaFileError: ``ca_file`` cannot be used.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Sequence[tuple[str, str]] = (),
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        ca_file: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        authorizer: Authorizer | None = None,
+        env: Mapping[str, str] | None = None,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        pool_size: int = DEFAULT_POOL_SIZE,
+    ) -> None:
+        import http.cookiejar
+
+        import requests
+
+        scheme = urlsplit(url).scheme.lower()
+        if scheme not in ("http", "https"):
+            raise ConnectFailed("the URL does not use http or https")
+        self._url = url
+        self._headers = [(name, value.encode("utf-8", "surrogateescape")) for name, value in headers]
+        self._max_bytes = max_response_bytes
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+        self._authorizer = authorizer
+        self._max_depth = max_depth
+        context = ssl_context if ssl_context is not None else tls_context(ca_file)
+        proxy = proxy_for(url, os.environ if env is None else env)
+        self._proxies: dict[str, str] = {}
+        if proxy is not None:
+            variable, proxy_url = proxy
+            if urlsplit(proxy_url).scheme.lower() not in ("http", "https"):
+                raise ConnectFailed(f"the proxy of {variable.upper()} does not use http or https")
+            self._proxies = {scheme: proxy_url}
+        session = requests.Session()
+        session.trust_env = False
+        session.headers.clear()
+        session.headers["User-Agent"] = f"mcp-bridge-vscode/{_version()}"
+        session.headers["Accept-Encoding"] = "identity"
+        session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+        adapter = _adapter_class()(context, pool_size)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        self._session = session
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._in_flight: set[_Exchange] = set()
+        self._closed = False
+        self._session_closed = False
+        self._markings: dict[str, dict[tuple[str, ...], str]] = {}
+        self._on_message: OnMessage | None = None
+        self._on_closed: Callable[[McpError | None], None] | None = None
+
+    # ------------------------------------------------------------------ seam
+
+    def start(
+        self,
+        on_message: OnMessage,
+        on_frame_error: OnFrameError,
+        on_closed: Callable[[McpError | None], None],
+    ) -> None:
+        self._on_message = on_message
+        self._on_closed = on_closed
+
+    def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
+        """Send one request and deliver the messages of its answer; see the module docstring.
+
+        Raises:
+            Cancelled: ``cancel`` fired.
+            Closed: the transport is closed.
+            NotConnected: the transport is not started.
+            InvalidRequest: the message cannot be written as JSON.
+            TransportFailed: the connection failed, or no data came in the read timeout.
+            HttpStatusError: an HTTP status without a JSON-RPC message.
+            InvalidResponse: the answer is not valid (not JSON-RPC, an event over the limit).
+            McpError: an error of the authorizer passes unchanged.
+        """
+        if self._closed:
+            raise Closed("the connection to the upstream server is closed")
+        if not isinstance(message, Request):
+            if isinstance(message, Notification):
+                log.debug("%s is not sent over HTTP", _loggable(message.method))
+            return
+        on_message = self._on_message
+        if on_message is None:
+            raise NotConnected("the transport is not started")
+        self._exchange(message, cancel, on_message, _Attempts())
+
+    def kill(self) -> None:
+        """Abort every request in flight at once and refuse new ones; wait for nothing.
+
+        For a watchdog, like :meth:`StdioChildTransport.kill <.stdio.StdioChildTransport.kill>`.
+        """
+        with self._lock:
+            self._closed = True
+            exchanges = list(self._in_flight)
+        for exchange in exchanges:
+            exchange.abort(_Why.CLOSE)
+
+    def close(self, grace: float = 2.0) -> None:
+        """Abort the requests in flight, wait at most ``grace`` for them, close the pool."""
+        with self._lock:
+            if self._session_closed:
+                return
+            self._session_closed = True
+            self._closed = True
+            exchanges = list(self._in_flight)
+        for exchange in exchanges:
+            exchange.abort(_Why.CLOSE)
+        deadline = time.monotonic() + grace
+        with self._idle:
+            while self._in_flight:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    log.debug("%d requests did not stop in %s", len(self._in_flight), _seconds(grace))
+                    break
+                self._idle.wait(remaining)
+        self._session.close()
+        on_closed = self._on_closed
+        if on_closed is not None:
+            on_closed(None)
+
+    # -------------------------------------------------------------- exchange
+
+    def _exchange(
+        self, request: Request, cancel: CancelToken | None, deliver: OnMessage, attempts: _Attempts
+    ) -> None:
+        while True:
+            retry = self._attempt(request, cancel, deliver, attempts)
+            if retry is None:
+                return
+            if retry is _Retry.HEADERS:
+                attempts.headers = True
+            else:
+                attempts.auth = True
+
+    def _attempt(
+        self, request: Request, cancel: CancelToken | None, deliver: OnMessage, attempts: _Attempts
+    ) -> _Retry | None:
+        """One POST. Returns what to retry, or None when the answer was delivered."""
+        exchange = _Exchange()
+        remove = cancel.add_callback(exchange.abort) if cancel is not None else None
+        with self._lock:
+            if self._closed:
+                exchange.aborted = _Why.CLOSE
+            self._in_flight.add(exchange)
+        response: requests.Response | None = None
+        try:
+            if exchange.aborted is not None:
+                raise self._aborted(exchange, cancel)
+            response = self._post(request, exchange, cancel)
+            status = response.status_code
+            media = _media_type(response)
+            log.debug("%s: HTTP status %d (%s)", _loggable(request.method), status, media or "no body")
+            if status in (401, 403) and self._authorizer is not None and not attempts.auth:
+                challenge = response.headers.get("WWW-Authenticate")
+                response.close()
+                if self._authorizer.on_challenge(status, challenge):
+                    return _Retry.AUTH
+                raise HttpStatusError(status)
+            if 200 <= status < 300 and media == "text/event-stream":
+                self._read_stream(request, response, exchange, cancel, deliver)
+                return None
+            if media == "application/json" and status not in (202, 204):
+                return self._read_json(request, response, exchange, cancel, deliver, attempts)
+            raise _status_error(response)
+        finally:
+            if response is not None:
+                response.close()
+            if remove is not None:
+                remove()
+            with self._idle:
+                self._in_flight.discard(exchange)
+                self._idle.notify_all()
+
+    def _post(self, request: Request, exchange: _Exchange, cancel: CancelToken | None) -> requests.Response:
+        try:
+            body = jsonrpc.dumps(jsonrpc.to_obj(request))
+        except (TypeError, ValueError):
+            raise InvalidRequest("the message cannot be written as JSON") from None
+        headers = self._request_headers(request)
+        _current.exchange = exchange
+        try:
+            return self._session.post(
+                self._url,
+                data=body,
+                headers=headers,
+                timeout=(self._connect_timeout, self._read_timeout),
+                stream=True,
+                allow_redirects=False,
+                proxies=self._proxies,
+                verify=True,
+            )
+        except Exception as exc:
+            if exchange.aborted is not None:
+                raise self._aborted(exchange, cancel) from None
+            raise _edge_error(
+                exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
+            ) from None
+        finally:
+            _current.exchange = None
+
+    def _aborted(self, exchange: _Exchange, cancel: CancelToken | None) -> McpError:
+        if exchange.aborted is _Why.CLOSE:
+            return Closed("the connection to the upstream server is closed")
+        reason = cancel.reason if cancel is not None else ""
+        return Cancelled(reason or None)
+
+    def _request_headers(self, request: Request) -> dict[str, str | bytes]:
+        headers: dict[str, str | bytes] = dict(self._headers)
+        if self._authorizer is not None:
+            headers.update(self._authorizer.headers())
+        params = request.params or {}
+        meta = params.get("_meta")
+        version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        headers["Content-Type"] = "application/json"
+        headers["Accept"] = ACCEPT
+        headers["MCP-Protocol-Version"] = version if isinstance(version, str) else MODERN
+        headers["Mcp-Method"] = encode_header_value(request.method)
+        name_key = NAME_PARAMS.get(request.method)
+        if name_key is not None and isinstance(params.get(name_key), str):
+            headers["Mcp-Name"] = encode_header_value(params[name_key])
+        tool = params.get("name")
+        if request.method == "tools/call" and isinstance(tool, str):
+            with self._lock:
+                markings = self._markings.get(tool)
+            if markings:
+                headers.update(param_headers(markings, params.get("arguments")))
+        return headers
+
+    # ----------------------------------------------------------------- read
+
+    def _read_json(
+        self,
+        request: Request,
+        response: requests.Response,
+        exchange: _Exchange,
+        cancel: CancelToken | None,
+        deliver: OnMessage,
+        attempts: _Attempts,
+    ) -> _Retry | None:
+        status = response.status_code
+        length = response.headers.get("Content-Length", "")
+        if length.isdigit() and int(length) > self._max_bytes:
+            raise InvalidResponse(f"a response longer than {self._max_bytes} bytes", http_status=status)
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in self._chunks(response, exchange, cancel, stream=False):
+            size += len(chunk)
+            if size > self._max_bytes:
+                raise InvalidResponse(f"a response longer than {self._max_bytes} bytes", http_status=status)
+            chunks.append(chunk)
+        try:
+            message = jsonrpc.parse(b"".join(chunks), max_depth=self._max_depth)
+        except FrameError:
+            if 200 <= status < 300:
+                raise InvalidResponse(
+                    "the body is not a valid JSON-RPC message", http_status=status
+                ) from None
+            raise _status_error(response) from None
+        if isinstance(message, ErrorResponse) and message.id in (None, request.id):
+            if (
+                message.error.code == jsonrpc.HEADER_MISMATCH
+                and request.method == "tools/call"
+                and not attempts.headers
+            ):
+                response.close()
+                if self._refresh_tools(request, cancel):
+                    return _Retry.HEADERS
+            deliver(ErrorResponse(request.id, message.error))
+            return None
+        if isinstance(message, Response) and message.id == request.id and 200 <= status < 300:
+            deliver(self._passing(request, message))
+            return None
+        if 200 <= status < 300:
+            raise InvalidResponse("the body is not the response of the request", http_status=status)
+        raise _status_error(response)
+
+    def _read_stream(
+        self,
+        request: Request,
+        response: requests.Response,
+        exchange: _Exchange,
+        cancel: CancelToken | None,
+        deliver: OnMessage,
+    ) -> None:
+        parser = SseParser(self._max_bytes)
+        for chunk in self._chunks(response, exchange, cancel, stream=True):
+            try:
+                events = parser.feed(chunk)
+            except EventTooLarge:
+                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from None
+            for event in events:
+                if event.type != "message" or not event.data:
+                    continue
+                try:
+                    message = jsonrpc.parse(event.data, max_depth=self._max_depth)
+                except FrameError as exc:
+                    raise InvalidResponse(f"an event is not a valid JSON-RPC message ({exc.cause})") from None
+                if isinstance(message, (Response, ErrorResponse)):
+                    if message.id is None and isinstance(message, ErrorResponse):
+                        message = ErrorResponse(request.id, message.error)
+                    if message.id != request.id:
+                        log.debug("dropped a response to another request on the stream of %s", request.method)
+                        continue
+                    deliver(self._passing(request, message))
+                    return
+                deliver(message)
+        raise TransportFailed("the response stream ended before the response")
+
+    def _chunks(
+        self, response: requests.Response, exchange: _Exchange, cancel: CancelToken | None, *, stream: bool
+    ) -> Iterator[bytes]:
+        """The body as it arrives (``stream``), or in full pieces: a whole read lets the
+        connection go back to the pool."""
+        raw = response.raw
+        while True:
+            try:
+                if stream:
+                    chunk = raw.read1(READ_CHUNK, decode_content=True)
+                else:
+                    chunk = raw.read(READ_CHUNK, decode_content=True)
+            except Exception as exc:
+                if exchange.aborted is not None:
+                    raise self._aborted(exchange, cancel) from None
+                raise _edge_error(
+                    exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
+                ) from None
+            if exchange.aborted is not None:
+                raise self._aborted(exchange, cancel)
+            if not chunk:
+                return
+            yield chunk
+
+    # ---------------------------------------------------------------- tools
+
+    def _passing(self, request: Request, message: Response | ErrorResponse) -> Response | ErrorResponse:
+        """The response as it goes to the client: a tool list without the tools of invalid markings."""
+        if request.method != "tools/list" or not isinstance(message, Response):
+            return message
+        result, learned, dropped = filter_tools(message.result)
+        for name, reason in dropped:
+            log.warning(
+                "the upstream tool %s has an x-mcp-header marking that is not valid, thus the bridge "
+                "leaves it out: %s",
+                _loggable(name),
+                reason,
+            )
+        with self._lock:
+            self._markings.update(learned)
+            for name, _reason in dropped:
+                self._markings.pop(name, None)
+        return message if not dropped else Response(message.id, result)
+
+    def _refresh_tools(self, call: Request, cancel: CancelToken | None) -> bool:
+        """Read the whole tool list again after a header mismatch; tell whether it worked."""
+        meta = (call.params or {}).get("_meta")
+        base = {
+            key: value
+            for key, value in (meta.items() if isinstance(meta, dict) else ())
+            if key in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO)
+        }
+        learned: dict[str, dict[tuple[str, ...], str]] = {}
+        cursor: str | None = None
+        for _page in range(REFRESH_MAX_PAGES):
+            params: dict[str, Any] = {"_meta": base}
+            if cursor is not None:
+                params["cursor"] = cursor
+            request = Request(f"mcpbridge-tools-{next(_ids)}", "tools/list", params)
+            answers: list[Message] = []
+            try:
+                self._exchange(request, cancel, answers.append, _Attempts(headers=True))
+            except (Cancelled, Closed):
+                raise
+            except McpError as exc:
+                log.warning("the refresh of the tool list after a header mismatch failed: %s", exc.detail)
+                return False
+            answer = answers[-1] if answers else None
+            if not isinstance(answer, Response) or not isinstance(answer.result, dict):
+                log.warning("the refresh of the tool list after a header mismatch got no tool list")
+                return False
+            _result, page, _dropped = filter_tools(answer.result)
+            learned.update(page)
+            next_cursor = answer.result.get("nextCursor")
+            if not isinstance(next_cursor, str):
+                break
+            cursor = next_cursor
+        with self._lock:
+            self._markings = learned
+        log.info("refreshed the tool list after a header mismatch of tools/call")
+        return True
+
+
+def _loggable(text: str) -> str:
+    """A name from the server for a log line: at most 128 characters."""
+    return text if len(text) <= 128 else text[:125] + "..."
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__

@@ -1,0 +1,182 @@
+"""An incremental parser of Server-Sent Events (the ``text/event-stream`` format).
+
+This module is pure: :class:`SseParser` takes bytes as they arrive and returns
+the events they complete. It follows the parsing rules of the WHATWG HTML
+standard ("Server-sent events", section 9.2.6):
+
+* A line ends with CRLF, LF or CR. A CR at the end of one chunk and an LF at the
+  start of the next are one line end.
+* One UTF-8 byte order mark at the start of the stream is dropped. Bytes that
+  are not UTF-8 become U+FFFD.
+* An empty line dispatches the event. A line that starts with ``:`` is a
+  comment (servers send them as keep-alives) and is ignored.
+* ``field:value`` splits at the first colon, and one space after the colon is
+  dropped. A line without a colon is a field with an empty value.
+* ``data`` appends its value and a newline to the data buffer; the last newline
+  goes at dispatch, so ``data: a`` then ``data: b`` give ``"a\\nb"``.
+  ``event`` sets the type of the event (``"message"`` when absent), ``id`` sets
+  the last event id unless the value holds U+0000 (the id stays for the
+  following events), and ``retry`` sets :attr:`SseParser.retry` when the value
+  is ASCII digits. Other fields are ignored.
+* An event without any ``data`` line is not dispatched.
+* At the end of the stream, an event without its final empty line is dropped.
+
+One limit keeps the memory bounded: the data of one event may hold at most
+``max_event_bytes`` bytes (the bytes of its ``data`` values and the newlines
+between them), and a line may be at most that long plus a few bytes for its
+field name. Going over raises :class:`EventTooLarge`. Comment lines cost
+nothing once they end, so a long stream of keep-alives uses no memory.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["Event", "EventTooLarge", "SseError", "SseParser"]
+
+#: Room for the field name and the colon of a line beside its value: a ``data:``
+#: line with a value of exactly the limit still fits.
+LINE_SLACK: Final = 16
+
+_LINE_END = re.compile(rb"[\r\n]")
+_BOM: Final = b"\xef\xbb\xbf"
+_CR: Final = 0x0D
+_LF: Final = 0x0A
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One dispatched event."""
+
+    #: The data lines joined with ``"\\n"``.
+    data: str
+    #: The value of the ``event`` field, or ``"message"``.
+    type: str = "message"
+    #: The last event id at the time of dispatch (``""`` before any ``id`` field).
+    last_event_id: str = ""
+
+
+class SseError(Exception):
+    """The event stream cannot be parsed further."""
+
+
+class EventTooLarge(SseError):
+    """An event, or a line, is longer than the limit of the parser."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"an event is longer than {limit} bytes")
+        self.limit = limit
+
+
+class SseParser:
+    """Parse a ``text/event-stream`` body chunk by chunk.
+
+    Feed it the bytes of the body in any pieces; each call returns the events
+    those bytes complete, in order. After :class:`EventTooLarge` the parser
+    refuses more input, because the rest of the stream has lost its framing.
+    """
+
+    def __init__(self, max_event_bytes: int) -> None:
+        if max_event_bytes < 1:
+            raise ValueError("max_event_bytes must be at least 1")
+        self.max_event_bytes = max_event_bytes
+        #: The reconnection time in milliseconds of the last valid ``retry`` field, if any.
+        self.retry: int | None = None
+        self._max_line = max_event_bytes + LINE_SLACK
+        self._line = bytearray()
+        self._data: list[bytes] = []
+        self._data_size = 0
+        self._type = b""
+        self._last_id = ""
+        self._at_start = True
+        self._skip_lf = False
+        self._failed = False
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        """Take the next bytes of the stream; return the events they complete.
+
+        Raises:
+            EventTooLarge: the event or the line being read goes over the limit.
+        """
+        if self._failed:
+            raise EventTooLarge(self.max_event_bytes)
+        events: list[Event] = []
+        start = 0
+        end_of_chunk = len(chunk)
+        if self._skip_lf and end_of_chunk:
+            self._skip_lf = False
+            if chunk[0] == _LF:
+                start = 1
+        while start < end_of_chunk:
+            match = _LINE_END.search(chunk, start)
+            if match is None:
+                self._append(chunk, start, end_of_chunk)
+                break
+            end = match.start()
+            self._append(chunk, start, end)
+            line = bytes(self._line)
+            self._line.clear()
+            start = end + 1
+            if chunk[end] == _CR:
+                if start < end_of_chunk:
+                    if chunk[start] == _LF:
+                        start += 1
+                else:
+                    self._skip_lf = True
+            event = self._process(line)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def _append(self, chunk: bytes, start: int, end: int) -> None:
+        if end > start:
+            self._line += chunk[start:end]
+            if len(self._line) > self._max_line:
+                self._fail()
+
+    def _fail(self) -> None:
+        self._failed = True
+        self._line.clear()
+        self._data.clear()
+        raise EventTooLarge(self.max_event_bytes)
+
+    def _process(self, line: bytes) -> Event | None:
+        if self._at_start:
+            self._at_start = False
+            if line.startswith(_BOM):
+                line = line[len(_BOM) :]
+        if not line:
+            return self._dispatch()
+        if line[0] == 0x3A:  # ":" starts a comment
+            return None
+        name, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            size = self._data_size + len(value) + (1 if self._data else 0)
+            if size > self.max_event_bytes:
+                self._fail()
+            self._data.append(value)
+            self._data_size = size
+        elif name == b"event":
+            self._type = value
+        elif name == b"id":
+            if b"\x00" not in value:
+                self._last_id = value.decode("utf-8", "replace")
+        elif name == b"retry":
+            if value.isdigit() and value.isascii():
+                self.retry = int(value)
+        return None
+
+    def _dispatch(self) -> Event | None:
+        if not self._data:
+            self._type = b""
+            return None
+        data = b"\n".join(self._data).decode("utf-8", "replace")
+        event_type = self._type.decode("utf-8", "replace") if self._type else "message"
+        self._data = []
+        self._data_size = 0
+        self._type = b""
+        return Event(data=data, type=event_type, last_event_id=self._last_id)

@@ -1,0 +1,49 @@
+"""Test peers: upstream servers that the tests start on loopback."""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+PEERS = Path(__file__).resolve().parent
+START_WAIT = 30.0
+"""The Python SDK takes a few seconds to import on a slow machine."""
+STOP_WAIT = 10.0
+
+
+@contextlib.contextmanager
+def running_py_http_server() -> Iterator[str]:
+    """Start ``py_http_server.py`` (the Python SDK under uvicorn); yield the URL of its endpoint.
+
+    The server stops at the end of its stdin, which this closes on the way out.
+    """
+    proc = subprocess.Popen(
+        [sys.executable, str(PEERS / "py_http_server.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    stdout = proc.stdout
+    lines: queue.Queue[bytes] = queue.Queue()
+    reader = threading.Thread(target=lambda: lines.put(stdout.readline()), name="peer-port", daemon=True)
+    reader.start()
+    try:
+        first = lines.get(timeout=START_WAIT).decode()
+        if not first.startswith("port="):
+            raise RuntimeError("the Python SDK server did not start")
+        yield f"http://127.0.0.1:{int(first[5:])}/mcp"
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(STOP_WAIT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(STOP_WAIT)
+        reader.join(STOP_WAIT)
+        stdout.close()
