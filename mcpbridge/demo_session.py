@@ -99,7 +99,12 @@ def main() -> None:
     session.next_id += 1
     slow_id = session.next_id
     session.send(
-        {"jsonrpc": "2.0", "id": slow_id, "method": "tools/call", "params": {"name": "countdown", "arguments": {"seconds": 30}}}
+        {
+            "jsonrpc": "2.0",
+            "id": slow_id,
+            "method": "tools/call",
+            "params": {"name": "countdown", "arguments": {"seconds": 30}},
+        }
     )
     session.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": slow_id}})
     session.request("ping", {})

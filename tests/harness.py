@@ -57,8 +57,12 @@ class Bridge:
         self.raw_lines: list[bytes] = []
         self.stderr_lines: list[str] = []
         self._stderr_done = threading.Event()
-        self._stdout_thread = threading.Thread(target=self._read_stdout, name="test-bridge-stdout", daemon=True)
-        self._stderr_thread = threading.Thread(target=self._read_stderr, name="test-bridge-stderr", daemon=True)
+        self._stdout_thread = threading.Thread(
+            target=self._read_stdout, name="test-bridge-stdout", daemon=True
+        )
+        self._stderr_thread = threading.Thread(
+            target=self._read_stderr, name="test-bridge-stderr", daemon=True
+        )
         self._stdout_thread.start()
         self._stderr_thread.start()
         self._next_id = 0
@@ -102,7 +106,9 @@ class Bridge:
         self.send(frame)
         return request_id
 
-    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = WAIT) -> dict[str, Any]:
+    def request(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = WAIT
+    ) -> dict[str, Any]:
         request_id = self.request_async(method, params)
         return self.wait_response(request_id, timeout)
 
@@ -112,7 +118,9 @@ class Bridge:
             frame["params"] = params
         self.send(frame)
 
-    def initialize(self, capabilities: dict[str, Any] | None = None, initialized: bool = True) -> dict[str, Any]:
+    def initialize(
+        self, capabilities: dict[str, Any] | None = None, initialized: bool = True
+    ) -> dict[str, Any]:
         response = self.request(
             "initialize",
             {

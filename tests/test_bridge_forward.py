@@ -67,7 +67,9 @@ def test_progress_token_zero_is_honoured(bridge: Bridge) -> None:
         "tools/call", {"name": "progress", "arguments": {"count": 2, "ms": 1}, "_meta": {"progressToken": 0}}
     )
     bridge.wait_response(request_id)
-    tokens = [f["params"]["progressToken"] for f in bridge.seen if f.get("method") == "notifications/progress"]
+    tokens = [
+        f["params"]["progressToken"] for f in bridge.seen if f.get("method") == "notifications/progress"
+    ]
     assert tokens == [0, 0]
 
 
@@ -151,7 +153,9 @@ def test_an_unknown_method_gets_method_not_found(bridge: Bridge) -> None:
 
 
 def test_large_results_pass_whole(bridge: Bridge) -> None:
-    response = bridge.request("tools/call", {"name": "big", "arguments": {"bytes": 5 * 1024 * 1024}}, timeout=60)
+    response = bridge.request(
+        "tools/call", {"name": "big", "arguments": {"bytes": 5 * 1024 * 1024}}, timeout=60
+    )
     assert len(text_of(response)) == 5 * 1024 * 1024
 
 

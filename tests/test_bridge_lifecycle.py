@@ -91,7 +91,11 @@ def test_an_upstream_that_never_answers_discover_times_out_and_meanwhile_the_bri
     with Bridge(bridge_command("--discover-timeout", "1", upstream=silent)) as bridge:
         init_id = bridge.request_async(
             "initialize",
-            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}},
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
         )
         assert bridge.request("tools/list")["error"]["data"]["cause"] == "not_initialized"
         assert bridge.request("ping")["result"] == {}
@@ -99,7 +103,11 @@ def test_an_upstream_that_never_answers_discover_times_out_and_meanwhile_the_bri
         assert bridge.request("server/discover")["error"]["code"] == -32601
         again = bridge.request(
             "initialize",
-            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}},
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
         )
         assert again["error"]["code"] == -32600
         error = bridge.wait_response(init_id, 15)["error"]

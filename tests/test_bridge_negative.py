@@ -20,7 +20,7 @@ def bridge() -> Bridge:
 def nested(depth: int, id: int) -> bytes:
     """A ping whose message has ``depth`` levels of nesting."""
     params = '{"a":' * (depth - 1) + "1" + "}" * (depth - 1)
-    return ('{"jsonrpc":"2.0","id":%d,"method":"ping","params":%s}\n' % (id, params)).encode()
+    return f'{{"jsonrpc":"2.0","id":{id},"method":"ping","params":{params}}}\n'.encode()
 
 
 def error_of(bridge: Bridge, line: bytes) -> dict:
@@ -56,12 +56,13 @@ def test_a_too_deep_message_names_the_limit_and_keeps_its_id(bridge: Bridge) -> 
 
 @pytest.mark.parametrize("id_first", [True, False])
 def test_a_too_long_line_gets_line_too_long_with_the_recovered_id(bridge: Bridge, id_first: bool) -> None:
-    filler = "x" * 2000
+    request = {"name": "echo", "arguments": {"text": "x" * 2000}}
     if id_first:
-        line = '{"jsonrpc":"2.0","id":"long-1","method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}'
+        frame_obj = {"jsonrpc": "2.0", "id": "long-1", "method": "tools/call", "params": request}
     else:
-        line = '{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}},"id":"long-1"}'
-    frame = error_of(bridge, (line % filler).encode() + b"\n")
+        frame_obj = {"jsonrpc": "2.0", "method": "tools/call", "params": request, "id": "long-1"}
+    line = json.dumps(frame_obj, separators=(",", ":"))
+    frame = error_of(bridge, line.encode() + b"\n")
     assert frame["id"] == "long-1"
     assert frame["error"]["code"] == -32600
     assert frame["error"]["data"] == {"cause": "line_too_long", "detail": "limit: 1024 bytes"}

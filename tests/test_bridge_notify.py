@@ -11,6 +11,7 @@ LIST_CHANGES = {
     "notifications/resources/list_changed",
 }
 NOTES = "file:///fixture/notes.txt"
+LIST_CHANGED_TOOLS = "notifications/tools/list_changed"
 
 
 def started_bridge() -> Bridge:
@@ -43,8 +44,10 @@ def test_a_list_change_during_a_call_arrives_before_its_result_every_time() -> N
             call = bridge.request_async(
                 "tools/call", {"name": "toggle", "arguments": {"enabled": enabled, "target": "tool"}}
             )
-            change = bridge.wait_frame(lambda f: f.get("method") == "notifications/tools/list_changed" or f.get("id") == call)
-            assert change.get("method") == "notifications/tools/list_changed", f"round {i}: result first"
+            change = bridge.wait_frame(
+                lambda f, call=call: f.get("method") == LIST_CHANGED_TOOLS or f.get("id") == call
+            )
+            assert change.get("method") == LIST_CHANGED_TOOLS, f"round {i}: result first"
             response = bridge.wait_response(call)
             assert "toggled" in text_of(response)
 
@@ -64,7 +67,9 @@ def test_subscribe_then_updates_then_unsubscribe() -> None:
         assert bridge.request("resources/unsubscribe", {"uri": NOTES})["result"] == {}
         seen_before = len(bridge.seen)
         bridge.request("tools/call", {"name": "touch", "arguments": {"uri": NOTES}})
-        assert not [f for f in bridge.seen[seen_before:] if f.get("method") == "notifications/resources/updated"]
+        assert not [
+            f for f in bridge.seen[seen_before:] if f.get("method") == "notifications/resources/updated"
+        ]
 
 
 def test_subscribe_with_bad_params_is_invalid_params() -> None:

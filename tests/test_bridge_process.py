@@ -94,7 +94,9 @@ def test_an_upstream_crash_fails_requests_in_flight_and_exits_1_with_stdin_open(
         error = bridge.wait_response(slow, WAIT)["error"]
         assert error["code"] == -32603 and error["data"]["cause"] == "upstream_exited"
         assert bridge.wait_exit(WAIT) == 1
-        assert "mcp-bridge-vscode: bridge: error: the upstream server exited with code 3" in bridge.stderr_text
+        assert (
+            "mcp-bridge-vscode: bridge: error: the upstream server exited with code 3" in bridge.stderr_text
+        )
 
 
 def test_an_upstream_killed_by_a_signal_is_reported_with_the_signal() -> None:
@@ -106,7 +108,9 @@ def test_an_upstream_killed_by_a_signal_is_reported_with_the_signal() -> None:
 
 
 def test_an_upstream_that_closes_stdout_but_runs_fails_initialize_and_is_stopped() -> None:
-    with Bridge(bridge_command("--discover-timeout", "1", upstream=fixture_command("--close-stdout"))) as bridge:
+    with Bridge(
+        bridge_command("--discover-timeout", "1", upstream=fixture_command("--close-stdout"))
+    ) as bridge:
         error = bridge.initialize()["error"]
         assert error["code"] == -32603
         bridge.close_stdin()
@@ -126,7 +130,10 @@ def test_debug_logs_are_tagged_and_carry_no_content() -> None:
     bridge_lines = [line for line in bridge.stderr_lines if line.startswith("mcp-bridge-vscode")]
     assert bridge_lines and all(LINE.match(line) for line in bridge_lines)
     assert secret not in bridge.stderr_text
-    assert re.search(r"upstream request \d+ \(tools/call, round 1 of client request 2\): response after ", bridge.stderr_text)
+    assert re.search(
+        r"upstream request \d+ \(tools/call, round 1 of client request 2\): response after ",
+        bridge.stderr_text,
+    )
 
 
 def test_sigterm_stops_the_bridge_and_its_child() -> None:

@@ -35,21 +35,25 @@ def test_a_request_a_notification_and_both_kinds_of_response_parse() -> None:
 
 @pytest.mark.parametrize("bad_id", ["true", "1.5", "null", "[1]", "{}"])
 def test_a_request_id_must_be_a_string_or_an_integer(bad_id: str) -> None:
-    error = frame_error('{"jsonrpc":"2.0","id":%s,"method":"m"}' % bad_id)
+    error = frame_error(f'{{"jsonrpc":"2.0","id":{bad_id},"method":"m"}}')
     assert error.cause == "invalid_id"
 
 
 @pytest.mark.parametrize("bad_id", ["true", "1.5", "null", "[1]"])
 def test_a_response_with_a_bad_id_is_reported_as_a_response(bad_id: str) -> None:
-    error = frame_error('{"jsonrpc":"2.0","id":%s,"result":{}}' % bad_id)
+    error = frame_error(f'{{"jsonrpc":"2.0","id":{bad_id},"result":{{}}}}')
     assert error.cause == "invalid_id" and error.is_response
 
 
 def test_the_nesting_limit_counts_levels_from_the_root() -> None:
     def nested(levels: int) -> str:
-        return '{"jsonrpc":"2.0","id":7,"method":"m","params":' + '{"a":' * (levels - 1) + "1" + "}" * (
-            levels - 1
-        ) + "}"
+        return (
+            '{"jsonrpc":"2.0","id":7,"method":"m","params":'
+            + '{"a":' * (levels - 1)
+            + "1"
+            + "}" * (levels - 1)
+            + "}"
+        )
 
     assert isinstance(parse(nested(10), max_depth=10), Request)
     error = frame_error(nested(11), max_depth=10)

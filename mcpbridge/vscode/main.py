@@ -66,7 +66,7 @@ def run(argv: list[str]) -> int:
 
 def serve_command(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of an upstream command."""
-    from ..bridge.frontend import Ended, Frontend, Options, Timeouts
+    from ..bridge.frontend import Frontend, Options, Timeouts
     from ..bridge.upstream import stdio_connector
 
     options = Options(
