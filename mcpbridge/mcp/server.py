@@ -1517,8 +1517,10 @@ class ServerConnection:
         # A client sends no responses in 2026-07-28: drop them.
 
     def _on_request(self, request: Request) -> None:
+        # initialize with a 2026-07-28 _meta is just a method this revision removed: -32601 below.
         server = self.server
-        if request.method == "initialize":
+        if request.method == "initialize" and not _has_modern_meta(request.params):
+            # A 2025-era client: name the revisions we speak, so it can tell the era.
             requested = (request.params or {}).get("protocolVersion")
             self._send_error(
                 request.id,
@@ -1779,3 +1781,9 @@ def _parse_meta(params: dict[str, Any] | None) -> _RequestMeta:
         log_level=level,
         progress_token=token,
     )
+
+
+def _has_modern_meta(params: Any) -> bool:
+    """Tell whether request params carry the 2026-07-28 protocol-version key in ``_meta``."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and "io.modelcontextprotocol/protocolVersion" in meta
