@@ -1,0 +1,924 @@
+"""The client of MCP 2026-07-28: requests, the pending table and listen streams.
+
+Theory of operation
+-------------------
+
+A :class:`Client` sends requests over one :class:`~.transport.Transport` and
+matches the answers to them. Every request gets the next integer id (1, 2,
+3...) and an entry in the *pending table*, a dict from id to entry guarded by
+one :class:`threading.Condition`. The transport delivers what arrives on its
+own thread (stdio: the reader thread; the memory link: the server's thread;
+HTTP: the thread that called :meth:`Transport.send`). That thread routes each
+message under the lock, and the waiting caller wakes up:
+
+* a response or an error response, by its id. The first answer resolves the
+  entry and removes it; a second answer, or an answer to an id that is not
+  pending, is dropped with a debug line;
+* a line that is not a valid message but whose id can be read fails the
+  request of that id with :class:`~.errors.InvalidResponse` at once, instead
+  of a timeout;
+* ``notifications/progress``, by its ``progressToken``: the token of a request
+  is its id;
+* a notification with ``_meta["io.modelcontextprotocol/subscriptionId"]``, by
+  that id to its :class:`Subscription`. A ``notifications/cancelled`` for the
+  id of a listen stream ends that stream (the only use of that notification a
+  server may make). The response to a listen request ends the stream: a result
+  gracefully, an error with :class:`~.errors.RpcError`;
+* ``notifications/message``: on stdio it names no request, so it goes to
+  ``on_notification``; over HTTP it arrives on the thread of its request and
+  goes to that request's ``on_log``;
+* any other notification goes to ``on_notification``, or is dropped.
+
+Callbacks (``on_progress``, ``on_log``, ``on_event``, ``on_ack``,
+``on_notification``) run on the delivering thread, after the lock is released,
+in arrival order. On stdio that is the reader thread: a callback must not
+block, and it must not wait for an answer of the upstream server.
+
+A request waits at most its ``timeout``. One timer thread
+(``mcpbridge-upstream-timer``) fires the deadline of a request while its
+:meth:`Transport.send` still runs, which matters over HTTP, where ``send``
+carries the whole exchange. A timeout and a cancellation both send
+``notifications/cancelled`` to the server when the request went out.
+
+A listen stream is sent from its own short thread
+(``mcpbridge-upstream-listen-<id>``), because over HTTP the send of a listen
+request lasts as long as the stream. Over stdio and the memory link that thread
+ends at once.
+
+Rules:
+
+* The lock guards decisions only: no I/O and no callback runs under it.
+* Every wait is bounded and a wait that runs out raises a named error.
+* When the transport closes, every pending request and every stream fails at
+  once with the error of the close (:class:`~.errors.Closed` for a child that
+  exited).
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import itertools
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from . import jsonrpc
+from .cancel import CancelToken
+from .errors import (
+    Cancelled,
+    Closed,
+    InvalidMeta,
+    InvalidRequest,
+    InvalidResponse,
+    McpError,
+    NotConnected,
+    RequestTimeout,
+    RpcError,
+)
+from .framing import TooLong
+from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, RequestId, Response
+from .protocol import (
+    LISTEN_ACKNOWLEDGED,
+    LOG_LEVELS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SUBSCRIPTION_ID,
+    MODERN,
+    RESERVED_META_PREFIXES,
+    SDK_OWNED_META_KEYS,
+)
+from .transport import Transport
+
+__all__ = ["Client", "Subscription"]
+
+log = logging.getLogger("mcpbridge.upstream")
+
+#: Nesting of a message of the upstream server: deep tool schemas must survive.
+DEFAULT_MAX_DEPTH: Final = 200
+#: The timer thread's wait when no deadline is near (it wakes at once for a new one).
+IDLE_WAIT: Final = 60.0
+#: The slice of an unbounded :meth:`Subscription.wait_ended`.
+WAIT_SLICE: Final = 60.0
+#: The wait for each thread of the client at its close.
+JOIN_TIMEOUT: Final = 2.0
+#: The timer rebuilds its heap when more than half of it are removed deadlines.
+_COMPACT_AT: Final = 64
+
+_Outcome = Response | ErrorResponse | McpError
+
+# The id of an over-long response: at the start (``{"jsonrpc":"2.0","id":7,...``)
+# or as the last member (``...,"id":7}``, the TypeScript SDK's order).
+_HEAD_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+_TAIL_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$')
+
+
+def _as_id(value: Any) -> RequestId | None:
+    """``value`` when it is a valid request id (a string or an integer, not a bool), else ``None``."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return None
+
+
+def _duration(seconds: float) -> str:
+    """``"120 s"`` for whole seconds, else ``"1500 ms"``."""
+    if seconds == int(seconds):
+        return f"{int(seconds)} s"
+    return f"{round(seconds * 1000)} ms"
+
+
+def _fresh(error: McpError) -> McpError:
+    """A copy of ``error``, so that two threads never raise the same object."""
+    if isinstance(error, RpcError):
+        return RpcError(error.error, http_status=error.http_status)
+    try:
+        duplicate = copy.copy(error)
+    except Exception:  # noqa: BLE001 - an error class with an unusual constructor
+        return error
+    return duplicate if isinstance(duplicate, McpError) else error
+
+
+def _recover_id(line: TooLong) -> RequestId | None:
+    for pattern, text in ((_HEAD_ID, line.head), (_TAIL_ID, line.tail)):
+        match = pattern.search(text)
+        if match is not None:
+            try:
+                value = jsonrpc.parse_json(match.group(1), max_depth=1)
+            except FrameError:
+                continue
+            request_id = _as_id(value)
+            if request_id is not None:
+                return request_id
+    return None
+
+
+def _call(what: str, callback: Callable[[], None]) -> None:
+    """Run a callback of the caller; an error in it must not stop the delivering thread."""
+    try:
+        callback()
+    except Exception as exc:  # noqa: BLE001 - the next message must still be routed
+        log.error("the callback for %s failed: %s", what, type(exc).__name__)
+        log.debug("the callback for %s failed", what, exc_info=True)
+
+
+def _printable(text: str) -> str:
+    return text[:64].encode("unicode_escape").decode("ascii")
+
+
+class _Pending:
+    """One request in flight. Its fields change only under the client's lock."""
+
+    __slots__ = ("id", "method", "on_progress", "on_log", "outcome", "interrupted", "reason", "token")
+
+    def __init__(
+        self,
+        request_id: RequestId,
+        method: str,
+        on_progress: Callable[[dict[str, Any]], None] | None,
+        on_log: Callable[[dict[str, Any]], None] | None,
+    ) -> None:
+        self.id = request_id
+        self.method = method
+        self.on_progress = on_progress
+        self.on_log = on_log
+        self.outcome: _Outcome | None = None
+        #: ``"cancel"`` or ``"timeout"`` when the caller stopped waiting.
+        self.interrupted: str | None = None
+        self.reason = ""
+        #: Given to :meth:`Transport.send`: fires on a cancellation or at the deadline.
+        self.token = CancelToken()
+
+
+class _Timer:
+    """Fires callbacks at deadlines, on one thread (``mcpbridge-upstream-timer``)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: list[tuple[float, int, list[Callable[[], None] | None]]] = []
+        self._removed = 0
+        self._seq = itertools.count()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="mcpbridge-upstream-timer", daemon=True)
+        self._thread.start()
+
+    def add(self, deadline: float, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` at ``deadline`` (a :func:`time.monotonic` value); returns a remover."""
+        cell: list[Callable[[], None] | None] = [callback]
+        with self._cond:
+            if self._stopped:
+                return lambda: None
+            if self._removed > _COMPACT_AT and self._removed * 2 > len(self._heap):
+                self._heap = [item for item in self._heap if item[2][0] is not None]
+                heapq.heapify(self._heap)
+                self._removed = 0
+            heapq.heappush(self._heap, (deadline, next(self._seq), cell))
+            if self._heap[0][2] is cell:
+                self._cond.notify()
+
+        def remove() -> None:
+            with self._cond:
+                if cell[0] is not None:
+                    cell[0] = None
+                    self._removed += 1
+
+        return remove
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._heap.clear()
+            self._cond.notify()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(JOIN_TIMEOUT)
+            if thread.is_alive():
+                log.warning("the timer thread did not stop in %s", _duration(JOIN_TIMEOUT))
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._stopped:
+                        return
+                    while self._heap and self._heap[0][2][0] is None:
+                        heapq.heappop(self._heap)
+                        self._removed -= 1
+                    if not self._heap:
+                        self._cond.wait(IDLE_WAIT)
+                        continue
+                    delay = self._heap[0][0] - time.monotonic()
+                    if delay <= 0:
+                        break
+                    self._cond.wait(delay)
+                _, _, cell = heapq.heappop(self._heap)
+                callback, cell[0] = cell[0], None
+            if callback is not None:
+                _call("a deadline", callback)
+
+
+class Subscription:
+    """One ``subscriptions/listen`` stream; made by :meth:`Client.listen`.
+
+    Its state changes under the client's lock, on the thread that delivers the
+    stream's messages.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        subscription_id: RequestId,
+        on_event: Callable[[Notification], None],
+        on_ack: Callable[[dict[str, Any]], None] | None,
+    ) -> None:
+        #: The JSON-RPC id of the listen request, which tags every message of the stream.
+        self.id = subscription_id
+        self._client = client
+        self._on_event = on_event
+        self._on_ack = on_ack
+        self._token = CancelToken()
+        # Guarded by the client's lock:
+        self._honored: dict[str, Any] | None = None
+        self._ended = False
+        self._error: McpError | None = None
+        self._sent = False
+        self._cancelled_by_us = False
+        self._cancel_sent = False
+        self._cancel_reason = ""
+
+    def __repr__(self) -> str:
+        state = "ended" if self._ended else "acknowledged" if self._honored is not None else "opening"
+        return f"<Subscription {self.id!r} {state}>"
+
+    @property
+    def ended(self) -> bool:
+        """True once the stream ended, for whatever reason."""
+        return self._ended
+
+    @property
+    def honored(self) -> dict[str, Any] | None:
+        """The filter of the first acknowledgment, or ``None`` before it."""
+        return self._honored
+
+    def wait_acknowledged(self, timeout: float) -> dict[str, Any]:
+        """Wait for the acknowledgment; return the filter the server honored.
+
+        Raises:
+            RequestTimeout: no acknowledgment in ``timeout`` seconds.
+            InvalidResponse: the stream ended gracefully before its acknowledgment.
+            McpError: the error that ended the stream (``RpcError``, ``Closed``, ``Cancelled``...).
+        """
+        cond = self._client._cond
+        with cond:
+            cond.wait_for(lambda: self._honored is not None or self._ended, timeout)
+            honored, ended, error = self._honored, self._ended, self._error
+        if honored is not None:
+            return dict(honored)
+        if ended:
+            if error is not None:
+                raise _fresh(error)
+            raise InvalidResponse("subscriptions/listen: the stream ended before its acknowledgment")
+        raise RequestTimeout(f"subscriptions/listen: no acknowledgment in {_duration(timeout)}")
+
+    def wait_ended(self, timeout: float | None) -> None:
+        """Wait for the end of the stream; ``None`` waits as long as it takes.
+
+        Returns when the server ended the stream gracefully.
+
+        Raises:
+            RequestTimeout: the stream is still open after ``timeout`` seconds.
+            McpError: the error that ended the stream (``Cancelled`` after :meth:`cancel`).
+        """
+        cond = self._client._cond
+        with cond:
+            if timeout is None:
+                while not cond.wait_for(lambda: self._ended, WAIT_SLICE):
+                    pass
+            elif not cond.wait_for(lambda: self._ended, timeout):
+                raise RequestTimeout(f"subscriptions/listen: still open after {_duration(timeout)}")
+            error = self._error
+        if error is not None:
+            raise _fresh(error)
+
+    def cancel(self, reason: str = "") -> None:
+        """End the stream: tell the server (stdio: ``notifications/cancelled``; HTTP: close the stream).
+
+        Idempotent; does nothing once the stream ended. Safe from any thread,
+        also from the stream's own callbacks.
+        """
+        client = self._client
+        with client._cond:
+            if not self._finish_locked(Cancelled(reason or None)):
+                return
+            self._cancelled_by_us = True
+            self._cancel_reason = reason
+            notify_now = self._sent and not self._cancel_sent
+            if notify_now:
+                self._cancel_sent = True
+        self._token.cancel(reason)
+        if notify_now:
+            client._send_cancelled(self.id, reason or "the client canceled the subscription")
+
+    # ------------------------------------------------- under the client's lock
+
+    def _finish_locked(self, error: McpError | None) -> bool:
+        if self._ended:
+            return False
+        self._ended = True
+        self._error = error
+        client = self._client
+        if client._streams.get(self.id) is self:
+            del client._streams[self.id]
+        client._cond.notify_all()
+        return True
+
+
+class Client:
+    """A client of one MCP 2026-07-28 server; see the module docstring.
+
+    :param transport: the connection (stdio child, HTTP, memory link); the client owns it.
+    :param client_info: the ``Implementation`` sent in every request's ``_meta``.
+    :param max_depth: the nesting limit for the server's messages; the transports
+        parse, so this is a record for them and for callers.
+    :param on_notification: gets the notifications that belong to no request and
+        no stream (``notifications/message`` on stdio), on the delivering thread.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        client_info: dict[str, Any],
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        on_notification: Callable[[Notification], None] | None = None,
+    ) -> None:
+        self._transport = transport
+        self._client_info = client_info
+        self.max_depth = max_depth
+        self._on_notification = on_notification
+        self._cond = threading.Condition(threading.Lock())
+        self._local = threading.local()
+        self._timer = _Timer()
+        # Guarded by _cond:
+        self._pending: dict[RequestId, _Pending] = {}
+        self._streams: dict[RequestId, Subscription] = {}
+        self._next_id = 1
+        self._started = False
+        self._closing = False
+        self._closed: McpError | None = None
+        self._listen_threads: list[threading.Thread] = []
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed is not None else "open" if self._started else "new"
+        return f"<Client {state}, {len(self._pending)} pending, {len(self._streams)} streams>"
+
+    # ------------------------------------------------------------- lifecycle
+
+    @property
+    def gone(self) -> bool:
+        """True once the upstream server is gone for good (a child that closed its stdout)."""
+        return self._transport.gone
+
+    @property
+    def exit_status(self) -> str | None:
+        """How the upstream process ended (``"code 3"``, ``"signal 9"``), if known."""
+        return self._transport.exit_status
+
+    def start(self) -> None:
+        """Start the transport (a child process starts here) and the timer thread.
+
+        Raises:
+            McpError: the transport did not start (``SpawnFailed`` for a command).
+        """
+        with self._cond:
+            if self._started:
+                raise RuntimeError("the client is already started")
+            self._started = True
+        self._timer.start()
+        try:
+            self._transport.start(self._on_message, self._on_frame_error, self._on_closed)
+        except BaseException:
+            with self._cond:
+                self._closing = True
+                self._closed = Closed("the connection did not start")
+            self._timer.stop()
+            raise
+
+    def close(self, grace: float = 2.0) -> None:
+        """Fail what is pending with ``Closed``, close the transport, stop the threads.
+
+        A child process gets ``grace`` seconds after the end of its stdin, then
+        ``SIGTERM`` and ``grace`` seconds more, then ``SIGKILL``. Idempotent.
+        """
+        with self._cond:
+            if self._closing:
+                first = False
+            else:
+                first = True
+                self._closing = True
+                self._fail_all_locked(Closed("the client is closed"))
+            threads = list(self._listen_threads)
+            self._listen_threads.clear()
+        if not first:
+            return
+        self._transport.close(grace)
+        self._timer.stop()
+        current = threading.current_thread()
+        for thread in threads:
+            if thread is not current:
+                thread.join(JOIN_TIMEOUT)
+                if thread.is_alive():
+                    log.warning("%s did not stop in %s", thread.name, _duration(JOIN_TIMEOUT))
+
+    def kill(self) -> None:
+        """Kill the upstream process group at once (a watchdog's last step); waits for nothing.
+
+        Only the stdio transport has a process to kill; for others this does nothing.
+        """
+        kill = getattr(self._transport, "kill", None)
+        if callable(kill):
+            kill()
+
+    # -------------------------------------------------------------- requests
+
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float,
+        cancel: CancelToken | None = None,
+        capabilities: dict[str, Any] | None = None,
+        log_level: str | None = None,
+        meta: dict[str, Any] | None = None,
+        allow_input_required: bool = False,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+        on_log: Callable[[dict[str, Any]], None] | None = None,
+        trace: Callable[[RequestId, str, float], None] | None = None,
+    ) -> dict[str, Any]:
+        """Send one request and wait at most ``timeout`` seconds for its result.
+
+        ``params._meta`` gets the protocol version, ``capabilities`` (or ``{}``),
+        the client info, ``log_level`` when given, the progress token (the
+        request id) when ``on_progress`` is given, and the keys of ``meta``.
+
+        :param cancel: fires to stop waiting; the server gets ``notifications/cancelled``.
+        :param allow_input_required: return an ``input_required`` result instead of failing.
+        :param on_progress: gets the params of each ``notifications/progress`` of the request.
+        :param on_log: gets the params of each ``notifications/message`` tied to the
+            request (HTTP only: on stdio a log message names no request).
+        :param trace: called once at the end with the upstream id, the outcome
+            (``complete``, ``input_required``, ``error <code>`` or the cause of
+            the error) and the seconds it took.
+
+        Raises:
+            RpcError: the server answered with a JSON-RPC error (``.error`` holds it).
+            RequestTimeout: no answer in ``timeout`` seconds (detail ``"<method>: no response in 120 s"``).
+            Cancelled: ``cancel`` fired.
+            InvalidResponse: the answer is not valid, or an ``input_required`` result
+                that is not allowed, or an unknown ``resultType``.
+            InvalidMeta: ``meta`` has a key of the protocol layer.
+            InvalidRequest: ``params``, ``capabilities`` or ``log_level`` is not valid.
+            Closed: the connection is closed or the upstream server exited.
+            NotConnected: the client is not started.
+            McpError: the transport failed (``TransportFailed`` and, over HTTP, others).
+        """
+        base, caller_meta = self._split_params(params)
+        meta_obj = self._meta(capabilities, log_level, caller_meta, meta)
+        started = time.monotonic()
+        entry = self._register(method, on_progress, on_log)
+        if on_progress is not None:
+            meta_obj["progressToken"] = entry.id
+        message = Request(entry.id, method, {**base, "_meta": meta_obj})
+        outcome = "internal"
+        try:
+            result = self._exchange(entry, message, started + timeout, timeout, cancel, allow_input_required)
+            outcome = str(result.get("resultType", "complete"))
+            return result
+        except RpcError as exc:
+            outcome = f"error {exc.error.code}"
+            raise
+        except McpError as exc:
+            outcome = exc.cause
+            raise
+        finally:
+            with self._cond:
+                if self._pending.get(entry.id) is entry:
+                    del self._pending[entry.id]
+            if trace is not None:
+                elapsed = time.monotonic() - started
+                _call("a trace", lambda: trace(entry.id, outcome, elapsed))
+
+    def discover(
+        self,
+        *,
+        timeout: float,
+        cancel: CancelToken | None = None,
+        capabilities: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Send ``server/discover`` and return the ``DiscoverResult``; raises as :meth:`request`."""
+        return self.request(
+            "server/discover", None, timeout=timeout, cancel=cancel, capabilities=capabilities
+        )
+
+    def listen(
+        self,
+        notifications: dict[str, Any],
+        *,
+        on_event: Callable[[Notification], None],
+        on_ack: Callable[[dict[str, Any]], None] | None = None,
+        capabilities: dict[str, Any] | None = None,
+        log_level: str | None = None,
+    ) -> Subscription:
+        """Open a ``subscriptions/listen`` stream with the filter ``notifications``.
+
+        Returns at once. ``on_ack`` gets the honored filter of each
+        acknowledgment, ``on_event`` each other notification of the stream, in
+        arrival order, on the delivering thread (they may run before this
+        method returns, on the memory link). Several streams may be open at once.
+
+        Raises:
+            InvalidRequest: ``notifications``, ``capabilities`` or ``log_level`` is not valid.
+            Closed: the connection is closed.
+            NotConnected: the client is not started.
+        """
+        if not isinstance(notifications, dict):
+            raise InvalidRequest("the subscription filter is not an object")
+        meta_obj = self._meta(capabilities, log_level, None, None)
+        with self._cond:
+            self._check_open_locked()
+            subscription_id = self._next_id
+            self._next_id += 1
+            subscription = Subscription(self, subscription_id, on_event, on_ack)
+            self._streams[subscription_id] = subscription
+        message = Request(
+            subscription_id, "subscriptions/listen", {"notifications": notifications, "_meta": meta_obj}
+        )
+        thread = threading.Thread(
+            target=self._send_listen,
+            args=(subscription, message),
+            name=f"mcpbridge-upstream-listen-{subscription_id}",
+            daemon=True,
+        )
+        with self._cond:
+            self._listen_threads = [t for t in self._listen_threads if t.is_alive()]
+            self._listen_threads.append(thread)
+        thread.start()
+        return subscription
+
+    # ------------------------------------------------------------ internals
+
+    def _split_params(self, params: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
+        if params is None:
+            return {}, None
+        if not isinstance(params, dict):
+            raise InvalidRequest("params is not an object")
+        base = dict(params)
+        return base, base.pop("_meta", None)
+
+    def _meta(
+        self,
+        capabilities: dict[str, Any] | None,
+        log_level: str | None,
+        *extras: Any,
+    ) -> dict[str, Any]:
+        if capabilities is not None and not isinstance(capabilities, dict):
+            raise InvalidRequest("the client capabilities are not an object")
+        if log_level is not None and log_level not in LOG_LEVELS:
+            raise InvalidRequest("the log level is not known")
+        meta: dict[str, Any] = {
+            META_PROTOCOL_VERSION: MODERN,
+            META_CLIENT_CAPABILITIES: capabilities if capabilities is not None else {},
+            META_CLIENT_INFO: self._client_info,
+        }
+        if log_level is not None:
+            meta[META_LOG_LEVEL] = log_level
+        for extra in extras:
+            if extra is None:
+                continue
+            if not isinstance(extra, dict):
+                raise InvalidMeta("_meta is not an object")
+            for key, value in extra.items():
+                if (
+                    not isinstance(key, str)
+                    or key.startswith(RESERVED_META_PREFIXES)
+                    or key in SDK_OWNED_META_KEYS
+                ):
+                    raise InvalidMeta(f"the _meta key {_printable(str(key))} belongs to the protocol layer")
+                meta[key] = value
+        return meta
+
+    def _check_open_locked(self) -> None:
+        if self._closed is not None:
+            raise _fresh(self._closed)
+        if self._closing:
+            raise Closed("the client is closed")
+        if not self._started:
+            raise NotConnected("the client is not started")
+
+    def _register(
+        self,
+        method: str,
+        on_progress: Callable[[dict[str, Any]], None] | None,
+        on_log: Callable[[dict[str, Any]], None] | None,
+    ) -> _Pending:
+        with self._cond:
+            self._check_open_locked()
+            entry = _Pending(self._next_id, method, on_progress, on_log)
+            self._next_id += 1
+            self._pending[entry.id] = entry
+        return entry
+
+    def _exchange(
+        self,
+        entry: _Pending,
+        message: Request,
+        deadline: float,
+        timeout: float,
+        cancel: CancelToken | None,
+        allow_input_required: bool,
+    ) -> dict[str, Any]:
+        remove_cancel: Callable[[], None] | None = None
+        if cancel is not None:
+            token = cancel
+            remove_cancel = cancel.add_callback(lambda: self._interrupt(entry, "cancel", token.reason))
+        remove_deadline = self._timer.add(deadline, lambda: self._interrupt(entry, "timeout", ""))
+        try:
+            sent = False
+            send_error: McpError | None = None
+            with self._cond:
+                interrupted_before = entry.interrupted is not None
+            if not interrupted_before:
+                outer = getattr(self._local, "entry", None)
+                self._local.entry = entry
+                try:
+                    self._transport.send(message, cancel=entry.token)
+                    sent = True
+                except McpError as exc:
+                    send_error = exc
+                finally:
+                    self._local.entry = outer
+            with self._cond:
+                if sent:
+                    self._cond.wait_for(
+                        lambda: entry.outcome is not None or entry.interrupted is not None,
+                        max(0.0, deadline - time.monotonic()),
+                    )
+                    if entry.outcome is None and entry.interrupted is None:
+                        entry.interrupted = "timeout"
+                if self._pending.get(entry.id) is entry:
+                    del self._pending[entry.id]
+                outcome, why, reason = entry.outcome, entry.interrupted, entry.reason
+        finally:
+            if remove_cancel is not None:
+                remove_cancel()
+            remove_deadline()
+        if why == "timeout":
+            detail = f"{entry.method}: no response in {_duration(timeout)}"
+            if sent:
+                self._send_cancelled(entry.id, f"no response in {_duration(timeout)}")
+            raise RequestTimeout(detail)
+        if why == "cancel":
+            if sent:
+                self._send_cancelled(entry.id, reason or "the client canceled the request")
+            raise Cancelled(reason or None)
+        if outcome is None:
+            assert send_error is not None
+            raise send_error
+        return self._result(entry.method, outcome, allow_input_required)
+
+    def _result(self, method: str, outcome: _Outcome, allow_input_required: bool) -> dict[str, Any]:
+        if isinstance(outcome, McpError):
+            raise outcome
+        if isinstance(outcome, ErrorResponse):
+            raise RpcError(outcome.error)
+        result = outcome.result
+        if not isinstance(result, dict):
+            raise InvalidResponse(f"{method}: the result is not an object")
+        kind = result.get("resultType", "complete")
+        if kind == "complete":
+            return result
+        if kind == "input_required":
+            if allow_input_required:
+                return result
+            raise InvalidResponse(f"{method}: an input_required result where none is allowed")
+        raise InvalidResponse(f"{method}: a result of an unknown resultType")
+
+    def _interrupt(self, entry: _Pending, why: str, reason: str) -> None:
+        """A cancellation or the deadline: wake the waiter, stop a send in progress."""
+        with self._cond:
+            if entry.outcome is not None or entry.interrupted is not None:
+                return
+            entry.interrupted = why
+            entry.reason = reason
+            if self._pending.get(entry.id) is entry:
+                del self._pending[entry.id]
+            self._cond.notify_all()
+        entry.token.cancel(reason or why)
+
+    def _send_cancelled(self, request_id: RequestId, reason: str) -> None:
+        params: dict[str, Any] = {"requestId": request_id}
+        if reason:
+            params["reason"] = reason
+        try:
+            self._transport.send(Notification("notifications/cancelled", params))
+        except McpError as exc:
+            log.debug("notifications/cancelled for %s was not sent: %s", request_id, exc.cause)
+
+    def _send_listen(self, subscription: Subscription, message: Request) -> None:
+        """The thread of one listen request: send it (over HTTP: for the life of the stream)."""
+        with self._cond:
+            if subscription._ended:
+                return
+        self._local.entry = None
+        try:
+            self._transport.send(message, cancel=subscription._token)
+        except McpError as exc:
+            with self._cond:
+                subscription._finish_locked(exc)
+            return
+        with self._cond:
+            subscription._sent = True
+            # Canceled while the request went out: the cancellation must follow the request.
+            notify = subscription._cancelled_by_us and not subscription._cancel_sent
+            if notify:
+                subscription._cancel_sent = True
+            reason = subscription._cancel_reason
+        if notify:
+            self._send_cancelled(subscription.id, reason or "the client canceled the subscription")
+
+    def _fail_all_locked(self, error: McpError) -> None:
+        if self._closed is None:
+            self._closed = error
+        for entry in self._pending.values():
+            if entry.outcome is None and entry.interrupted is None:
+                entry.outcome = _fresh(error)
+        self._pending.clear()
+        for subscription in list(self._streams.values()):
+            subscription._finish_locked(_fresh(error))
+        self._streams.clear()
+        self._cond.notify_all()
+
+    # ------------------------------------------------- delivery (any thread)
+
+    def _on_closed(self, error: McpError | None) -> None:
+        with self._cond:
+            self._fail_all_locked(error if error is not None else Closed("the connection is closed"))
+
+    def _on_message(self, message: Message) -> None:
+        if isinstance(message, (Response, ErrorResponse)):
+            self._on_response(message)
+        elif isinstance(message, Notification):
+            self._on_notification_message(message)
+        else:
+            log.debug("dropped the request %s of the upstream server", _printable(message.method))
+
+    def _on_response(self, message: Response | ErrorResponse) -> None:
+        if message.id is None:
+            assert isinstance(message, ErrorResponse)
+            log.debug("dropped an error response without an id (error %d)", message.error.code)
+            return
+        with self._cond:
+            entry = self._pending.pop(message.id, None)
+            if entry is not None:
+                entry.outcome = message
+                self._cond.notify_all()
+                return
+            subscription = self._streams.get(message.id)
+            if subscription is not None:
+                error = RpcError(message.error) if isinstance(message, ErrorResponse) else None
+                subscription._finish_locked(error)
+                return
+        log.debug("dropped a response to %s: no request with that id is pending", _printable(str(message.id)))
+
+    def _on_frame_error(self, error: FrameError | TooLong) -> None:
+        if isinstance(error, TooLong):
+            request_id = _recover_id(error)
+            what = f"a line of {error.size} bytes, over the limit"
+        else:
+            request_id = error.id
+            what = f"a line that is not a valid message ({error.cause})"
+        if request_id is not None:
+            with self._cond:
+                entry = self._pending.pop(request_id, None)
+                if entry is not None:
+                    entry.outcome = InvalidResponse(f"{entry.method}: the response is {what}")
+                    self._cond.notify_all()
+                    return
+                subscription = self._streams.get(request_id)
+                if subscription is not None:
+                    subscription._finish_locked(
+                        InvalidResponse(f"subscriptions/listen: the response is {what}")
+                    )
+                    return
+        log.debug("dropped %s from the upstream server", what)
+
+    def _on_notification_message(self, message: Notification) -> None:
+        params = message.params if message.params is not None else {}
+        method = message.method
+        if method == "notifications/progress":
+            self._on_progress(params)
+            return
+        if method == "notifications/cancelled":
+            request_id = _as_id(params.get("requestId"))
+            with self._cond:
+                subscription = self._streams.get(request_id) if request_id is not None else None
+                if subscription is not None:
+                    # The server tore the stream down: a graceful end, as with its result.
+                    subscription._finish_locked(None)
+                    return
+            log.debug("dropped a notifications/cancelled for no listen stream")
+            return
+        meta = params.get("_meta")
+        subscription_id = _as_id(meta.get(META_SUBSCRIPTION_ID)) if isinstance(meta, dict) else None
+        if subscription_id is not None:
+            with self._cond:
+                subscription = self._streams.get(subscription_id)
+            if subscription is None:
+                log.debug("dropped %s for a listen stream that is not open", _printable(method))
+            elif method == LISTEN_ACKNOWLEDGED:
+                self._on_acknowledged(subscription, params)
+            else:
+                event_callback = subscription._on_event
+                _call(method, lambda: event_callback(message))
+            return
+        if method == "notifications/message":
+            entry: _Pending | None = getattr(self._local, "entry", None)
+            if entry is not None and entry.on_log is not None:
+                log_callback = entry.on_log
+                _call(method, lambda: log_callback(params))
+                return
+        notification_callback = self._on_notification
+        if notification_callback is not None:
+            _call(method, lambda: notification_callback(message))
+        else:
+            log.debug("dropped the notification %s of the upstream server", _printable(method))
+
+    def _on_progress(self, params: dict[str, Any]) -> None:
+        token = _as_id(params.get("progressToken"))
+        with self._cond:
+            entry = self._pending.get(token) if token is not None else None
+            callback = entry.on_progress if entry is not None else None
+        if callback is None:
+            log.debug("dropped a progress notification for no request in flight")
+            return
+        _call("notifications/progress", lambda: callback(params))
+
+    def _on_acknowledged(self, subscription: Subscription, params: dict[str, Any]) -> None:
+        honored = params.get("notifications")
+        if not isinstance(honored, dict):
+            honored = {}
+        ack_callback = subscription._on_ack
+        if ack_callback is not None:
+            _call(LISTEN_ACKNOWLEDGED, lambda: ack_callback(honored))
+        with self._cond:
+            if subscription._honored is None:
+                subscription._honored = honored
+                self._cond.notify_all()

@@ -1,0 +1,656 @@
+"""Newline-delimited JSON-RPC over pipes: an upstream child process, and our own stdio.
+
+Theory of operation
+-------------------
+
+:class:`StdioChildTransport` starts the upstream server as a child process and
+owns it until :meth:`~StdioChildTransport.close` has reaped it. Four threads
+work for one child, each with one job:
+
+* ``mcpbridge-upstream-reaper`` starts the child and waits for its exit. The
+  child gets ``SIGKILL`` when the bridge dies (Linux: the parent-death signal),
+  and Linux sends that signal when the *thread* that started the child ends.
+  So the thread that starts the child is the one that lives exactly as long as
+  the child: it records the exit status and ends after the child.
+* ``mcpbridge-upstream-reader`` reads the lines of the child's stdout, parses
+  them and hands them to the consumer in arrival order. At the end of the
+  output the child is *gone*: the reader waits a moment for the exit status,
+  then reports the close.
+* ``mcpbridge-upstream-writer`` writes the frames that :meth:`send` queued.
+  A child that stops reading its stdin blocks this thread, never the caller:
+  :meth:`send` only waits for room in a bounded queue, at most
+  ``write_timeout`` seconds, then raises :class:`~.errors.TransportFailed`.
+  The queue holds whole frames, so a frame is never half written by a caller
+  that gave up.
+* ``mcpbridge-upstream-stderr`` passes each stderr line of the child to the
+  ``stderr_sink`` (it reads them even without a sink, so that a chatty child
+  never blocks on a full stderr pipe).
+
+The child runs in its own process group (a new session). The shutdown closes
+its stdin, waits ``grace``, sends ``SIGTERM`` to the group, waits ``grace``,
+sends ``SIGKILL`` to the group and reaps the child. Then it sends ``SIGKILL``
+to the group once more, for the processes that the server started and left
+behind. No zombie and no orphan survive a close.
+
+The parent-death signal is set in a ``preexec_fn``: a small ``prctl`` call
+through :mod:`ctypes` between ``fork`` and ``exec``. Python warns that a
+``preexec_fn`` is not safe in a process with threads, because the child may
+need a lock that another thread held at the fork. ``prctl`` takes no lock and
+allocates nothing, so the risk is the one of any ``fork`` in a threaded
+process, and the gain is that an upstream server never outlives a killed
+bridge. On other systems there is no such signal; a server still sees the end
+of its stdin when the bridge dies.
+
+:class:`StdioServerTransport` is the other side: our own server on this
+process's stdin and stdout, with a reader thread (``mcpbridge-server-reader``)
+and an output lock that covers one frame and its flush.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import IO, BinaryIO, Final, cast
+
+from . import jsonrpc
+from .cancel import CancelToken
+from .errors import Cancelled, Closed, InvalidRequest, McpError, NotConnected, SpawnFailed, TransportFailed
+from .framing import LineReader, TooLong
+from .jsonrpc import FrameError, Message
+from .transport import OnFrameError, OnMessage, ServerTransport, Transport
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "StdioChildTransport",
+    "StdioServerTransport",
+]
+
+log = logging.getLogger("mcpbridge.upstream")
+server_log = logging.getLogger("mcpbridge.server")
+
+#: The longest line, on either side: a tool call or a result may carry a large file.
+DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+#: Nesting of a message of the upstream server: deep tool schemas must survive.
+DEFAULT_CHILD_MAX_DEPTH: Final = 200
+#: Nesting of a message that our own stdio server accepts (the limit of the client side of VS Code).
+DEFAULT_SERVER_MAX_DEPTH: Final = 64
+#: The longest wait of :meth:`StdioChildTransport.send` for room in the queue.
+WRITE_TIMEOUT: Final = 10.0
+#: The bytes of frames that may wait for the child to read them. A larger
+#: frame still goes when the queue is empty.
+MAX_QUEUED_BYTES: Final = 16 * 1024 * 1024
+#: At the end of the child's stdout, the wait for its exit status.
+EXIT_STATUS_WAIT: Final = 1.0
+#: The longest stderr line passed on whole; a longer one is cut.
+STDERR_MAX_LINE_BYTES: Final = 64 * 1024
+#: The writer's wait for room in the pipe before it checks for a close again.
+POLL_SLICE: Final = 0.25
+#: The writer's idle wait for a frame (it wakes at once for a frame or a close).
+IDLE_WAIT: Final = 10.0
+#: The longest wait for the thread that starts the child (``fork`` + ``exec``).
+SPAWN_TIMEOUT: Final = 30.0
+#: The wait for the exit of the child after ``SIGKILL``.
+KILL_WAIT: Final = 5.0
+#: The wait for each thread at the end of a close.
+JOIN_TIMEOUT: Final = 2.0
+#: The longest wait of :meth:`StdioServerTransport.send` for a frame of another thread.
+OUTPUT_LOCK_TIMEOUT: Final = 30.0
+
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def _parent_death_hook() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes Linux kill the child when its parent thread ends."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    kill = int(signal.SIGKILL)
+
+    def set_parent_death_signal() -> None:
+        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+
+    return set_parent_death_signal
+
+
+def _describe_status(returncode: int) -> str:
+    return f"signal {-returncode}" if returncode < 0 else f"code {returncode}"
+
+
+def _call(what: str, callback: Callable[[], None], logger: logging.Logger) -> None:
+    """Run a consumer callback; an error in it must not stop a reader thread."""
+    try:
+        callback()
+    except Exception as exc:  # noqa: BLE001 - the reader goes on with the next line
+        logger.error("the handler of %s failed: %s", what, type(exc).__name__)
+        logger.debug("the handler of %s failed", what, exc_info=True)
+
+
+def _deliver_line(
+    line: bytes | TooLong,
+    max_depth: int,
+    on_message: OnMessage,
+    on_frame_error: OnFrameError,
+    logger: logging.Logger,
+) -> None:
+    if isinstance(line, TooLong):
+        _call("a line that is too long", lambda: on_frame_error(line), logger)
+        return
+    try:
+        message = jsonrpc.parse(line, max_depth=max_depth)
+    except FrameError as exc:
+        error = exc
+        _call("a line that is not a message", lambda: on_frame_error(error), logger)
+        return
+    _call("a message", lambda: on_message(message), logger)
+
+
+class StdioChildTransport(Transport):
+    """The upstream server as a child process on stdio; see the module docstring.
+
+    :param argv: the command and its arguments (no shell).
+    :param env: the environment of the child (this process's environment by default).
+    :param cwd: the working folder of the child.
+    :param max_line_bytes: the longest line read from the child; a longer one
+        goes to ``on_frame_error`` as a :class:`~.framing.TooLong`.
+    :param max_depth: the deepest nesting of a message of the child.
+    :param stderr_sink: gets each stderr line of the child, without its newline,
+        on the stderr thread. ``None`` drops them.
+    :param write_timeout: the longest wait of :meth:`send` for room in the queue.
+    :param max_queued_bytes: the bytes of frames that may wait for the child.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_depth: int = DEFAULT_CHILD_MAX_DEPTH,
+        stderr_sink: Callable[[str], None] | None = None,
+        write_timeout: float = WRITE_TIMEOUT,
+        max_queued_bytes: int = MAX_QUEUED_BYTES,
+    ) -> None:
+        if max_line_bytes < 1:
+            raise ValueError("max_line_bytes must be at least 1")
+        self._argv = list(argv)
+        self._env = dict(env) if env is not None else None
+        self._cwd = cwd
+        self._max_line = max_line_bytes
+        self._max_depth = max_depth
+        self._stderr_sink = stderr_sink
+        self._write_timeout = write_timeout
+        self._max_queued = max_queued_bytes
+
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._spawn_error: McpError | None = None
+        self._spawned = threading.Event()
+        self._exited = threading.Event()
+        self._returncode: int | None = None
+        self._gone = False
+        self._closing = False
+        self._close_lock = threading.Lock()
+        self._close_started = False
+        self._close_done = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+        # The queue of frames; guarded by _queue_ready's lock.
+        self._queue_ready = threading.Condition(threading.Lock())
+        self._queue: deque[bytes] = deque()
+        self._queued_bytes = 0
+        self._stopping = False
+        self._write_error: McpError | None = None
+
+    # ------------------------------------------------------------------ seam
+
+    @property
+    def pid(self) -> int | None:
+        """The process id of the child (also its process group id), once started."""
+        proc = self._proc
+        return proc.pid if proc is not None else None
+
+    @property
+    def gone(self) -> bool:
+        """True once the child closed its stdout (it exited, or it will not answer again)."""
+        return self._gone
+
+    @property
+    def exit_status(self) -> str | None:
+        """``"code N"`` or ``"signal N"`` once the child has exited, else ``None``."""
+        returncode = self._returncode
+        return _describe_status(returncode) if returncode is not None else None
+
+    def start(
+        self,
+        on_message: OnMessage,
+        on_frame_error: OnFrameError,
+        on_closed: Callable[[McpError | None], None],
+    ) -> None:
+        """Start the child and the threads that serve it.
+
+        Raises:
+            SpawnFailed: the command did not start (not found, not executable, no command).
+        """
+        if self._threads:
+            raise RuntimeError("the transport is already started")
+        if self._closing:
+            raise Closed("the transport is closed")
+        if not self._argv:
+            raise SpawnFailed("no upstream command")
+        reaper = threading.Thread(target=self._reap, name="mcpbridge-upstream-reaper", daemon=True)
+        self._threads.append(reaper)
+        reaper.start()
+        if not self._spawned.wait(SPAWN_TIMEOUT):
+            # The thread still owns the attempt; a child that starts late is killed at once.
+            with self._close_lock:
+                self._closing = True
+            raise SpawnFailed(f"the upstream command did not start in {SPAWN_TIMEOUT:g} s")
+        if self._spawn_error is not None:
+            reaper.join(JOIN_TIMEOUT)
+            raise self._spawn_error
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None and proc.stderr is not None
+        for name, target in (
+            ("mcpbridge-upstream-stderr", lambda: self._read_stderr(proc)),
+            ("mcpbridge-upstream-writer", lambda: self._write_frames(proc)),
+            (
+                "mcpbridge-upstream-reader",
+                lambda: self._read_stdout(proc, on_message, on_frame_error, on_closed),
+            ),
+        ):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
+        """Queue one frame for the child and return; the writer thread writes it.
+
+        ``cancel`` ends only the wait for room in the queue: a frame is queued
+        whole or not at all, and a queued frame is written.
+
+        Raises:
+            Closed: the transport is closed, or the child exited or closed its stdin.
+            TransportFailed: the queue stayed full for ``write_timeout`` seconds.
+            Cancelled: ``cancel`` fired before the frame was queued.
+            InvalidRequest: the message cannot be written as JSON.
+            NotConnected: the transport is not started.
+        """
+        try:
+            data = jsonrpc.serialize(message)
+        except (TypeError, ValueError):
+            raise InvalidRequest("the message cannot be written as JSON") from None
+        if self._proc is None:
+            raise NotConnected("the upstream server is not started")
+        remove = cancel.add_callback(self._wake_senders) if cancel is not None else None
+        try:
+            deadline = time.monotonic() + self._write_timeout
+            with self._queue_ready:
+                while True:
+                    if self._write_error is not None:
+                        raise Closed(self._write_error.detail)
+                    if self._stopping or self._closing:
+                        raise Closed("the connection to the upstream server is closed")
+                    if self._gone:
+                        raise Closed("the upstream server exited")
+                    if cancel is not None and cancel.cancelled:
+                        raise Cancelled(cancel.reason or None)
+                    if not self._queue or self._queued_bytes + len(data) <= self._max_queued:
+                        break
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TransportFailed("the upstream server does not read its input")
+                    self._queue_ready.wait(remaining)
+                self._queue.append(data)
+                self._queued_bytes += len(data)
+                self._queue_ready.notify_all()
+        finally:
+            if remove is not None:
+                remove()
+
+    def kill(self) -> None:
+        """Send ``SIGKILL`` to the child's process group at once; wait for nothing.
+
+        For a watchdog: it does not reap the child or join a thread (the reaper
+        thread reaps the child as soon as it dies).
+        """
+        with self._close_lock:
+            self._closing = True
+        self._signal_group(signal.SIGKILL)
+
+    def close(self, grace: float = 2.0) -> None:
+        """Stop the child and the threads; see the module docstring.
+
+        Frames that wait in the queue are dropped. Returns after at most about
+        ``2 * grace + 10`` seconds; a second call waits for the first.
+        """
+        with self._close_lock:
+            first = not self._close_started
+            self._close_started = True
+            self._closing = True
+        if not first:
+            self._close_done.wait(2 * grace + KILL_WAIT + 4 * JOIN_TIMEOUT)
+            return
+        try:
+            self._shut_down(grace)
+        finally:
+            self._close_done.set()
+
+    # --------------------------------------------------------------- threads
+
+    def _reap(self) -> None:
+        """Start the child, then wait for its exit (the thread of the parent-death signal)."""
+        try:
+            proc = subprocess.Popen(
+                self._argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self._env,
+                cwd=self._cwd,
+                start_new_session=True,
+                preexec_fn=_parent_death_hook(),
+                close_fds=True,
+            )
+        except OSError as exc:
+            name = os.path.basename(self._argv[0]) or "the upstream command"
+            self._spawn_error = SpawnFailed(f"{name}: {exc.strerror or type(exc).__name__}")
+            self._spawned.set()
+            return
+        except (ValueError, TypeError, subprocess.SubprocessError) as exc:
+            self._spawn_error = SpawnFailed(f"the upstream command is not valid ({type(exc).__name__})")
+            self._spawned.set()
+            return
+        self._proc = proc
+        assert proc.stdin is not None
+        os.set_blocking(proc.stdin.fileno(), False)
+        self._spawned.set()
+        if self._closing:  # start() gave up waiting, or kill() came first
+            self._signal_group(signal.SIGKILL)
+        # A blocking wait: the close escalates to SIGKILL, so the child ends and
+        # so does this wait. Popen.wait(timeout) would poll with sleeps.
+        returncode = proc.wait()
+        self._returncode = returncode
+        self._exited.set()
+        log.debug("the upstream server exited with %s", _describe_status(returncode))
+
+    def _read_stdout(
+        self,
+        proc: subprocess.Popen[bytes],
+        on_message: OnMessage,
+        on_frame_error: OnFrameError,
+        on_closed: Callable[[McpError | None], None],
+    ) -> None:
+        assert proc.stdout is not None
+        reader = LineReader(cast(BinaryIO, proc.stdout), self._max_line)
+        error: McpError | None = None
+        try:
+            while True:
+                line = reader.next()
+                if line is None:
+                    break
+                _deliver_line(line, self._max_depth, on_message, on_frame_error, log)
+        except (OSError, ValueError) as exc:
+            error = TransportFailed(f"reading from the upstream server failed ({type(exc).__name__})")
+        # The output ends when the child exits; its exit status follows a moment later.
+        self._exited.wait(EXIT_STATUS_WAIT)
+        self._gone = True
+        with self._queue_ready:
+            self._queue_ready.notify_all()
+        if error is None and not self._closing:
+            status = self.exit_status
+            detail = (
+                f"the upstream server exited ({status})"
+                if status
+                else "the upstream server closed its output"
+            )
+            error = Closed(detail)
+        _call("the end of the connection", lambda: on_closed(error), log)
+
+    def _read_stderr(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stderr is not None
+        reader = LineReader(cast(BinaryIO, proc.stderr), STDERR_MAX_LINE_BYTES)
+        sink = self._stderr_sink
+        try:
+            while True:
+                line = reader.next()
+                if line is None:
+                    return
+                if sink is None:
+                    continue
+                if isinstance(line, TooLong):
+                    text = line.head.decode("utf-8", "replace") + f" [... {line.size} bytes]"
+                else:
+                    text = line.decode("utf-8", "replace")
+                _call("a stderr line of the upstream server", functools.partial(sink, text), log)
+        except (OSError, ValueError):
+            return
+
+    def _write_frames(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdin is not None
+        stdin = proc.stdin
+        fd = stdin.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        try:
+            while True:
+                with self._queue_ready:
+                    while not self._queue and not self._stopping:
+                        self._queue_ready.wait(IDLE_WAIT)
+                    if self._stopping:
+                        return
+                    frame = self._queue[0]
+                try:
+                    if not self._write_all(fd, frame, poller):
+                        return
+                except OSError as exc:
+                    # EPIPE: the child closed its stdin or exited. Its output ends
+                    # soon too, and the reader reports the close.
+                    log.debug("writing to the upstream server failed: %s", type(exc).__name__)
+                    with self._queue_ready:
+                        self._write_error = Closed("the upstream server does not take input any more")
+                        self._queue.clear()
+                        self._queued_bytes = 0
+                        self._queue_ready.notify_all()
+                    return
+                with self._queue_ready:
+                    if self._queue and self._queue[0] is frame:
+                        self._queue.popleft()
+                        self._queued_bytes -= len(frame)
+                    self._queue_ready.notify_all()
+        finally:
+            try:
+                stdin.close()
+            except OSError:
+                pass
+
+    def _write_all(self, fd: int, frame: bytes, poller: select.poll) -> bool:
+        """Write one frame; False when a close stopped the write."""
+        view = memoryview(frame)
+        while view:
+            if self._stopping:
+                return False
+            try:
+                written = os.write(fd, view)
+            except BlockingIOError:
+                poller.poll(POLL_SLICE * 1000)
+                continue
+            view = view[written:]
+        return True
+
+    def _wake_senders(self) -> None:
+        with self._queue_ready:
+            self._queue_ready.notify_all()
+
+    # -------------------------------------------------------------- shutdown
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        except OSError as exc:
+            log.debug("signal %s to the upstream process group failed: %s", sig.name, type(exc).__name__)
+
+    def _shut_down(self, grace: float) -> None:
+        if not self._spawned.is_set() and not self._threads:
+            return
+        self._spawned.wait(SPAWN_TIMEOUT)
+        with self._queue_ready:
+            self._stopping = True
+            self._queue.clear()
+            self._queued_bytes = 0
+            self._queue_ready.notify_all()
+        current = threading.current_thread()
+        # The writer closes the child's stdin when it stops.
+        for thread in self._threads:
+            if thread.name == "mcpbridge-upstream-writer" and thread is not current:
+                thread.join(POLL_SLICE * 4 + JOIN_TIMEOUT)
+        if self._proc is not None:
+            if not self._exited.wait(grace):
+                log.debug("the upstream server did not exit in %g s: SIGTERM", grace)
+                self._signal_group(signal.SIGTERM)
+                if not self._exited.wait(grace):
+                    log.debug("the upstream server did not exit after SIGTERM: SIGKILL")
+                    self._signal_group(signal.SIGKILL)
+                    if not self._exited.wait(KILL_WAIT):
+                        log.warning("the upstream server did not exit after SIGKILL")
+            # The processes that the server started and left behind.
+            self._signal_group(signal.SIGKILL)
+        stuck = []
+        for thread in self._threads:
+            if thread is current:
+                continue
+            thread.join(JOIN_TIMEOUT)
+            if thread.is_alive():
+                stuck.append(thread.name)
+        if stuck:
+            log.warning("threads still running after the close of the upstream server: %s", ", ".join(stuck))
+        proc = self._proc
+        if proc is not None:
+            for stream, owner in (
+                (proc.stdout, "mcpbridge-upstream-reader"),
+                (proc.stderr, "mcpbridge-upstream-stderr"),
+            ):
+                if stream is not None and owner not in stuck and owner != current.name:
+                    _close_quietly(stream)
+
+
+def _close_quietly(stream: IO[bytes]) -> None:
+    try:
+        stream.close()
+    except (OSError, ValueError):
+        pass
+
+
+class StdioServerTransport(ServerTransport):
+    """Our own server on a pair of byte streams (this process's stdin and stdout).
+
+    The reader thread ``mcpbridge-server-reader`` reads lines of ``stdin``
+    (at most ``max_line_bytes``, nesting at most ``max_depth``) and delivers
+    them in order. At the end of ``stdin`` it calls ``on_closed``. :meth:`send`
+    writes each frame whole, with its flush, under the output lock.
+
+    The transport does not own the streams and does not close them.
+    """
+
+    def __init__(
+        self,
+        stdin: BinaryIO,
+        stdout: BinaryIO,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_depth: int = DEFAULT_SERVER_MAX_DEPTH,
+    ) -> None:
+        self._stdin = stdin
+        self._stdout = stdout
+        self._max_line = max_line_bytes
+        self._max_depth = max_depth
+        self._output_lock = threading.Lock()
+        self._closed = False
+        self._eof = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(
+        self,
+        on_message: OnMessage,
+        on_frame_error: OnFrameError,
+        on_closed: Callable[[], None],
+    ) -> None:
+        if self._thread is not None:
+            raise RuntimeError("the transport is already started")
+        self._thread = threading.Thread(
+            target=self._read,
+            args=(on_message, on_frame_error, on_closed),
+            name="mcpbridge-server-reader",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def send(self, message: Message) -> None:
+        """Write one frame and flush it; safe from any thread.
+
+        Raises:
+            Closed: the transport is closed, or the output failed.
+            TransportFailed: another frame held the output for ``OUTPUT_LOCK_TIMEOUT`` seconds.
+            InvalidRequest: the message cannot be written as JSON.
+        """
+        try:
+            data = jsonrpc.serialize(message)
+        except (TypeError, ValueError):
+            raise InvalidRequest("the message cannot be written as JSON") from None
+        if not self._output_lock.acquire(timeout=OUTPUT_LOCK_TIMEOUT):
+            raise TransportFailed("the output is blocked: the client does not read")
+        try:
+            if self._closed:
+                raise Closed("the connection is closed")
+            try:
+                self._stdout.write(data)
+                self._stdout.flush()
+            except (OSError, ValueError):
+                self._closed = True
+                raise Closed("the output is closed") from None
+        finally:
+            self._output_lock.release()
+
+    def close(self) -> None:
+        """Stop sending and delivering. A reader that waits for input stops at the end of it."""
+        self._closed = True
+        thread = self._thread
+        # A reader that still waits for input cannot be woken (the streams are
+        # not ours to close); one past the end of the input is joined.
+        if thread is not None and thread is not threading.current_thread() and self._eof.is_set():
+            thread.join(JOIN_TIMEOUT)
+
+    def _read(
+        self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: Callable[[], None]
+    ) -> None:
+        reader = LineReader(self._stdin, self._max_line)
+        try:
+            while not self._closed:
+                line = reader.next()
+                if line is None or self._closed:
+                    break
+                _deliver_line(line, self._max_depth, on_message, on_frame_error, server_log)
+        except (OSError, ValueError) as exc:
+            server_log.debug("reading the input failed: %s", type(exc).__name__)
+        self._eof.set()
+        _call("the end of the input", on_closed, server_log)
