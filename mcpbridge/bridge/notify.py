@@ -34,6 +34,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -173,8 +174,8 @@ class Listener:
         try:
             stream.subscription = self._client.listen(
                 self._filter(uris),
-                on_event=lambda event, s=stream: self._on_event(s, event),
-                on_ack=lambda honored, s=stream: self._on_ack(s, honored),
+                on_event=functools.partial(self._on_event, stream),
+                on_ack=functools.partial(self._on_ack, stream),
                 capabilities=self._frontend.upstream_capabilities,
                 log_level=self._frontend.log_level,
             )
