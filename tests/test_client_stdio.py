@@ -1,0 +1,511 @@
+"""The stdio transports on real pipes: the upstream child process, and our own server's stdio."""
+
+from __future__ import annotations
+
+import os
+import queue
+import select
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import WAIT
+from fixtures.fixture_server import NOTES_URI
+from mcpbridge.mcp import jsonrpc
+from mcpbridge.mcp.cancel import CancelToken
+from mcpbridge.mcp.client import Client
+from mcpbridge.mcp.errors import (
+    Cancelled,
+    Closed,
+    InvalidRequest,
+    McpError,
+    NotConnected,
+    SpawnFailed,
+    TransportFailed,
+)
+from mcpbridge.mcp.framing import TooLong
+from mcpbridge.mcp.jsonrpc import FrameError, Message, Notification, Request, Response
+from mcpbridge.mcp.stdio import StdioChildTransport, StdioServerTransport
+
+PEER = Path(__file__).parent / "peers" / "scripted_upstream.py"
+FIXTURE = Path(__file__).parent / "fixtures" / "fixture_server.py"
+REPO = Path(__file__).resolve().parents[1]
+CLIENT_INFO = {"name": "mcpbridge-tests", "version": "0.0.0"}
+
+
+class Inbox:
+    """The callbacks of a client transport, as queues and events."""
+
+    def __init__(self) -> None:
+        self.messages: queue.Queue[Message] = queue.Queue()
+        self.frame_errors: queue.Queue[FrameError | TooLong] = queue.Queue()
+        self.closed = threading.Event()
+        self.close_error: McpError | None = None
+
+    def on_closed(self, error: McpError | None) -> None:
+        self.close_error = error
+        self.closed.set()
+
+    def start(self, transport: StdioChildTransport) -> None:
+        transport.start(self.messages.put, self.frame_errors.put, self.on_closed)
+
+    def next(self) -> Message:
+        return self.messages.get(timeout=WAIT)
+
+
+def request(method: str, id: int = 1, **params: Any) -> Request:
+    return Request(id, method, {"_meta": {}, **params})
+
+
+def peer(*args: str, **kwargs: Any) -> StdioChildTransport:
+    return StdioChildTransport([sys.executable, str(PEER), *args], **kwargs)
+
+
+@pytest.fixture
+def transports() -> Iterator[list[StdioChildTransport]]:
+    made: list[StdioChildTransport] = []
+    yield made
+    for transport in made:
+        transport.close(grace=1.0)
+
+
+def started(
+    transports: list[StdioChildTransport], *args: str, **kwargs: Any
+) -> tuple[StdioChildTransport, Inbox]:
+    transport = peer(*args, **kwargs)
+    inbox = Inbox()
+    inbox.start(transport)
+    transports.append(transport)
+    return transport, inbox
+
+
+def wait_dead(pidfd: int) -> bool:
+    """Wait until the process of ``pidfd`` ended (a readable pidfd); tell whether it did."""
+    readable, _, _ = select.select([pidfd], [], [], WAIT)
+    return bool(readable)
+
+
+def is_reaped(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+needs_pidfd = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="needs os.pidfd_open (Linux)")
+
+
+# -------------------------------------------------------------- the child
+
+
+def test_messages_arrive_in_order_and_frame_errors_apart(transports: list[StdioChildTransport]) -> None:
+    transport, inbox = started(transports, max_line_bytes=512)
+    lines = ["garbage", '{"jsonrpc":"2.0","id":{id},"result":{"n":1}}', "x" * 600, "[]"]
+    transport.send(request("test/raw", lines=lines, answer=True))
+    assert inbox.next() == Response(1, {"n": 1})
+    assert inbox.next() == Response(1, {"resultType": "complete", "method": "test/raw"})
+    errors = [inbox.frame_errors.get(timeout=WAIT) for _ in range(3)]
+    assert [type(e) for e in errors] == [FrameError, TooLong, FrameError]
+    assert isinstance(errors[1], TooLong) and errors[1].size == 600
+    assert not transport.gone
+
+
+def test_the_nesting_limit_of_the_upstream_is_200_levels(transports: list[StdioChildTransport]) -> None:
+    transport, inbox = started(transports)
+    deep = "[" * 199 + "]" * 199
+    too_deep = "[" * 200 + "]" * 200
+    lines = [
+        '{"jsonrpc":"2.0","id":7,"result":' + deep + "}",
+        '{"jsonrpc":"2.0","id":8,"result":' + too_deep + "}",
+    ]
+    transport.send(request("test/raw", lines=lines))
+    assert isinstance(inbox.next(), Response)
+    error = inbox.frame_errors.get(timeout=WAIT)
+    assert isinstance(error, FrameError) and error.cause == "too_deep" and error.id == 8
+
+
+def test_a_command_that_does_not_exist_fails_with_spawn_failed() -> None:
+    transport = StdioChildTransport(["/nonexistent/mcp-server-for-tests"])
+    with pytest.raises(SpawnFailed) as caught:
+        Inbox().start(transport)
+    assert caught.value.detail == "mcp-server-for-tests: No such file or directory"
+    transport.close()
+
+
+def test_an_empty_command_fails_with_spawn_failed() -> None:
+    with pytest.raises(SpawnFailed):
+        Inbox().start(StdioChildTransport([]))
+
+
+def test_the_exit_code_is_recorded_before_the_close_is_reported(
+    transports: list[StdioChildTransport],
+) -> None:
+    transport, inbox = started(transports)
+    transport.send(request("test/exit", code=3))
+    assert inbox.closed.wait(WAIT)
+    assert transport.gone
+    assert transport.exit_status == "code 3"
+    assert isinstance(inbox.close_error, Closed)
+    assert inbox.close_error.detail == "the upstream server exited (code 3)"
+    with pytest.raises(Closed):
+        transport.send(request("test/echo"))
+
+
+def test_a_child_killed_by_a_signal_reports_the_signal(transports: list[StdioChildTransport]) -> None:
+    transport, inbox = started(transports)
+    transport.send(request("test/kill-self"))
+    assert inbox.closed.wait(WAIT)
+    assert transport.exit_status == "signal 9"
+
+
+def test_close_ends_a_well_behaved_child_through_the_end_of_its_stdin() -> None:
+    transport = peer()
+    inbox = Inbox()
+    inbox.start(transport)
+    pid = transport.pid
+    assert pid is not None
+    transport.close(grace=WAIT)
+    assert transport.exit_status == "code 0"
+    assert is_reaped(pid)
+    assert inbox.closed.wait(WAIT)
+    with pytest.raises(Closed):
+        transport.send(request("test/echo"))
+    transport.close()
+
+
+def test_close_sends_sigterm_to_a_child_that_ignores_the_end_of_stdin() -> None:
+    transport = peer("--ignore-eof")
+    Inbox().start(transport)
+    transport.close(grace=0.2)
+    assert transport.exit_status == "signal 15"
+
+
+def test_close_kills_a_child_that_ignores_sigterm_in_bounded_time() -> None:
+    transport = peer("--ignore-eof", "--ignore-term")
+    inbox = Inbox()
+    inbox.start(transport)
+    # The handler of SIGTERM is set before the peer reads its first line.
+    transport.send(request("test/echo"))
+    inbox.next()
+    pid = transport.pid
+    assert pid is not None
+    started_at = time.monotonic()
+    transport.close(grace=0.2)
+    assert time.monotonic() - started_at < 0.4 + WAIT
+    assert transport.exit_status == "signal 9"
+    assert is_reaped(pid)
+
+
+@needs_pidfd
+def test_close_kills_the_process_group_with_a_grandchild_left_behind(
+    transports: list[StdioChildTransport],
+) -> None:
+    transport, inbox = started(transports)
+    transport.send(request("test/spawn-grandchild"))
+    reply = inbox.next()
+    assert isinstance(reply, Response)
+    grandchild = reply.result["pid"]
+    pidfd = os.pidfd_open(grandchild)
+    try:
+        transport.close(grace=WAIT)
+        # The server itself exited at the end of its stdin; its grandchild did not.
+        assert transport.exit_status == "code 0"
+        assert wait_dead(pidfd), "the grandchild survived the close"
+    finally:
+        os.close(pidfd)
+
+
+def test_kill_stops_the_child_at_once(transports: list[StdioChildTransport]) -> None:
+    transport, inbox = started(transports, "--ignore-eof", "--ignore-term")
+    transport.kill()
+    assert inbox.closed.wait(WAIT)
+    assert transport.exit_status == "signal 9"
+    transport.close(grace=0.1)
+
+
+def test_a_child_that_closes_its_stdout_is_gone_while_it_still_runs(
+    transports: list[StdioChildTransport],
+) -> None:
+    transport, inbox = started(transports)
+    transport.send(request("test/close-stdout"))
+    assert isinstance(inbox.next(), Response)
+    assert inbox.closed.wait(WAIT)
+    assert transport.gone
+    assert transport.exit_status is None
+    assert isinstance(inbox.close_error, Closed)
+    transport.close(grace=WAIT)
+    assert transport.exit_status == "code 0"
+
+
+def test_a_child_that_stops_reading_its_stdin_fails_a_send_in_bounded_time(
+    transports: list[StdioChildTransport],
+) -> None:
+    transport, inbox = started(transports, write_timeout=0.3, max_queued_bytes=1024)
+    transport.send(request("test/stop-reading"))
+    assert isinstance(inbox.next(), Response)
+    blob = "x" * (256 * 1024)
+    started_at = time.monotonic()
+    with pytest.raises(TransportFailed) as caught:
+        # The first frame fills the pipe and stays in the queue; the next one finds no room.
+        for n in range(10):
+            transport.send(request("test/echo", id=n + 2, blob=blob))
+    assert time.monotonic() - started_at < WAIT
+    assert caught.value.detail == "the upstream server does not read its input"
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        transport.send(request("test/echo", id=99, blob=blob), cancel=token)
+    # The close does not wait for the stuck writer.
+    started_at = time.monotonic()
+    transport.close(grace=0.2)
+    assert time.monotonic() - started_at < WAIT
+    assert transport.exit_status is not None
+
+
+def test_stderr_lines_go_to_the_sink_in_order(transports: list[StdioChildTransport]) -> None:
+    lines: queue.Queue[str] = queue.Queue()
+    transport, inbox = started(transports, "--stderr", "first|second \u00e9|third", stderr_sink=lines.put)
+    assert [lines.get(timeout=WAIT) for _ in range(3)] == ["first", "second \u00e9", "third"]
+    assert [t.name for t in threading.enumerate() if t.name == "mcpbridge-upstream-stderr"]
+
+
+def test_a_send_before_start_fails_and_an_unserializable_message_is_refused() -> None:
+    transport = peer()
+    with pytest.raises(NotConnected):
+        transport.send(request("test/echo"))
+    with pytest.raises(InvalidRequest):
+        transport.send(request("test/echo", bad=object()))
+    transport.close()
+
+
+def test_the_threads_are_named_and_all_gone_after_close() -> None:
+    transport = peer()
+    Inbox().start(transport)
+    names = {t.name for t in threading.enumerate() if t.name.startswith("mcpbridge-upstream-")}
+    assert names == {
+        "mcpbridge-upstream-reaper",
+        "mcpbridge-upstream-reader",
+        "mcpbridge-upstream-writer",
+        "mcpbridge-upstream-stderr",
+    }
+    transport.close(grace=WAIT)
+    assert not [t for t in threading.enumerate() if t.name.startswith("mcpbridge-upstream-")]
+
+
+ORPHAN_SCRIPT = textwrap.dedent(
+    """
+    import sys, threading
+    sys.path.insert(0, sys.argv[1])
+    from mcpbridge.mcp.stdio import StdioChildTransport
+    t = StdioChildTransport([sys.executable, sys.argv[2], "--ignore-eof", "--ignore-term"])
+    t.start(lambda m: None, lambda e: None, lambda e: None)
+    print(t.pid, flush=True)
+    threading.Event().wait(60)
+    """
+)
+
+
+@needs_pidfd
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux only")
+def test_the_child_dies_with_a_bridge_that_was_killed() -> None:
+    bridge = subprocess.Popen(
+        [sys.executable, "-c", ORPHAN_SCRIPT, str(REPO), str(PEER)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert bridge.stdout is not None
+        child = int(bridge.stdout.readline())
+        pidfd = os.pidfd_open(child)
+        try:
+            bridge.kill()
+            assert wait_dead(pidfd), "the child outlived its killed parent"
+        finally:
+            os.close(pidfd)
+    finally:
+        bridge.kill()
+        bridge.wait(WAIT)
+        if bridge.stdout is not None:
+            bridge.stdout.close()
+
+
+# ------------------------------------------------ our client, our server, stdio
+
+
+def test_our_client_talks_to_our_fixture_server_over_stdio() -> None:
+    transport = StdioChildTransport([sys.executable, str(FIXTURE)])
+    client = Client(transport, client_info=CLIENT_INFO)
+    client.start()
+    events: list[str] = []
+    try:
+        discovered = client.discover(timeout=WAIT)
+        assert discovered["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "bridge-fixture-server"
+        added = client.request("tools/call", {"name": "add", "arguments": {"a": 40, "b": 2}}, timeout=WAIT)
+        assert added["content"] == [{"type": "text", "text": "42"}]
+        progress: list[Any] = []
+        client.request(
+            "tools/call",
+            {"name": "progress", "arguments": {"count": 3}},
+            timeout=WAIT,
+            on_progress=lambda p: progress.append(p["progress"]),
+        )
+        assert progress == [1, 2, 3]
+        subscription = client.listen(
+            {"toolsListChanged": True, "resourceSubscriptions": [NOTES_URI]},
+            on_event=lambda note: events.append(note.method),
+        )
+        assert subscription.wait_acknowledged(WAIT) == {
+            "toolsListChanged": True,
+            "resourceSubscriptions": [NOTES_URI],
+        }
+        client.request("tools/call", {"name": "toggle", "arguments": {"enabled": False}}, timeout=WAIT)
+        assert events == ["notifications/tools/list_changed"]
+        client.request("tools/call", {"name": "touch", "arguments": {"uri": NOTES_URI}}, timeout=WAIT)
+        assert events == ["notifications/tools/list_changed", "notifications/resources/updated"]
+        subscription.cancel("done")
+        with pytest.raises(Cancelled):
+            subscription.wait_ended(WAIT)
+    finally:
+        client.close(grace=WAIT)
+    assert transport.exit_status == "code 0"
+
+
+def test_our_client_asks_the_demo_server_for_a_form_and_gets_the_greeting() -> None:
+    client = Client(
+        StdioChildTransport([sys.executable, "-m", "mcpbridge.demo"], cwd=str(REPO)), client_info=CLIENT_INFO
+    )
+    client.start()
+    capabilities = {"elicitation": {"form": {}}}
+    try:
+        assert client.discover(timeout=WAIT)["capabilities"]["tools"]
+        echoed = client.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}}, timeout=WAIT)
+        assert echoed["content"] == [{"type": "text", "text": "hi"}]
+        call = {"name": "ask_name", "arguments": {}}
+        first = client.request(
+            "tools/call", call, timeout=WAIT, capabilities=capabilities, allow_input_required=True
+        )
+        assert first["resultType"] == "input_required"
+        [key] = first["inputRequests"]
+        retry = {**call, "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}}}
+        if "requestState" in first:
+            retry["requestState"] = first["requestState"]
+        final = client.request("tools/call", retry, timeout=WAIT, capabilities=capabilities)
+        assert "Ada" in final["content"][0]["text"]
+    finally:
+        client.close(grace=WAIT)
+    assert client.exit_status == "code 0"
+
+
+# ------------------------------------------------------------ our own stdio
+
+
+class Pipes:
+    """Two OS pipes standing in for the stdin and stdout of a server process."""
+
+    def __init__(self) -> None:
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        self.server_in = os.fdopen(in_r, "rb")
+        self.client_out = os.fdopen(in_w, "wb", buffering=0)
+        self.server_out = os.fdopen(out_w, "wb")
+        self.client_in = os.fdopen(out_r, "rb")
+        self.messages: queue.Queue[Message] = queue.Queue()
+        self.errors: queue.Queue[FrameError | TooLong] = queue.Queue()
+        self.closed = threading.Event()
+
+    def transport(self, **kwargs: Any) -> StdioServerTransport:
+        transport = StdioServerTransport(self.server_in, self.server_out, **kwargs)
+        transport.start(self.messages.put, self.errors.put, self.closed.set)
+        return transport
+
+    def close(self) -> None:
+        for stream in (self.server_in, self.client_out, self.server_out, self.client_in):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def pipes() -> Iterator[Pipes]:
+    p = Pipes()
+    yield p
+    p.close()
+
+
+def test_the_server_transport_delivers_lines_in_order_and_reports_the_end(pipes: Pipes) -> None:
+    transport = pipes.transport(max_line_bytes=190)
+    pipes.client_out.write(b'{"jsonrpc":"2.0","id":1,"method":"a"}\n\n')
+    pipes.client_out.write(b'{"jsonrpc":"2.0","method":"b"}\r\nnot json\n' + b"y" * 300 + b"\n")
+    deep = b"[" * 65 + b"]" * 65
+    pipes.client_out.write(b'{"jsonrpc":"2.0","id":2,"method":"c","params":{"x":' + deep + b"}}\n")
+    pipes.client_out.close()
+    assert pipes.messages.get(timeout=WAIT) == Request(1, "a")
+    assert pipes.messages.get(timeout=WAIT) == Notification("b")
+    errors = [pipes.errors.get(timeout=WAIT) for _ in range(2)]
+    assert isinstance(errors[0], FrameError) and errors[0].cause == "parse_error"
+    assert isinstance(errors[1], TooLong)
+    assert pipes.closed.wait(WAIT)
+    # The depth limit of the server side is 64 levels.
+    error = pipes.errors.get_nowait()
+    assert isinstance(error, FrameError) and error.cause == "too_deep" and error.id == 2
+    transport.close()
+
+
+def test_concurrent_sends_of_the_server_transport_never_mix_their_lines(pipes: Pipes) -> None:
+    transport = pipes.transport()
+    lines: list[bytes] = []
+    reader = threading.Thread(target=lambda: lines.extend(pipes.client_in), name="test-pipe-reader")
+    reader.start()
+    text = "z" * 20_000
+
+    def write(n: int) -> None:
+        for k in range(20):
+            transport.send(Notification("notifications/message", {"n": n, "k": k, "data": text}))
+
+    writers = [threading.Thread(target=write, args=(n,), name=f"test-writer-{n}") for n in range(10)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(WAIT)
+    pipes.server_out.close()
+    reader.join(WAIT)
+    parsed = [jsonrpc.parse(line, max_depth=10) for line in lines]
+    assert len(parsed) == 200
+    assert all(isinstance(m, Notification) and m.params and m.params["data"] == text for m in parsed)
+    pipes.client_out.close()
+    assert pipes.closed.wait(WAIT)
+    transport.close()
+
+
+def test_a_send_after_close_or_to_a_closed_output_raises_closed(pipes: Pipes) -> None:
+    transport = pipes.transport()
+    pipes.client_in.close()
+    with pytest.raises(Closed):
+        for _ in range(100):
+            transport.send(Notification("notifications/message", {"data": "x" * 10_000}))
+    transport.close()
+    with pytest.raises(Closed):
+        transport.send(Notification("x"))
+    pipes.client_out.close()
+    assert pipes.closed.wait(WAIT)
+
+
+def test_the_server_transport_refuses_an_unserializable_message_and_its_reader_ends_with_the_input(
+    pipes: Pipes,
+) -> None:
+    transport = pipes.transport()
+    with pytest.raises(InvalidRequest):
+        transport.send(Notification("x", {"bad": object()}))
+    pipes.client_out.close()
+    assert pipes.closed.wait(WAIT)
+    transport.close()
+    assert not [t for t in threading.enumerate() if t.name == "mcpbridge-server-reader"]
