@@ -1,0 +1,16 @@
+"""The sign-in at an upstream server at a URL: OAuth 2.1 with PKCE, token stores and logout.
+
+Modules:
+
+* :mod:`.flow`: pure rules (PKCE, URL and metadata checks, records, token responses).
+* :mod:`.errors`: the errors of the sign-in, one class per cause of the error table.
+* :mod:`.web`: the HTTP client of the sign-in (metadata, registration, tokens).
+* :mod:`.discovery`: protected resource and authorization server metadata, registration,
+  token requests.
+* :mod:`.receiver`: the loopback receiver of the redirect and the one-time start URL.
+* :mod:`.signin`: one interactive sign-in: the gate, the browser opener, the consent.
+* :mod:`.store`: the token stores (keychain, encrypted files, memory) and their index.
+* :mod:`.authorizer`: the :class:`~mcpbridge.mcp.http.Authorizer` of the HTTP transport.
+
+``keyring`` and ``cryptography`` are imported only by the stores that need them.
+"""

@@ -1,0 +1,701 @@
+"""The authorizer of the HTTP transport: tokens for each request, answers to each challenge.
+
+Theory of operation
+-------------------
+
+:class:`OAuthAuthorizer` implements :class:`mcpbridge.mcp.http.Authorizer`.
+:meth:`~OAuthAuthorizer.headers` gives the bearer token of the stored sign-in
+(refreshed first when it expires within 60 s). When the upstream server
+answers 401, or 403 with ``insufficient_scope``, the transport calls
+:meth:`~OAuthAuthorizer.on_challenge` on the thread of the request, which:
+
+1. retries at once when another thread or process already renewed the token;
+2. finds the protected resource and the authorization server (cached);
+3. on a 401, refreshes the token; a refresh refused with ``invalid_grant``
+   (or a like error) drops the tokens, ``invalid_client`` drops the client;
+4. signs in once: the client (``--client-id``, a client ID metadata document,
+   or dynamic registration), the authorization URL with PKCE, ``state`` and
+   ``resource``, the :class:`~.signin.SignIn`, the token request. A step-up asks
+   for the union of the scopes.
+
+Only one sign-in or refresh runs at a time; other requests wait for it and
+then use its token. A second bridge process that finds the redirect port busy
+with a sign-in of the same record asks that receiver, waits for its end and
+reuses the stored tokens.
+
+The transport retries a request once after a challenge. The request's own
+cancel token and deadline reach the sign-in through :meth:`request_scope`,
+which :class:`AuthorizedClient` opens around each request; a request whose
+retry is refused again fails with ``access_refused``. A challenge outside a
+request (a listen stream) never starts an interactive sign-in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ..mcp.cancel import CancelToken
+from ..mcp.client import Client
+from ..mcp.errors import Cancelled, RequestTimeout
+from ..mcp.http import HttpStatusError
+from ..mcp.jsonrpc import Notification
+from ..mcp.transport import Transport
+from ..vscode.args import ClientMetadataDocument, PreRegistered, Registration
+from . import discovery, flow
+from .errors import (
+    AccessRefused,
+    InvalidClientMetadataUrl,
+    IssuerNotRegistered,
+    RedirectPortUnavailable,
+    SignInAuthorizationError,
+    SignInDenied,
+    SignInError,
+    SignInFailed,
+    SignInTimeout,
+    StoreError,
+)
+from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
+from .receiver import PortBusy, probe
+from .signin import SignIn
+from .store import IndexedStore
+from .web import WebClient
+
+if TYPE_CHECKING:
+    from ..bridge.frontend import Frontend
+    from ..vscode.args import Settings
+
+__all__ = ["AuthorizedClient", "OAuthAuthorizer", "OAuthConfig", "OAuthSession", "start_oauth"]
+
+log = logging.getLogger("mcpbridge.oauth")
+
+
+@dataclass(frozen=True)
+class OAuthConfig:
+    """The sign-in options of one upstream URL."""
+
+    url: str
+    account: str
+    port: int
+    registration: Registration
+
+    @property
+    def redirect_uri(self) -> str:
+        return flow.redirect_uri(self.port)
+
+    @property
+    def identity(self) -> str:
+        """The ``client`` of the record keys of this account and client."""
+        choice = self.registration
+        if isinstance(choice, PreRegistered):
+            return flow.storage_identity(self.account, self.redirect_uri, client_id=choice.client_id)
+        if isinstance(choice, ClientMetadataDocument) and choice.explicit:
+            return flow.storage_identity(self.account, self.redirect_uri, metadata_url=choice.url)
+        return flow.storage_identity(self.account, self.redirect_uri)
+
+
+class _Scope:
+    """The request that runs on this thread: its cancel token and deadline."""
+
+    def __init__(self, cancel: CancelToken | None, deadline: float) -> None:
+        self.cancel = cancel
+        self.deadline = deadline
+        #: The authorizer answered a challenge of this request.
+        self.answered = False
+        #: The sign-in that the deadline of the request stopped.
+        self.stopped: SignInError | None = None
+
+
+class OAuthAuthorizer:
+    """The :class:`~mcpbridge.mcp.http.Authorizer` of one upstream URL; see the module docstring.
+
+    :param clock: Unix seconds (``time.time``); the expiry of the tokens uses it.
+    """
+
+    def __init__(
+        self,
+        config: OAuthConfig,
+        store: IndexedStore,
+        web: WebClient,
+        sign_in: SignIn,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.web = web
+        self.sign_in = sign_in
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._busy_cond = threading.Condition(self._lock)
+        self._local = threading.local()
+        # Guarded by _lock:
+        self._busy = False
+        self._record: Record | None = None
+        self._loaded = False
+        self._resources: dict[str | None, ResourceMetadata] = {}
+        self._servers: dict[str, ServerMetadata] = {}
+        self._bound_issuer: str | None = None
+
+    # ------------------------------------------------------------- the seam
+
+    def headers(self) -> dict[str, str]:
+        """``Authorization: Bearer <token>`` of the stored sign-in, refreshed first when due."""
+        record = self._current()
+        if record is not None and record.access_token and not record.usable(self._clock()):
+            record = self._refresh_due(record)
+        token = record.access_token if record is not None else None
+        self._local.used = token
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def on_challenge(self, status: int, www_authenticate: str | None) -> bool:
+        """Answer a 401, or a 403 with ``insufficient_scope``; True: send the request again.
+
+        Raises:
+            SignInError: the sign-in failed (the cause names the failure).
+            Cancelled: the request was canceled during the sign-in.
+        """
+        challenge = flow.parse_challenge(www_authenticate)
+        step_up = status == 403
+        if step_up and (challenge is None or challenge.error != "insufficient_scope"):
+            return False
+        scope: _Scope | None = getattr(self._local, "scope", None)
+        used: str | None = getattr(self._local, "used", None)
+        if scope is not None:
+            scope.answered = True
+        if not self._acquire(scope):
+            return False
+        try:
+            return self._answer(challenge, step_up, used, scope)
+        except SignInTimeout as exc:
+            if scope is not None:
+                scope.stopped = exc
+            raise
+        finally:
+            self._release()
+
+    # -------------------------------------------------------- for the bridge
+
+    @contextlib.contextmanager
+    def request_scope(self, *, cancel: CancelToken | None, timeout: float) -> Iterator[_Scope]:
+        """Give the sign-ins of a request on this thread its cancel token and deadline."""
+        scope = _Scope(cancel, time.monotonic() + timeout)
+        outer = getattr(self._local, "scope", None)
+        self._local.scope = scope
+        try:
+            yield scope
+        finally:
+            self._local.scope = outer
+
+    def interactive(self) -> bool:
+        """Whether the next request can need a sign-in: no stored access token valid for 60 s more.
+
+        A refresh token alone does not count.
+        """
+        record = self._current()
+        return record is None or not record.usable(self._clock())
+
+    @property
+    def sign_in_timeout(self) -> float:
+        return self.sign_in.settings.timeout
+
+    # ------------------------------------------------------------ the state
+
+    def _current(self) -> Record | None:
+        """The record in use; on first use, the stored sign-in of the index for this URL."""
+        with self._lock:
+            if self._record is not None or self._loaded:
+                return self._record
+            self._loaded = True
+        found = self._from_index()
+        with self._lock:
+            if self._record is None:
+                self._record = found
+            return self._record
+
+    def _from_index(self) -> Record | None:
+        try:
+            entries = self.store.entries()
+        except StoreError as exc:
+            log.warning("cannot read the index of the stored sign-ins: %s", exc.detail)
+            return None
+        for entry in reversed(entries):
+            if entry.url != self.config.url or entry.client != self.config.identity:
+                continue
+            record = self._load(entry.key)
+            if record is not None and record.access_token:
+                log.debug("uses the stored sign-in")
+                return record
+        return None
+
+    def _load(self, key: RecordKey) -> Record | None:
+        try:
+            record = self.store.load(key)
+        except StoreError as exc:
+            log.warning("cannot read the stored sign-in: %s", exc.detail)
+            return None
+        choice = self.config.registration
+        if record is not None and isinstance(choice, PreRegistered):
+            if record.registration.client_id != choice.client_id:
+                return None
+        return record
+
+    def _set(self, record: Record | None) -> None:
+        with self._lock:
+            self._record = record
+
+    def _save(self, record: Record) -> None:
+        self._set(record)
+        try:
+            self.store.save(record, self.config.url)
+        except StoreError as exc:
+            log.warning("cannot store the tokens (%s): they stay in memory for this process", exc.detail)
+
+    def _delete(self, key: RecordKey) -> None:
+        try:
+            self.store.delete(key)
+        except StoreError as exc:
+            log.warning("cannot delete the stored sign-in: %s", exc.detail)
+
+    def _acquire(self, scope: _Scope | None) -> bool:
+        """Wait until no other sign-in or refresh runs (bounded by the request).
+
+        Outside a request (a listen stream) it does not wait: False when another runs.
+        """
+        cancel = scope.cancel if scope is not None else None
+        remove = cancel.add_callback(self._wake) if cancel is not None else None
+        try:
+            with self._busy_cond:
+                while self._busy:
+                    if cancel is not None and cancel.cancelled:
+                        raise Cancelled(cancel.reason or None)
+                    if scope is None:
+                        # A listen stream does not wait for a sign-in: it waits for the next request.
+                        return False
+                    remaining = scope.deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise SignInFailed("another sign-in did not end in time")
+                    self._busy_cond.wait(remaining)
+                self._busy = True
+                return True
+        finally:
+            if remove is not None:
+                remove()
+
+    def _release(self) -> None:
+        with self._busy_cond:
+            self._busy = False
+            self._busy_cond.notify_all()
+
+    def _wake(self) -> None:
+        with self._busy_cond:
+            self._busy_cond.notify_all()
+
+    # ---------------------------------------------------------- the answer
+
+    def _answer(
+        self, challenge: flow.Challenge | None, step_up: bool, used: str | None, scope: _Scope | None
+    ) -> bool:
+        now = self._clock()
+        current = self._current()
+        if current is not None and current.usable(now) and current.access_token != used:
+            return True
+        if urlsplit(self.config.url).scheme.lower() != "https":
+            raise SignInFailed("InsecureEndpoint")
+        try:
+            resource, server = self._discover(challenge)
+        except SignInError as exc:
+            log.warning(
+                "the sign-in cannot start: the discovery of the authorization server failed (%s)", exc.detail
+            )
+            raise
+        key = RecordKey(server.issuer, resource.resource, self.config.identity)
+        stored = self._load(key)
+        if stored is not None and stored.usable(now) and stored.access_token != used:
+            self._set(stored)
+            return True
+        if not step_up and stored is not None and stored.refresh_token:
+            stored = self._refresh(stored, server, resource)
+            if stored is not None and stored.usable(self._clock()):
+                return True
+        if scope is None:
+            log.info("the upstream server needs a new sign-in: the next request of the client starts it")
+            return False
+        previous = stored.scopes if stored is not None else current.scopes if current is not None else ()
+        scopes = flow.choose_scopes(
+            challenged=challenge.scopes if challenge is not None else (),
+            resource=resource,
+            server=server,
+            previous=previous,
+            step_up=step_up,
+        )
+        self._interactive(key, server, resource, stored, scopes, scope, used)
+        return True
+
+    def _discover(self, challenge: flow.Challenge | None) -> tuple[ResourceMetadata, ServerMetadata]:
+        source = challenge.resource_metadata if challenge is not None else None
+        with self._lock:
+            resource = self._resources.get(source)
+        if resource is None:
+            resource = discovery.discover_resource(self.web, self.config.url, source)
+            with self._lock:
+                self._resources[source] = resource
+        return resource, self._server(resource.issuer)
+
+    def _server(self, issuer: str) -> ServerMetadata:
+        with self._lock:
+            server = self._servers.get(issuer)
+        if server is None:
+            server = discovery.discover_server(self.web, issuer)
+            with self._lock:
+                self._servers[issuer] = server
+        return server
+
+    def _registration(self, server: ServerMetadata, stored: Record | None) -> ClientRegistration:
+        """The client for ``server``: pre-registered, stored, a metadata document, or a new registration."""
+        choice = self.config.registration
+        if isinstance(choice, PreRegistered):
+            with self._lock:
+                issuer = choice.issuer or self._bound_issuer
+                if issuer is None:
+                    self._bound_issuer = issuer = server.issuer
+            if issuer != server.issuer:
+                log.warning(
+                    "the client ID of --client-id is not for the authorization server of the upstream server"
+                )
+                raise IssuerNotRegistered()
+            # The secret goes only to the issuer of --client-issuer (the parser demands it with a secret).
+            secret = choice.client_secret if choice.issuer == server.issuer else None
+            return ClientRegistration(
+                choice.client_id, secret, flow.choose_auth_method(server, secret is not None)
+            )
+        if stored is not None:
+            return stored.registration
+        if isinstance(choice, ClientMetadataDocument) and server.client_id_metadata_document_supported:
+            if not flow.https_endpoint(choice.url) or urlsplit(choice.url).path in ("", "/"):
+                raise InvalidClientMetadataUrl()
+            return ClientRegistration(choice.url, None, "none")
+        return discovery.register(self.web, server, self.config.redirect_uri)
+
+    def _stored_registration(self, registration: ClientRegistration) -> ClientRegistration:
+        """The registration as stored: never the secret of ``--client-id``."""
+        if isinstance(self.config.registration, PreRegistered):
+            return ClientRegistration(registration.client_id, None, registration.auth_method)
+        return registration
+
+    def _with_secret(self, registration: ClientRegistration, server: ServerMetadata) -> ClientRegistration:
+        choice = self.config.registration
+        if isinstance(choice, PreRegistered) and choice.issuer == server.issuer and choice.client_secret:
+            return ClientRegistration(registration.client_id, choice.client_secret, registration.auth_method)
+        return registration
+
+    # ---------------------------------------------------------- the tokens
+
+    def _refresh(self, stored: Record, server: ServerMetadata, resource: ResourceMetadata) -> Record | None:
+        """Refresh ``stored``; the new record, or the record that is left after a refused refresh."""
+        assert stored.refresh_token is not None
+        try:
+            tokens = discovery.refresh(
+                self.web,
+                server,
+                self._with_secret(stored.registration, server),
+                refresh_token=stored.refresh_token,
+                resource=resource.resource,
+                scopes=(),
+                now=self._clock(),
+            )
+        except flow.TokenProblem as problem:
+            if problem.drops_client:
+                log.info(
+                    "the authorization server does not know the stored client: the bridge registers again"
+                )
+                self._delete(stored.key)
+                self._set(None)
+                return None
+            if problem.drops_tokens:
+                log.info("the authorization server refused the refresh (%s): a new sign-in follows", problem)
+                left = stored.without_tokens()
+                self._save(left)
+                return left
+            raise SignInFailed(f"refresh: {problem}") from None
+        record = Record(
+            stored.key,
+            stored.registration,
+            tokens.access_token,
+            tokens.expires_at,
+            tokens.refresh_token or stored.refresh_token,
+            tokens.scopes if tokens.scopes is not None else stored.scopes,
+        )
+        self._save(record)
+        log.debug("refreshed the access token")
+        return record
+
+    def _refresh_due(self, record: Record) -> Record:
+        """Refresh a token that expires soon, before a request; on any failure keep the old one."""
+        if not record.refresh_token:
+            return record
+        with self._busy_cond:
+            if self._busy:
+                return record
+            self._busy = True
+        try:
+            current = self._current()
+            if current is not None and current is not record and current.usable(self._clock()):
+                return current
+            server = self._server(record.key.issuer)
+            resource = ResourceMetadata(record.key.resource, (record.key.issuer,), None)
+            refreshed = self._refresh(record, server, resource)
+            return refreshed if refreshed is not None else record
+        except SignInError as exc:
+            log.info("the refresh of the access token failed: %s", exc.detail or exc.cause)
+            return record
+        finally:
+            self._release()
+
+    def _interactive(
+        self,
+        key: RecordKey,
+        server: ServerMetadata,
+        resource: ResourceMetadata,
+        stored: Record | None,
+        scopes: tuple[str, ...],
+        scope: _Scope,
+        used: str | None,
+    ) -> None:
+        """Sign in with the browser or the consent of the client; store the tokens."""
+        state = flow.b64url(secrets.token_bytes(32))
+        digest = key.digest().hex()
+        followed = False
+        while True:
+            try:
+                attempt = self.sign_in.attempt(
+                    state=state, probe=digest, cancel=scope.cancel, deadline=scope.deadline
+                )
+            except PortBusy:
+                if followed or not self._follow(digest, scope):
+                    log.warning(
+                        "the bridge cannot listen on the redirect port %d: it is in use", self.config.port
+                    )
+                    raise RedirectPortUnavailable("address_in_use", port=self.config.port) from None
+                followed = True
+                found = self._load(key)
+                if found is not None and found.usable(self._clock()) and found.access_token != used:
+                    log.info("uses the sign-in of the other bridge process")
+                    self._set(found)
+                    return
+                continue
+            break
+        with attempt:
+            # Another process can have signed in before this one got the port.
+            found = self._load(key)
+            if found is not None and found.usable(self._clock()) and found.access_token != used:
+                self._set(found)
+                return
+            try:
+                registration = self._registration(server, found if found is not None else stored)
+            except SignInError as exc:
+                log.warning("the sign-in cannot start: no client registration (%s)", exc.detail or exc.cause)
+                raise
+            verifier = flow.b64url(secrets.token_bytes(32))
+            url = flow.build_authorization_url(
+                server,
+                client_id=registration.client_id,
+                redirect=self.config.redirect_uri,
+                state=state,
+                challenge=flow.code_challenge(verifier),
+                resource=resource.resource,
+                scopes=scopes,
+            )
+            redirect = attempt.wait(url)
+            code = self._code(redirect, server)
+            try:
+                tokens = discovery.exchange_code(
+                    self.web,
+                    server,
+                    registration,
+                    code=code,
+                    verifier=verifier,
+                    redirect=self.config.redirect_uri,
+                    resource=resource.resource,
+                    now=self._clock(),
+                )
+            except flow.TokenProblem as problem:
+                log.warning("the token request of the sign-in failed: %s", problem)
+                if problem.drops_client:
+                    self._delete(key)
+                raise SignInFailed(f"token request: {problem}") from None
+            record = Record(
+                key,
+                self._stored_registration(registration),
+                tokens.access_token,
+                tokens.expires_at,
+                tokens.refresh_token,
+                tokens.scopes if tokens.scopes is not None else scopes,
+            )
+            self._save(record)
+            attempt.succeeded()
+        log.info("the sign-in succeeded")
+
+    def _code(self, redirect: flow.Redirect, server: ServerMetadata) -> str:
+        try:
+            return flow.check_redirect(
+                redirect, issuer=server.issuer, iss_required=server.iss_parameter_supported
+            )
+        except flow.RedirectProblem as exc:
+            log.warning("the redirect of the sign-in is not valid: %s", exc)
+            raise SignInFailed(str(exc)) from None
+        except flow.AuthorizationDenied:
+            log.warning("the authorization server refused the access")
+            raise SignInDenied() from None
+        except flow.AuthorizationError as exc:
+            detail = f"error {exc.code}" if exc.code else None
+            log.warning("the authorization server sent an error for the sign-in: %s", detail or "unknown")
+            raise SignInAuthorizationError(detail) from None
+
+    def _follow(self, digest: str, scope: _Scope) -> bool:
+        """Wait for the sign-in of another process on the redirect port; False when there is none."""
+        answer = probe(self.config.port, digest)
+        if answer is None:
+            return False
+        log.info("another bridge process signs in to the same account: this process waits for it")
+        limit = min(scope.deadline, time.monotonic() + self.sign_in.settings.timeout + 10.0)
+        while answer == "pending":
+            if scope.cancel is not None and scope.cancel.cancelled:
+                raise Cancelled(scope.cancel.reason or None)
+            if time.monotonic() >= limit:
+                seconds = max(1, math.ceil(self.sign_in.settings.timeout))
+                raise SignInTimeout(seconds=seconds, name=flow.PROGRAM)
+            answer = probe(self.config.port, digest)
+        return True
+
+
+# ---------------------------------------------------------------------------------------------
+# The client of the bridge and the setup of the URL form
+# ---------------------------------------------------------------------------------------------
+
+
+class AuthorizedClient(Client):
+    """A :class:`~mcpbridge.mcp.client.Client` whose requests carry their scope to the authorizer.
+
+    ``server/discover`` waits for the discover and the sign-in limits together
+    when a sign-in can start. A request refused again after its sign-in or
+    step-up fails with ``access_refused``; a sign-in stopped by the time limit
+    of its request fails with ``sign_in_timeout``.
+    """
+
+    def __init__(self, transport: Transport, authorizer: OAuthAuthorizer, **kwargs: Any) -> None:
+        super().__init__(transport, **kwargs)
+        self.authorizer = authorizer
+
+    def request(self, method: str, params: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+        timeout = float(kwargs["timeout"])
+        with self.authorizer.request_scope(cancel=kwargs.get("cancel"), timeout=timeout) as scope:
+            try:
+                return super().request(method, params, **kwargs)
+            except HttpStatusError as exc:
+                if exc.http_status in (401, 403) and scope.answered:
+                    log.warning(
+                        "the upstream server refused the request after the sign-in (HTTP status %d)",
+                        exc.http_status,
+                    )
+                    raise AccessRefused(f"HTTP status {exc.http_status}") from None
+                raise
+            except RequestTimeout:
+                if scope.stopped is not None:
+                    raise scope.stopped from None
+                raise
+
+    def discover(
+        self,
+        *,
+        timeout: float,
+        cancel: CancelToken | None = None,
+        capabilities: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        if self.authorizer.interactive():
+            timeout += self.authorizer.sign_in_timeout
+        return super().discover(timeout=timeout, cancel=cancel, capabilities=capabilities)
+
+
+Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]
+
+
+class OAuthSession:
+    """The sign-in of the URL form: the authorizer, its gate, and what the front end needs."""
+
+    def __init__(self, authorizer: OAuthAuthorizer, store_line: str) -> None:
+        self.authorizer = authorizer
+        self.store_line = store_line
+
+    def connector(self, make_transport: Callable[[], Transport], *, max_depth: int = 200) -> Connect:
+        """A ``connect`` for the front end: an :class:`AuthorizedClient` over a new transport.
+
+        ``make_transport`` makes the HTTP transport with :attr:`authorizer` as its authorizer.
+        """
+
+        def connect(client_info: dict[str, Any], on_notification: Callable[[Notification], None]) -> Client:
+            client = AuthorizedClient(
+                make_transport(),
+                self.authorizer,
+                client_info=client_info,
+                max_depth=max_depth,
+                on_notification=on_notification,
+            )
+            client.start()
+            return client
+
+        return connect
+
+    def attach(self, frontend: Frontend) -> None:
+        """Let the sign-ins after ``notifications/initialized`` ask the client of ``frontend``."""
+        from .signin import FrontendConsent
+
+        gate = self.authorizer.sign_in.gate
+        gate.consent = FrontendConsent(frontend)
+        frontend.on_initialized = gate.client_initialized
+
+
+def secret_variables(settings: Settings) -> set[str]:
+    """The variables that a browser program must not get."""
+    from ..vscode.args import CLIENT_SECRET_VARIABLE, TOKEN_KEY_VARIABLE
+
+    names = {CLIENT_SECRET_VARIABLE, TOKEN_KEY_VARIABLE}
+    names.update(h.from_env for h in settings.headers if h.from_env)
+    return names
+
+
+def start_oauth(settings: Settings, *, ssl_context: Any, env: Mapping[str, str]) -> OAuthSession:
+    """Open the token store and make the authorizer of the URL form.
+
+    Raises:
+        StoreOpenError: the token store did not open (the executable exits with 2).
+    """
+    from .signin import Gate, Opener, SignInSettings
+    from .store import open_store
+
+    assert settings.url is not None and settings.registration is not None
+    opened = open_store(
+        settings.token_store, key=settings.token_key, key_file=settings.token_key_file, env=env
+    )
+    log.info("%s", opened.line)
+    sign_in = SignIn(
+        SignInSettings(
+            port=settings.redirect_port,
+            timeout=settings.sign_in_timeout,
+            no_browser=settings.no_browser,
+            sandbox=env.get("SANDBOX_RUNTIME", "").strip() == "1",
+        ),
+        Gate(),
+        Opener(env, secret_variables(settings)),
+    )
+    config = OAuthConfig(settings.url, settings.account, settings.redirect_port, settings.registration)
+    authorizer = OAuthAuthorizer(config, IndexedStore(opened.store), WebClient(ssl_context, env), sign_in)
+    return OAuthSession(authorizer, opened.line)

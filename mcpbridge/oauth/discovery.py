@@ -1,0 +1,168 @@
+"""The requests of the sign-in to the upstream server and its authorization server.
+
+* :func:`discover_resource`: RFC 9728 protected resource metadata (the
+  ``resource_metadata`` of the challenge, then the well-known URLs); its
+  ``resource`` must cover the URL of the upstream server.
+* :func:`discover_server`: RFC 8414 and OpenID discovery; ``issuer`` must be the
+  issuer exactly, the endpoints https, and PKCE S256 offered.
+* :func:`register`: RFC 7591 dynamic registration of a public native client.
+* :func:`exchange_code` and :func:`refresh`: the token endpoint, with ``resource``
+  (RFC 8707).
+
+Each failure raises a :class:`~.errors.SignInError` whose detail names the step
+and never holds a URL or a secret.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from . import flow
+from .errors import RegistrationFailed, RegistrationUnavailable, SignInFailed
+from .flow import ClientRegistration, ResourceMetadata, ServerMetadata, TokenResponse
+from .web import WebClient, WebError
+
+__all__ = ["discover_resource", "discover_server", "exchange_code", "refresh", "register"]
+
+log = logging.getLogger("mcpbridge.oauth")
+
+
+def discover_resource(web: WebClient, url: str, from_challenge: str | None) -> ResourceMetadata:
+    """The protected resource metadata of the upstream server at ``url``.
+
+    Raises:
+        SignInFailed: detail ``InsecureEndpoint`` (a candidate is not https),
+            ``ResourceMismatch``, ``NoResourceMetadata`` or a request failure.
+    """
+    problem: str | None = None
+    for candidate in flow.resource_metadata_candidates(url, from_challenge):
+        if not flow.https_endpoint(candidate):
+            raise SignInFailed("InsecureEndpoint")
+        try:
+            answer = web.get_json(candidate)
+        except WebError as exc:
+            raise SignInFailed(f"resource metadata: {exc}") from None
+        if answer.status != 200 or answer.json is None:
+            continue
+        try:
+            found = flow.check_resource_metadata(answer.json, url)
+        except flow.MetadataProblem as exc:
+            problem = str(exc)
+            continue
+        log.debug("found the protected resource metadata")
+        return found
+    raise SignInFailed(problem or "NoResourceMetadata")
+
+
+def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
+    """The metadata of the authorization server ``issuer``.
+
+    Raises:
+        SignInFailed: detail ``NoServerMetadata``, ``IssuerMismatch``, ``NoS256``,
+            ``InsecureEndpoint`` or a request failure.
+    """
+    problem: str | None = None
+    for candidate in flow.server_metadata_candidates(issuer):
+        try:
+            answer = web.get_json(candidate)
+        except WebError as exc:
+            raise SignInFailed(f"authorization server metadata: {exc}") from None
+        if answer.status != 200 or answer.json is None:
+            continue
+        try:
+            found = flow.check_server_metadata(answer.json, issuer)
+        except flow.MetadataProblem as exc:
+            problem = str(exc)
+            continue
+        log.debug("found the metadata of the authorization server")
+        return found
+    raise SignInFailed(problem or "NoServerMetadata")
+
+
+def register(web: WebClient, server: ServerMetadata, redirect: str) -> ClientRegistration:
+    """Register the bridge as a public native client (RFC 7591).
+
+    Raises:
+        RegistrationUnavailable: the server has no https registration endpoint.
+        RegistrationFailed: the server refused; detail ``registration: HTTP status N[, error E]``.
+        SignInFailed: the request failed.
+    """
+    endpoint = server.registration_endpoint
+    if endpoint is None or not flow.https_endpoint(endpoint):
+        raise RegistrationUnavailable(redirect_uri=redirect)
+    try:
+        answer = web.post_json(endpoint, flow.registration_body(redirect, server))
+    except WebError as exc:
+        raise SignInFailed(f"registration: {exc}") from None
+    try:
+        registration = flow.parse_registration(answer.status, answer.json)
+    except flow.RegistrationProblem as exc:
+        raise RegistrationFailed(str(exc), redirect_uri=redirect) from None
+    log.info("the authorization server registered the bridge as a client")
+    return registration
+
+
+def _token_request(
+    web: WebClient,
+    server: ServerMetadata,
+    registration: ClientRegistration,
+    form: dict[str, str],
+    now: float,
+    what: str,
+) -> TokenResponse:
+    body, headers = flow.client_authentication(registration, form)
+    try:
+        answer = web.post_form(server.token_endpoint, body, headers)
+    except WebError as exc:
+        raise SignInFailed(f"{what}: {exc}") from None
+    return flow.parse_token_response(answer.status, answer.json, now)
+
+
+def exchange_code(
+    web: WebClient,
+    server: ServerMetadata,
+    registration: ClientRegistration,
+    *,
+    code: str,
+    verifier: str,
+    redirect: str,
+    resource: str,
+    now: float,
+) -> TokenResponse:
+    """Trade the code of the redirect for tokens.
+
+    Raises:
+        flow.TokenProblem: the server refused.
+        SignInFailed: the request failed.
+    """
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": redirect,
+        "code_verifier": verifier,
+        "resource": resource,
+    }
+    return _token_request(web, server, registration, form, now, "token request")
+
+
+def refresh(
+    web: WebClient,
+    server: ServerMetadata,
+    registration: ClientRegistration,
+    *,
+    refresh_token: str,
+    resource: str,
+    scopes: Sequence[str],
+    now: float,
+) -> TokenResponse:
+    """Get a new access token with the refresh token.
+
+    Raises:
+        flow.TokenProblem: the server refused.
+        SignInFailed: the request failed.
+    """
+    form = {"grant_type": "refresh_token", "refresh_token": refresh_token, "resource": resource}
+    if scopes:
+        form["scope"] = " ".join(scopes)
+    return _token_request(web, server, registration, form, now, "refresh")

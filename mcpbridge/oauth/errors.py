@@ -1,0 +1,175 @@
+"""The errors of the sign-in.
+
+Each class is one cause of the error table of the bridge
+(:data:`mcpbridge.bridge.errortable.ERRORS`). Some messages of that table have
+placeholders (``{seconds}``, ``{port}``, ``{redirect_uri}``, ``{name}``); a
+:class:`SignInError` carries their values and builds its error object with
+:meth:`SignInError.error_object`.
+
+``detail`` is a short text without a secret, a token, a code or a URL: an error
+code of the authorization server, an HTTP status, the name of a failed check.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ..mcp.errors import McpError
+
+__all__ = [
+    "AccessRefused",
+    "BrowserLaunchFailed",
+    "InvalidClientMetadataUrl",
+    "IssuerNotRegistered",
+    "ReauthorizationRequired",
+    "RedirectPortUnavailable",
+    "RegistrationFailed",
+    "RegistrationUnavailable",
+    "Sandbox",
+    "SignInDenied",
+    "SignInError",
+    "SignInFailed",
+    "SignInInvalidUrl",
+    "SignInStartReused",
+    "SignInTimeout",
+    "SignInAuthorizationError",
+    "StoreError",
+    "StoreOpenError",
+    "InvalidRecord",
+]
+
+
+class SignInError(McpError):
+    """A sign-in that failed; the root of the sign-in causes."""
+
+    cause: ClassVar[str] = "sign_in_failed"
+
+    def __init__(self, detail: str | None = None, **placeholders: object) -> None:
+        super().__init__(detail)
+        #: The values of the placeholders of the message of the cause.
+        self.placeholders = placeholders
+
+    def error_object(self) -> dict[str, Any]:
+        """The JSON-RPC error object of the bridge for this failure."""
+        from ..bridge import errortable
+
+        return errortable.error_object(self.cause, self.detail, **self.placeholders)
+
+
+class SignInFailed(SignInError):
+    """Any other failure: discovery, a token request, an end of the connection."""
+
+    cause = "sign_in_failed"
+
+
+class SignInTimeout(SignInError):
+    """The browser did not come back in time; needs ``seconds`` and ``name``."""
+
+    cause = "sign_in_timeout"
+
+
+class SignInDenied(SignInError):
+    """The authorization server answered ``access_denied``."""
+
+    cause = "sign_in_denied"
+
+
+class SignInAuthorizationError(SignInError):
+    """The authorization server answered another error; detail ``error <code>``."""
+
+    cause = "sign_in_error"
+
+
+class SignInInvalidUrl(SignInError):
+    """The authorization URL failed its checks; the bridge neither wrote nor opened it."""
+
+    cause = "sign_in_invalid_url"
+
+
+class SignInStartReused(SignInError):
+    """The one-time start URL got a second request before the redirect."""
+
+    cause = "sign_in_start_reused"
+
+
+class BrowserLaunchFailed(SignInError):
+    """The browser opener failed, and nothing else could carry the sign-in."""
+
+    cause = "browser_launch_failed"
+
+
+class RedirectPortUnavailable(SignInError):
+    """The receiver cannot listen on the redirect port; needs ``port``."""
+
+    cause = "redirect_port_unavailable"
+
+
+class RegistrationUnavailable(SignInError):
+    """The authorization server offers no registration the bridge can use; needs ``redirect_uri``."""
+
+    cause = "registration_unavailable"
+
+
+class RegistrationFailed(SignInError):
+    """The dynamic registration was refused; needs ``redirect_uri``."""
+
+    cause = "registration_failed"
+
+
+class IssuerNotRegistered(SignInError):
+    """``--client-id`` belongs to another authorization server."""
+
+    cause = "issuer_not_registered"
+
+
+class InvalidClientMetadataUrl(SignInError):
+    """``--client-metadata-url`` cannot be a client ID."""
+
+    cause = "invalid_client_metadata_url"
+
+
+class AccessRefused(SignInError):
+    """The upstream server still refused the request after the sign-in or the step-up."""
+
+    cause = "access_refused"
+
+
+class ReauthorizationRequired(SignInError):
+    """A sign-in after start-up without the consent of the client.
+
+    detail: ``declined``, ``no_consent`` or ``cooldown``.
+    """
+
+    cause = "reauthorization_required"
+
+
+class Sandbox(SignInError):
+    """``SANDBOX_RUNTIME=1``: the sandbox of VS Code blocks the browser and the port."""
+
+    cause = "sandbox"
+
+
+class StoreError(Exception):
+    """A token store failed. ``name`` is the kind of the failure, ``detail`` says more.
+
+    Names: ``KeychainUnavailable``, ``KeychainLocked``, ``KeychainFailed``,
+    ``FileStoreFailed``, ``NoTokenDirectory``, ``InvalidTokenKey``,
+    ``TokenKeyFileNotPrivate``, ``TokenKeyFileUnreadable``,
+    ``TokenKeyInTokenDirectory``, ``TokenKeyMissing``.
+    """
+
+    def __init__(self, name: str, detail: str) -> None:
+        super().__init__(f"{name}: {detail}")
+        self.name = name
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+class StoreOpenError(StoreError):
+    """A token store did not open: the executable exits with 2."""
+
+
+class InvalidRecord(Exception):
+    """A stored record that is not valid: tampered, moved, truncated, or of another key."""

@@ -1,0 +1,570 @@
+"""The loopback receiver of one sign-in: the redirect, the one-time start URL, the probe.
+
+Theory of operation
+-------------------
+
+A :class:`Receiver` listens on ``127.0.0.1:<port>`` only, without
+``SO_REUSEADDR`` (``SO_EXCLUSIVEADDRUSE`` on Windows), before the sign-in line
+is written or a browser opens. One accept thread hands each connection to a
+short connection thread; at most :data:`MAX_CONNECTIONS` run at one time, and a
+connection over that limit is closed at once. A request head has
+:data:`HEAD_LIMIT` bytes and :data:`HEAD_TIMEOUT` seconds.
+
+Paths:
+
+* ``GET /callback?state=...&code=...`` (or ``error=...``) with the expected
+  ``state`` (compared in constant time) ends the wait; the first such request
+  claims the sign-in, later ones get 400.
+* ``GET /start/<token>``: the one-time start URL of a browser. The first GET
+  gets ``303`` to the authorization URL. A second GET before the redirect
+  stops the sign-in (``start_reused``); after the redirect it gets a "late"
+  page and a warning. A wrong token gets 404 and the sign-in goes on.
+* ``GET /sign-in/<digest>``: the probe of another bridge process that found the
+  port busy. It answers while the sign-in of that record key runs, so that
+  process waits for it and reuses its stored tokens.
+
+Pages echo nothing of the request and carry ``no-store``, ``no-referrer``,
+``nosniff`` and ``default-src 'none'``. A connection ends after its answer: the
+receiver waits up to :data:`CLOSE_GRACE` for the peer to close first, then
+closes with a reset (``SO_LINGER`` 0), so no ``TIME_WAIT`` blocks the port for
+the next sign-in.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import hmac
+import logging
+import secrets
+import selectors
+import socket
+import struct
+import sys
+import threading
+import time
+from typing import Final
+from urllib.parse import parse_qsl
+
+from ..mcp.cancel import CancelToken
+from .flow import Redirect, b64url
+
+__all__ = [
+    "CLOSE_GRACE",
+    "HEAD_LIMIT",
+    "HEAD_TIMEOUT",
+    "MAX_CONNECTIONS",
+    "ListenFailed",
+    "PortBusy",
+    "Receiver",
+    "StartReused",
+    "WaitEnded",
+]
+
+log = logging.getLogger("mcpbridge.oauth")
+
+MAX_CONNECTIONS: Final = 16
+HEAD_LIMIT: Final = 16 * 1024
+HEAD_TIMEOUT: Final = 10.0
+CLOSE_GRACE: Final = 2.0
+#: The longest time a probe is held before it answers "pending".
+PROBE_HOLD: Final = 2.0
+#: The wait for the threads of the receiver at its stop.
+STOP_WAIT: Final = 5.0
+
+PROBE_PREFIX: Final = "mcpbridge sign-in "
+
+_SECURITY_HEADERS: Final = (
+    ("Cache-Control", "no-store"),
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Content-Security-Policy", "default-src 'none'"),
+)
+
+
+def _page(text: str) -> bytes:
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>mcp-bridge-vscode</title>'
+        f"</head><body><p>{text}</p></body></html>\n"
+    ).encode()
+
+
+SUCCESS_PAGE: Final = _page(
+    "The bridge received the answer of the authorization server. You can close this page."
+)
+REUSED_PAGE: Final = _page(
+    "The start URL of the sign-in received a second request, thus the bridge stopped the sign-in. "
+    "Another program on this host possibly opened the URL. Start the sign-in again: restart the "
+    "server in VS Code. When this occurs again on a host that other users share, use the option "
+    "--no-browser."
+)
+LATE_PAGE: Final = _page(
+    "The start URL of this sign-in was already used, and the sign-in is complete. You can close this page."
+)
+
+
+class PortBusy(Exception):
+    """Another program listens on the redirect port."""
+
+
+class ListenFailed(Exception):
+    """The receiver cannot listen on the redirect port for another reason."""
+
+
+class StartReused(Exception):
+    """The start URL got a second request before the redirect."""
+
+
+class WaitEnded(Exception):
+    """The wait ended without a redirect; ``reason`` is ``timeout``, ``canceled`` or ``stopped``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Outcome(enum.Enum):
+    DONE = "done"
+    FAILED = "failed"
+
+
+class Receiver:
+    """The receiver of one sign-in; see the module docstring.
+
+    :param port: the redirect port.
+    :param state: the ``state`` of the authorization URL.
+    :param authorization_url: the target of the start URL; it can also come later
+        (:meth:`set_authorization_url`), before the browser gets the start URL.
+    :param start: make a one-time start URL (only for a browser that the bridge opens).
+    :param probe: the hex digest of the record key, for the probe of another process.
+    """
+
+    def __init__(
+        self,
+        port: int,
+        *,
+        state: str,
+        authorization_url: str | None = None,
+        start: bool,
+        probe: str | None = None,
+        head_timeout: float = HEAD_TIMEOUT,
+    ) -> None:
+        self.port = port
+        self._state = state
+        self._authorization_url = authorization_url
+        self._start_token = b64url(secrets.token_bytes(32)) if start else None
+        self._probe = probe
+        self._head_timeout = head_timeout
+        self._cond = threading.Condition()
+        # Guarded by _cond:
+        self._redirect: Redirect | None = None
+        self._start_reused = False
+        self._start_uses = 0
+        self._ended = False
+        self._outcome: _Outcome | None = None
+        self._stopping = False
+        self._connections: dict[socket.socket, threading.Thread] = {}
+        self._late_warned = False
+        self._listener: socket.socket | None = None
+        self._wake_r: socket.socket | None = None
+        self._wake_w: socket.socket | None = None
+        self._accepter: threading.Thread | None = None
+
+    # --------------------------------------------------------------- public
+
+    def set_authorization_url(self, url: str) -> None:
+        """The target of the start URL (checked by the caller)."""
+        with self._cond:
+            self._authorization_url = url
+
+    @property
+    def start_url(self) -> str | None:
+        """``http://127.0.0.1:<port>/start/<43-character token>``, or ``None``."""
+        if self._start_token is None:
+            return None
+        return f"http://127.0.0.1:{self.port}/start/{self._start_token}"
+
+    def listen(self) -> None:
+        """Listen on the port exclusively and start the accept thread.
+
+        Raises:
+            PortBusy: the port is in use.
+            ListenFailed: any other failure of the listen.
+        """
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            exclusive = getattr(socket, "SO_EXCLUSIVEADDRUSE", None)
+            if exclusive is not None:
+                listener.setsockopt(socket.SOL_SOCKET, exclusive, 1)
+            listener.bind(("127.0.0.1", self.port))
+            listener.listen(MAX_CONNECTIONS)
+        except OSError as exc:
+            listener.close()
+            if exc.errno in _IN_USE:
+                raise PortBusy() from None
+            raise ListenFailed(exc.strerror or type(exc).__name__) from None
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._listener = listener
+        self._accepter = threading.Thread(
+            target=self._accept_loop, name="mcpbridge-oauth-receiver", daemon=True
+        )
+        self._accepter.start()
+
+    def wait(self, deadline: float, cancel: CancelToken | None = None) -> Redirect:
+        """Wait for the redirect until ``deadline`` (``time.monotonic``).
+
+        Raises:
+            StartReused: the start URL got a second request first.
+            WaitEnded: the deadline passed (``timeout``), ``cancel`` fired
+                (``canceled``) or the receiver stopped (``stopped``).
+        """
+        remove = cancel.add_callback(self._wake_waiters) if cancel is not None else None
+        try:
+            with self._cond:
+                while True:
+                    if self._redirect is not None:
+                        return self._redirect
+                    if self._start_reused:
+                        self._ended = True
+                        raise StartReused()
+                    reason = None
+                    if cancel is not None and cancel.cancelled:
+                        reason = "canceled"
+                    elif self._stopping:
+                        reason = "stopped"
+                    elif time.monotonic() >= deadline:
+                        reason = "timeout"
+                    if reason is not None:
+                        self._ended = True
+                        raise WaitEnded(reason)
+                    self._cond.wait(max(0.0, deadline - time.monotonic()))
+        finally:
+            if remove is not None:
+                remove()
+
+    def finish(self, success: bool) -> None:
+        """Record how the sign-in ended, for the probes of other processes."""
+        with self._cond:
+            self._ended = True
+            self._outcome = _Outcome.DONE if success else _Outcome.FAILED
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        """Close the listener and every connection; wait a bounded time for the threads."""
+        with self._cond:
+            if self._stopping:
+                return
+            self._stopping = True
+            self._ended = True
+            if self._outcome is None:
+                self._outcome = _Outcome.FAILED
+            self._cond.notify_all()
+        if self._wake_w is not None:
+            try:
+                self._wake_w.send(b"x")
+            except OSError:
+                pass
+        deadline = time.monotonic() + STOP_WAIT
+        if self._accepter is not None:
+            self._accepter.join(STOP_WAIT)
+        with self._cond:
+            connections = dict(self._connections)
+        for sock in connections:
+            _abort(sock)
+            try:
+                # Wakes a thread that waits for a request head (a browser's idle preconnection)
+                # without sending a FIN; its close then sends a reset.
+                sock.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass
+        for thread in connections.values():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        for sock_or_none in (self._listener, self._wake_r, self._wake_w):
+            if sock_or_none is not None:
+                sock_or_none.close()
+
+    # --------------------------------------------------------------- accept
+
+    def _wake_waiters(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def _accept_loop(self) -> None:
+        assert self._listener is not None and self._wake_r is not None
+        selector = selectors.DefaultSelector()
+        selector.register(self._listener, selectors.EVENT_READ)
+        selector.register(self._wake_r, selectors.EVENT_READ)
+        try:
+            while True:
+                events = selector.select(timeout=STOP_WAIT)
+                with self._cond:
+                    if self._stopping:
+                        return
+                if not any(key.fileobj is self._listener for key, _ in events):
+                    continue
+                try:
+                    sock, _address = self._listener.accept()
+                except OSError:
+                    continue
+                self._admit(sock)
+        finally:
+            selector.close()
+
+    def _admit(self, sock: socket.socket) -> None:
+        with self._cond:
+            if self._stopping or len(self._connections) >= MAX_CONNECTIONS:
+                refused = True
+            else:
+                refused = False
+                thread = threading.Thread(
+                    target=self._serve, args=(sock,), name="mcpbridge-oauth-connection", daemon=True
+                )
+                self._connections[sock] = thread
+        if refused:
+            _abort(sock)
+            sock.close()
+            return
+        thread.start()
+
+    # ----------------------------------------------------------- connection
+
+    def _serve(self, sock: socket.socket) -> None:
+        try:
+            try:
+                head = self._read_head(sock)
+            except _HeadTooLarge:
+                self._send(sock, 431, b"request header fields too large\n", "text/plain")
+                self._close_gracefully(sock)
+                return
+            if head is None:
+                return
+            self._route(sock, head)
+            self._close_gracefully(sock)
+        except OSError:
+            pass
+        finally:
+            _abort(sock)
+            sock.close()
+            with self._cond:
+                self._connections.pop(sock, None)
+
+    def _read_head(self, sock: socket.socket) -> bytes | None:
+        deadline = time.monotonic() + self._head_timeout
+        data = b""
+        while b"\r\n\r\n" not in data and b"\n\n" not in data:
+            if len(data) > HEAD_LIMIT:
+                raise _HeadTooLarge()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            sock.settimeout(remaining)
+            try:
+                chunk = sock.recv(4096)
+            except TimeoutError:
+                return None
+            if not chunk:
+                return None
+            data += chunk
+        head = data.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
+        if len(head) > HEAD_LIMIT:
+            raise _HeadTooLarge()
+        return head
+
+    def _route(self, sock: socket.socket, head: bytes) -> None:
+        line = head.split(b"\n", 1)[0].rstrip(b"\r")
+        parts = line.split(b" ")
+        if len(parts) != 3 or parts[2] not in (b"HTTP/1.0", b"HTTP/1.1"):
+            self._send(sock, 400, b"bad request\n", "text/plain")
+            return
+        try:
+            method, target = parts[0].decode("ascii"), parts[1].decode("ascii")
+        except UnicodeDecodeError:
+            self._send(sock, 400, b"bad request\n", "text/plain")
+            return
+        path, _, query = target.partition("?")
+        if path == "/callback":
+            self._callback(sock, method, query)
+        elif path.startswith("/start/") and self._start_token is not None:
+            self._start(sock, method, path[len("/start/") :])
+        elif path.startswith("/sign-in/") and self._probe is not None and method == "GET":
+            self._answer_probe(sock, path[len("/sign-in/") :])
+        else:
+            self._send(sock, 404, b"not found\n", "text/plain")
+
+    def _callback(self, sock: socket.socket, method: str, query: str) -> None:
+        params: dict[str, list[str]] = {}
+        for name, value in parse_qsl(query, keep_blank_values=True):
+            params.setdefault(name, []).append(value)
+
+        def one(name: str) -> str | None:
+            values = params.get(name, [])
+            return values[0] if len(values) == 1 else None
+
+        state = one("state")
+        code, error = one("code"), one("error")
+        duplicated = any(len(params.get(n, [])) > 1 for n in ("state", "code", "error", "iss"))
+        valid = (
+            method == "GET"
+            and not duplicated
+            and state is not None
+            and hmac.compare_digest(state.encode(), self._state.encode())
+            and (bool(code) or bool(error))
+        )
+        with self._cond:
+            claimed = valid and self._redirect is None and not self._start_reused and not self._ended
+            if claimed:
+                self._redirect = Redirect(code=code or None, error=error or None, iss=one("iss"))
+                self._cond.notify_all()
+        if claimed:
+            self._send(sock, 200, SUCCESS_PAGE, "text/html; charset=utf-8")
+        else:
+            self._send(sock, 400, b"bad request\n", "text/plain")
+
+    def _start(self, sock: socket.socket, method: str, token: str) -> None:
+        assert self._start_token is not None
+        if not hmac.compare_digest(token.encode(), self._start_token.encode()):
+            self._send(sock, 404, b"not found\n", "text/plain")
+            return
+        if method != "GET":
+            self._send(sock, 400, b"bad request\n", "text/plain")
+            return
+        with self._cond:
+            target = self._authorization_url
+            if target is None or (self._ended and not self._start_reused and self._redirect is None):
+                action = "gone"
+            elif self._start_uses == 0:
+                action = "gone" if self._redirect is not None else "redirect"
+            elif self._redirect is not None:
+                action = "late"
+            else:
+                action = "reused"
+                self._start_reused = True
+                self._cond.notify_all()
+            if action != "gone" or self._redirect is not None:
+                self._start_uses += 1
+            warn = action == "late" and not self._late_warned
+            if warn:
+                self._late_warned = True
+        if action == "redirect":
+            assert target is not None
+            self._send(sock, 303, b"", None, location=target)
+        elif action == "gone":
+            self._send(sock, 404, b"not found\n", "text/plain")
+        elif action == "late":
+            if warn:
+                log.warning(
+                    "the start URL of the sign-in received a second request after the redirect. Another "
+                    "program possibly signed in with a different account. To be sure, run logout and sign "
+                    "in again"
+                )
+            self._send(sock, 410, LATE_PAGE, "text/html; charset=utf-8")
+        else:
+            self._send(sock, 410, REUSED_PAGE, "text/html; charset=utf-8")
+
+    def _answer_probe(self, sock: socket.socket, digest: str) -> None:
+        assert self._probe is not None
+        if not hmac.compare_digest(digest.encode(), self._probe.encode()):
+            self._send(sock, 404, b"not found\n", "text/plain")
+            return
+        deadline = time.monotonic() + PROBE_HOLD
+        with self._cond:
+            while self._outcome is None and not self._stopping:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+            outcome = self._outcome
+        word = "pending" if outcome is None else outcome.value
+        self._send(sock, 200, f"{PROBE_PREFIX}{word}\n".encode(), "text/plain")
+
+    def _send(
+        self,
+        sock: socket.socket,
+        status: int,
+        body: bytes,
+        content_type: str | None,
+        *,
+        location: str | None = None,
+    ) -> None:
+        reasons = {200: "OK", 303: "See Other", 400: "Bad Request", 404: "Not Found", 410: "Gone"}
+        lines = [f"HTTP/1.1 {status} {reasons.get(status, 'Request Header Fields Too Large')}"]
+        if content_type is not None:
+            lines.append(f"Content-Type: {content_type}")
+        if location is not None:
+            lines.append(f"Location: {location}")
+        lines += [f"{name}: {value}" for name, value in _SECURITY_HEADERS]
+        lines += [f"Content-Length: {len(body)}", "Connection: close"]
+        data = ("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + body
+        sock.settimeout(CLOSE_GRACE)
+        sock.sendall(data)
+
+    def _close_gracefully(self, sock: socket.socket) -> None:
+        """Let the peer close first (it keeps the TIME_WAIT), for at most the close grace."""
+        deadline = time.monotonic() + CLOSE_GRACE
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            sock.settimeout(remaining)
+            try:
+                if not sock.recv(4096):
+                    return
+            except (TimeoutError, OSError):
+                return
+
+
+class _HeadTooLarge(Exception):
+    pass
+
+
+#: The errors of a bind to a busy port (Windows answers WSAEACCES to an exclusive port).
+_IN_USE: Final = frozenset({errno.EADDRINUSE} | ({10048, 10013} if sys.platform == "win32" else set()))
+
+
+def _abort(sock: socket.socket) -> None:
+    """Make the next close a reset: the port never waits in TIME_WAIT."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+
+
+def probe_answer(body: bytes) -> str | None:
+    """The word of a probe answer (``pending``, ``done``, ``failed``), or ``None``."""
+    text = body.decode("ascii", "replace").strip()
+    if not text.startswith(PROBE_PREFIX):
+        return None
+    word = text[len(PROBE_PREFIX) :]
+    return word if word in ("pending", "done", "failed") else None
+
+
+def probe(port: int, digest: str, *, timeout: float = PROBE_HOLD + 1.0) -> str | None:
+    """Ask the receiver on ``port`` about the sign-in of ``digest``.
+
+    Returns ``pending``, ``done`` or ``failed``; ``None`` when the port has no
+    receiver of that sign-in (another program, another sign-in, or nobody).
+    """
+    request = f"GET /sign-in/{digest} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            sock.sendall(request.encode("ascii"))
+            data = b""
+            while b"\r\n\r\n" not in data and len(data) < 4096:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            if not head.startswith(b"HTTP/1.1 200 "):
+                return None
+            # The receiver waits for the peer to close first: read the body by its length.
+            while len(body) < len(PROBE_PREFIX) + len("pending\n") and b"\n" not in body:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                body += chunk
+    except OSError:
+        return None
+    return probe_answer(body)

@@ -1,0 +1,494 @@
+"""One interactive sign-in: the checks, the receiver, the sign-in line, the gate and the wait.
+
+Theory of operation
+-------------------
+
+:meth:`SignIn.attempt` returns an :class:`Attempt`, a context manager that
+owns the receiver of one sign-in:
+
+1. A sign-in in the sandbox of VS Code (``SANDBOX_RUNTIME=1``) fails at once.
+2. The authorization URL is checked (:func:`.flow.authorization_url_problem`)
+   before anything writes, elicits or opens it.
+3. The **gate** decides how the URL reaches the user. Before
+   ``notifications/initialized`` the bridge opens a browser itself (unless
+   ``--no-browser``), and the browser gets only the one-time start URL. After
+   it the bridge never opens a browser: it asks the client with a URL
+   elicitation, when the client declared them, and not during the cooldown
+   that follows a declined or failed consented sign-in.
+4. The receiver listens on the redirect port before anything is written.
+5. :meth:`Attempt.wait` writes the one sign-in line, opens the browser or asks
+   the client, and waits for the redirect until the sign-in time limit.
+
+Leaving the ``with`` block stops the receiver. Only one attempt runs at a
+time: the caller (:class:`~.authorizer.OAuthAuthorizer`) holds its sign-in lock.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Final, Protocol
+
+from ..mcp.cancel import CancelToken
+from ..mcp.errors import Cancelled
+from . import flow
+from .errors import (
+    ReauthorizationRequired,
+    RedirectPortUnavailable,
+    Sandbox,
+    SignInFailed,
+    SignInInvalidUrl,
+    SignInStartReused,
+    SignInTimeout,
+)
+from .flow import Redirect
+from .receiver import ListenFailed, Receiver, StartReused, WaitEnded
+
+if TYPE_CHECKING:
+    from ..bridge.frontend import Frontend
+
+__all__ = [
+    "Attempt",
+    "Consent",
+    "ConsentEnded",
+    "FrontendConsent",
+    "Gate",
+    "Opener",
+    "SignIn",
+    "SignInSettings",
+    "write_sign_in_line",
+]
+
+log = logging.getLogger("mcpbridge.oauth")
+
+#: The cooldown after a declined or failed sign-in that the user was asked for.
+COOLDOWN_SECONDS: Final = 60.0
+#: The opener waits this long for the exit status of the browser program.
+OPENER_WAIT: Final = 3.0
+CONSENT_MESSAGE: Final = (
+    "The upstream server needs a new sign-in. Open the page of its authorization server to sign in."
+)
+
+
+def write_sign_in_line(url: str) -> None:
+    """Write ``mcp-bridge-vscode: sign in at <url>`` to stderr with one write."""
+    line = f"{flow.PROGRAM}: sign in at {url}\n".encode("ascii")
+    try:
+        sys.stderr.buffer.write(line)
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# The opener
+# ---------------------------------------------------------------------------------------------
+
+
+class Opener:
+    """Open a URL in the browser of the user.
+
+    It starts ``$BROWSER`` (when set and not empty), else ``open`` on macOS or
+    ``xdg-open``, with the URL as the only argument, without a shell, with
+    stdin and stdout on the null device, and without the secret variables in
+    its environment. A program that exits with a status other than 0 within
+    :data:`OPENER_WAIT` seconds failed; one that still runs succeeded.
+
+    :param env: the environment of the bridge.
+    :param secret_names: the variables that the program must not get.
+    """
+
+    def __init__(
+        self, env: Mapping[str, str], secret_names: Collection[str], *, wait: float = OPENER_WAIT
+    ) -> None:
+        self._env = {k: v for k, v in env.items() if k not in secret_names}
+        self._wait = wait
+
+    def open(self, url: str) -> bool:
+        """Open ``url``; tell whether that worked."""
+        if sys.platform == "win32":  # pragma: no cover - POSIX is the tested platform
+            startfile = getattr(os, "startfile", None)
+            try:
+                if startfile is None:
+                    return False
+                startfile(url)
+                return True
+            except OSError:
+                return False
+        program = self._env.get("BROWSER", "").strip()
+        if not program:
+            program = "open" if sys.platform == "darwin" else "xdg-open"
+        try:
+            child = subprocess.Popen(
+                [program, url],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                env=self._env,
+                close_fds=True,
+                start_new_session=True,
+            )
+        except OSError:
+            return False
+        try:
+            status = child.wait(self._wait)
+        except subprocess.TimeoutExpired:
+            # A browser that keeps running (the program is the browser itself). It is
+            # reaped by a later call; it is never stopped.
+            with _RUNNING_LOCK:
+                _RUNNING.append(child)
+            return True
+        finally:
+            _reap()
+        return status == 0
+
+
+#: Browser programs that still ran after the wait of the opener.
+_RUNNING: list[subprocess.Popen[bytes]] = []
+_RUNNING_LOCK = threading.Lock()
+
+
+def _reap() -> None:
+    with _RUNNING_LOCK:
+        _RUNNING[:] = [child for child in _RUNNING if child.poll() is None]
+
+
+# ---------------------------------------------------------------------------------------------
+# The consent of the client and the gate
+# ---------------------------------------------------------------------------------------------
+
+
+class ConsentEnded(Exception):
+    """The question to the client ended without an answer: ``canceled``, ``timeout`` or ``closed``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Consent(Protocol):
+    """How a sign-in after start-up asks the client (a URL elicitation)."""
+
+    def url_elicitation(self) -> bool:
+        """Whether the client declared URL elicitations."""
+        ...
+
+    def new_elicitation_id(self) -> str: ...
+
+    def ask(
+        self, url: str, message: str, elicitation_id: str, *, timeout: float, cancel: CancelToken
+    ) -> bool:
+        """Ask the client to open ``url``; True when it accepted.
+
+        Raises:
+            ConsentEnded: canceled, no answer in time, or the connection closed.
+        """
+        ...
+
+    def complete(self, elicitation_id: str) -> None:
+        """Tell the client that the elicitation is over."""
+        ...
+
+
+class FrontendConsent:
+    """:class:`Consent` through the front end: ``elicitation/create`` in URL mode."""
+
+    def __init__(self, frontend: Frontend) -> None:
+        self._frontend = frontend
+
+    def url_elicitation(self) -> bool:
+        from ..bridge.input import ClientKinds
+
+        return ClientKinds.from_capabilities(self._frontend.client_capabilities).url
+
+    def new_elicitation_id(self) -> str:
+        return self._frontend.next_elicitation_id()
+
+    def ask(
+        self, url: str, message: str, elicitation_id: str, *, timeout: float, cancel: CancelToken
+    ) -> bool:
+        from ..bridge.pending import WaitEnded as PendingEnded
+
+        try:
+            return self._frontend.ask_url_consent(
+                url, message, elicitation_id, timeout=timeout, cancel=cancel
+            )
+        except PendingEnded as ended:
+            raise ConsentEnded(ended.reason) from None
+
+    def complete(self, elicitation_id: str) -> None:
+        from ..bridge.input import ELICITATION_COMPLETE
+
+        self._frontend.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
+
+
+class Gate:
+    """Before ``notifications/initialized`` the bridge may open a browser; after it only the client may.
+
+    :param clock: ``time.monotonic`` (tests give another clock).
+    """
+
+    def __init__(
+        self, consent: Consent | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.consent = consent
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._initialized = False
+        self._cooldown_until: float | None = None
+
+    def client_initialized(self) -> None:
+        """The hook of ``notifications/initialized``: from now on, only with consent."""
+        with self._lock:
+            first = not self._initialized
+            self._initialized = True
+        if first and (self.consent is None or not self.consent.url_elicitation()):
+            log.info(
+                "the client did not declare URL elicitation: a later sign-in fails, and a restart of the "
+                "server signs in again"
+            )
+
+    @property
+    def initialized(self) -> bool:
+        with self._lock:
+            return self._initialized
+
+    def in_cooldown(self) -> bool:
+        with self._lock:
+            return self._cooldown_until is not None and self._clock() < self._cooldown_until
+
+    def start_cooldown(self) -> None:
+        with self._lock:
+            self._cooldown_until = self._clock() + COOLDOWN_SECONDS
+
+    def clear_cooldown(self) -> None:
+        with self._lock:
+            self._cooldown_until = None
+
+
+# ---------------------------------------------------------------------------------------------
+# The sign-in
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SignInSettings:
+    """The options of the sign-in."""
+
+    port: int
+    #: ``--sign-in-timeout`` in seconds.
+    timeout: float
+    no_browser: bool = False
+    #: ``SANDBOX_RUNTIME=1``.
+    sandbox: bool = False
+
+    @property
+    def redirect_uri(self) -> str:
+        return flow.redirect_uri(self.port)
+
+
+class _Delivery(enum.Enum):
+    BROWSER = "browser"
+    ELICITATION = "elicitation"
+
+
+class SignIn:
+    """Makes the attempts of the sign-in; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: SignInSettings,
+        gate: Gate,
+        opener: Opener,
+        *,
+        write_line: Callable[[str], None] = write_sign_in_line,
+    ) -> None:
+        self.settings = settings
+        self.gate = gate
+        self.opener = opener
+        self.write_line = write_line
+
+    def attempt(
+        self,
+        *,
+        state: str,
+        probe: str | None,
+        cancel: CancelToken | None,
+        deadline: float | None,
+    ) -> Attempt:
+        """Pass the gate and listen on the redirect port.
+
+        The port is taken before the client of the sign-in is chosen, so that a
+        second process that finds it busy waits for this sign-in and registers
+        no client of its own.
+
+        :param deadline: the end of the request that needs the sign-in (``time.monotonic``).
+
+        Raises:
+            PortBusy: another program listens on the redirect port.
+            SignInError: ``sandbox``, ``reauthorization_required`` (``cooldown`` or
+                ``no_consent``) or ``redirect_port_unavailable``.
+        """
+        settings = self.settings
+        if settings.sandbox:
+            log.warning("the sign-in cannot start: the bridge runs in the sandbox of VS Code")
+            raise Sandbox()
+        if not self.gate.initialized:
+            delivery = _Delivery.BROWSER
+        else:
+            consent = self.gate.consent
+            if self.gate.in_cooldown():
+                log.info("the sign-in did not start: a sign-in was declined or failed less than 60 s ago")
+                raise ReauthorizationRequired("cooldown")
+            if consent is None or not consent.url_elicitation():
+                log.info("the sign-in did not start: the client did not declare URL elicitation")
+                raise ReauthorizationRequired("no_consent")
+            delivery = _Delivery.ELICITATION
+        receiver = Receiver(
+            settings.port,
+            state=state,
+            start=delivery is _Delivery.BROWSER and not settings.no_browser,
+            probe=probe,
+        )
+        try:
+            receiver.listen()
+        except ListenFailed as exc:
+            log.warning("the bridge cannot listen on the redirect port %d: %s", settings.port, exc)
+            raise RedirectPortUnavailable("listen_failed", port=settings.port) from None
+        return Attempt(self, receiver, delivery, cancel, deadline)
+
+
+class Attempt:
+    """One sign-in that listens on the redirect port; leave its ``with`` block to stop it."""
+
+    def __init__(
+        self,
+        sign_in: SignIn,
+        receiver: Receiver,
+        delivery: _Delivery,
+        cancel: CancelToken | None,
+        deadline: float | None,
+    ) -> None:
+        self._sign_in = sign_in
+        self.receiver = receiver
+        self._delivery = delivery
+        self._cancel = cancel
+        self._request_deadline = deadline
+        self._asked = False
+        self._succeeded = False
+
+    def __enter__(self) -> Attempt:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        gate = self._sign_in.gate
+        if self._succeeded:
+            gate.clear_cooldown()
+        elif (
+            self._asked
+            and not isinstance(exc, Cancelled)
+            and not (isinstance(exc, SignInFailed) and exc.detail == "closed")
+        ):
+            gate.start_cooldown()
+        self.receiver.finish(self._succeeded)
+        self.receiver.stop()
+
+    def succeeded(self) -> None:
+        """The tokens are stored: a waiting process may read them now."""
+        self._succeeded = True
+        self.receiver.finish(True)
+
+    def wait(self, authorization_url: str) -> Redirect:
+        """Check the URL, write the sign-in line, deliver the URL and wait for the redirect.
+
+        The URL is checked before anything writes, elicits or opens it; it must
+        have a ``state`` and the redirect URI of the receiver.
+
+        Raises:
+            SignInError: ``sign_in_invalid_url``, ``sign_in_timeout``, ``sign_in_start_reused``,
+                ``reauthorization_required`` (``declined``), ``sign_in_failed`` (``closed``).
+            Cancelled: the request was canceled.
+        """
+        settings = self._sign_in.settings
+        problem = flow.authorization_url_problem(
+            authorization_url, expected_redirect_uri=settings.redirect_uri
+        )
+        if problem is not None:
+            log.warning("the authorization URL is not valid (%s), thus the bridge does not open it", problem)
+            raise SignInInvalidUrl(problem)
+        self.receiver.set_authorization_url(authorization_url)
+        self._sign_in.write_line(authorization_url)
+        started = time.monotonic()
+        deadline = started + settings.timeout
+        if self._request_deadline is not None:
+            deadline = min(deadline, self._request_deadline)
+        seconds = max(1, math.ceil(deadline - started - 1e-6))
+        opened = True
+        if self._delivery is _Delivery.BROWSER:
+            if not settings.no_browser:
+                start_url = self.receiver.start_url
+                assert start_url is not None
+                opened = self._sign_in.opener.open(start_url)
+                if not opened:
+                    log.warning("the browser did not open: open the URL of the sign-in line in a browser")
+            return self._wait_redirect(deadline, seconds, opened)
+        consent = self._sign_in.gate.consent
+        assert consent is not None
+        elicitation_id = consent.new_elicitation_id()
+        cancel = self._cancel if self._cancel is not None else CancelToken()
+        self._asked = True
+        try:
+            accepted = consent.ask(
+                authorization_url,
+                CONSENT_MESSAGE,
+                elicitation_id,
+                timeout=max(0.0, deadline - time.monotonic()),
+                cancel=cancel,
+            )
+        except ConsentEnded as ended:
+            if ended.reason == "canceled":
+                log.info("the sign-in stopped: the client canceled the request")
+                raise Cancelled(cancel.reason or None) from None
+            if ended.reason == "closed":
+                log.info("the sign-in stopped: the connection closed")
+                raise SignInFailed("closed") from None
+            accepted = False
+        if not accepted:
+            log.info("the client did not open the URL of the sign-in")
+            raise ReauthorizationRequired("declined")
+        try:
+            return self._wait_redirect(deadline, seconds, True)
+        finally:
+            consent.complete(elicitation_id)
+
+    def _wait_redirect(self, deadline: float, seconds: int, opened: bool) -> Redirect:
+        try:
+            return self.receiver.wait(deadline, self._cancel)
+        except StartReused:
+            log.warning(
+                "the start URL of the sign-in received a second request, thus the bridge stopped the sign-in"
+            )
+            raise SignInStartReused() from None
+        except WaitEnded as ended:
+            if ended.reason == "canceled":
+                reason = self._cancel.reason if self._cancel is not None else ""
+                log.info("the sign-in stopped: %s", reason or "the request was canceled")
+                raise Cancelled(reason or None) from None
+            if ended.reason == "stopped":
+                log.info("the sign-in stopped: the connection closed")
+                raise SignInFailed("closed") from None
+            text = f"The sign-in did not complete in {seconds} s."
+            if not opened:
+                text += " The browser did not open. Open the URL of the sign-in line in a browser."
+            log.warning("%s", text)
+            raise SignInTimeout(seconds=seconds, name=flow.PROGRAM) from None

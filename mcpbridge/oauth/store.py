@@ -1,0 +1,773 @@
+"""The token stores: the keychain of the host, encrypted files, memory; and their index.
+
+A :class:`TokenStore` keeps opaque bytes under a :class:`~.flow.RecordKey`.
+:class:`IndexedStore` keeps the records of the sign-ins (JSON, see
+:func:`.flow.record_to_json`) and an index of them in the same store, so
+``logout`` finds them without the network.
+
+``--token-store auto`` (:func:`open_store`) takes the keychain of the host; if
+the keychain is unavailable or locked, the encrypted files when a key is set
+(``MCP_BRIDGE_TOKEN_KEY`` or ``--token-key-file``); else the memory. A
+keychain that stops to answer later hands over to the next store once, for the
+rest of the process.
+
+The file store (:class:`EncryptedFileStore`):
+
+* the directory ``<state dir>/mcpbridge/vscode/tokens`` has mode 0700 and each
+  file mode 0600; a file is written to a temporary name and renamed;
+* keys: HKDF-SHA256 of the 32-byte token key gives an encryption key and a
+  file name key;
+* a file name is the hex of HMAC-SHA256(name key, digest of the record key)
+  plus ``.token``, so the names tell nothing of the sign-ins;
+* a file is ``MCPT``, version 1, a 12-byte nonce and the AES-256-GCM
+  ciphertext with its tag; the additional data binds the ciphertext to the file
+  name, so a moved, truncated or changed file does not decrypt.
+
+``keyring`` and ``cryptography`` are imported when a store needs them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import stat
+import sys
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from . import flow
+from .errors import InvalidRecord, StoreError, StoreOpenError
+from .flow import IndexEntry, Record, RecordKey
+
+__all__ = [
+    "EncryptedFileStore",
+    "FallbackStore",
+    "IndexedStore",
+    "KeyringStore",
+    "MemoryStore",
+    "OpenedStore",
+    "TokenStore",
+    "UnavailableStore",
+    "open_store",
+    "read_key_file",
+    "token_directory",
+]
+
+log = logging.getLogger("mcpbridge.oauth")
+
+#: The largest stored record.
+MAX_RECORD_BYTES: Final = 1024 * 1024
+#: The time limit of one answer of the keychain (a Secret Service can hang).
+KEYCHAIN_TIMEOUT: Final = 25.0
+
+_MAGIC: Final = b"MCPT\x01"
+_NONCE_BYTES: Final = 12
+_TAG_BYTES: Final = 16
+_HKDF_SALT: Final = b"mcpbridge EncryptedFileStore"
+_MAX_KEY_FILE_BYTES: Final = 256
+
+T = TypeVar("T")
+
+
+class TokenStore(ABC):
+    """Bytes under record keys. Thread-safe."""
+
+    #: ``keychain``, ``file`` or ``memory``.
+    kind: str = ""
+
+    @abstractmethod
+    def get(self, key: RecordKey) -> bytes | None:
+        """The bytes of ``key``, or ``None``.
+
+        Raises:
+            InvalidRecord: the stored bytes are damaged (the caller deletes them).
+            StoreError: the store failed.
+        """
+
+    @abstractmethod
+    def put(self, key: RecordKey, data: bytes) -> None:
+        """Keep ``data`` under ``key``, replacing what was there.
+
+        Raises:
+            StoreError: the store failed.
+        """
+
+    @abstractmethod
+    def delete(self, key: RecordKey) -> bool:
+        """Delete ``key``; tell whether it existed.
+
+        Raises:
+            StoreError: the store failed.
+        """
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where the tokens are, for the log line at the start."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory and the null store
+# ---------------------------------------------------------------------------------------------
+
+
+class MemoryStore(TokenStore):
+    """Keeps the records until the end of the process."""
+
+    kind = "memory"
+
+    def __init__(self, description: str = "the tokens stay in memory") -> None:
+        self._items: dict[RecordKey, bytes] = {}
+        self._lock = threading.Lock()
+        self._description = description
+
+    def get(self, key: RecordKey) -> bytes | None:
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: RecordKey, data: bytes) -> None:
+        with self._lock:
+            self._items[key] = bytes(data)
+
+    def delete(self, key: RecordKey) -> bool:
+        with self._lock:
+            return self._items.pop(key, None) is not None
+
+    def describe(self) -> str:
+        return self._description
+
+
+class UnavailableStore(TokenStore):
+    """A store that keeps nothing: every ``get`` is empty, and ``put`` and ``delete`` fail."""
+
+    kind = "unavailable"
+
+    def __init__(self, reason: StoreError) -> None:
+        self.reason = reason
+
+    def get(self, key: RecordKey) -> bytes | None:
+        return None
+
+    def put(self, key: RecordKey, data: bytes) -> None:
+        raise self.reason
+
+    def delete(self, key: RecordKey) -> bool:
+        raise self.reason
+
+    def describe(self) -> str:
+        return f"the tokens are not stored: {self.reason.detail}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The keychain
+# ---------------------------------------------------------------------------------------------
+
+
+def _bounded(call: Callable[[], T], timeout: float) -> T:
+    """Run ``call`` on a helper thread and wait at most ``timeout`` for it."""
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run, name="mcpbridge-keychain", daemon=True)
+    worker.start()
+    if not done.wait(timeout):
+        raise StoreError("KeychainUnavailable", f"the keychain did not answer in {int(timeout)} s")
+    worker.join()
+    ok, value = outcome[0]
+    if ok:
+        return value  # type: ignore[no-any-return]
+    raise value
+
+
+def _keychain_error(exc: BaseException) -> StoreError:
+    if isinstance(exc, StoreError):
+        return exc
+    from keyring import errors as keyring_errors
+
+    name = type(exc).__name__
+    if isinstance(exc, keyring_errors.KeyringLocked):
+        return StoreError("KeychainLocked", "the keychain is locked")
+    if isinstance(exc, (keyring_errors.NoKeyringError, keyring_errors.InitError)):
+        return StoreError("KeychainUnavailable", f"the keychain is not available ({name})")
+    if isinstance(exc, keyring_errors.KeyringError):
+        return StoreError("KeychainFailed", f"the keychain failed ({name})")
+    return StoreError("KeychainUnavailable", f"the keychain is not available ({name})")
+
+
+class KeyringStore(TokenStore):
+    """The keychain of the host through ``keyring``: one entry per record.
+
+    The service is :data:`~.flow.KEYCHAIN_SERVICE`; the user name of an entry is
+    the hex digest of its record key, and its password the record.
+    """
+
+    kind = "keychain"
+
+    def __init__(
+        self, backend: Any, service: str = flow.KEYCHAIN_SERVICE, timeout: float = KEYCHAIN_TIMEOUT
+    ) -> None:
+        self._backend = backend
+        self._service = service
+        self._timeout = timeout
+
+    @classmethod
+    def open(cls, service: str = flow.KEYCHAIN_SERVICE, timeout: float = KEYCHAIN_TIMEOUT) -> KeyringStore:
+        """The keychain of the host, after one read that proves it answers.
+
+        Raises:
+            StoreOpenError: ``KeychainUnavailable``, ``KeychainLocked`` or ``KeychainFailed``.
+        """
+        try:
+            import keyring
+            from keyring.backends import fail
+        except ImportError:
+            raise StoreOpenError(
+                "KeychainUnavailable", "the keychain is not available (no keyring)"
+            ) from None
+        try:
+            backend = _bounded(keyring.get_keyring, timeout)
+        except BaseException as exc:  # noqa: BLE001 - a backend can raise anything at its start
+            error = _keychain_error(exc)
+            raise StoreOpenError(error.name, error.detail) from None
+        if isinstance(backend, fail.Keyring) or _priority(backend) <= 0:
+            raise StoreOpenError("KeychainUnavailable", "the keychain is not available (no backend)")
+        store = cls(backend, service, timeout)
+        try:
+            store.get(flow.index_key())
+        except StoreError as exc:
+            raise StoreOpenError(exc.name, exc.detail) from None
+        return store
+
+    def _call(self, call: Callable[[], T]) -> T:
+        try:
+            return _bounded(call, self._timeout)
+        except BaseException as exc:  # noqa: BLE001 - mapped to the failures of the store
+            raise _keychain_error(exc) from None
+
+    def get(self, key: RecordKey) -> bytes | None:
+        user = key.digest().hex()
+        text = self._call(lambda: self._backend.get_password(self._service, user))
+        if text is None:
+            return None
+        if not isinstance(text, str):
+            raise InvalidRecord("not a text")
+        return text.encode("utf-8")
+
+    def put(self, key: RecordKey, data: bytes) -> None:
+        user = key.digest().hex()
+        text = data.decode("ascii")
+        self._call(lambda: self._backend.set_password(self._service, user, text))
+
+    def delete(self, key: RecordKey) -> bool:
+        from keyring.errors import PasswordDeleteError
+
+        user = key.digest().hex()
+
+        def remove() -> bool:
+            try:
+                self._backend.delete_password(self._service, user)
+            except PasswordDeleteError:
+                return False
+            return True
+
+        return self._call(remove)
+
+    def describe(self) -> str:
+        return f'the tokens are in the keychain of the host (service "{self._service}")'
+
+
+def _priority(backend: Any) -> float:
+    try:
+        return float(backend.priority)
+    except Exception:  # noqa: BLE001 - a backend without a usable priority
+        return 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Encrypted files
+# ---------------------------------------------------------------------------------------------
+
+
+def _hkdf(key: bytes, info: bytes, length: int = 32) -> bytes:
+    """HKDF-SHA256 (RFC 5869) with the salt of the file store."""
+    prk = hmac.new(_HKDF_SALT, key, hashlib.sha256).digest()
+    out, block = b"", b""
+    counter = 1
+    while len(out) < length:
+        block = hmac.new(prk, block + info + bytes([counter]), hashlib.sha256).digest()
+        out += block
+        counter += 1
+    return out[:length]
+
+
+def token_directory(env: Mapping[str, str], *, platform: str = sys.platform) -> Path:
+    """``<state dir>/mcpbridge/vscode/tokens``.
+
+    The state directory is ``%LOCALAPPDATA%`` on Windows, else ``$XDG_STATE_HOME``
+    (when absolute) or ``~/.local/state``.
+
+    Raises:
+        StoreOpenError: ``NoTokenDirectory``.
+    """
+    if platform == "win32":
+        base = env.get("LOCALAPPDATA", "")
+        if not base:
+            raise StoreOpenError("NoTokenDirectory", "no directory for the tokens: LOCALAPPDATA is not set")
+        return Path(base, *flow.TOKEN_DIRECTORY_PARTS)
+    state = env.get("XDG_STATE_HOME", "")
+    if state and os.path.isabs(state):
+        return Path(state, *flow.TOKEN_DIRECTORY_PARTS)
+    home = env.get("HOME", "")
+    if not home or not os.path.isabs(home):
+        raise StoreOpenError(
+            "NoTokenDirectory", "no directory for the tokens: neither XDG_STATE_HOME nor HOME is set"
+        )
+    return Path(home, ".local", "state", *flow.TOKEN_DIRECTORY_PARTS)
+
+
+def read_key_file(path: str, directory: Path) -> bytes:
+    """The 32-byte key in the file of ``--token-key-file``.
+
+    The file must belong to the user of the bridge, without permissions for
+    others, outside the token directory, and hold 64 hexadecimal digits.
+
+    Raises:
+        StoreOpenError: ``TokenKeyFileUnreadable``, ``TokenKeyFileNotPrivate``,
+            ``TokenKeyInTokenDirectory`` or ``InvalidTokenKey``.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise StoreOpenError(
+            "TokenKeyFileUnreadable", f"the file of --token-key-file cannot be read ({exc.strerror})"
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreOpenError(
+                "TokenKeyFileUnreadable", "the file of --token-key-file is not a regular file"
+            )
+        if sys.platform != "win32" and (info.st_uid != os.geteuid() or info.st_mode & 0o077):
+            raise StoreOpenError(
+                "TokenKeyFileNotPrivate",
+                "the file of --token-key-file is not private: it must belong to the user of the bridge, "
+                "with no permission for the group and others (chmod 600)",
+            )
+        data = os.read(fd, _MAX_KEY_FILE_BYTES + 1)
+    except OSError as exc:
+        raise StoreOpenError(
+            "TokenKeyFileUnreadable", f"the file of --token-key-file cannot be read ({exc.strerror})"
+        ) from None
+    finally:
+        os.close(fd)
+    real_key = os.path.realpath(path)
+    real_dir = os.path.realpath(directory)
+    if os.path.commonpath([real_key, real_dir]) == real_dir:
+        raise StoreOpenError(
+            "TokenKeyInTokenDirectory", "the file of --token-key-file is inside the token directory"
+        )
+    if len(data) > _MAX_KEY_FILE_BYTES:
+        raise StoreOpenError(
+            "InvalidTokenKey", "the file of --token-key-file is not valid: use 64 hexadecimal digits"
+        )
+    text = data.decode("ascii", "replace").strip()
+    if len(text) != 64 or any(c not in "0123456789abcdefABCDEF" for c in text):
+        raise StoreOpenError(
+            "InvalidTokenKey", "the file of --token-key-file is not valid: use 64 hexadecimal digits"
+        )
+    return bytes.fromhex(text)
+
+
+class EncryptedFileStore(TokenStore):
+    """One encrypted file per record; see the module docstring."""
+
+    kind = "file"
+
+    def __init__(self, directory: Path, key: bytes) -> None:
+        if len(key) != 32:
+            raise ValueError("the token key has 32 bytes")
+        self.directory = directory
+        self._encryption_key = _hkdf(key, b"encryption")
+        self._name_key = _hkdf(key, b"file name")
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, directory: Path, key: bytes) -> EncryptedFileStore:
+        """Make the directory private (0700) and check that AES-GCM is there.
+
+        Raises:
+            StoreOpenError: ``FileStoreFailed``.
+        """
+        try:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: F401
+        except ImportError:
+            raise StoreOpenError("FileStoreFailed", "the file store needs the package cryptography") from None
+        try:
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                directory.mkdir(mode=0o700)
+            except FileExistsError:
+                pass
+            info = os.lstat(directory)
+            if not stat.S_ISDIR(info.st_mode):
+                raise StoreOpenError("FileStoreFailed", f"{directory} is not a directory")
+            if sys.platform != "win32" and stat.S_IMODE(info.st_mode) != 0o700:
+                os.chmod(directory, 0o700)
+        except OSError as exc:
+            raise StoreOpenError(
+                "FileStoreFailed",
+                f"the token directory cannot be made ({exc.strerror or type(exc).__name__})",
+            ) from None
+        return cls(directory, key)
+
+    def _name_mac(self, key: RecordKey) -> bytes:
+        return hmac.new(self._name_key, key.digest(), hashlib.sha256).digest()
+
+    def path_of(self, key: RecordKey) -> Path:
+        """The file of ``key``."""
+        return self.directory / (self._name_mac(key).hex() + ".token")
+
+    def get(self, key: RecordKey) -> bytes | None:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        path = self.path_of(key)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError("FileStoreFailed", f"a token file cannot be read ({exc.strerror})") from None
+        try:
+            data = b""
+            while len(data) <= MAX_RECORD_BYTES + 64:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError as exc:
+            raise StoreError("FileStoreFailed", f"a token file cannot be read ({exc.strerror})") from None
+        finally:
+            os.close(fd)
+        minimum = len(_MAGIC) + _NONCE_BYTES + _TAG_BYTES
+        if len(data) < minimum or len(data) > MAX_RECORD_BYTES + 64 or not data.startswith(_MAGIC):
+            raise InvalidRecord("a token file is not valid")
+        nonce = data[len(_MAGIC) : len(_MAGIC) + _NONCE_BYTES]
+        sealed = data[len(_MAGIC) + _NONCE_BYTES :]
+        try:
+            return AESGCM(self._encryption_key).decrypt(nonce, sealed, _MAGIC + self._name_mac(key))
+        except InvalidTag:
+            raise InvalidRecord("a token file does not decrypt") from None
+
+    def put(self, key: RecordKey, data: bytes) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        if len(data) > MAX_RECORD_BYTES:
+            raise StoreError("FileStoreFailed", "a record is longer than 1 MiB")
+        mac = self._name_mac(key)
+        nonce = secrets.token_bytes(_NONCE_BYTES)
+        blob = _MAGIC + nonce + AESGCM(self._encryption_key).encrypt(nonce, data, _MAGIC + mac)
+        final = self.directory / (mac.hex() + ".token")
+        temporary = self.directory / f"{mac.hex()}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(
+                temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600
+            )
+            try:
+                view = memoryview(blob)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temporary, final)
+        except OSError as exc:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise StoreError("FileStoreFailed", f"a token file cannot be written ({exc.strerror})") from None
+
+    def delete(self, key: RecordKey) -> bool:
+        try:
+            os.unlink(self.path_of(key))
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise StoreError("FileStoreFailed", f"a token file cannot be deleted ({exc.strerror})") from None
+        return True
+
+    def describe(self) -> str:
+        return f"the tokens are in encrypted files in {self.directory}"
+
+
+# ---------------------------------------------------------------------------------------------
+# auto: the keychain, then the next store
+# ---------------------------------------------------------------------------------------------
+
+
+class FallbackStore(TokenStore):
+    """The keychain until it stops to answer; then, once, the next store for the rest of the process."""
+
+    def __init__(self, primary: TokenStore, make_next: Callable[[], TokenStore]) -> None:
+        self._primary = primary
+        self._make_next = make_next
+        self._next: TokenStore | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return self._current().kind
+
+    def _current(self) -> TokenStore:
+        with self._lock:
+            return self._next if self._next is not None else self._primary
+
+    def _switch(self, error: StoreError) -> TokenStore:
+        with self._lock:
+            if self._next is None:
+                self._next = self._make_next()
+                log.warning(
+                    "the keychain stopped to answer (%s). For the rest of the process, %s",
+                    error.detail,
+                    self._next.describe(),
+                )
+            return self._next
+
+    def _run(self, call: Callable[[TokenStore], T]) -> T:
+        store = self._current()
+        try:
+            return call(store)
+        except StoreError as exc:
+            if store is not self._primary or exc.name not in ("KeychainUnavailable", "KeychainLocked"):
+                raise
+            return call(self._switch(exc))
+
+    def get(self, key: RecordKey) -> bytes | None:
+        return self._run(lambda s: s.get(key))
+
+    def put(self, key: RecordKey, data: bytes) -> None:
+        self._run(lambda s: s.put(key, data))
+
+    def delete(self, key: RecordKey) -> bool:
+        return self._run(lambda s: s.delete(key))
+
+    def describe(self) -> str:
+        return self._current().describe()
+
+
+# ---------------------------------------------------------------------------------------------
+# Opening a store
+# ---------------------------------------------------------------------------------------------
+
+_MEMORY_EXPLICIT: Final = "the tokens stay in memory (--token-store memory): each start needs a new sign-in"
+
+
+@dataclass(frozen=True)
+class OpenedStore:
+    store: TokenStore
+    #: The info line: where the tokens are.
+    line: str
+
+
+def _file_key(key: bytes | None, key_file: str | None, directory: Path) -> bytes | None:
+    if key_file is not None:
+        return read_key_file(key_file, directory)
+    return key
+
+
+def open_store(
+    mode: str,
+    *,
+    key: bytes | None,
+    key_file: str | None,
+    env: Mapping[str, str],
+    keychain: Callable[[], TokenStore] = KeyringStore.open,
+) -> OpenedStore:
+    """Open the store of ``--token-store`` (``auto``, ``keychain``, ``file`` or ``memory``).
+
+    :param key: the key of ``MCP_BRIDGE_TOKEN_KEY`` (already checked by the parser).
+    :param key_file: ``--token-key-file``.
+    :param keychain: opens the keychain (tests give another one).
+
+    Raises:
+        StoreOpenError: an explicit store did not open, or the key file is not usable.
+    """
+    if mode == "memory":
+        return OpenedStore(MemoryStore(_MEMORY_EXPLICIT), _MEMORY_EXPLICIT)
+    if mode == "keychain":
+        store = keychain()
+        return OpenedStore(store, store.describe())
+    if mode == "file":
+        directory = token_directory(env)
+        file_key = _file_key(key, key_file, directory)
+        if file_key is None:
+            raise StoreOpenError(
+                "TokenKeyMissing",
+                "the file store needs a key: set MCP_BRIDGE_TOKEN_KEY, or give --token-key-file",
+            )
+        store = EncryptedFileStore.open(directory, file_key)
+        return OpenedStore(store, store.describe())
+    if mode != "auto":
+        raise ValueError(f"unknown token store {mode!r}")
+
+    def after_keychain(why: StoreError) -> tuple[TokenStore, str]:
+        reason = why.detail
+        try:
+            directory = token_directory(env)
+        except StoreOpenError as exc:
+            if key is None and key_file is None:
+                text = (
+                    f"the tokens stay in memory: {reason}, and no token key is set (MCP_BRIDGE_TOKEN_KEY or "
+                    "--token-key-file). Each start needs a new sign-in"
+                )
+            else:
+                text = (
+                    f"the tokens stay in memory: {reason}, and the file store did not start ({exc.detail}). "
+                    "Each start needs a new sign-in"
+                )
+            return MemoryStore(text), text
+        file_key = _file_key(key, key_file, directory)
+        if file_key is None:
+            text = (
+                f"the tokens stay in memory: {reason}, and no token key is set (MCP_BRIDGE_TOKEN_KEY or "
+                "--token-key-file). Each start needs a new sign-in"
+            )
+            return MemoryStore(text), text
+        try:
+            store = EncryptedFileStore.open(directory, file_key)
+        except StoreOpenError as exc:
+            text = (
+                f"the tokens stay in memory: {reason}, and the file store did not start ({exc.detail}). "
+                "Each start needs a new sign-in"
+            )
+            return MemoryStore(text), text
+        return store, store.describe()
+
+    try:
+        primary = keychain()
+    except StoreOpenError as exc:
+        if exc.name not in ("KeychainUnavailable", "KeychainLocked"):
+            raise
+        store, line = after_keychain(exc)
+        return OpenedStore(store, line)
+    if key_file is not None:
+        # A key file that cannot be used is an error also while the keychain works.
+        read_key_file(key_file, token_directory(env))
+
+    def make_next() -> TokenStore:
+        return after_keychain(StoreError("KeychainUnavailable", "it stopped to answer"))[0]
+
+    return OpenedStore(FallbackStore(primary, make_next), primary.describe())
+
+
+# ---------------------------------------------------------------------------------------------
+# Records and the index
+# ---------------------------------------------------------------------------------------------
+
+
+class IndexedStore:
+    """The records of the sign-ins in a :class:`TokenStore`, with their index.
+
+    Damaged records are deleted; a damaged index is ignored with a warning. A
+    failure of the index never fails the save of a record.
+    """
+
+    def __init__(self, store: TokenStore) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+
+    def load(self, key: RecordKey) -> Record | None:
+        """The record of ``key``; ``None`` when there is none or it was damaged.
+
+        Raises:
+            StoreError: the store failed.
+        """
+        try:
+            data = self.store.get(key)
+            if data is None:
+                return None
+            return flow.record_from_json(data, key)
+        except InvalidRecord:
+            log.warning("a stored sign-in is not valid, thus the bridge deletes it")
+            try:
+                self.store.delete(key)
+            except StoreError as exc:
+                log.warning("cannot delete the stored sign-in that is not valid: %s", exc.detail)
+            return None
+
+    def save(self, record: Record, url: str) -> None:
+        """Keep ``record`` and add it to the index for ``url``.
+
+        Raises:
+            StoreError: the record was not stored.
+        """
+        self.store.put(record.key, flow.record_to_json(record))
+        entry = IndexEntry(url, record.key.issuer, record.key.resource, record.key.client)
+        with self._lock:
+            try:
+                entries = self._entries()
+                if entries and entries[-1] == entry:
+                    return
+                self._write(flow.index_with(entries, entry))
+            except StoreError as exc:
+                log.warning("cannot add the sign-in to the index of the stored sign-ins: %s", exc.detail)
+
+    def delete(self, key: RecordKey) -> bool:
+        """Delete the record of ``key`` and its index entries; tell whether the record existed.
+
+        Raises:
+            StoreError: the record was not deleted.
+        """
+        existed = self.store.delete(key)
+        with self._lock:
+            try:
+                entries = self._entries()
+                kept = flow.index_without(entries, key)
+                if len(kept) != len(entries):
+                    self._write(kept)
+            except StoreError as exc:
+                log.warning("cannot update the index of the stored sign-ins: %s", exc.detail)
+        return existed
+
+    def entries(self) -> list[IndexEntry]:
+        """The index; empty when it is missing or not valid.
+
+        Raises:
+            StoreError: the store failed.
+        """
+        with self._lock:
+            return self._entries()
+
+    def delete_index(self) -> None:
+        with self._lock:
+            self.store.delete(flow.index_key())
+
+    def _entries(self) -> list[IndexEntry]:
+        try:
+            data = self.store.get(flow.index_key())
+            return [] if data is None else flow.index_from_json(data)
+        except InvalidRecord:
+            log.warning("the index of the stored sign-ins is not valid, thus the bridge ignores it")
+            return []
+
+    def _write(self, entries: list[IndexEntry]) -> None:
+        if entries:
+            self.store.put(flow.index_key(), flow.index_to_json(entries))
+        else:
+            self.store.delete(flow.index_key())

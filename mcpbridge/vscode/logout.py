@@ -1,0 +1,204 @@
+"""``mcp-bridge-vscode logout [options] <url>`` and ``logout [options] --all``.
+
+Logout deletes stored sign-ins; it never contacts the authorization server.
+
+* ``--token-store memory``: nothing is stored after a process ends; nothing to do.
+* ``keychain`` or ``file``: that store only; a store that does not open exits with 2.
+* ``auto``: the keychain, then the file store; a store that does not open is skipped.
+* ``<url>``: the records that the index lists for the URL and the account (each
+  registration of the account). When the index knows none, the protected
+  resource metadata of the URL gives the key of the default client, if its
+  ``resource`` covers the URL.
+* ``--all``: every indexed record and the index of each store, then the whole
+  token directory (which needs no key).
+
+Exit codes: 0 when the sign-ins are deleted or there was nothing to delete; 1 when
+a deletion failed; 2 when an explicitly chosen store did not open.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from ..oauth import flow
+from ..oauth.errors import SignInError, StoreError, StoreOpenError
+from ..oauth.flow import RecordKey
+from ..oauth.store import (
+    EncryptedFileStore,
+    IndexedStore,
+    KeyringStore,
+    TokenStore,
+    read_key_file,
+    token_directory,
+)
+from . import args
+
+__all__ = ["logout"]
+
+log = logging.getLogger("mcpbridge.vscode")
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_NO_STORE = 2
+
+
+def logout(
+    settings: args.Settings,
+    *,
+    env: Mapping[str, str] | None = None,
+    keychain: Callable[[], TokenStore] = KeyringStore.open,
+) -> int:
+    """Run the logout of ``settings``; return the exit code."""
+    environment = os.environ if env is None else env
+    mode = settings.token_store
+    if mode == "memory":
+        log.info(
+            "the memory store keeps no sign-in after the end of the process: logout has nothing to delete"
+        )
+        return EXIT_OK
+    stores: list[tuple[str, TokenStore]] = []
+    names = ("keychain", "file") if mode == "auto" else (mode,)
+    for name in names:
+        try:
+            stores.append((name, _open(name, settings, environment, keychain)))
+        except StoreOpenError as exc:
+            if mode != "auto":
+                log.error("the token store did not open: %s", exc.detail)
+                return EXIT_NO_STORE
+            log.info("logout skips the %s store: %s", name, exc.detail)
+    if settings.all:
+        return _logout_all(stores, settings, environment)
+    assert settings.url is not None
+    return _logout_url(stores, settings, environment)
+
+
+def _open(
+    name: str, settings: args.Settings, env: Mapping[str, str], keychain: Callable[[], TokenStore]
+) -> TokenStore:
+    if name == "keychain":
+        return keychain()
+    directory = token_directory(env)
+    key = read_key_file(settings.token_key_file, directory) if settings.token_key_file else settings.token_key
+    if key is None:
+        raise StoreOpenError(
+            "TokenKeyMissing", "no token key is set (MCP_BRIDGE_TOKEN_KEY or --token-key-file)"
+        )
+    if not directory.is_dir():
+        # Nothing was ever stored there; do not make the directory just to look into it.
+        return EncryptedFileStore(directory, key)
+    return EncryptedFileStore.open(directory, key)
+
+
+def _logout_all(stores: list[tuple[str, TokenStore]], settings: args.Settings, env: Mapping[str, str]) -> int:
+    deleted = 0
+    failed = False
+    for name, store in stores:
+        indexed = IndexedStore(store)
+        try:
+            entries = indexed.entries()
+        except StoreError as exc:
+            log.warning("logout cannot read the index of the %s store: %s", name, exc.detail)
+            failed = True
+            continue
+        for key in dict.fromkeys(entry.key for entry in entries):
+            try:
+                if store.delete(key):
+                    deleted += 1
+            except StoreError as exc:
+                log.warning("logout cannot delete a stored sign-in of the %s store: %s", name, exc.detail)
+                failed = True
+        try:
+            indexed.delete_index()
+        except StoreError as exc:
+            log.warning("logout cannot delete the index of the %s store: %s", name, exc.detail)
+            failed = True
+    if settings.token_store in ("auto", "file"):
+        try:
+            directory: Path | None = token_directory(env)
+        except StoreOpenError as exc:
+            log.info("logout has no token directory: %s", exc.detail)
+            directory = None
+        if directory is not None and directory.exists():
+            try:
+                shutil.rmtree(directory)
+            except OSError as exc:
+                log.error("logout cannot delete the token directory %s: %s", directory, exc.strerror)
+                failed = True
+            else:
+                log.info("deleted the token directory %s", directory)
+    log.info("logout deleted %d stored sign-ins", deleted)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _logout_url(stores: list[tuple[str, TokenStore]], settings: args.Settings, env: Mapping[str, str]) -> int:
+    assert settings.url is not None
+    url = settings.url
+    base = flow.base_identity(settings.account, flow.redirect_uri(settings.redirect_port))
+    deleted = 0
+    failed = False
+    known = False
+    for name, store in stores:
+        indexed = IndexedStore(store)
+        try:
+            entries = indexed.entries()
+        except StoreError as exc:
+            log.warning("logout cannot read the index of the %s store: %s", name, exc.detail)
+            failed = True
+            continue
+        keys = [
+            e.key for e in entries if e.url == url and (e.client == base or e.client.startswith(base + "|"))
+        ]
+        for key in dict.fromkeys(keys):
+            known = True
+            try:
+                if indexed.delete(key):
+                    deleted += 1
+            except StoreError as exc:
+                log.warning("logout cannot delete a stored sign-in of the %s store: %s", name, exc.detail)
+                failed = True
+    if not known and stores:
+        found = _key_from_metadata(settings, env, base)
+        if found is not None:
+            for name, store in stores:
+                try:
+                    if IndexedStore(store).delete(found):
+                        deleted += 1
+                except StoreError as exc:
+                    log.warning("logout cannot delete a stored sign-in of the %s store: %s", name, exc.detail)
+                    failed = True
+    if deleted:
+        log.info(
+            'logout deleted the stored sign-in of the account "%s". Restart the server in VS Code to sign in '
+            "again.",
+            settings.account,
+        )
+    elif not failed:
+        log.info('logout found no stored sign-in of the account "%s" for the URL', settings.account)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _key_from_metadata(settings: args.Settings, env: Mapping[str, str], base: str) -> RecordKey | None:
+    """The key of the default client from the protected resource metadata of the URL, or None."""
+    from ..mcp.http import CaFileError, tls_context
+    from ..oauth.discovery import discover_resource
+    from ..oauth.web import WebClient
+
+    assert settings.url is not None
+    try:
+        context = tls_context(settings.ca_file)
+    except CaFileError as exc:
+        log.warning("logout cannot use the CA certificates of --ca-file: %s", exc.detail)
+        return None
+    web = WebClient(context, env)
+    try:
+        resource = discover_resource(web, settings.url, None)
+    except SignInError as exc:
+        log.info("logout found no protected resource metadata for the URL (%s)", exc.detail)
+        return None
+    finally:
+        web.close()
+    return RecordKey(resource.issuer, resource.resource, base)

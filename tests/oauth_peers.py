@@ -1,0 +1,480 @@
+"""Test peers of the sign-in: an authorization server with a protected MCP endpoint, and a browser.
+
+:class:`AuthServer` serves, on one loopback TLS port (certificates from ``trustme``):
+
+* ``/.well-known/oauth-protected-resource[/mcp]``: RFC 9728 metadata of ``/mcp``;
+* ``/.well-known/oauth-authorization-server<issuer path>``: RFC 8414 metadata;
+* ``/register`` (RFC 7591), ``/authorize`` (a redirect at once, no page), ``/token``;
+* ``POST /mcp``: a 2026-07-28 server that wants a bearer token; ``whoami`` needs
+  ``mcp:read``, ``guarded`` needs ``mcp:write`` (a 403 with ``insufficient_scope``).
+
+:class:`Switches` make it misbehave. It records every request, so a test can scan
+them for secrets and count registrations, authorizations and token requests.
+
+:func:`browser_script` writes a program for ``BROWSER``: it logs its arguments and
+follows the start URL and every redirect to the receiver of the bridge.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import socket
+import ssl
+import stat
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import trustme
+
+from tests.peers.scripted_http import Exchange, ScriptedServer
+
+DISCOVER_RESULT = {
+    "resultType": "complete",
+    "supportedVersions": ["2026-07-28"],
+    "capabilities": {"tools": {}},
+    "ttlMs": 0,
+    "cacheScope": "public",
+    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "oauth-peer", "version": "1.0"}},
+}
+TOOLS = [
+    {"name": "whoami", "inputSchema": {"type": "object"}},
+    {"name": "guarded", "inputSchema": {"type": "object"}},
+]
+
+
+class TestCA:
+    """A CA, the server context of 127.0.0.1 and localhost, and the CA file for ``--ca-file``."""
+
+    __test__ = False
+
+    def __init__(self, directory: Path) -> None:
+        self.ca = trustme.CA()
+        cert = self.ca.issue_cert("127.0.0.1", "localhost")
+        self.server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        cert.configure_cert(self.server_context)
+        self.ca_file = directory / "test-ca.pem"
+        self.ca.cert_pem.write_to_path(str(self.ca_file))
+
+    def client_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context()
+        self.ca.configure_trust(context)
+        return context
+
+
+@dataclass
+class Switches:
+    """Ways for the authorization server to misbehave (all off by default)."""
+
+    issuer_path: str = ""
+    wrong_issuer: bool = False
+    no_s256: bool = False
+    registration: bool = True
+    cimd: bool = False
+    iss_supported: bool = True
+    send_iss: bool = True
+    wrong_iss: bool = False
+    bad_state: bool = False
+    deny: bool = False
+    authorize_error: str | None = None
+    #: The authorization server shows a page and never redirects (it forgot the client).
+    no_redirect: bool = False
+    refresh_error: str | None = None
+    token_error: str | None = None
+    token_lifetime: int = 3600
+    #: The authorization endpoint waits this long before it answers.
+    slow_authorize: float = 0.0
+    prm_resource: str | None = None
+    challenge_scope: str = "mcp:read"
+    offline_access: bool = False
+    auth_methods: list[str] = field(default_factory=lambda: ["none", "client_secret_basic"])
+    #: A second authorization URL in the metadata that the bridge must refuse.
+    authorization_endpoint: str | None = None
+    #: The upstream refuses every token with 401 (a revoked grant).
+    refuse_all: bool = False
+    #: The authorization server grants at most these scopes.
+    grant_only: set[str] | None = None
+
+
+@dataclass
+class Client:
+    client_id: str
+    redirect_uris: list[str]
+    secret: str | None = None
+
+
+class AuthServer:
+    """The authorization server and the protected MCP endpoint; see the module docstring."""
+
+    def __init__(self, ca: TestCA, switches: Switches | None = None) -> None:
+        self.switches = switches or Switches()
+        self.lock = threading.Lock()
+        self.clients: dict[str, Client] = {}
+        self.codes: dict[str, dict[str, Any]] = {}
+        self.access: dict[str, dict[str, Any]] = {}
+        self.refresh: dict[str, dict[str, Any]] = {}
+        self.registrations: list[dict[str, Any]] = []
+        self.authorizations: list[dict[str, str]] = []
+        self.token_requests: list[dict[str, str]] = []
+        self.token_headers: list[str | None] = []
+        self.issued: list[str] = []
+        self.mcp_calls: list[str] = []
+        self.server = ScriptedServer(self.handle, ssl_context=ca.server_context)
+        self.origin = f"https://127.0.0.1:{self.server.port}"
+
+    # ---------------------------------------------------------------- helpers
+
+    @property
+    def issuer(self) -> str:
+        return self.origin + self.switches.issuer_path
+
+    @property
+    def url(self) -> str:
+        return self.origin + "/mcp"
+
+    @property
+    def prm_url(self) -> str:
+        return self.origin + "/.well-known/oauth-protected-resource/mcp"
+
+    def add_client(self, client_id: str, redirect_uri: str, secret: str | None = None) -> None:
+        with self.lock:
+            self.clients[client_id] = Client(client_id, [redirect_uri], secret)
+
+    def forget_clients(self) -> None:
+        with self.lock:
+            self.clients.clear()
+
+    def revoke_all(self) -> None:
+        with self.lock:
+            self.access.clear()
+
+    def expire_all(self) -> None:
+        with self.lock:
+            for entry in self.access.values():
+                entry["expires"] = 0.0
+
+    def close(self) -> None:
+        self.server.close()
+
+    def secrets_seen(self) -> list[str]:
+        """Every token and code that the server issued."""
+        with self.lock:
+            return list(self.issued)
+
+    # --------------------------------------------------------------- routing
+
+    def handle(self, ex: Exchange) -> None:
+        request = ex.request
+        path, _, query = request.target.partition("?")
+        ex.close()
+        sw = self.switches
+        if request.method == "GET" and path.startswith("/.well-known/oauth-protected-resource"):
+            if path not in (
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource",
+            ):
+                ex.body(404, b"", "text/plain")
+                return
+            ex.json(
+                {
+                    "resource": sw.prm_resource or self.url,
+                    "authorization_servers": [self.issuer],
+                    "scopes_supported": ["mcp:read", "mcp:write"],
+                }
+            )
+            return
+        if request.method == "GET" and path == "/.well-known/oauth-authorization-server" + sw.issuer_path:
+            ex.json(self.metadata())
+            return
+        if request.method == "POST" and path == "/register":
+            self.register(ex)
+            return
+        if request.method == "GET" and path == "/authorize":
+            self.authorize(ex, dict(parse_qsl(query, keep_blank_values=True)))
+            return
+        if request.method == "POST" and path == "/token":
+            self.token(ex)
+            return
+        if request.method == "POST" and path == "/mcp":
+            self.mcp(ex)
+            return
+        ex.body(404, b"not found\n", "text/plain")
+
+    def metadata(self) -> dict[str, Any]:
+        sw = self.switches
+        scopes = ["mcp:read", "mcp:write"] + (["offline_access"] if sw.offline_access else [])
+        doc: dict[str, Any] = {
+            "issuer": self.issuer + ("/other" if sw.wrong_issuer else ""),
+            "authorization_endpoint": sw.authorization_endpoint or self.origin + "/authorize",
+            "token_endpoint": self.origin + "/token",
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "code_challenge_methods_supported": ["plain"] if sw.no_s256 else ["S256"],
+            "scopes_supported": scopes,
+            "token_endpoint_auth_methods_supported": sw.auth_methods,
+            "authorization_response_iss_parameter_supported": sw.iss_supported,
+        }
+        if sw.registration:
+            doc["registration_endpoint"] = self.origin + "/register"
+        if sw.cimd:
+            doc["client_id_metadata_document_supported"] = True
+        return doc
+
+    def register(self, ex: Exchange) -> None:
+        body = ex.request.json or {}
+        with self.lock:
+            self.registrations.append(body)
+        if body.get("application_type") != "native" or not body.get("redirect_uris"):
+            ex.json({"error": "invalid_client_metadata"}, 400)
+            return
+        client_id = "dyn-" + secrets.token_hex(4)
+        self.add_client(client_id, body["redirect_uris"][0])
+        ex.json({"client_id": client_id, "token_endpoint_auth_method": "none", **body}, 201)
+
+    def authorize(self, ex: Exchange, q: dict[str, str]) -> None:
+        sw = self.switches
+        with self.lock:
+            self.authorizations.append(q)
+        if sw.slow_authorize:
+            threading.Event().wait(sw.slow_authorize)
+        client_id = q.get("client_id", "")
+        with self.lock:
+            client = self.clients.get(client_id)
+        cimd_client = sw.cimd and client_id.startswith("https://")
+        if sw.no_redirect or (client is None and not cimd_client):
+            ex.body(200, b"<p>unknown client</p>", "text/html")
+            return
+        redirect = q.get("redirect_uri", "")
+        if client is not None and redirect not in client.redirect_uris:
+            ex.body(400, b"bad redirect_uri", "text/plain")
+            return
+        if q.get("code_challenge_method") != "S256" or not q.get("code_challenge") or not q.get("state"):
+            ex.body(400, b"bad request", "text/plain")
+            return
+        params: dict[str, str] = {"state": "not-the-state" if sw.bad_state else q["state"]}
+        if sw.deny:
+            params["error"] = "access_denied"
+        elif sw.authorize_error:
+            params["error"] = sw.authorize_error
+        else:
+            code = "code-" + secrets.token_urlsafe(16)
+            with self.lock:
+                self.issued.append(code)
+                self.codes[code] = {
+                    "client_id": client_id,
+                    "redirect_uri": redirect,
+                    "challenge": q["code_challenge"],
+                    "resource": q.get("resource"),
+                    "scope": q.get("scope", ""),
+                }
+            params["code"] = code
+        if sw.send_iss:
+            params["iss"] = self.issuer + ("x" if sw.wrong_iss else "")
+        ex.head(302, [("Location", f"{redirect}?{urlencode(params)}"), ("Content-Length", "0")])
+
+    def _client_auth(self, ex: Exchange, form: dict[str, str]) -> str | None:
+        header = ex.request.header("Authorization")
+        with self.lock:
+            self.token_headers.append(header)
+        if header and header.startswith("Basic "):
+            client_id, _, secret = base64.b64decode(header[6:]).decode().partition(":")
+            with self.lock:
+                client = self.clients.get(client_id)
+            if client is None or client.secret != secret:
+                return None
+            return client_id
+        client_id = form.get("client_id", "")
+        with self.lock:
+            client = self.clients.get(client_id)
+        if client is None:
+            return client_id if self.switches.cimd and client_id.startswith("https://") else None
+        if client.secret is not None and form.get("client_secret") != client.secret:
+            return None
+        return client_id
+
+    def token(self, ex: Exchange) -> None:
+        sw = self.switches
+        form = dict(parse_qsl(ex.request.body.decode(), keep_blank_values=True))
+        with self.lock:
+            self.token_requests.append(form)
+        client_id = self._client_auth(ex, form)
+        if client_id is None:
+            ex.json({"error": "invalid_client"}, 401)
+            return
+        scope = ""
+        if form.get("grant_type") == "authorization_code":
+            if sw.token_error:
+                ex.json({"error": sw.token_error}, 400)
+                return
+            with self.lock:
+                grant = self.codes.pop(form.get("code", ""), None)
+            verifier = form.get("code_verifier", "")
+            challenge = (
+                base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+            )
+            if (
+                grant is None
+                or grant["client_id"] != client_id
+                or grant["redirect_uri"] != form.get("redirect_uri")
+                or grant["challenge"] != challenge
+                or grant["resource"] != form.get("resource")
+            ):
+                ex.json({"error": "invalid_grant"}, 400)
+                return
+            scope = grant["scope"]
+            if sw.grant_only is not None:
+                scope = " ".join(s for s in scope.split() if s in sw.grant_only)
+        elif form.get("grant_type") == "refresh_token":
+            if sw.refresh_error:
+                ex.json({"error": sw.refresh_error}, 400 if sw.refresh_error != "invalid_client" else 401)
+                return
+            with self.lock:
+                grant = self.refresh.pop(form.get("refresh_token", ""), None)
+            if grant is None or grant["client_id"] != client_id:
+                ex.json({"error": "invalid_grant"}, 400)
+                return
+            scope = grant["scope"]
+        else:
+            ex.json({"error": "unsupported_grant_type"}, 400)
+            return
+        access = "at-" + secrets.token_urlsafe(24)
+        refresh = "rt-" + secrets.token_urlsafe(24)
+        with self.lock:
+            self.issued += [access, refresh]
+            self.access[access] = {"scope": set(scope.split()), "expires": time.time() + sw.token_lifetime}
+            self.refresh[refresh] = {"client_id": client_id, "scope": scope}
+        ex.json(
+            {
+                "access_token": access,
+                "token_type": "Bearer",
+                "expires_in": sw.token_lifetime,
+                "refresh_token": refresh,
+                "scope": scope,
+            }
+        )
+
+    def _challenge(self, ex: Exchange, status: int, scope: str, error: str | None = None) -> None:
+        params = [f'resource_metadata="{self.prm_url}"', f'scope="{scope}"']
+        if error:
+            params.insert(0, f'error="{error}"')
+        ex.body(status, b"", "text/plain", [("WWW-Authenticate", "Bearer " + ", ".join(params))])
+
+    def mcp(self, ex: Exchange) -> None:
+        request = ex.request
+        header = request.header("Authorization") or ""
+        token = header[7:] if header.startswith("Bearer ") else ""
+        with self.lock:
+            grant = self.access.get(token)
+            self.mcp_calls.append(request.rpc_method or "")
+        sw = self.switches
+        if grant is None or grant["expires"] < time.time() or sw.refuse_all:
+            self._challenge(ex, 401, sw.challenge_scope)
+            return
+        method = request.rpc_method
+        if "id" not in (request.json or {}):
+            ex.body(202, b"", "text/plain")
+            return
+        if method == "server/discover":
+            ex.result(DISCOVER_RESULT)
+            return
+        if method == "tools/list":
+            ex.result({"resultType": "complete", "tools": TOOLS, "ttlMs": 0, "cacheScope": "public"})
+            return
+        if method == "tools/call":
+            name = request.params.get("name")
+            if name == "guarded" and "mcp:write" not in grant["scope"]:
+                self._challenge(ex, 403, "mcp:write", "insufficient_scope")
+                return
+            text = "guarded: allowed" if name == "guarded" else "scopes: " + " ".join(sorted(grant["scope"]))
+            ex.text_result(text)
+            return
+        ex.error(-32601, "Method not found", 404)
+
+
+# ---------------------------------------------------------------------------------------------
+# The browser
+# ---------------------------------------------------------------------------------------------
+
+_BROWSER = """\
+import json, os, ssl, sys, urllib.request
+log = os.environ["TEST_BROWSER_LOG"]
+secret_names = ("MCP_BRIDGE_TOKEN_KEY", "MCP_BRIDGE_CLIENT_SECRET", "TEST_SECRET_HEADER")
+present = [n for n in secret_names if n in os.environ]
+with open(log, "a") as f:
+    f.write(json.dumps({"argv": sys.argv[1:], "secrets": present}) + "\\n")
+mode = os.environ.get("TEST_BROWSER_MODE", "")
+if mode == "fail":
+    sys.exit(3)
+if mode == "ignore":
+    sys.exit(0)
+if mode == "reuse":
+    import http.client, urllib.parse
+    target = urllib.parse.urlsplit(sys.argv[1])
+    for _ in range(2):
+        connection = http.client.HTTPConnection(target.hostname, target.port, timeout=10)
+        connection.request("GET", target.path)
+        answer = connection.getresponse()
+        answer.read()
+        with open(log + ".statuses", "a") as f:
+            f.write(f"{answer.status} {answer.getheader('Location') or ''}\\n")
+        connection.close()
+    sys.exit(0)
+context = ssl.create_default_context(cafile=os.environ["TEST_BROWSER_CA"])
+opener = urllib.request.build_opener(
+    urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+)
+visits = 2 if mode == "twice" else 1
+for _ in range(visits):
+    try:
+        opener.open(sys.argv[1], timeout=10).read()
+    except Exception as exc:
+        with open(log + ".errors", "a") as f:
+            f.write(type(exc).__name__ + "\\n")
+"""
+
+
+def browser_script(directory: Path) -> Path:
+    """Write the browser program; its environment needs ``TEST_BROWSER_LOG`` and ``TEST_BROWSER_CA``."""
+    path = directory / "test-browser"
+    path.write_text(f"#!{sys.executable}\n" + _BROWSER)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def browser_calls(log: Path) -> list[dict[str, Any]]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line]
+
+
+def visit(url: str, ca: TestCA) -> int:
+    """Be the browser for one URL (``--no-browser`` or a URL elicitation): follow every redirect."""
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(
+        urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ca.client_context())
+    )
+    try:
+        with opener.open(url, timeout=10) as answer:
+            answer.read()
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def query_of(url: str) -> dict[str, str]:
+    return dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))

@@ -1,0 +1,312 @@
+"""The loopback receiver: exclusive port, limits, pages, the one-time start URL and the probe."""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from mcpbridge.mcp.cancel import CancelToken
+from mcpbridge.oauth import receiver as receiver_module
+from mcpbridge.oauth.receiver import (
+    HEAD_LIMIT,
+    MAX_CONNECTIONS,
+    PortBusy,
+    Receiver,
+    StartReused,
+    WaitEnded,
+    probe,
+)
+from tests.oauth_peers import free_port
+
+WAIT = 10.0
+STATE = "the-state-0123456789abcdefghijklmnopqrstuv"
+AUTH_URL = "https://as.example.com/authorize?state=" + STATE
+
+
+def http(port: int, raw: bytes, *, timeout: float = WAIT) -> tuple[int, dict[str, str], bytes]:
+    """Send raw request bytes; return the status, the headers (lower-case names) and the body.
+
+    Like a browser, it reads the body by its Content-Length and closes first.
+    """
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(raw)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        while len(body) < int(headers.get("content-length", "0")):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+    return int(lines[0].split(" ")[1]), headers, body
+
+
+def get(port: int, target: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+    return http(port, f"{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+
+
+@pytest.fixture
+def port() -> int:
+    return free_port()
+
+
+@pytest.fixture
+def receiver(port: int) -> Iterator[Receiver]:
+    r = Receiver(port, state=STATE, authorization_url=AUTH_URL, start=True, probe="ab" * 32)
+    r.listen()
+    yield r
+    r.stop()
+
+
+def token_of(r: Receiver) -> str:
+    assert r.start_url is not None
+    return r.start_url.rsplit("/", 1)[1]
+
+
+def test_the_start_url_has_a_43_character_base64url_token_on_the_loopback_address(receiver, port):
+    assert receiver.start_url is not None
+    assert re.fullmatch(rf"http://127\.0\.0\.1:{port}/start/[A-Za-z0-9_-]{{43}}", receiver.start_url)
+
+
+def test_the_port_is_exclusive_while_the_receiver_listens(receiver, port):
+    other = Receiver(port, state=STATE, authorization_url=AUTH_URL, start=False)
+    with pytest.raises(PortBusy):
+        other.listen()
+
+
+def test_a_callback_with_the_state_and_a_code_ends_the_wait_with_a_page_that_echoes_nothing(receiver, port):
+    status, headers, body = get(port, f"/callback?code=SECRET-CODE-77&state={STATE}&iss=https%3A%2F%2Fas")
+    assert status == 200
+    assert headers["cache-control"] == "no-store"
+    assert headers["referrer-policy"] == "no-referrer"
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["content-security-policy"] == "default-src 'none'"
+    assert headers["content-type"] == "text/html; charset=utf-8"
+    assert headers["connection"] == "close" and int(headers["content-length"]) == len(body)
+    assert b"SECRET-CODE-77" not in body and STATE.encode() not in body
+    assert b"You can close this page." in body
+    redirect = receiver.wait(time.monotonic() + WAIT)
+    assert redirect.code == "SECRET-CODE-77" and redirect.iss == "https://as" and redirect.error is None
+
+
+def test_only_the_first_matching_callback_claims_the_sign_in(receiver, port):
+    assert get(port, f"/callback?code=one&state={STATE}")[0] == 200
+    assert get(port, f"/callback?code=two&state={STATE}")[0] == 400
+    assert receiver.wait(time.monotonic() + WAIT).code == "one"
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/callback?code=x&state=wrong",
+        "/callback?code=x",
+        f"/callback?state={STATE}",
+        f"/callback?code=x&state={STATE}&state={STATE}",
+        f"/callback?code=a&code=b&state={STATE}",
+    ],
+)
+def test_a_callback_without_the_state_and_a_code_gets_400_and_the_wait_goes_on(receiver, port, target):
+    status, _headers, body = get(port, target)
+    assert status == 400 and body == b"bad request\n"
+    with pytest.raises(WaitEnded):
+        receiver.wait(time.monotonic() + 0.05)
+
+
+def test_other_paths_get_404_and_other_methods_or_versions_get_400(receiver, port):
+    status, _headers, body = get(port, "/")
+    assert (status, body) == (404, b"not found\n")
+    assert get(port, "/favicon.ico")[0] == 404
+    assert get(port, f"/callback?code=x&state={STATE}", method="POST")[0] == 400
+    assert http(port, f"GET /callback?code=x&state={STATE} HTTP/2.0\r\n\r\n".encode())[0] == 400
+    assert http(port, b"GARBAGE\r\n\r\n")[0] == 400
+
+
+def test_an_error_redirect_ends_the_wait_with_the_error(receiver, port):
+    assert get(port, f"/callback?error=access_denied&state={STATE}")[0] == 200
+    redirect = receiver.wait(time.monotonic() + WAIT)
+    assert redirect.error == "access_denied" and redirect.code is None
+
+
+def test_the_first_get_of_the_start_url_redirects_to_the_authorization_url(receiver, port):
+    status, headers, body = get(port, f"/start/{token_of(receiver)}")
+    assert status == 303 and body == b""
+    assert headers["location"] == AUTH_URL
+    assert headers["cache-control"] == "no-store" and headers["referrer-policy"] == "no-referrer"
+    assert headers["content-length"] == "0" and headers["connection"] == "close"
+
+
+def test_a_second_get_of_the_start_url_stops_the_sign_in(receiver, port):
+    token = token_of(receiver)
+    assert get(port, f"/start/{token}")[0] == 303
+    status, _headers, body = get(port, f"/start/{token}")
+    assert status == 410 and b"Start the sign-in again" in body and b"--no-browser" in body
+    with pytest.raises(StartReused):
+        receiver.wait(time.monotonic() + WAIT)
+    assert get(port, f"/callback?code=late&state={STATE}")[0] == 400
+
+
+def test_a_second_get_after_the_redirect_gets_the_late_page_and_a_warning(receiver, port, caplog):
+    token = token_of(receiver)
+    assert get(port, f"/start/{token}")[0] == 303
+    assert get(port, f"/callback?code=c&state={STATE}")[0] == 200
+    with caplog.at_level("WARNING", logger="mcpbridge"):
+        status, _headers, body = get(port, f"/start/{token}")
+    assert status == 410 and b"already used" in body
+    assert "received a second request after the redirect" in caplog.text
+    assert receiver.wait(time.monotonic() + WAIT).code == "c"
+
+
+def test_guessed_start_tokens_get_404_and_the_sign_in_completes(receiver, port):
+    token = token_of(receiver)
+    flipped = ("B" if token[0] == "A" else "A") + token[1:]
+    guesses = [
+        "",
+        "x",
+        token[:-1],
+        token + "A",
+        token.upper() if token.upper() != token else token.lower(),
+        flipped,
+    ]
+    for guess in guesses:
+        if guess != token:
+            assert get(port, f"/start/{guess}")[0] == 404
+    assert get(port, f"/start/{token}", method="POST")[0] == 400
+    assert get(port, f"/start/{token}")[0] == 303
+    assert get(port, f"/callback?code=c&state={STATE}")[0] == 200
+    assert receiver.wait(time.monotonic() + WAIT).code == "c"
+
+
+def test_a_callback_without_the_start_url_makes_the_start_path_404(receiver, port):
+    assert get(port, f"/callback?code=c&state={STATE}")[0] == 200
+    assert get(port, f"/start/{token_of(receiver)}")[0] == 404
+
+
+def test_after_the_time_limit_the_start_path_is_gone(receiver, port):
+    with pytest.raises(WaitEnded) as ended:
+        receiver.wait(time.monotonic() + 0.05)
+    assert ended.value.reason == "timeout"
+    assert get(port, f"/start/{token_of(receiver)}")[0] == 404
+
+
+def test_without_a_browser_there_is_no_start_url(port):
+    r = Receiver(port, state=STATE, authorization_url=AUTH_URL, start=False)
+    r.listen()
+    try:
+        assert r.start_url is None
+        assert get(port, "/start/" + "A" * 43)[0] == 404
+    finally:
+        r.stop()
+
+
+def test_a_request_head_over_16_kib_gets_431(receiver, port):
+    raw = b"GET /callback HTTP/1.1\r\nX-Big: " + b"a" * HEAD_LIMIT + b"\r\n\r\n"
+    assert http(port, raw)[0] == 431
+
+
+def test_a_head_that_does_not_arrive_in_time_closes_the_connection(port):
+    r = Receiver(port, state=STATE, authorization_url=AUTH_URL, start=False, head_timeout=0.2)
+    r.listen()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as sock:
+            sock.sendall(b"GET /callback HTTP/1.1\r\n")
+            try:
+                assert sock.recv(100) == b""
+            except ConnectionResetError:
+                pass  # closed with a reset, as every connection of the receiver
+    finally:
+        r.stop()
+
+
+def test_more_than_16_connections_at_once_are_closed_and_the_receiver_still_answers(receiver, port):
+    held = [socket.create_connection(("127.0.0.1", port), timeout=WAIT) for _ in range(MAX_CONNECTIONS)]
+    try:
+        extra = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        try:
+            extra.sendall(b"GET / HTTP/1.1\r\n\r\n")
+            try:
+                assert extra.recv(100) == b""
+            except ConnectionResetError:
+                pass
+        finally:
+            extra.close()
+    finally:
+        for sock in held:
+            sock.close()
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            assert get(port, f"/callback?code=c&state={STATE}")[0] == 200
+            break
+        except (ConnectionResetError, IndexError, ValueError):
+            assert time.monotonic() < deadline
+    assert receiver.wait(time.monotonic() + WAIT).code == "c"
+
+
+def test_an_idle_connection_does_not_delay_the_stop(port):
+    r = Receiver(port, state=STATE, authorization_url=AUTH_URL, start=True)
+    r.listen()
+    idle = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+    try:
+        assert get(port, "/nothing")[0] == 404  # the idle connection has its thread by now
+        started = time.monotonic()
+        r.stop()
+        assert time.monotonic() - started < 1.0
+    finally:
+        idle.close()
+    again = Receiver(port, state=STATE, authorization_url=AUTH_URL, start=False)
+    again.listen()
+    again.stop()
+
+
+def test_a_cancel_ends_the_wait_at_once(receiver):
+    cancel = CancelToken()
+    threading.Timer(0.05, cancel.cancel, args=("stop",)).start()
+    started = time.monotonic()
+    with pytest.raises(WaitEnded) as ended:
+        receiver.wait(time.monotonic() + WAIT, cancel)
+    assert ended.value.reason == "canceled" and time.monotonic() - started < 2.0
+
+
+def test_twenty_sign_ins_in_a_row_reuse_the_same_port(port):
+    for n in range(20):
+        r = Receiver(port, state=STATE, authorization_url=AUTH_URL, start=True)
+        r.listen()
+        try:
+            assert get(port, f"/start/{token_of(r)}")[0] == 303
+            assert get(port, f"/callback?code=c{n}&state={STATE}")[0] == 200
+            assert r.wait(time.monotonic() + WAIT).code == f"c{n}"
+        finally:
+            r.stop()
+
+
+def test_the_probe_answers_for_the_sign_in_of_the_same_record_only(receiver, port, monkeypatch):
+    monkeypatch.setattr(receiver_module, "PROBE_HOLD", 0.05)
+    assert probe(port, "cd" * 32) is None
+    assert probe(port, "ab" * 32) == "pending"
+    receiver.finish(True)
+    assert probe(port, "ab" * 32) == "done"
+    assert probe(free_port(), "ab" * 32) is None
+
+
+def test_a_held_probe_answers_when_the_sign_in_ends(receiver, port):
+    answers: list[str | None] = []
+    asker = threading.Thread(target=lambda: answers.append(probe(port, "ab" * 32)), name="test-probe")
+    asker.start()
+    # Held or not yet arrived: either way the answer is the outcome, well within the hold.
+    receiver.finish(False)
+    asker.join(WAIT)
+    assert answers == ["failed"]

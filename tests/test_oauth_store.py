@@ -1,0 +1,407 @@
+"""The token stores: one contract for all, and the rules of the keychain, the files and ``auto``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import keyring
+import pytest
+
+from mcpbridge.oauth import flow
+from mcpbridge.oauth.errors import InvalidRecord, StoreError, StoreOpenError
+from mcpbridge.oauth.store import (
+    EncryptedFileStore,
+    FallbackStore,
+    IndexedStore,
+    KeyringStore,
+    MemoryStore,
+    TokenStore,
+    UnavailableStore,
+    open_store,
+    read_key_file,
+    token_directory,
+)
+from mcpbridge.oauth.testing import URL, TokenStoreContract, sample_record
+from tests.oauth_keyring import FileKeyring
+
+KEY = bytes(range(32))
+OTHER_KEY = bytes(range(1, 33))
+
+
+@pytest.fixture
+def state_env(tmp_path: Path) -> dict[str, str]:
+    return {"XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path / "home")}
+
+
+@pytest.fixture
+def file_store(tmp_path: Path, state_env: dict[str, str]) -> EncryptedFileStore:
+    return EncryptedFileStore.open(token_directory(state_env), KEY)
+
+
+class TestMemoryStore(TokenStoreContract):
+    @pytest.fixture
+    def store(self) -> TokenStore:
+        return MemoryStore()
+
+
+class TestEncryptedFileStore(TokenStoreContract):
+    @pytest.fixture
+    def store(self, file_store: EncryptedFileStore) -> TokenStore:
+        return file_store
+
+
+class TestKeyringStore(TokenStoreContract):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> TokenStore:
+        return KeyringStore(FileKeyring(tmp_path / "keyring.json"))
+
+
+class TestAutoStoreAfterTheKeychainStopped(TokenStoreContract):
+    @pytest.fixture
+    def store(self, tmp_path: Path, file_store: EncryptedFileStore) -> TokenStore:
+        return FallbackStore(
+            KeyringStore(FileKeyring(tmp_path / "k.json", mode="locked")), lambda: file_store
+        )
+
+
+# ----------------------------------------------------------------------------- the keychain
+
+
+def test_the_keychain_keeps_each_record_under_the_service_and_the_hex_digest_of_its_key(tmp_path):
+    backend = FileKeyring(tmp_path / "keyring.json")
+    store = KeyringStore(backend)
+    record = sample_record()
+    IndexedStore(store).save(record, URL)
+    entries = backend.entries()
+    assert f"{flow.KEYCHAIN_SERVICE}\n{record.key.digest().hex()}" in entries
+    assert f"{flow.KEYCHAIN_SERVICE}\n{flow.index_key().digest().hex()}" in entries
+    assert (
+        store.describe()
+        == 'the tokens are in the keychain of the host (service "mcpbridge/mcp-bridge-vscode")'
+    )
+
+
+def test_opening_the_keychain_reads_through_the_keyring_of_the_host(tmp_path):
+    backend = FileKeyring(tmp_path / "keyring.json")
+    previous = keyring.get_keyring()
+    keyring.set_keyring(backend)
+    try:
+        store = KeyringStore.open()
+        store.put(sample_record().key, b"x")
+        assert ("get", flow.index_key().digest().hex()) in backend.calls
+    finally:
+        keyring.set_keyring(previous)
+
+
+@pytest.mark.parametrize(
+    ("mode", "name"), [("locked", "KeychainLocked"), ("unavailable", "KeychainUnavailable")]
+)
+def test_a_keychain_that_is_locked_or_does_not_answer_does_not_open(tmp_path, mode, name):
+    previous = keyring.get_keyring()
+    keyring.set_keyring(FileKeyring(tmp_path / "k.json", mode=mode))
+    try:
+        with pytest.raises(StoreOpenError) as caught:
+            KeyringStore.open()
+    finally:
+        keyring.set_keyring(previous)
+    assert caught.value.name == name
+
+
+def test_the_fail_backend_of_keyring_is_no_keychain():
+    from keyring.backends import fail
+
+    previous = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    try:
+        with pytest.raises(StoreOpenError, match="not available") as caught:
+            KeyringStore.open()
+    finally:
+        keyring.set_keyring(previous)
+    assert caught.value.name == "KeychainUnavailable"
+
+
+def test_a_keychain_that_hangs_is_unavailable_after_its_time_limit(tmp_path):
+    import threading
+
+    release = threading.Event()
+
+    class Hanging(FileKeyring):
+        def get_password(self, service: str, username: str) -> str | None:
+            release.wait(10.0)
+            return None
+
+    store = KeyringStore(Hanging(tmp_path / "k.json"), timeout=0.2)
+    try:
+        with pytest.raises(StoreError) as caught:
+            store.get(sample_record().key)
+    finally:
+        release.set()
+    assert caught.value.name == "KeychainUnavailable"
+
+
+# ------------------------------------------------------------------------------- the files
+
+
+def test_the_token_directory_is_private_and_each_file_too_with_a_name_that_tells_nothing(file_store):
+    record = sample_record()
+    IndexedStore(file_store).save(record, URL)
+    directory = file_store.directory
+    assert directory.parts[-3:] == ("mcpbridge", "vscode", "tokens")
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    names = sorted(p.name for p in directory.iterdir())
+    assert len(names) == 2
+    for name in names:
+        path = directory / name
+        assert len(name) == 64 + len(".token") and name.endswith(".token")
+        int(name[:64], 16)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        data = path.read_bytes()
+        assert data.startswith(b"MCPT\x01")
+        for secret in (b"access-0-token", b"refresh-0-token", b"mcp.example.com", b"client-0"):
+            assert secret not in data
+
+
+def test_a_directory_with_wide_permissions_is_made_private_again(tmp_path, state_env):
+    directory = token_directory(state_env)
+    directory.mkdir(parents=True)
+    directory.chmod(0o755)
+    EncryptedFileStore.open(directory, KEY)
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+
+
+def test_a_tampered_token_file_is_refused(file_store):
+    key = sample_record().key
+    file_store.put(key, b"secret record")
+    path = file_store.path_of(key)
+    data = bytearray(path.read_bytes())
+    data[-20] ^= 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(InvalidRecord):
+        file_store.get(key)
+
+
+def test_a_token_file_moved_to_the_name_of_another_record_is_refused(file_store):
+    one, two = sample_record(1).key, sample_record(2).key
+    file_store.put(one, b"one")
+    file_store.put(two, b"two")
+    os.replace(file_store.path_of(one), file_store.path_of(two))
+    with pytest.raises(InvalidRecord):
+        file_store.get(two)
+    assert file_store.get(one) is None
+
+
+@pytest.mark.parametrize("keep", [0, 4, 17, 33, -1])
+def test_a_truncated_token_file_is_refused(file_store, keep):
+    key = sample_record().key
+    file_store.put(key, b"a record of some length")
+    path = file_store.path_of(key)
+    data = path.read_bytes()
+    path.write_bytes(data[:keep])
+    with pytest.raises(InvalidRecord):
+        file_store.get(key)
+
+
+def test_a_token_file_of_another_key_does_not_decrypt(file_store):
+    key = sample_record().key
+    file_store.put(key, b"record")
+    other = EncryptedFileStore(file_store.directory, OTHER_KEY)
+    assert other.get(key) is None  # another key gives other file names
+    os.replace(file_store.path_of(key), other.path_of(key))
+    with pytest.raises(InvalidRecord):
+        other.get(key)
+
+
+def test_a_damaged_record_is_deleted_with_a_warning_and_the_sign_in_is_gone(file_store, caplog):
+    record = sample_record()
+    indexed = IndexedStore(file_store)
+    indexed.save(record, URL)
+    file_store.path_of(record.key).write_bytes(b"MCPT\x01" + b"\x00" * 40)
+    with caplog.at_level(logging.WARNING, logger="mcpbridge"):
+        assert indexed.load(record.key) is None
+    assert not file_store.path_of(record.key).exists()
+    assert "not valid" in caplog.text
+
+
+def test_a_damaged_index_is_ignored_with_a_warning(file_store, caplog):
+    file_store.put(flow.index_key(), b"not json")
+    with caplog.at_level(logging.WARNING, logger="mcpbridge"):
+        assert IndexedStore(file_store).entries() == []
+    assert "the index of the stored sign-ins is not valid, thus the bridge ignores it" in caplog.text
+
+
+def test_writes_leave_no_temporary_file(file_store):
+    for n in range(5):
+        file_store.put(sample_record(n).key, b"x" * n)
+    assert not [p for p in file_store.directory.iterdir() if p.suffix == ".tmp"]
+
+
+def test_a_failed_index_write_does_not_fail_the_record(file_store, caplog):
+    class NoIndex(MemoryStore):
+        def put(self, key: flow.RecordKey, data: bytes) -> None:
+            if key == flow.index_key():
+                raise StoreError("FileStoreFailed", "disk full")
+            super().put(key, data)
+
+    store = NoIndex()
+    record = sample_record()
+    with caplog.at_level(logging.WARNING, logger="mcpbridge"):
+        IndexedStore(store).save(record, URL)
+    assert IndexedStore(store).load(record.key) == record
+    assert "cannot add the sign-in to the index of the stored sign-ins: disk full" in caplog.text
+
+
+# -------------------------------------------------------------------------------- the key
+
+
+def write_key(path: Path, text: str = KEY.hex(), mode: int = 0o600) -> Path:
+    path.write_text(text + "\n")
+    path.chmod(mode)
+    return path
+
+
+def test_a_private_key_file_gives_the_key(tmp_path, state_env):
+    assert read_key_file(str(write_key(tmp_path / "key")), token_directory(state_env)) == KEY
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o660, 0o777])
+def test_a_key_file_that_others_can_read_is_refused(tmp_path, state_env, mode):
+    with pytest.raises(StoreOpenError) as caught:
+        read_key_file(str(write_key(tmp_path / "key", mode=mode)), token_directory(state_env))
+    assert caught.value.name == "TokenKeyFileNotPrivate"
+
+
+def test_a_key_file_inside_the_token_directory_is_refused(tmp_path, state_env):
+    directory = token_directory(state_env)
+    directory.mkdir(parents=True)
+    with pytest.raises(StoreOpenError) as caught:
+        read_key_file(str(write_key(directory / "key")), directory)
+    assert caught.value.name == "TokenKeyInTokenDirectory"
+
+
+@pytest.mark.parametrize("text", ["", "abc", KEY.hex()[:-1] + "g", KEY.hex() + "00", "x" * 300])
+def test_a_key_file_without_64_hexadecimal_digits_is_refused(tmp_path, state_env, text):
+    with pytest.raises(StoreOpenError) as caught:
+        read_key_file(str(write_key(tmp_path / "key", text)), token_directory(state_env))
+    assert caught.value.name == "InvalidTokenKey"
+    assert text[:10] not in str(caught.value) or not text
+
+
+def test_a_missing_key_file_is_unreadable(tmp_path, state_env):
+    with pytest.raises(StoreOpenError) as caught:
+        read_key_file(str(tmp_path / "missing"), token_directory(state_env))
+    assert caught.value.name == "TokenKeyFileUnreadable"
+
+
+def test_the_token_directory_follows_xdg_state_home_then_home_then_localappdata():
+    assert token_directory({"XDG_STATE_HOME": "/s", "HOME": "/h"}) == Path("/s/mcpbridge/vscode/tokens")
+    assert token_directory({"XDG_STATE_HOME": "rel", "HOME": "/h"}) == Path(
+        "/h/.local/state/mcpbridge/vscode/tokens"
+    )
+    assert token_directory({"LOCALAPPDATA": "C:/Users/u/AppData/Local"}, platform="win32").parts[-3:] == (
+        "mcpbridge",
+        "vscode",
+        "tokens",
+    )
+    with pytest.raises(StoreOpenError) as caught:
+        token_directory({})
+    assert caught.value.name == "NoTokenDirectory"
+
+
+# ------------------------------------------------------------------------- opening stores
+
+
+def unavailable() -> TokenStore:
+    raise StoreOpenError("KeychainUnavailable", "the keychain is not available (no backend)")
+
+
+def test_memory_is_memory_and_says_so():
+    opened = open_store("memory", key=None, key_file=None, env={})
+    assert isinstance(opened.store, MemoryStore)
+    assert opened.line == "the tokens stay in memory (--token-store memory): each start needs a new sign-in"
+
+
+def test_auto_takes_the_keychain_when_it_answers(tmp_path, state_env):
+    keychain = KeyringStore(FileKeyring(tmp_path / "k.json"))
+    opened = open_store("auto", key=KEY, key_file=None, env=state_env, keychain=lambda: keychain)
+    assert opened.line.startswith("the tokens are in the keychain of the host")
+    assert opened.store.kind == "keychain"
+
+
+def test_auto_without_keychain_takes_the_files_when_a_key_is_set(state_env):
+    opened = open_store("auto", key=KEY, key_file=None, env=state_env, keychain=unavailable)
+    assert isinstance(opened.store, EncryptedFileStore)
+    assert opened.line == f"the tokens are in encrypted files in {token_directory(state_env)}"
+
+
+def test_auto_without_keychain_and_key_keeps_the_tokens_in_memory_and_says_why(state_env):
+    opened = open_store("auto", key=None, key_file=None, env=state_env, keychain=unavailable)
+    assert isinstance(opened.store, MemoryStore)
+    assert opened.line == (
+        "the tokens stay in memory: the keychain is not available (no backend), "
+        "and no token key is set (MCP_BRIDGE_TOKEN_KEY or --token-key-file). Each start needs a new sign-in"
+    )
+
+
+def test_auto_with_a_file_store_that_does_not_start_keeps_the_tokens_in_memory(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the state directory should be")
+    env = {"XDG_STATE_HOME": str(blocked)}
+    opened = open_store("auto", key=KEY, key_file=None, env=env, keychain=unavailable)
+    assert isinstance(opened.store, MemoryStore) and "the file store did not start" in opened.line
+
+
+def test_an_explicit_store_that_does_not_open_is_an_error(state_env, tmp_path):
+    with pytest.raises(StoreOpenError):
+        open_store("keychain", key=None, key_file=None, env=state_env, keychain=unavailable)
+    with pytest.raises(StoreOpenError) as caught:
+        open_store("file", key=None, key_file=None, env=state_env)
+    assert caught.value.name == "TokenKeyMissing"
+    with pytest.raises(StoreOpenError) as caught:
+        key_file = write_key(tmp_path / "key", mode=0o644)
+        open_store("auto", key=None, key_file=str(key_file), env=state_env, keychain=unavailable)
+    assert caught.value.name == "TokenKeyFileNotPrivate"
+
+
+def test_a_keychain_that_stops_later_hands_over_to_the_next_store_once_with_a_warning(tmp_path, caplog):
+    backend = FileKeyring(tmp_path / "k.json")
+    made: list[MemoryStore] = []
+
+    def next_store() -> TokenStore:
+        made.append(MemoryStore("the tokens stay in memory"))
+        return made[-1]
+
+    store = FallbackStore(KeyringStore(backend), next_store)
+    key = sample_record().key
+    store.put(key, b"in the keychain")
+    backend.mode = "locked"
+    with caplog.at_level(logging.WARNING, logger="mcpbridge"):
+        store.put(key, b"in memory")
+        assert store.get(key) == b"in memory"
+        store.put(key, b"again")
+    assert len(made) == 1 and store.kind == "memory"
+    assert caplog.text.count("the keychain stopped to answer") == 1
+
+
+def test_the_unavailable_store_keeps_nothing():
+    store = UnavailableStore(StoreError("FileStoreFailed", "no disk"))
+    assert store.get(sample_record().key) is None
+    with pytest.raises(StoreError):
+        store.put(sample_record().key, b"x")
+    assert store.describe() == "the tokens are not stored: no disk"
+
+
+def test_keyring_and_cryptography_load_only_when_a_store_needs_them():
+    code = (
+        "import sys\n"
+        "import mcpbridge.oauth.authorizer, mcpbridge.vscode.logout, mcpbridge.vscode.serve_url\n"
+        "from mcpbridge.oauth.store import open_store\n"
+        "open_store('memory', key=None, key_file=None, env={})\n"
+        "print('keyring' in sys.modules, 'cryptography' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["False", "False"]
