@@ -1,0 +1,853 @@
+"""Pass a 2025-era upstream server through to the client.
+
+Theory of operation
+-------------------
+
+The front end probes the upstream server with ``server/discover``. When the
+answer says that the server is of the 2025 era (:func:`means_legacy`), or when
+``--protocol legacy`` skips the probe, the ``initialize`` slot of the front end
+hands the connection to a :class:`LegacyPassthrough`. It sends ``initialize``
+upstream with the client's own parameters and answers the client with the
+upstream's own result. From then on both sides speak the same era, and the
+bridge only carries the messages:
+
+* Each request of the client goes upstream from its slot, with an id of the
+  bridge (1, 2, 3...); the answer goes back with the client's id. A canceled
+  slot sends ``notifications/cancelled`` with the upstream id and writes no
+  response; a request past its time limit is canceled upstream and gets the
+  ``timeout`` error.
+* Each request of the upstream server (elicitation, sampling, roots, ping) goes
+  to the client with an id ``u-1``, ``u-2``...; the client's answer goes back
+  upstream with the server's id. A ``notifications/cancelled`` of the server
+  names its own id: the client gets it with the ``u-`` id.
+* Every other notification passes unchanged in both directions: list changes,
+  resource updates, progress and log messages from the server;
+  ``notifications/initialized`` and root changes from the client.
+
+:class:`LegacyPeer` is the raw JSON-RPC peer under it: a pending table of the
+bridge's requests, their deadlines, and nothing of MCP (no ``_meta``, no
+``resultType``). ``mcp-bridge-vscode check`` uses it too.
+
+A stdio child that answered the probe with an error usually keeps running
+(the Python SDK answers -32602, the TypeScript SDK -32601). :class:`StdioUpstream`
+gives the probe's :class:`~mcpbridge.mcp.client.Client` a *seat* on the child,
+and the passthrough takes the child over from that seat instead of starting
+the command again. A child that closed is started again.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from ..mcp.cancel import CancelToken
+from ..mcp.client import Client
+from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, RpcError, SpawnFailed
+from ..mcp.framing import TooLong
+from ..mcp.jsonrpc import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    MISSING_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    ErrorObject,
+    ErrorResponse,
+    FrameError,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+from ..mcp.transport import OnFrameError, OnMessage, Transport
+from . import errortable, legacy
+from .upstream import UPSTREAM_MAX_DEPTH, _write_child_stderr
+
+if TYPE_CHECKING:
+    from .frontend import Frontend, Slot
+
+__all__ = [
+    "AUTO",
+    "LEGACY",
+    "LegacyPassthrough",
+    "LegacyPeer",
+    "LegacyTransports",
+    "LegacyUpstream",
+    "OpenFailed",
+    "StdioUpstream",
+    "means_legacy",
+]
+
+log = logging.getLogger("mcpbridge.bridge")
+
+#: The values of ``--protocol`` (``Options.protocol``) besides :data:`~mcpbridge.mcp.protocol.MODERN`.
+AUTO: Final = "auto"
+LEGACY: Final = "legacy"
+
+#: The errors that only a server of revision 2026-07-28 sends: such a server is modern.
+MODERN_ERROR_CODES: Final = frozenset(
+    {HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
+)
+#: HTTP statuses that a 2025-era server gives a modern request (§A11 of the digest).
+LEGACY_HTTP_STATUSES: Final = frozenset({400, 404, 405})
+#: The prefix of the ids of the upstream's requests as the client sees them.
+SERVER_REQUEST_PREFIX: Final = "u-"
+#: The methods that may wait for the client's answers to the server's requests.
+_LONG_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: The wait of the deadline thread when no deadline is near (it wakes at once for a new one).
+_IDLE_WAIT: Final = 60.0
+_JOIN_TIMEOUT: Final = 2.0
+
+
+def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
+    """Tell whether a failed ``server/discover`` shows a server of the 2025 era.
+
+    Only ``--protocol auto`` falls back. A JSON-RPC error is legacy unless its
+    code is one that only a modern server sends. Over stdio, no answer in the
+    time limit is legacy too; a child that exited without an answer is not.
+    Over HTTP, status 400, 404 or 405 without a JSON-RPC error of the request
+    is legacy.
+    """
+    if protocol != AUTO:
+        return False
+    if isinstance(exc, RpcError):
+        return exc.error.code not in MODERN_ERROR_CODES
+    if over_http:
+        return isinstance(exc, InvalidResponse) and exc.http_status in LEGACY_HTTP_STATUSES
+    return isinstance(exc, RequestTimeout)
+
+
+def _duration(seconds: float) -> str:
+    return errortable.format_duration(seconds)
+
+
+def _printable(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 64 else text[:61] + "..."
+
+
+def _call(what: str, callback: Callable[[], None]) -> None:
+    """Run a callback; an error in it must not stop the delivering thread."""
+    try:
+        callback()
+    except Exception as exc:  # noqa: BLE001 - the next message must still be routed
+        log.error("the handler of %s failed: %s", what, type(exc).__name__)
+        log.debug("the handler of %s failed", what, exc_info=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# How the front end reaches a 2025-era upstream
+# ---------------------------------------------------------------------------------------------
+
+
+class LegacyUpstream(Protocol):
+    """The seam between the front end and a 2025-era upstream server."""
+
+    #: True for a URL: then only HTTP statuses and JSON-RPC errors mean legacy, not a time-out.
+    over_http: bool
+
+    def transport(self, probe: Client | None) -> Transport:
+        """An unstarted transport to the upstream server.
+
+        ``probe`` is the client of the failed ``server/discover``, or ``None``
+        (``--protocol legacy``). The caller closes ``probe`` afterwards.
+        """
+        ...
+
+
+class LegacyTransports:
+    """A :class:`LegacyUpstream` that makes a new transport each time (a URL)."""
+
+    def __init__(self, make: Callable[[], Transport], *, over_http: bool = True) -> None:
+        self._make = make
+        self.over_http = over_http
+
+    def transport(self, probe: Client | None) -> Transport:
+        return self._make()
+
+
+class _Shared:
+    """A child process and the seat that owns it now.
+
+    Deliveries run under ``_deliver``; while no seat has started, they wait in
+    ``_held`` and the next seat to start gets them first, in order.
+    """
+
+    def __init__(self, inner: Transport) -> None:
+        self.inner = inner
+        self._deliver = threading.Lock()
+        self._owner: _Seat | None = None
+        self._targets: tuple[OnMessage, OnFrameError, Callable[[McpError | None], None]] | None = None
+        self._held: list[
+            Callable[[tuple[OnMessage, OnFrameError, Callable[[McpError | None], None]]], None]
+        ] = []
+        self._started = False
+
+    def seat(self) -> _Seat:
+        """A new seat that owns the child from now on; the former seat can only close itself."""
+        with self._deliver:
+            seat = _Seat(self)
+            self._owner = seat
+            self._targets = None
+            return seat
+
+    def owns(self, seat: _Seat) -> bool:
+        return self._owner is seat
+
+    def attach(
+        self,
+        seat: _Seat,
+        targets: tuple[OnMessage, OnFrameError, Callable[[McpError | None], None]],
+    ) -> None:
+        with self._deliver:
+            if self._owner is not seat:
+                raise Closed("the upstream process belongs to another connection")
+            for item in self._held:
+                item(targets)
+            self._held.clear()
+            self._targets = targets
+            first = not self._started
+            self._started = True
+        if first:
+            self.inner.start(self._on_message, self._on_frame_error, self._on_closed)
+
+    def _route(
+        self, item: Callable[[tuple[OnMessage, OnFrameError, Callable[[McpError | None], None]]], None]
+    ) -> None:
+        with self._deliver:
+            if self._targets is None:
+                self._held.append(item)
+            else:
+                item(self._targets)
+
+    def _on_message(self, message: Message) -> None:
+        self._route(lambda targets: targets[0](message))
+
+    def _on_frame_error(self, error: FrameError | TooLong) -> None:
+        self._route(lambda targets: targets[1](error))
+
+    def _on_closed(self, error: McpError | None) -> None:
+        self._route(lambda targets: targets[2](error))
+
+
+class _Seat(Transport):
+    """One owner's view of a shared child: the probe's client, then the passthrough."""
+
+    def __init__(self, shared: _Shared) -> None:
+        self._shared = shared
+
+    def start(
+        self,
+        on_message: OnMessage,
+        on_frame_error: OnFrameError,
+        on_closed: Callable[[McpError | None], None],
+    ) -> None:
+        self._shared.attach(self, (on_message, on_frame_error, on_closed))
+
+    def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
+        if not self._shared.owns(self):
+            raise Closed("the upstream process belongs to another connection")
+        self._shared.inner.send(message, cancel=cancel)
+
+    def close(self, grace: float = 2.0) -> None:
+        if self._shared.owns(self):
+            self._shared.inner.close(grace)
+
+    def kill(self) -> None:
+        if self._shared.owns(self):
+            kill = getattr(self._shared.inner, "kill", None)
+            if callable(kill):
+                kill()
+
+    @property
+    def gone(self) -> bool:
+        return self._shared.inner.gone
+
+    @property
+    def exit_status(self) -> str | None:
+        return self._shared.inner.exit_status
+
+
+class StdioUpstream:
+    """An upstream command for both eras.
+
+    :meth:`connect` is the ``connect`` of the front end (the discover probe);
+    :meth:`transport` is its :class:`LegacyUpstream`: it takes over the child
+    of the probe while that child runs, else it starts the command again.
+    Each stderr line of a child goes to ``stderr_sink`` (by default to our stderr).
+    """
+
+    over_http = False
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        max_line_bytes: int,
+        stderr_sink: Callable[[str], None] | None = _write_child_stderr,
+    ) -> None:
+        self._argv = list(argv)
+        self._max_line_bytes = max_line_bytes
+        self._stderr_sink = stderr_sink
+        self._lock = threading.Lock()
+        self._probes: weakref.WeakKeyDictionary[Client, _Shared] = weakref.WeakKeyDictionary()
+
+    def _child(self) -> Transport:
+        from ..mcp.stdio import StdioChildTransport
+
+        return StdioChildTransport(
+            self._argv, max_line_bytes=self._max_line_bytes, stderr_sink=self._stderr_sink
+        )
+
+    def connect(self, client_info: dict[str, Any], on_notification: Callable[[Notification], None]) -> Client:
+        """Start the command and a started client of revision 2026-07-28 on it."""
+        shared = _Shared(self._child())
+        client = Client(
+            shared.seat(),
+            client_info=client_info,
+            max_depth=UPSTREAM_MAX_DEPTH,
+            on_notification=on_notification,
+        )
+        client.start()
+        with self._lock:
+            self._probes[client] = shared
+        return client
+
+    def transport(self, probe: Client | None) -> Transport:
+        with self._lock:
+            shared = self._probes.pop(probe, None) if probe is not None else None
+        if shared is not None and not shared.inner.gone:
+            log.debug("the bridge keeps the upstream process of server/discover")
+            return shared.seat()
+        return self._child()
+
+
+# ---------------------------------------------------------------------------------------------
+# The raw peer
+# ---------------------------------------------------------------------------------------------
+
+
+class _Deadlines:
+    """Fires callbacks at deadlines, on one thread (``mcpbridge-legacy-timer``)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: list[tuple[float, int, list[Callable[[], None] | None]]] = []
+        self._seq = itertools.count()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="mcpbridge-legacy-timer", daemon=True)
+        self._thread.start()
+
+    def add(self, deadline: float, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` at ``deadline`` (a :func:`time.monotonic` value); returns a remover."""
+        cell: list[Callable[[], None] | None] = [callback]
+        with self._cond:
+            if self._stopped:
+                return lambda: None
+            heapq.heappush(self._heap, (deadline, next(self._seq), cell))
+            self._cond.notify()
+
+        def remove() -> None:
+            with self._cond:
+                cell[0] = None
+
+        return remove
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._heap.clear()
+            self._cond.notify()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(_JOIN_TIMEOUT)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._stopped:
+                        return
+                    while self._heap and self._heap[0][2][0] is None:
+                        heapq.heappop(self._heap)
+                    if not self._heap:
+                        self._cond.wait(_IDLE_WAIT)
+                        continue
+                    delay = self._heap[0][0] - time.monotonic()
+                    if delay <= 0:
+                        break
+                    self._cond.wait(delay)
+                _, _, cell = heapq.heappop(self._heap)
+                callback, cell[0] = cell[0], None
+            if callback is not None:
+                _call("a deadline", callback)
+
+
+_Outcome = Response | ErrorResponse | McpError
+
+
+class _Call:
+    """One request of the bridge in flight; its fields change under the peer's lock."""
+
+    __slots__ = ("id", "method", "outcome", "interrupted", "reason", "token")
+
+    def __init__(self, request_id: int, method: str) -> None:
+        self.id = request_id
+        self.method = method
+        self.outcome: _Outcome | None = None
+        #: ``"cancel"`` or ``"timeout"`` when the caller stopped waiting.
+        self.interrupted: str | None = None
+        self.reason = ""
+        #: Given to :meth:`Transport.send`: fires on a cancellation or at the deadline.
+        self.token = CancelToken()
+
+
+class LegacyPeer:
+    """A raw JSON-RPC peer over a transport: integer ids, a pending table, deadlines.
+
+    It adds nothing to the messages. The server's requests go to ``on_request``
+    and its notifications to ``on_notification``, on the delivering thread (a
+    callback must not block). Answers go out with :meth:`answer`.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        on_request: Callable[[Request], None],
+        on_notification: Callable[[Notification], None],
+    ) -> None:
+        self._transport = transport
+        self._on_request = on_request
+        self._on_notification = on_notification
+        self._cond = threading.Condition(threading.Lock())
+        self._pending: dict[RequestId, _Call] = {}
+        self._next_id = 1
+        self._closed: McpError | None = None
+        self._deadlines = _Deadlines()
+
+    @property
+    def gone(self) -> bool:
+        """True once the upstream process is gone for good."""
+        return self._transport.gone
+
+    @property
+    def exit_status(self) -> str | None:
+        return self._transport.exit_status
+
+    def start(self) -> None:
+        """Start the transport (a child process starts here).
+
+        Raises:
+            McpError: the transport did not start (``SpawnFailed`` for a command).
+        """
+        self._deadlines.start()
+        try:
+            self._transport.start(self._on_message, self._on_frame_error, self._on_closed)
+        except BaseException:
+            with self._cond:
+                self._closed = Closed("the connection did not start")
+            self._deadlines.stop()
+            raise
+
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float,
+        cancel: CancelToken | None = None,
+    ) -> Response | ErrorResponse:
+        """Send one request and wait at most ``timeout`` seconds for its answer.
+
+        A timeout and a cancellation send ``notifications/cancelled`` upstream.
+
+        Raises:
+            RequestTimeout: no answer in ``timeout`` seconds.
+            Cancelled: ``cancel`` fired.
+            Closed: the connection is closed or the upstream process exited.
+            InvalidResponse: the answer is a line that is not a valid message.
+            McpError: the transport failed.
+        """
+        with self._cond:
+            if self._closed is not None:
+                raise Closed(self._closed.detail)
+            call = _Call(self._next_id, method)
+            self._next_id += 1
+            self._pending[call.id] = call
+        remove_cancel: Callable[[], None] | None = None
+        if cancel is not None:
+            token = cancel
+            remove_cancel = cancel.add_callback(lambda: self._interrupt(call, "cancel", token.reason))
+        deadline = time.monotonic() + timeout
+        remove_deadline = self._deadlines.add(deadline, lambda: self._interrupt(call, "timeout", ""))
+        sent = False
+        send_error: McpError | None = None
+        try:
+            with self._cond:
+                interrupted = call.interrupted is not None
+            if not interrupted:
+                message = Request(call.id, method, params)
+                try:
+                    self._transport.send(message, cancel=call.token)
+                    sent = True
+                except McpError as exc:
+                    send_error = exc
+            with self._cond:
+                if sent:
+                    self._cond.wait_for(
+                        lambda: call.outcome is not None or call.interrupted is not None,
+                        max(0.0, deadline - time.monotonic()),
+                    )
+                    if call.outcome is None and call.interrupted is None:
+                        call.interrupted = "timeout"
+                self._pending.pop(call.id, None)
+                outcome, why, reason = call.outcome, call.interrupted, call.reason
+        finally:
+            if remove_cancel is not None:
+                remove_cancel()
+            remove_deadline()
+        if outcome is None and why == "timeout":
+            if sent or isinstance(send_error, Cancelled):
+                self._send_cancelled(call.id, f"no response in {_duration(timeout)}")
+            raise RequestTimeout(f"{method}: no response in {_duration(timeout)}")
+        if outcome is None and why == "cancel":
+            if sent or isinstance(send_error, Cancelled):
+                self._send_cancelled(call.id, reason or "the client canceled the request")
+            raise Cancelled(reason or None)
+        if outcome is None:
+            assert send_error is not None
+            raise send_error
+        if isinstance(outcome, McpError):
+            raise outcome
+        return outcome
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification; a failure is only logged."""
+        self._send_quietly(Notification(method, params), method)
+
+    def answer(self, message: Response | ErrorResponse) -> None:
+        """Send the answer to a request of the server; a failure is only logged."""
+        self._send_quietly(message, "an answer")
+
+    def close(self, grace: float = 2.0) -> None:
+        """Fail what is pending with ``Closed``, close the transport, stop the deadline thread."""
+        with self._cond:
+            first = self._closed is None
+            self._fail_all_locked(Closed("the connection to the upstream server is closed"))
+        if first:
+            self._transport.close(grace)
+            self._deadlines.stop()
+
+    def kill(self) -> None:
+        """Kill the upstream process group at once (a watchdog's last step)."""
+        kill = getattr(self._transport, "kill", None)
+        if callable(kill):
+            kill()
+
+    # ------------------------------------------------------------ internals
+
+    def _send_quietly(self, message: Message, what: str) -> None:
+        try:
+            self._transport.send(message)
+        except McpError as exc:
+            log.debug("%s was not sent to the upstream server: %s", _printable(what), exc.cause)
+
+    def _send_cancelled(self, request_id: RequestId, reason: str) -> None:
+        self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
+
+    def _interrupt(self, call: _Call, why: str, reason: str) -> None:
+        with self._cond:
+            if call.outcome is not None or call.interrupted is not None:
+                return
+            call.interrupted = why
+            call.reason = reason
+            self._cond.notify_all()
+        call.token.cancel(reason or why)
+
+    def _resolve(self, request_id: RequestId, outcome: _Outcome) -> bool:
+        with self._cond:
+            call = self._pending.pop(request_id, None)
+            if call is None:
+                return False
+            if call.outcome is None and call.interrupted is None:
+                call.outcome = outcome
+                self._cond.notify_all()
+            return True
+
+    def _fail_all_locked(self, error: McpError) -> None:
+        if self._closed is None:
+            self._closed = error
+        for call in self._pending.values():
+            if call.outcome is None and call.interrupted is None:
+                call.outcome = Closed(error.detail) if isinstance(error, Closed) else error
+        self._pending.clear()
+        self._cond.notify_all()
+
+    def _on_message(self, message: Message) -> None:
+        if isinstance(message, (Response, ErrorResponse)):
+            if message.id is None:
+                log.debug("dropped an error response of the upstream server without an id")
+            elif not self._resolve(message.id, message):
+                log.debug(
+                    "dropped a response to %s: no request with that id is pending", _printable(message.id)
+                )
+        elif isinstance(message, Request):
+            request = message
+            _call(message.method, lambda: self._on_request(request))
+        else:
+            notification = message
+            _call(message.method, lambda: self._on_notification(notification))
+
+    def _on_frame_error(self, error: FrameError | TooLong) -> None:
+        if isinstance(error, TooLong):
+            request_id = legacy.recover_id(error.head, error.tail)
+            what = f"a line of {error.size} bytes, over the limit"
+        else:
+            request_id = error.id
+            what = f"a line that is not a valid message ({error.cause})"
+        if request_id is not None and self._resolve(request_id, InvalidResponse(f"the response is {what}")):
+            return
+        log.debug("dropped %s from the upstream server", what)
+
+    def _on_closed(self, error: McpError | None) -> None:
+        with self._cond:
+            self._fail_all_locked(error if error is not None else Closed("the connection is closed"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The passthrough
+# ---------------------------------------------------------------------------------------------
+
+
+class OpenFailed(Exception):
+    """``initialize`` of the 2025-era upstream failed.
+
+    ``error`` is the error object for the client, or ``None`` when the client gets no answer.
+    """
+
+    def __init__(self, error: dict[str, Any] | None) -> None:
+        super().__init__(error["message"] if error is not None else "canceled")
+        self.error = error
+
+
+class LegacyPassthrough:
+    """Carry a 2025-era upstream connection for one front end; see the module docstring."""
+
+    def __init__(self, frontend: Frontend, upstream: LegacyUpstream) -> None:
+        self._frontend = frontend
+        self._upstream = upstream
+        self._peer: LegacyPeer | None = None
+        self._lock = threading.Lock()
+        self._counter = itertools.count(1)
+        #: The ids of the server's requests in flight: ours (as the client sees them) to the server's.
+        self._to_server: dict[str, RequestId] = {}
+        self._to_client: dict[RequestId, str] = {}
+        #: The revision that the upstream server chose in its initialize result.
+        self.protocol_version: str | None = None
+
+    # -------------------------------------------------------------- opening
+
+    def open(
+        self,
+        params: dict[str, Any] | None,
+        probe: Client | None,
+        probe_error: McpError | None,
+        cancel: CancelToken,
+    ) -> dict[str, Any]:
+        """Connect, send ``initialize`` with ``params`` and return the upstream's result.
+
+        ``probe`` is the client of the failed ``server/discover`` (closed here),
+        ``probe_error`` its error.
+
+        Raises:
+            OpenFailed: with the error for the client, or ``None`` when the client canceled.
+        """
+        options = self._frontend.options
+        timeout = options.timeouts.discover
+        grace = options.shutdown_grace
+        for attempt in (1, 2):
+            transport = self._upstream.transport(probe)
+            reused = isinstance(transport, _Seat)
+            if probe is not None:
+                probe.close(grace)
+                probe = None
+            peer = LegacyPeer(
+                transport, on_request=self._on_server_request, on_notification=self._on_server_notification
+            )
+            self._peer = peer
+            try:
+                peer.start()
+                outcome = peer.request("initialize", params, timeout=timeout, cancel=cancel)
+            except Cancelled:
+                peer.close(grace)
+                raise OpenFailed(None) from None
+            except Closed:
+                peer.close(grace)
+                if reused and attempt == 1:
+                    log.info(
+                        "the upstream server closed after server/discover, thus the bridge starts it again"
+                    )
+                    continue
+                raise OpenFailed(self._open_error(Closed())) from None
+            except RequestTimeout as exc:
+                peer.close(grace)
+                if isinstance(probe_error, RequestTimeout):
+                    from .frontend import discover_error
+
+                    raise OpenFailed(discover_error(probe_error, timeout)) from None
+                raise OpenFailed(errortable.error_object("timeout", exc.detail)) from None
+            except McpError as exc:
+                peer.close(grace)
+                raise OpenFailed(self._open_error(exc)) from None
+            if isinstance(outcome, ErrorResponse):
+                peer.close(grace)
+                log.error("initialize failed: %s", _printable(outcome.error.message))
+                raise OpenFailed(outcome.error.to_obj())
+            result = outcome.result
+            version = result.get("protocolVersion") if isinstance(result, dict) else None
+            if not isinstance(result, dict) or not isinstance(version, str):
+                peer.close(grace)
+                raise OpenFailed(self._open_error(InvalidResponse("initialize: the result is not valid")))
+            self.protocol_version = version
+            log.info("the upstream server speaks MCP %s", _printable(version))
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _open_error(self, exc: McpError) -> dict[str, Any]:
+        if isinstance(exc, SpawnFailed):
+            log.error("the upstream server did not start: %s", exc.detail or exc.cause)
+            return errortable.error_object(exc.cause)
+        detail = "initialize"
+        if exc.http_status is not None:
+            detail += f", HTTP status {exc.http_status}"
+        log.error("initialize failed: %s", exc.detail or exc.cause)
+        return errortable.error_object(exc.cause, detail)
+
+    # --------------------------------------------------- from the client
+
+    def forward(self, slot: Slot, request: Request) -> None:
+        """The work of a slot: carry one request of the client upstream and its answer back."""
+        peer = self._peer
+        assert peer is not None
+        options = self._frontend.options
+        timeout = options.timeouts.call if request.method in _LONG_METHODS else options.timeouts.list
+        started = time.monotonic()
+        try:
+            outcome = peer.request(request.method, request.params, timeout=timeout, cancel=slot.cancel)
+        except Cancelled:
+            self._trace(slot, request.method, "canceled", started)
+            return
+        except McpError as exc:
+            self._trace(slot, request.method, exc.cause, started)
+            if isinstance(exc, Closed) and peer.gone:
+                self._frontend.respond_error(slot, errortable.error_object("upstream_exited"))
+            else:
+                self._frontend.respond_error(slot, errortable.error_from_mcp(exc))
+            return
+        if isinstance(outcome, Response):
+            self._trace(slot, request.method, "response", started)
+            self._frontend.respond(slot, outcome.result)
+        else:
+            self._trace(slot, request.method, f"error {outcome.error.code}", started)
+            self._frontend.respond_error(slot, outcome.error.to_obj())
+
+    def _trace(self, slot: Slot, method: str, outcome: str, started: float) -> None:
+        log.debug(
+            "upstream request (%s, client request %s): %s after %d ms",
+            _printable(method),
+            _printable(slot.id),
+            outcome,
+            int((time.monotonic() - started) * 1000),
+        )
+
+    def forward_notification(self, message: Notification) -> None:
+        """Carry a notification of the client upstream (not ``notifications/cancelled``)."""
+        peer = self._peer
+        if peer is not None:
+            peer.notify(message.method, message.params)
+
+    def on_client_answer(self, message: Response | ErrorResponse) -> bool:
+        """Carry the client's answer to a request of the server; tell whether the id was ours."""
+        request_id = message.id
+        if not isinstance(request_id, str) or not request_id.startswith(SERVER_REQUEST_PREFIX):
+            return False
+        with self._lock:
+            server_id = self._to_server.pop(request_id, None)
+            if server_id is not None:
+                self._to_client.pop(server_id, None)
+        peer = self._peer
+        if server_id is None or peer is None:
+            log.debug("dropped an answer of the client to a request of the server that ended")
+            return True
+        if isinstance(message, Response):
+            peer.answer(Response(server_id, message.result))
+        else:
+            peer.answer(ErrorResponse(server_id, message.error))
+        return True
+
+    # ---------------------------------------------------- from the server
+
+    def _on_server_request(self, request: Request) -> None:
+        client_id = f"{SERVER_REQUEST_PREFIX}{next(self._counter)}"
+        with self._lock:
+            self._to_server[client_id] = request.id
+            self._to_client[request.id] = client_id
+        if self._frontend.write_request(client_id, request.method, request.params):
+            return
+        with self._lock:
+            self._to_server.pop(client_id, None)
+            self._to_client.pop(request.id, None)
+        peer = self._peer
+        if peer is not None:
+            peer.answer(
+                ErrorResponse(request.id, ErrorObject(INTERNAL_ERROR, "The client closed the connection."))
+            )
+
+    def _on_server_notification(self, message: Notification) -> None:
+        if message.method != "notifications/cancelled":
+            self._frontend.write_notification(message.method, message.params)
+            return
+        server_id = legacy.parse_cancelled(message.params)
+        with self._lock:
+            client_id = self._to_client.pop(server_id, None) if server_id is not None else None
+            if client_id is not None:
+                self._to_server.pop(client_id, None)
+        if client_id is None:
+            log.debug("dropped a notifications/cancelled of the upstream server for no request in flight")
+            return
+        params = dict(message.params or {})
+        params["requestId"] = client_id
+        self._frontend.write_notification("notifications/cancelled", params)
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def gone(self) -> bool:
+        """True once the upstream process is gone for good."""
+        peer = self._peer
+        return peer is not None and peer.gone
+
+    @property
+    def exit_status(self) -> str | None:
+        peer = self._peer
+        return peer.exit_status if peer is not None else None
+
+    def close(self, grace: float = 2.0) -> None:
+        """Close the upstream connection (idempotent)."""
+        peer = self._peer
+        if peer is not None:
+            peer.close(grace)
+
+    def kill(self) -> None:
+        peer = self._peer
+        if peer is not None:
+            peer.kill()

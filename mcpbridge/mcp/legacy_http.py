@@ -1,0 +1,704 @@
+"""The Streamable HTTP client transport of revision 2025-11-25, for a 2025-era upstream URL.
+
+Theory of operation
+-------------------
+
+The bridge uses this transport only when the upstream server at a URL turned
+out to be of the 2025 era (:mod:`mcpbridge.bridge.passthrough`). The messages
+are raw JSON-RPC: the transport adds nothing to them, it only carries them.
+
+* A **request** is a ``POST`` on the thread that calls :meth:`send`, as in
+  :class:`~.http.HttpTransport`: the answer is one JSON body or an SSE stream,
+  and each message of it (notifications, requests of the server, the response)
+  goes to ``on_message`` before :meth:`send` returns. The cancel token of the
+  request shuts the socket of its exchange at once.
+* A **notification** or an **answer** to a request of the server goes into a
+  queue; the thread ``mcpbridge-legacy-http-poster`` posts them in order, so
+  :meth:`send` never waits for the network for them. A request waits until the
+  messages queued before it went out, so that ``notifications/initialized``
+  reaches the server before the first request that follows it.
+* The response to ``initialize`` brings the session id (``Mcp-Session-Id``); every
+  later message carries it and the negotiated ``MCP-Protocol-Version``.
+* After ``notifications/initialized``, the thread ``mcpbridge-legacy-http-stream``
+  holds a ``GET`` stream open for the messages that the server sends on its own
+  (list changes, resource updates, requests). When the stream ends it opens a
+  new one with ``Last-Event-ID``, after the ``retry`` time of the server or one
+  second; failures back off up to 30 seconds. A server without such a stream
+  answers 405, and the thread ends.
+* A 404 on a message that carried a session id means that the session expired:
+  the transport sends ``initialize`` again with the first parameters, then
+  ``notifications/initialized``, and repeats the message once.
+* :meth:`close` posts what is queued (for at most its grace), then ends the
+  session with ``DELETE``, as a polite client does.
+
+The TLS context, the proxy rules and the error texts are those of
+:mod:`.http`: no log line and no error holds the URL, a header value or a token.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import os
+import ssl
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from . import jsonrpc
+from .cancel import CancelToken
+from .errors import (
+    Cancelled,
+    Closed,
+    ConnectFailed,
+    InvalidRequest,
+    InvalidResponse,
+    McpError,
+    NotConnected,
+    TransportFailed,
+)
+from .http import (
+    ACCEPT,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_READ_TIMEOUT,
+    READ_CHUNK,
+    Authorizer,
+    HttpStatusError,
+    _adapter_class,
+    _current,
+    _edge_error,
+    _Exchange,
+    _media_type,
+    _Why,
+    proxy_for,
+    tls_context,
+)
+from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
+from .sse import EventTooLarge, SseParser
+from .transport import OnFrameError, OnMessage, Transport
+
+if TYPE_CHECKING:
+    import requests
+
+__all__ = ["LegacyHttpTransport"]
+
+log = logging.getLogger("mcpbridge.http")
+
+#: The header of the session of a 2025-11-25 server.
+SESSION_HEADER: Final = "Mcp-Session-Id"
+#: The longest wait of a request for the notifications queued before it.
+ORDER_WAIT: Final = 30.0
+#: The first wait before a new GET stream after a failure, and the longest.
+STREAM_BACKOFF: Final = 1.0
+MAX_STREAM_BACKOFF: Final = 30.0
+#: The longest wait of the messages after ``notifications/initialized`` for the GET stream.
+STREAM_READY_WAIT: Final = 10.0
+#: The wait for each thread of the transport at its close.
+JOIN_TIMEOUT: Final = 2.0
+
+_init_ids = itertools.count(1)
+
+
+def _visible_ascii(value: str) -> bool:
+    return bool(value) and all(0x21 <= ord(char) <= 0x7E for char in value)
+
+
+class _Expired(Exception):
+    """A 404 for a message that carried the session id ``session``."""
+
+    def __init__(self, session: str) -> None:
+        super().__init__("the session expired")
+        self.session = session
+
+
+class LegacyHttpTransport(Transport):
+    """A client transport to one 2025-11-25 Streamable HTTP URL; see the module docstring.
+
+    The parameters are those of :class:`~.http.HttpTransport`.
+
+    Raises:
+        ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
+            other than http and https.
+        CaFileError: ``ca_file`` cannot be used.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Sequence[tuple[str, str]] = (),
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        ca_file: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        authorizer: Authorizer | None = None,
+        env: Mapping[str, str] | None = None,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        pool_size: int = DEFAULT_POOL_SIZE,
+    ) -> None:
+        import http.cookiejar
+        from urllib.parse import urlsplit
+
+        import requests
+
+        from .. import __version__
+
+        scheme = urlsplit(url).scheme.lower()
+        if scheme not in ("http", "https"):
+            raise ConnectFailed("the URL does not use http or https")
+        self._url = url
+        self._headers = [(name, value.encode("utf-8", "surrogateescape")) for name, value in headers]
+        self._max_bytes = max_response_bytes
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+        self._authorizer = authorizer
+        self._max_depth = max_depth
+        context = ssl_context if ssl_context is not None else tls_context(ca_file)
+        proxy = proxy_for(url, os.environ if env is None else env)
+        self._proxies: dict[str, str] = {}
+        if proxy is not None:
+            variable, proxy_url = proxy
+            if urlsplit(proxy_url).scheme.lower() not in ("http", "https"):
+                raise ConnectFailed(f"the proxy of {variable.upper()} does not use http or https")
+            self._proxies = {scheme: proxy_url}
+        session = requests.Session()
+        session.trust_env = False
+        session.headers.clear()
+        session.headers["User-Agent"] = f"mcp-bridge-vscode/{__version__}"
+        session.headers["Accept-Encoding"] = "identity"
+        session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+        adapter = _adapter_class()(context, pool_size)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        self._http = session
+
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._in_flight: set[_Exchange] = set()
+        self._closed = False
+        self._close_started = False
+        self._stopped = threading.Event()
+        self._session_id: str | None = None
+        self._version: str | None = None
+        self._init_params: dict[str, Any] | None = None
+        self._renew_lock = threading.Lock()
+        self._last_event_id = ""
+        self._listener: threading.Thread | None = None
+        #: Set once the GET stream got its answer (or cannot get one).
+        self._stream_ready = threading.Event()
+        self._on_message: OnMessage | None = None
+        self._on_closed: Callable[[McpError | None], None] | None = None
+
+        # The queue of notifications and answers; guarded by _queue_ready's lock.
+        self._queue_ready = threading.Condition(threading.Lock())
+        self._queue: collections.deque[tuple[int, Message]] = collections.deque()
+        self._queued = 0
+        self._posted = 0
+        self._poster: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ seam
+
+    @property
+    def session_id_known(self) -> bool:
+        """True once the server gave a session id."""
+        return self._session_id is not None
+
+    def start(
+        self,
+        on_message: OnMessage,
+        on_frame_error: OnFrameError,
+        on_closed: Callable[[McpError | None], None],
+    ) -> None:
+        if self._poster is not None:
+            raise RuntimeError("the transport is already started")
+        self._on_message = on_message
+        self._on_closed = on_closed
+        self._poster = threading.Thread(
+            target=self._post_queue, name="mcpbridge-legacy-http-poster", daemon=True
+        )
+        self._poster.start()
+
+    def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
+        """Post a request and deliver its answer, or queue a notification or an answer.
+
+        Raises:
+            Cancelled: ``cancel`` fired.
+            Closed: the transport is closed.
+            NotConnected: the transport is not started.
+            InvalidRequest: the message cannot be written as JSON.
+            TransportFailed: the connection failed, or no data came in the read timeout.
+            HttpStatusError: an HTTP status without a JSON-RPC message.
+            InvalidResponse: the answer is not valid.
+        """
+        if self._closed:
+            raise Closed("the connection to the upstream server is closed")
+        on_message = self._on_message
+        if on_message is None:
+            raise NotConnected("the transport is not started")
+        if not isinstance(message, Request):
+            with self._queue_ready:
+                self._queued += 1
+                self._queue.append((self._queued, message))
+                self._queue_ready.notify_all()
+            return
+        with self._queue_ready:
+            before = self._queued
+            self._queue_ready.wait_for(lambda: self._posted >= before or self._closed, ORDER_WAIT)
+        self._send_request(message, cancel, on_message)
+
+    def kill(self) -> None:
+        """Abort every exchange at once and refuse new ones; wait for nothing."""
+        with self._lock:
+            self._closed = True
+            exchanges = list(self._in_flight)
+        self._stopped.set()
+        for exchange in exchanges:
+            exchange.abort(_Why.CLOSE)
+
+    def close(self, grace: float = 2.0) -> None:
+        """End the session (``DELETE``), abort what is in flight, stop the threads."""
+        with self._lock:
+            if self._close_started:
+                return
+            self._close_started = True
+        # The queued messages go first (a cancellation, for example), for at most the grace.
+        with self._queue_ready:
+            self._queue_ready.wait_for(lambda: self._posted >= self._queued, grace)
+        with self._lock:
+            self._closed = True
+            exchanges = list(self._in_flight)
+        self._stopped.set()
+        self._stream_ready.set()
+        with self._queue_ready:
+            self._queue_ready.notify_all()
+        for exchange in exchanges:
+            exchange.abort(_Why.CLOSE)
+        current = threading.current_thread()
+        for thread in (self._poster, self._listener):
+            if thread is not None and thread is not current:
+                thread.join(JOIN_TIMEOUT + grace)
+        self._delete_session(grace)
+        self._http.close()
+        on_closed, self._on_closed = self._on_closed, None
+        if on_closed is not None:
+            on_closed(None)
+
+    # -------------------------------------------------------------- requests
+
+    def _send_request(self, request: Request, cancel: CancelToken | None, deliver: OnMessage) -> None:
+        if request.method == "initialize" and isinstance(request.params, dict):
+            self._init_params = request.params
+        renewed = False
+        while True:
+            try:
+                self._post(request, cancel, deliver)
+                return
+            except _Expired as expired:
+                if renewed or request.method == "initialize":
+                    raise HttpStatusError(404) from None
+                renewed = True
+                self._renew(expired.session, cancel)
+
+    def _post(self, message: Message, cancel: CancelToken | None, deliver: OnMessage) -> None:
+        """One message, with one more try after a 401 or 403 that the authorizer handled."""
+        challenged = False
+        while True:
+            session = self._session_id
+            exchange = _Exchange()
+            remove = cancel.add_callback(exchange.abort) if cancel is not None else None
+            self._track(exchange)
+            response: requests.Response | None = None
+            try:
+                response = self._http_call("POST", message, exchange, cancel, session)
+                status = response.status_code
+                if status in (401, 403) and self._authorizer is not None and not challenged:
+                    challenge = response.headers.get("WWW-Authenticate")
+                    response.close()
+                    if self._authorizer.on_challenge(status, challenge):
+                        challenged = True
+                        continue
+                    raise HttpStatusError(status)
+                if status == 404 and session is not None:
+                    raise _Expired(session)
+                self._answer(message, response, exchange, cancel, deliver)
+                return
+            finally:
+                if response is not None:
+                    response.close()
+                if remove is not None:
+                    remove()
+                self._untrack(exchange)
+
+    def _answer(
+        self,
+        message: Message,
+        response: requests.Response,
+        exchange: _Exchange,
+        cancel: CancelToken | None,
+        deliver: OnMessage,
+    ) -> None:
+        status = response.status_code
+        media = _media_type(response)
+        method = message.method if isinstance(message, (Request, Notification)) else "an answer"
+        log.debug("%s: HTTP status %d (%s)", method[:128], status, media or "no body")
+        if not isinstance(message, Request):
+            if 200 <= status < 300:
+                return
+            raise HttpStatusError(status)
+        if 200 <= status < 300 and message.method == "initialize":
+            self._remember_session(response)
+        if 200 <= status < 300 and media == "text/event-stream":
+            self._read_stream(message, response, exchange, cancel, deliver)
+            return
+        if media == "application/json" and status not in (202, 204):
+            self._read_json(message, response, exchange, cancel, deliver)
+            return
+        raise HttpStatusError(status)
+
+    def _remember_session(self, response: requests.Response) -> None:
+        session = response.headers.get(SESSION_HEADER)
+        if session is not None and _visible_ascii(session):
+            self._session_id = session
+        elif session is not None:
+            log.warning(
+                "the upstream server sent a session id that is not visible ASCII, thus the bridge drops it"
+            )
+
+    def _note(self, request: Request, answer: Response | ErrorResponse) -> None:
+        if (
+            request.method == "initialize"
+            and isinstance(answer, Response)
+            and isinstance(answer.result, dict)
+        ):
+            version = answer.result.get("protocolVersion")
+            if isinstance(version, str) and _visible_ascii(version):
+                self._version = version
+
+    def _read_json(
+        self,
+        request: Request,
+        response: requests.Response,
+        exchange: _Exchange,
+        cancel: CancelToken | None,
+        deliver: OnMessage,
+    ) -> None:
+        status = response.status_code
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in self._chunks(response, exchange, cancel, stream=False):
+            size += len(chunk)
+            if size > self._max_bytes:
+                raise InvalidResponse(f"a response longer than {self._max_bytes} bytes", http_status=status)
+            chunks.append(chunk)
+        try:
+            answer = jsonrpc.parse(b"".join(chunks), max_depth=self._max_depth)
+        except FrameError:
+            if 200 <= status < 300:
+                raise InvalidResponse(
+                    "the body is not a valid JSON-RPC message", http_status=status
+                ) from None
+            raise HttpStatusError(status) from None
+        if isinstance(answer, ErrorResponse) and answer.id in (None, request.id):
+            deliver(ErrorResponse(request.id, answer.error))
+            return
+        if isinstance(answer, Response) and answer.id == request.id and 200 <= status < 300:
+            self._note(request, answer)
+            deliver(answer)
+            return
+        if 200 <= status < 300:
+            raise InvalidResponse("the body is not the response of the request", http_status=status)
+        raise HttpStatusError(status)
+
+    def _read_stream(
+        self,
+        request: Request,
+        response: requests.Response,
+        exchange: _Exchange,
+        cancel: CancelToken | None,
+        deliver: OnMessage,
+    ) -> None:
+        for message in self._events(response, exchange, cancel, SseParser(self._max_bytes), strict=True):
+            if isinstance(message, (Response, ErrorResponse)) and message.id in (None, request.id):
+                answer = message if message.id is not None else ErrorResponse(request.id, message.error)
+                self._note(request, answer)
+                deliver(answer)
+                return
+            deliver(message)
+        raise TransportFailed("the response stream ended before the response")
+
+    def _events(
+        self,
+        response: requests.Response,
+        exchange: _Exchange,
+        cancel: CancelToken | None,
+        parser: SseParser,
+        *,
+        strict: bool,
+    ) -> Iterator[Message]:
+        for chunk in self._chunks(response, exchange, cancel, stream=True):
+            try:
+                events = parser.feed(chunk)
+            except EventTooLarge:
+                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from None
+            for event in events:
+                if event.last_event_id:
+                    self._last_event_id = event.last_event_id
+                if event.type != "message" or not event.data:
+                    continue
+                try:
+                    message = jsonrpc.parse(event.data, max_depth=self._max_depth)
+                except FrameError as exc:
+                    if strict:
+                        raise InvalidResponse(
+                            f"an event is not a valid JSON-RPC message ({exc.cause})"
+                        ) from None
+                    log.debug("dropped an event of the upstream server that is not a message (%s)", exc.cause)
+                    continue
+                yield message
+
+    def _chunks(
+        self, response: requests.Response, exchange: _Exchange, cancel: CancelToken | None, *, stream: bool
+    ) -> Iterator[bytes]:
+        raw = response.raw
+        while True:
+            try:
+                chunk = (
+                    raw.read1(READ_CHUNK, decode_content=True)
+                    if stream
+                    else raw.read(READ_CHUNK, decode_content=True)
+                )
+            except Exception as exc:
+                if exchange.aborted is not None:
+                    raise self._aborted(exchange, cancel) from None
+                raise _edge_error(
+                    exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
+                ) from None
+            if exchange.aborted is not None:
+                raise self._aborted(exchange, cancel)
+            if not chunk:
+                return
+            yield chunk
+
+    # ------------------------------------------------------------- sessions
+
+    def _renew(self, stale: str, cancel: CancelToken | None) -> None:
+        """Start a new session after a 404 of ``stale``; one thread does it, the others wait."""
+        with self._renew_lock:
+            if self._session_id != stale:
+                return
+            params = self._init_params
+            if params is None:
+                raise HttpStatusError(404)
+            self._session_id = None
+            answers: list[Message] = []
+            request = Request(f"mcpbridge-initialize-{next(_init_ids)}", "initialize", params)
+            self._post(request, cancel, answers.append)
+            answer = next((m for m in answers if isinstance(m, (Response, ErrorResponse))), None)
+            if not isinstance(answer, Response):
+                raise InvalidResponse("initialize of a new session failed")
+            self._post(Notification("notifications/initialized"), cancel, answers.append)
+        log.info("the session of the upstream server expired, thus the bridge started a new session")
+        self._ensure_listener()
+
+    def _delete_session(self, grace: float) -> None:
+        session = self._session_id
+        if session is None:
+            return
+        try:
+            response = self._http.delete(
+                self._url,
+                headers=self._headers_for(session, accept=None),
+                timeout=(min(self._connect_timeout, grace), grace),
+                allow_redirects=False,
+                proxies=self._proxies,
+                verify=True,
+            )
+            response.close()
+            log.debug("the end of the session: HTTP status %d", response.status_code)
+        except Exception as exc:  # noqa: BLE001 - the end of a session is a courtesy
+            log.debug("the end of the session failed: %s", type(exc).__name__)
+
+    # ---------------------------------------------------------------- queue
+
+    def _post_queue(self) -> None:
+        while True:
+            with self._queue_ready:
+                self._queue_ready.wait_for(lambda: bool(self._queue) or self._stopped.is_set())
+                if self._stopped.is_set():
+                    self._queue.clear()
+                    self._posted = self._queued
+                    self._queue_ready.notify_all()
+                    return
+                seq, message = self._queue.popleft()
+            self._post_queued(message)
+            if isinstance(message, Notification) and message.method == "notifications/initialized":
+                # The server sends its own requests on the GET stream only: the messages
+                # after this one wait until the stream is open.
+                self._ensure_listener()
+                self._stream_ready.wait(STREAM_READY_WAIT)
+            with self._queue_ready:
+                self._posted = seq
+                self._queue_ready.notify_all()
+
+    def _post_queued(self, message: Message) -> None:
+        what = message.method if isinstance(message, Notification) else "an answer"
+        try:
+            try:
+                self._post(message, None, lambda _m: None)
+            except _Expired as expired:
+                self._renew(expired.session, None)
+                self._post(message, None, lambda _m: None)
+        except _Expired:
+            log.warning("%s was not sent to the upstream server: its session expired again", what[:128])
+        except McpError as exc:
+            if not self._closed:
+                log.warning("%s was not sent to the upstream server: %s", what[:128], exc.detail or exc.cause)
+
+    # --------------------------------------------------------------- stream
+
+    def _ensure_listener(self) -> None:
+        with self._lock:
+            if self._closed or (self._listener is not None and self._listener.is_alive()):
+                return
+            self._stream_ready.clear()
+            self._listener = threading.Thread(
+                target=self._listen, name="mcpbridge-legacy-http-stream", daemon=True
+            )
+            self._listener.start()
+
+    def _listen(self) -> None:
+        delay = STREAM_BACKOFF
+        while not self._stopped.is_set():
+            session = self._session_id
+            parser = SseParser(self._max_bytes)
+            outcome = self._listen_once(session, parser)
+            if outcome in ("unsupported", "expired", "closed"):
+                if outcome == "unsupported":
+                    log.debug("the upstream server has no stream for the messages it sends on its own")
+                return
+            if outcome == "ended":
+                wait = parser.retry / 1000 if parser.retry is not None else STREAM_BACKOFF
+                delay = STREAM_BACKOFF
+            else:
+                wait = delay
+                delay = min(delay * 2, MAX_STREAM_BACKOFF)
+            if self._stopped.wait(wait):
+                return
+
+    def _listen_once(self, session: str | None, parser: SseParser) -> str:
+        exchange = _Exchange()
+        self._track(exchange)
+        response: requests.Response | None = None
+        try:
+            try:
+                response = self._http_call("GET", None, exchange, None, session)
+            except McpError as exc:
+                if self._closed:
+                    return "closed"
+                log.debug("the stream of the upstream server failed: %s", exc.detail or exc.cause)
+                return "failed"
+            finally:
+                self._stream_ready.set()
+            status = response.status_code
+            if status == 405:
+                return "unsupported"
+            if status == 404 and session is not None:
+                return "expired"
+            if status != 200 or _media_type(response) != "text/event-stream":
+                log.debug("the stream of the upstream server got HTTP status %d", status)
+                return "failed"
+            deliver = self._on_message
+            assert deliver is not None
+            try:
+                for message in self._events(response, exchange, None, parser, strict=False):
+                    deliver(message)
+            except McpError as exc:
+                if self._closed:
+                    return "closed"
+                log.debug("the stream of the upstream server ended: %s", exc.detail or exc.cause)
+                return "failed"
+            return "ended"
+        finally:
+            if response is not None:
+                response.close()
+            self._untrack(exchange)
+
+    # ------------------------------------------------------------- plumbing
+
+    def _headers_for(self, session: str | None, *, accept: str | None) -> dict[str, str | bytes]:
+        headers: dict[str, str | bytes] = dict(self._headers)
+        if self._authorizer is not None:
+            headers.update(self._authorizer.headers())
+        if accept is not None:
+            headers["Accept"] = accept
+        if session is not None:
+            headers[SESSION_HEADER] = session
+        if self._version is not None:
+            headers["MCP-Protocol-Version"] = self._version
+        return headers
+
+    def _http_call(
+        self,
+        verb: str,
+        message: Message | None,
+        exchange: _Exchange,
+        cancel: CancelToken | None,
+        session: str | None,
+    ) -> requests.Response:
+        if exchange.aborted is not None:
+            raise self._aborted(exchange, cancel)
+        if message is None:
+            headers = self._headers_for(session, accept="text/event-stream")
+            if self._last_event_id:
+                headers["Last-Event-ID"] = self._last_event_id
+            body = None
+        else:
+            headers = self._headers_for(session, accept=ACCEPT)
+            headers["Content-Type"] = "application/json"
+            try:
+                body = jsonrpc.dumps(jsonrpc.to_obj(message))
+            except (TypeError, ValueError):
+                raise InvalidRequest("the message cannot be written as JSON") from None
+        _current.exchange = exchange
+        try:
+            return self._http.request(
+                verb,
+                self._url,
+                data=body,
+                headers=headers,
+                timeout=(self._connect_timeout, self._read_timeout),
+                stream=True,
+                allow_redirects=False,
+                proxies=self._proxies,
+                verify=True,
+            )
+        except Exception as exc:
+            if exchange.aborted is not None:
+                raise self._aborted(exchange, cancel) from None
+            raise _edge_error(
+                exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
+            ) from None
+        finally:
+            _current.exchange = None
+
+    def _track(self, exchange: _Exchange) -> None:
+        with self._lock:
+            if self._closed:
+                exchange.aborted = _Why.CLOSE
+            self._in_flight.add(exchange)
+
+    def _untrack(self, exchange: _Exchange) -> None:
+        with self._idle:
+            self._in_flight.discard(exchange)
+            self._idle.notify_all()
+
+    def _aborted(self, exchange: _Exchange, cancel: CancelToken | None) -> McpError:
+        if exchange.aborted is _Why.CLOSE:
+            return Closed("the connection to the upstream server is closed")
+        reason = cancel.reason if cancel is not None else ""
+        return Cancelled(reason or None)

@@ -1,0 +1,616 @@
+"""``mcp-bridge-vscode check [options] (-- <command> | <url>)``: diagnose an upstream server.
+
+The check does one time what the bridge does when VS Code starts it, and tells
+a person in a terminal what it found:
+
+* the era of the server (``server/discover`` of 2026-07-28; after a failure that
+  shows a 2025-era server, ``initialize`` of 2025-11-25, as the bridge does);
+* the name and the version of the server, and the time of each step;
+* the number of tools, prompts and resources (every page of each list);
+* the sign-in state, the proxy and the CA certificates in use;
+* each problem, with the option that fixes it.
+
+The report goes to stdout, as text or (``--json``) as one JSON object. The log
+lines of the bridge and the stderr lines of an upstream command go to stderr.
+The exit code is 0 when the server works, 1 when it does not, and 2 for a
+``--ca-file`` that cannot be used. The report never holds a secret: no header
+value, no token, no query of the URL and no password of a proxy.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, TextIO
+from urllib.parse import urlsplit
+
+from .. import __version__
+from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
+from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
+from . import args
+
+__all__ = ["Report", "check", "run_check", "render_text"]
+
+logger = logging.getLogger("mcpbridge.vscode")
+
+#: The exit codes of check.
+EXIT_WORKS: Final = 0
+EXIT_FAILS: Final = 1
+EXIT_BAD_CA_FILE: Final = 2
+#: The client of the check, in ``clientInfo``.
+CLIENT_INFO: Final = {"name": "mcp-bridge-vscode-check", "version": __version__}
+#: The lists that the check counts, with the capability that announces each.
+LISTS: Final = (("tools", "tools/list"), ("prompts", "prompts/list"), ("resources", "resources/list"))
+#: The most pages of one list that the check reads.
+MAX_PAGES: Final = 100
+#: The wait for the close of the upstream server at the end.
+CLOSE_GRACE: Final = 2.0
+
+
+@dataclass
+class Step:
+    """One step of the check: its name, its time and what came of it."""
+
+    name: str
+    ms: int
+    ok: bool
+    outcome: str
+
+
+@dataclass
+class Problem:
+    """A problem the check found, and what fixes it."""
+
+    problem: str
+    fix: str
+
+
+@dataclass
+class Report:
+    """What the check found; :func:`render_text` and :meth:`to_json` show it."""
+
+    upstream: dict[str, Any]
+    era: str | None = None
+    protocol_version: str | None = None
+    server: dict[str, Any] | None = None
+    steps: list[Step] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    sign_in: dict[str, Any] = field(default_factory=dict)
+    proxy: dict[str, Any] = field(default_factory=dict)
+    ca: dict[str, Any] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    ok: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "upstream": self.upstream,
+            "era": self.era,
+            "protocolVersion": self.protocol_version,
+            "server": self.server,
+            "steps": [{"step": s.name, "ms": s.ms, "ok": s.ok, "outcome": s.outcome} for s in self.steps],
+            "counts": self.counts,
+            "signIn": self.sign_in,
+            "proxy": self.proxy,
+            "ca": self.ca,
+            "problems": [{"problem": p.problem, "fix": p.fix} for p in self.problems],
+        }
+
+
+def check(settings: args.Settings) -> int:
+    """Run the check of ``settings`` (the ``check`` form), write the report, return the exit code."""
+    report, code = run_check(settings)
+    if settings.json:
+        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_text(report, color=_colors(sys.stdout)))
+    sys.stdout.flush()
+    return code
+
+
+def run_check(settings: args.Settings, env: dict[str, str] | None = None) -> tuple[Report, int]:
+    """Check the upstream server of ``settings``; return the report and the exit code."""
+    environ = dict(os.environ) if env is None else env
+    if settings.url is not None:
+        return _Check(settings, environ).url()
+    return _Check(settings, environ).command()
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------------
+
+
+class _Check:
+    def __init__(self, settings: args.Settings, env: dict[str, str]) -> None:
+        self.settings = settings
+        self.env = env
+        self.timeout = settings.discover_timeout
+        self.report = Report(upstream={})
+
+    # ----------------------------------------------------------------- forms
+
+    def command(self) -> tuple[Report, int]:
+        from ..bridge.passthrough import StdioUpstream
+
+        settings = self.settings
+        name = args.default_name_for_command(settings.command[0]) if settings.command else ""
+        self.report.upstream = {"kind": "command", "name": name}
+        self.report.sign_in = {"state": "not used", "note": "a command has no sign-in"}
+        self.report.proxy = {"state": "not used", "note": "the bridge speaks to a command over stdio"}
+        self.report.ca = {"state": "not used", "note": "the bridge speaks to a command over stdio"}
+        upstream = StdioUpstream(settings.command, max_line_bytes=settings.max_line_bytes)
+        return self._run(upstream.connect, upstream, over_http=False)
+
+    def url(self) -> tuple[Report, int]:
+        from ..bridge.passthrough import LegacyTransports
+        from ..bridge.upstream import transport_connector
+        from ..mcp.http import CaFileError, HttpTransport, proxy_for, tls_context
+        from ..mcp.legacy_http import LegacyHttpTransport
+
+        settings = self.settings
+        url = settings.url
+        assert url is not None
+        parts = urlsplit(url)
+        self.report.upstream = {
+            "kind": "url",
+            "scheme": parts.scheme,
+            "host": args.default_name_for_url(url),
+            "port": parts.port,
+        }
+        self.report.sign_in, token = _sign_in_state(settings, self.env)
+        proxy = proxy_for(url, self.env)
+        if proxy is None:
+            self.report.proxy = {"state": "none", "note": "a direct connection"}
+        else:
+            variable, proxy_url = proxy
+            proxy_parts = urlsplit(proxy_url)
+            self.report.proxy = {
+                "state": "in use",
+                "variable": variable.upper(),
+                "proxy": f"{proxy_parts.scheme}://{proxy_parts.hostname or ''}"
+                + (f":{proxy_parts.port}" if proxy_parts.port else ""),
+            }
+        self.report.ca = {"state": "system"}
+        if settings.ca_file is not None:
+            self.report.ca = {"state": "system and file", "file": settings.ca_file}
+        try:
+            context = tls_context(settings.ca_file)
+        except CaFileError as exc:
+            self._problem(
+                f"the CA certificates of --ca-file cannot be used: {exc.detail}",
+                "Give a readable PEM file of CA certificates with --ca-file.",
+            )
+            return self.report, EXIT_BAD_CA_FILE
+        headers = [(header.name, header.value) for header in settings.headers]
+        if token is not None:
+            headers.append(("Authorization", f"Bearer {token}"))
+
+        def modern() -> HttpTransport:
+            return HttpTransport(
+                url,
+                headers=headers,
+                max_response_bytes=settings.max_response_bytes,
+                ssl_context=context,
+                env=self.env,
+            )
+
+        def legacy() -> LegacyHttpTransport:
+            return LegacyHttpTransport(
+                url,
+                headers=headers,
+                max_response_bytes=settings.max_response_bytes,
+                ssl_context=context,
+                env=self.env,
+            )
+
+        try:
+            connect = transport_connector(modern)
+            return self._run(connect, LegacyTransports(legacy), over_http=True)
+        except McpError as exc:  # the transport could not be made (a proxy variable)
+            self._failure("connect", exc, 0)
+            return self.report, EXIT_FAILS
+
+    # ------------------------------------------------------------------ run
+
+    def _run(self, connect: Any, legacy_upstream: Any, *, over_http: bool) -> tuple[Report, int]:
+        from ..bridge.passthrough import LEGACY as FORCED_LEGACY
+        from ..bridge.passthrough import means_legacy
+
+        protocol = self.settings.protocol
+        probe: Any = None
+        try:
+            if protocol != FORCED_LEGACY:
+                started = time.monotonic()
+                try:
+                    probe = connect(CLIENT_INFO, lambda _n: None)
+                except McpError as exc:
+                    self._failure("start" if not over_http else "connect", exc, _ms(started))
+                    return self.report, EXIT_FAILS
+                if not over_http:
+                    self._step("start", started, True, "the command runs")
+                started = time.monotonic()
+                try:
+                    result = probe.discover(timeout=self.timeout)
+                except McpError as exc:
+                    if means_legacy(exc, protocol="auto", over_http=over_http):
+                        forced = protocol == MODERN
+                        outcome = f"{_outcome(exc)}: not a {MODERN} server"
+                        self._step("server/discover", started, not forced, outcome)
+                        if forced:
+                            self._problem(
+                                f"the server is not a server of revision {MODERN}: it answered "
+                                f"server/discover with {_outcome(exc)}",
+                                "Remove --protocol 2026-07-28: with --protocol auto (the default) the "
+                                "bridge passes a 2025-era server through.",
+                            )
+                            return self.report, EXIT_FAILS
+                    else:
+                        self._failure("server/discover", exc, _ms(started))
+                        return self.report, EXIT_FAILS
+                else:
+                    self._step("server/discover", started, True, "a DiscoverResult")
+                    self._modern(probe, result)
+                    return self.report, EXIT_WORKS if self.report.ok else EXIT_FAILS
+            self._legacy(legacy_upstream, probe)
+            probe = None
+            return self.report, EXIT_WORKS if self.report.ok else EXIT_FAILS
+        finally:
+            if probe is not None:
+                probe.close(CLOSE_GRACE)
+
+    def _modern(self, client: Any, result: dict[str, Any]) -> None:
+        self.report.era = MODERN
+        self.report.protocol_version = MODERN
+        meta = result.get("_meta")
+        info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
+        if not isinstance(info, dict):
+            info = result.get("serverInfo")
+        self.report.server = _server(info)
+        capabilities = result.get("capabilities")
+        capabilities = capabilities if isinstance(capabilities, dict) else {}
+
+        def fetch(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+            answer: dict[str, Any] = client.request(method, params, timeout=self.timeout)
+            return answer
+
+        self._count_lists(capabilities, fetch)
+        self.report.ok = not self.report.problems
+
+    def _legacy(self, legacy_upstream: Any, probe: Any) -> None:
+        from ..bridge.passthrough import LegacyPeer
+        from ..mcp.jsonrpc import ErrorResponse
+
+        transport = legacy_upstream.transport(probe)
+        if probe is not None:
+            probe.close(CLOSE_GRACE)
+        peer = LegacyPeer(transport, on_request=lambda r: _refuse(peer, r), on_notification=lambda _n: None)
+        started = time.monotonic()
+        try:
+            try:
+                peer.start()
+                answer = peer.request(
+                    "initialize",
+                    {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": CLIENT_INFO},
+                    timeout=self.timeout,
+                )
+            except McpError as exc:
+                self._failure("initialize", exc, _ms(started))
+                return
+            if isinstance(answer, ErrorResponse):
+                self._failure("initialize", RpcError(answer.error), _ms(started))
+                return
+            result = answer.result if isinstance(answer.result, dict) else {}
+            version = result.get("protocolVersion")
+            if not isinstance(version, str):
+                self._step("initialize", started, False, "a result that is not valid")
+                self._problem(
+                    "the server answered initialize with a result that is not valid",
+                    "Examine the server: it is neither of revision 2026-07-28 nor of 2025-11-25.",
+                )
+                return
+            self._step("initialize", started, True, f"MCP {version}")
+            peer.notify("notifications/initialized")
+            self.report.era = LEGACY
+            self.report.protocol_version = version
+            self.report.server = _server(result.get("serverInfo"))
+            capabilities = result.get("capabilities")
+            capabilities = capabilities if isinstance(capabilities, dict) else {}
+
+            def fetch(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+                reply = peer.request(method, params, timeout=self.timeout)
+                if isinstance(reply, ErrorResponse):
+                    raise RpcError(reply.error)
+                if not isinstance(reply.result, dict):
+                    from ..mcp.errors import InvalidResponse
+
+                    raise InvalidResponse(f"{method}: the result is not an object")
+                return reply.result
+
+            self._count_lists(capabilities, fetch)
+            self.report.ok = not self.report.problems
+        finally:
+            peer.close(CLOSE_GRACE)
+
+    def _count_lists(
+        self, capabilities: dict[str, Any], fetch: Callable[[str, dict[str, Any] | None], dict[str, Any]]
+    ) -> None:
+        for key, method in LISTS:
+            if key not in capabilities:
+                continue
+            started = time.monotonic()
+            count = 0
+            cursor: str | None = None
+            try:
+                for _page in range(MAX_PAGES):
+                    page = fetch(method, {"cursor": cursor} if cursor is not None else None)
+                    items = page.get(key)
+                    count += len(items) if isinstance(items, list) else 0
+                    next_cursor = page.get("nextCursor")
+                    if not isinstance(next_cursor, str):
+                        break
+                    cursor = next_cursor
+            except McpError as exc:
+                self._failure(method, exc, _ms(started))
+                continue
+            self.report.counts[key] = count
+            self._step(method, started, True, f"{key}: {count}")
+
+    # --------------------------------------------------------------- report
+
+    def _step(self, name: str, started: float, ok: bool, outcome: str) -> None:
+        self.report.steps.append(Step(name, _ms(started), ok, outcome))
+
+    def _problem(self, problem: str, fix: str) -> None:
+        self.report.problems.append(Problem(problem, fix))
+
+    def _failure(self, step: str, exc: McpError, ms: int) -> None:
+        self.report.steps.append(Step(step, ms, False, _outcome(exc)))
+        problem, fix = _diagnose(step, exc, self.settings)
+        self._problem(problem, fix)
+
+
+def _refuse(peer: Any, request: Any) -> None:
+    """The check declares no capability: it answers ``ping`` and refuses every other request."""
+    from ..mcp.jsonrpc import METHOD_NOT_FOUND, ErrorObject, ErrorResponse, Response
+
+    if request.method == "ping":
+        peer.answer(Response(request.id, {}))
+    else:
+        peer.answer(ErrorResponse(request.id, ErrorObject(METHOD_NOT_FOUND, "The check has no such method.")))
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+def _server(info: Any) -> dict[str, Any] | None:
+    if not isinstance(info, dict) or not isinstance(info.get("name"), str):
+        return None
+    server = {"name": info["name"]}
+    for key in ("version", "title"):
+        if isinstance(info.get(key), str):
+            server[key] = info[key]
+    return server
+
+
+def _outcome(exc: McpError) -> str:
+    if isinstance(exc, RpcError):
+        return f"error {exc.error.code} ({exc.error.message[:80]})"
+    text = exc.detail or exc.cause
+    if exc.http_status is not None and str(exc.http_status) not in text:
+        text += f" (HTTP status {exc.http_status})"
+    return text
+
+
+def _sign_in_state(settings: args.Settings, env: dict[str, str]) -> tuple[dict[str, Any], str | None]:
+    """The stored sign-in of the URL (where the tokens are, when they expire) and its access token.
+
+    It reads the token store of the sign-in module (never the network, never a
+    browser): the check sends a stored token that has not expired, as the bridge
+    would, but it never signs in. Any failure there gives ``"not checked"`` with
+    the reason, so a change of that module cannot break the rest of the check.
+    """
+    if settings.static_authorization:
+        return {"state": "not used", "note": "a static authorization header; the bridge never signs in"}, None
+    try:
+        return _stored_sign_in(settings, env)
+    except Exception as exc:  # noqa: BLE001 - the sign-in part of the report is best effort
+        detail = getattr(exc, "detail", None) or type(exc).__name__
+        return {"state": "not checked", "note": f"the token store was not read ({detail})"}, None
+
+
+def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[str, Any], str | None]:
+    from ..oauth.authorizer import OAuthConfig
+    from ..oauth.errors import StoreOpenError
+    from ..oauth.store import IndexedStore, open_store
+
+    assert settings.url is not None and settings.registration is not None
+    try:
+        opened = open_store(
+            settings.token_store, key=settings.token_key, key_file=settings.token_key_file, env=env
+        )
+    except StoreOpenError as exc:
+        return {"state": "not checked", "note": f"the token store did not open: {exc.detail}"}, None
+    config = OAuthConfig(settings.url, settings.account, settings.redirect_port, settings.registration)
+    store = IndexedStore(opened.store)
+    found: dict[str, Any] = {"state": "none", "note": "no stored sign-in", "store": opened.line}
+    token: str | None = None
+    for entry in reversed(store.entries()):
+        if entry.url != settings.url or entry.client != config.identity:
+            continue
+        record = store.load(entry.key)
+        if record is None or not record.access_token:
+            continue
+        found = {"state": "stored", "store": opened.line, "account": settings.account}
+        token = record.access_token
+        if record.expires_at is not None:
+            expires = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.expires_at))
+            found["expires"] = expires
+            if record.expires_at <= time.time():
+                found["state"] = "expired"
+                found["note"] = (
+                    "the next start refreshes it" if record.refresh_token else "the next start signs in"
+                )
+                token = None
+        break
+    return found, token
+
+
+def _diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, str]:
+    """The problem of a failed step, and the option that fixes it."""
+    seconds = settings.discover_timeout
+    if isinstance(exc, SpawnFailed):
+        return (
+            f"the command did not start: {exc.detail or exc.cause}",
+            'Examine the command after "--": the program must exist and be executable.',
+        )
+    if isinstance(exc, RequestTimeout):
+        fix = f"Give the server more time with --discover-timeout (now {seconds:g} s)."
+        if settings.protocol == MODERN:
+            fix += " A 2025-era server needs --protocol auto or legacy."
+        return f"the server did not answer {step} in {seconds:g} s", fix
+    if isinstance(exc, Closed):
+        return (
+            f"the server stopped during {step}: {exc.detail or 'the connection closed'}",
+            "Run the command in a terminal to see why it stops; its stderr lines are above.",
+        )
+    if isinstance(exc, RpcError):
+        return (
+            f"the server answered {step} with {_outcome(exc)}",
+            "Examine the server and its log; with --protocol, choose the revision it speaks.",
+        )
+    detail = exc.detail or exc.cause
+    status = exc.http_status
+    if "not trusted" in detail:
+        return (
+            "the certificate of the server is not trusted",
+            "Give the CA certificate that signed it with --ca-file <PEM file>.",
+        )
+    if "host name" in detail and "certificate" in detail:
+        return (
+            "the certificate of the server is not for the host name of the URL",
+            "Use the host name of the certificate in the URL.",
+        )
+    if detail.startswith("proxy"):
+        return (
+            f"the proxy failed: {detail}",
+            "Examine HTTPS_PROXY, ALL_PROXY and NO_PROXY (the user and the password go into the proxy URL).",
+        )
+    if detail.startswith("TLS"):
+        return f"the TLS connection failed: {detail}", "Examine the URL: the server must speak https."
+    if detail.startswith("connect"):
+        return (
+            f"no connection to the server: {detail}",
+            "Examine the URL and that the server runs; behind a proxy, set HTTPS_PROXY.",
+        )
+    if status == 401:
+        return (
+            "the server needs a sign-in (HTTP status 401)",
+            "Start the server in VS Code: the bridge opens the sign-in in a browser. Or send a token "
+            "with --header-env Authorization=<variable>.",
+        )
+    if status == 403:
+        return (
+            "the server refused the access (HTTP status 403)",
+            "Examine the token or the account of the sign-in (--account, --header-env).",
+        )
+    if status in (404, 405):
+        return (
+            f"the URL is not an MCP endpoint (HTTP status {status})",
+            "Examine the path of the URL (often /mcp).",
+        )
+    return f"{step} failed: {detail}", "Examine the server and its log; run with --log-level debug for more."
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------------------------
+
+
+def _colors(stream: TextIO) -> Callable[[str, str], str] | None:
+    """Color the words of the report on a terminal (with typer), else nothing."""
+    if not getattr(stream, "isatty", lambda: False)() or os.environ.get("NO_COLOR"):
+        return None
+    try:
+        import typer
+    except ImportError:  # pragma: no cover - typer is a dependency
+        return None
+
+    def color(text: str, name: str) -> str:
+        return typer.style(text, fg=name, bold=name == "red")
+
+    return color
+
+
+def render_text(report: Report, color: Callable[[str, str], str] | None = None) -> str:
+    """The report as lines for a person."""
+    paint = color or (lambda text, _name: text)
+    lines: list[str] = []
+
+    def row(label: str, value: str) -> None:
+        lines.append(f"{label + ':':<11} {value}")
+
+    upstream = report.upstream
+    if upstream.get("kind") == "command":
+        row("Upstream", f'the command "{upstream.get("name", "")}" over stdio')
+    else:
+        port = f":{upstream['port']}" if upstream.get("port") else ""
+        row(
+            "Upstream",
+            f"{upstream.get('scheme', '')}://{upstream.get('host', '')}{port} over Streamable HTTP",
+        )
+    if report.era == MODERN:
+        row("Era", f"MCP {MODERN}: the bridge translates it for VS Code")
+    elif report.era is not None:
+        row("Era", f"MCP {report.protocol_version} (2025 era): the bridge passes it through")
+    else:
+        row("Era", "not found")
+    if report.server is not None:
+        row("Server", f"{report.server['name']} {report.server.get('version', '')}".rstrip())
+    if report.steps:
+        lines.append("Steps:")
+        width = max(len(step.name) for step in report.steps)
+        for step in report.steps:
+            mark = paint("ok", "green") if step.ok else paint("failed", "red")
+            lines.append(f"  {step.name:<{width}}  {step.ms:>6} ms  {mark}  {step.outcome}")
+    for key, _method in LISTS:
+        if key in report.counts:
+            row(key.capitalize(), str(report.counts[key]))
+    row("Sign-in", _describe(report.sign_in))
+    row("Proxy", _describe(report.proxy))
+    row("CA", _describe(report.ca))
+    if report.problems:
+        lines.append("Problems:")
+        for problem in report.problems:
+            lines.append(f"  - {problem.problem}")
+            lines.append(f"    fix: {problem.fix}")
+    row(
+        "Result",
+        paint("the server works", "green") if report.ok else paint("the server does not work", "red"),
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _describe(part: dict[str, Any]) -> str:
+    state = str(part.get("state", ""))
+    if state in ("stored", "expired"):
+        text = "a stored sign-in" if state == "stored" else "an expired sign-in"
+        if "expires" in part:
+            text += f" (it expires {part['expires']})" if state == "stored" else f" ({part['expires']})"
+        return f"{text}; {part.get('store', '')}".rstrip("; ")
+    if state == "none":
+        return f"no stored sign-in; {part.get('store', '')}".rstrip("; ")
+    if state == "in use" and "variable" in part:
+        return f"{part['proxy']} (from {part['variable']})"
+    if state == "system":
+        return "the trust store of the system"
+    if state == "system and file":
+        return f"the trust store of the system and {part['file']}"
+    note = part.get("note")
+    return f"{state}: {note}" if note else state

@@ -1,0 +1,211 @@
+"""An MCP server of the 2025 era, written with the official Python SDK ``mcp==1.30.0``.
+
+It runs in its own virtual environment (``make legacy-venv`` makes ``.venv-legacy``),
+because ``mcp==1.30.0`` and ``mcp==2.3.0`` cannot share one. It knows ``initialize``
+and nothing of 2026-07-28: it answers ``server/discover`` with -32602 and keeps going.
+
+Usage::
+
+    .venv-legacy/bin/python tests/peers/py_legacy_server.py           # stdio
+    .venv-legacy/bin/python tests/peers/py_legacy_server.py --http    # Streamable HTTP
+
+With ``--http`` it listens on 127.0.0.1 with a port the system picks, writes
+``port=<n>`` as its first stdout line (the endpoint is ``/mcp``), and stops at the
+end of its stdin.
+
+What it offers:
+
+* tools ``add {a, b}`` ("<sum>"), ``echo {text}``, ``ask_name`` (an
+  ``elicitation/create`` request to the client: "Hello, <name>." or "No name:
+  <action>."), ``toggle {enabled}`` (adds or removes the tool ``toggled`` and
+  sends ``notifications/tools/list_changed``: "toggled: enabled/disabled"),
+  ``progress {count}`` (one progress notification per step, "Step i of n"; "sent n
+  progress notifications"), ``slow {seconds}`` (a progress notification, then it
+  waits; a cancellation of the client counts in ``cancelled``), ``cancelled`` (how many ``slow`` calls were
+  canceled), ``log {text}`` (an info log message; "logged at <the level of
+  logging/setLevel>"), ``touch {uri}`` (sends
+  ``notifications/resources/updated`` when the client subscribed the URI),
+  ``roots`` (a ``roots/list`` request to the client: "roots: <uris>"), and
+  ``crash {code}`` (the process exits at once with ``code``);
+* the resource ``file:///legacy/notes.txt`` (text/plain, "The notes of the legacy
+  peer."), which can be subscribed;
+* the prompt ``greet {name}`` ("Hello, <name>.").
+
+It writes ``py-legacy-peer: started`` to stderr when it starts.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+
+import anyio
+from mcp.server.fastmcp import Context, FastMCP
+from pydantic import AnyUrl, BaseModel
+
+SERVER_NAME = "py-legacy-peer"
+INSTRUCTIONS = "A 2025-era peer server written with the MCP Python SDK 1.30.0."
+NOTES = "file:///legacy/notes.txt"
+
+server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS)
+_cancelled = 0
+_subscribed: set[str] = set()
+_level = "debug"
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return str(a + b)
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Answer with the text."""
+    return text
+
+
+@server.tool()
+async def ask_name(ctx: Context) -> str:
+    """Ask the client for a name (a form elicitation), then greet it."""
+    answer = await ctx.elicit("Your name?", Name)
+    if answer.action == "accept":
+        return f"Hello, {answer.data.name}."
+    return f"No name: {answer.action}."
+
+
+def toggled() -> str:
+    """A tool that comes and goes."""
+    return "here"
+
+
+@server.tool()
+async def toggle(enabled: bool, ctx: Context) -> str:
+    """Add or remove the tool ``toggled`` and tell the client that the tool list changed."""
+    if enabled:
+        server.add_tool(toggled)
+    else:
+        server.remove_tool("toggled")
+    await ctx.session.send_tool_list_changed()
+    return f"toggled: {'enabled' if enabled else 'disabled'}"
+
+
+@server.tool()
+async def progress(count: int, ctx: Context) -> str:
+    """Report progress ``count`` times."""
+    for step in range(1, count + 1):
+        await ctx.report_progress(step, count, f"Step {step} of {count}")
+    return f"sent {count} progress notifications"
+
+
+@server.tool()
+async def slow(seconds: float, ctx: Context) -> str:
+    """Report progress 0 (the call runs), then wait ``seconds``; a cancellation counts in ``cancelled``."""
+    global _cancelled
+    await ctx.report_progress(0, 1, "waiting")
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        _cancelled += 1
+        raise
+    return f"slept {seconds}"
+
+
+@server.tool()
+def cancelled() -> str:
+    """How many calls of ``slow`` were canceled."""
+    return str(_cancelled)
+
+
+@server.tool()
+async def log(text: str, ctx: Context) -> str:
+    """Send an info log message (and tell the level that ``logging/setLevel`` set)."""
+    await ctx.info(text)
+    return f"logged at {_level}"
+
+
+@server.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Tell a subscribed client that the resource changed."""
+    if uri in _subscribed:
+        await ctx.session.send_resource_updated(AnyUrl(uri))
+    return f"touched {uri}"
+
+
+@server.tool()
+async def roots(ctx: Context) -> str:
+    """Ask the client for its roots."""
+    result = await ctx.session.list_roots()
+    return "roots: " + " ".join(str(root.uri) for root in result.roots)
+
+
+@server.tool()
+def crash(code: int) -> str:
+    """Exit the process at once with ``code``."""
+    os._exit(code)
+
+
+@server.resource(NOTES, mime_type="text/plain")
+def notes() -> str:
+    """The notes."""
+    return "The notes of the legacy peer."
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """Greet someone."""
+    return f"Hello, {name}."
+
+
+@server._mcp_server.subscribe_resource()
+async def subscribe(uri: AnyUrl) -> None:
+    _subscribed.add(str(uri))
+
+
+@server._mcp_server.unsubscribe_resource()
+async def unsubscribe(uri: AnyUrl) -> None:
+    _subscribed.discard(str(uri))
+
+
+@server._mcp_server.set_logging_level()
+async def set_level(level: str) -> None:
+    global _level
+    _level = level
+
+
+def serve_http() -> None:
+    import uvicorn
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)
+    port = listener.getsockname()[1]
+    server.settings.streamable_http_path = "/mcp"
+    app = server.streamable_http_app()
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+    runner = uvicorn.Server(config)
+
+    def stop_at_eof() -> None:
+        sys.stdin.read()
+        runner.should_exit = True
+
+    threading.Thread(target=stop_at_eof, name="peer-stdin", daemon=True).start()
+    sys.stdout.write(f"port={port}\n")
+    sys.stdout.flush()
+    runner.run(sockets=[listener])
+
+
+if __name__ == "__main__":
+    sys.stderr.write(f"{SERVER_NAME}: started\n")
+    sys.stderr.flush()
+    if "--http" in sys.argv[1:]:
+        serve_http()
+    else:
+        server.run()

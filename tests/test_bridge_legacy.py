@@ -1,0 +1,281 @@
+"""A 2025-era upstream server behind the real executable: era detection and the passthrough.
+
+The upstream is ``tests/peers/py_legacy_server.py``, written with ``mcp==1.30.0`` (its own
+venv), over stdio and over Streamable HTTP; small scripted servers cover the edges. The
+bridge is driven over its stdin and stdout as VS Code drives it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from harness import WAIT, Bridge, bridge_command, fixture_command, text_of
+from peers.legacy import legacy_command, running_legacy_http_server
+from schema import validate_legacy_frame
+
+pytestmark = [pytest.mark.interop, pytest.mark.slow]
+
+NOTES = "file:///legacy/notes.txt"
+#: Bounds the polls of the peer's cancellation counter (each poll is one round trip).
+MAX_POLLS = 200
+
+
+@pytest.fixture(scope="module")
+def legacy_url() -> Iterator[str]:
+    with running_legacy_http_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["stdio", "http"])
+def legacy_bridge(request: pytest.FixtureRequest) -> Iterator[Bridge]:
+    """The bridge in front of the 2025-era peer, over each transport, initialized."""
+    if request.param == "stdio":
+        command = bridge_command(upstream=legacy_command())
+    else:
+        command = bridge_command(request.getfixturevalue("legacy_url"))
+    with Bridge(command) as bridge:
+        init = bridge.initialize()
+        assert "result" in init, init
+        yield bridge
+
+
+def call(bridge: Bridge, name: str, arguments: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    return bridge.request("tools/call", {"name": name, "arguments": arguments or {}, **extra})
+
+
+def frame(bridge: Bridge, predicate: Any) -> dict[str, Any]:
+    """The first frame that matches, among those seen already or the next ones."""
+    for seen in bridge.seen:
+        if predicate(seen):
+            return seen
+    return bridge.wait_frame(predicate)
+
+
+def script(body: str) -> list[str]:
+    """A scripted stdio upstream in this interpreter; ``body`` handles each message ``m``."""
+    prelude = (
+        "import sys, json\n"
+        "def send(o):\n"
+        "    sys.stdout.write(json.dumps(o) + '\\n'); sys.stdout.flush()\n"
+        "sys.stderr.write('scripted: started\\n'); sys.stderr.flush()\n"
+        "for line in sys.stdin:\n"
+        "    m = json.loads(line)\n"
+    )
+    indented = "".join("    " + line + "\n" for line in body.strip("\n").splitlines())
+    return [sys.executable, "-c", f"INIT = {INIT_RESULT}\n" + prelude + indented]
+
+
+INIT_RESULT = (
+    "{'protocolVersion': '2025-06-18', 'capabilities': {'tools': {}},"
+    " 'serverInfo': {'name': 'scripted', 'version': '1'}}"
+)
+
+
+# ------------------------------------------------------------------------- era
+
+
+def test_a_2025_era_server_gets_initialize_and_its_own_result_reaches_the_client() -> None:
+    with Bridge(bridge_command(upstream=legacy_command())) as bridge:
+        response = bridge.initialize()
+        validate_legacy_frame(response)
+        result = response["result"]
+        assert result["protocolVersion"] == "2025-11-25"
+        assert result["serverInfo"] == {"name": "py-legacy-peer", "version": "1.30.0"}
+        assert result["instructions"] == "A 2025-era peer server written with the MCP Python SDK 1.30.0."
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        assert "the upstream server speaks MCP 2025-11-25" in bridge.stderr_text
+        # The child that answered server/discover with -32602 is the one that serves.
+        assert bridge.stderr_text.count("py-legacy-peer: started") == 1
+
+
+def test_a_2026_07_28_server_is_named_in_the_log_too() -> None:
+    with Bridge(bridge_command(upstream=fixture_command())) as bridge:
+        assert "result" in bridge.initialize()
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        assert "the upstream server speaks MCP 2026-07-28" in bridge.stderr_text
+
+
+def test_protocol_2026_07_28_refuses_a_2025_era_server_with_discover_failed() -> None:
+    with Bridge(bridge_command("--protocol", "2026-07-28", upstream=legacy_command())) as bridge:
+        error = bridge.initialize()["error"]
+        assert error["code"] == -32602
+        assert error["data"]["cause"] == "discover_failed"
+
+
+def test_protocol_legacy_sends_no_discover() -> None:
+    with Bridge(bridge_command("--protocol", "legacy", upstream=legacy_command())) as bridge:
+        assert bridge.initialize()["result"]["serverInfo"]["name"] == "py-legacy-peer"
+        assert text_of(call(bridge, "add", {"a": 1, "b": 2})) == "3"
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        assert "server/discover" not in bridge.stderr_text
+
+
+def test_a_child_that_closes_after_discover_is_started_again() -> None:
+    upstream = script(
+        """
+if m.get('method') == 'server/discover':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'Method not found'}})
+    sys.exit(0)
+if m.get('method') == 'initialize':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
+"""
+    )
+    with Bridge(bridge_command(upstream=upstream)) as bridge:
+        result = bridge.initialize()["result"]
+        assert result["protocolVersion"] == "2025-06-18"
+        assert result["serverInfo"] == {"name": "scripted", "version": "1"}
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        assert bridge.stderr_text.count("scripted: started") == 2
+
+
+def test_a_server_silent_on_discover_that_answers_initialize_is_passed_through() -> None:
+    upstream = script(
+        """
+if m.get('method') == 'initialize':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
+elif m.get('method') == 'tools/list':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': {'tools': []}})
+"""
+    )
+    with Bridge(bridge_command("--discover-timeout", "1", upstream=upstream)) as bridge:
+        assert bridge.initialize()["result"]["serverInfo"]["name"] == "scripted"
+        assert bridge.request("tools/list")["result"] == {"tools": []}
+        assert bridge.stderr_text.count("scripted: started") == 1
+
+
+def test_the_requests_and_the_cancellations_of_the_server_reach_the_client_with_bridge_ids() -> None:
+    upstream = script(
+        """
+if m.get('method') == 'server/discover':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'Method not found'}})
+elif m.get('method') == 'initialize':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
+elif m.get('method') == 'notifications/initialized':
+    send({'jsonrpc': '2.0', 'id': 77, 'method': 'roots/list'})
+    send({'jsonrpc': '2.0', 'method': 'notifications/cancelled', 'params': {'requestId': 77, 'reason': 'r'}})
+    send({'jsonrpc': '2.0', 'id': 'x', 'method': 'ping'})
+elif m.get('id') == 'x':
+    send({'jsonrpc': '2.0', 'method': 'notifications/message',
+          'params': {'level': 'info', 'data': 'pong ' + json.dumps(m)}})
+"""
+    )
+    with Bridge(bridge_command(upstream=upstream)) as bridge:
+        bridge.initialize()
+        roots = bridge.wait_frame(lambda f: f.get("method") == "roots/list")
+        cancelled = bridge.wait_frame(lambda f: f.get("method") == "notifications/cancelled")
+        assert cancelled["params"] == {"requestId": roots["id"], "reason": "r"}
+        ping = bridge.wait_frame(lambda f: f.get("method") == "ping")
+        assert isinstance(ping["id"], str) and ping["id"].startswith("u-") and ping["id"] != roots["id"]
+        # A late answer to the canceled request goes nowhere; the answer to ping goes back with id "x".
+        bridge.send({"jsonrpc": "2.0", "id": roots["id"], "result": {"roots": []}})
+        bridge.send({"jsonrpc": "2.0", "id": ping["id"], "result": {}})
+        log = bridge.wait_frame(lambda f: f.get("method") == "notifications/message")
+        assert log["params"]["data"] == 'pong {"jsonrpc": "2.0", "id": "x", "result": {}}'
+
+
+def test_the_loss_of_a_2025_era_child_ends_the_bridge_with_exit_1() -> None:
+    with Bridge(bridge_command(upstream=legacy_command())) as bridge:
+        bridge.initialize()
+        pending = bridge.request_async("tools/call", {"name": "slow", "arguments": {"seconds": 60}})
+        error = call(bridge, "crash", {"code": 3})["error"]
+        assert error["code"] == -32603 and error["data"]["cause"] == "upstream_exited"
+        assert bridge.wait_response(pending)["error"]["data"]["cause"] == "upstream_exited"
+        assert bridge.wait_exit() == 1
+        assert "the upstream server exited with code 3" in bridge.stderr_text
+
+
+# ------------------------------------------------------------ the passthrough
+
+
+def test_tools_prompts_and_resources_pass_unchanged(legacy_bridge: Bridge) -> None:
+    names = {tool["name"] for tool in legacy_bridge.request("tools/list")["result"]["tools"]}
+    assert {"add", "echo", "ask_name", "toggle", "progress", "slow", "cancelled"} <= names
+    assert text_of(call(legacy_bridge, "add", {"a": 2, "b": 3})) == "5"
+    assert text_of(call(legacy_bridge, "echo", {"text": "héllo ✓"})) == "héllo ✓"
+    prompt = legacy_bridge.request("prompts/get", {"name": "greet", "arguments": {"name": "Ada"}})
+    assert prompt["result"]["messages"][0]["content"]["text"] == "Hello, Ada."
+    contents = legacy_bridge.request("resources/read", {"uri": NOTES})["result"]["contents"]
+    assert contents == [{"uri": NOTES, "mimeType": "text/plain", "text": "The notes of the legacy peer."}]
+    assert legacy_bridge.request("ping")["result"] == {}
+    unknown = legacy_bridge.request("tools/call", {"name": "no_such_tool", "arguments": {}})
+    assert unknown["result"]["isError"] is True
+
+
+def test_an_elicitation_of_the_server_is_answered_by_the_client(legacy_bridge: Bridge) -> None:
+    pending = legacy_bridge.request_async("tools/call", {"name": "ask_name", "arguments": {}})
+    ask = legacy_bridge.wait_frame(lambda f: f.get("method") == "elicitation/create")
+    assert ask["id"].startswith("u-")
+    assert ask["params"]["message"] == "Your name?"
+    legacy_bridge.send(
+        {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}
+    )
+    assert text_of(legacy_bridge.wait_response(pending)) == "Hello, Ada."
+
+    pending = legacy_bridge.request_async("tools/call", {"name": "ask_name", "arguments": {}})
+    ask = legacy_bridge.wait_frame(lambda f: f.get("method") == "elicitation/create")
+    legacy_bridge.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}})
+    assert text_of(legacy_bridge.wait_response(pending)) == "No name: decline."
+
+
+def test_a_roots_request_of_the_server_is_answered_by_the_client(legacy_bridge: Bridge) -> None:
+    pending = legacy_bridge.request_async("tools/call", {"name": "roots", "arguments": {}})
+    ask = legacy_bridge.wait_frame(lambda f: f.get("method") == "roots/list")
+    legacy_bridge.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": "file:///w"}]}})
+    assert text_of(legacy_bridge.wait_response(pending)) == "roots: file:///w"
+
+
+def test_a_tool_list_change_reaches_the_client(legacy_bridge: Bridge) -> None:
+    assert text_of(call(legacy_bridge, "toggle", {"enabled": True})) == "toggled: enabled"
+    frame(legacy_bridge, lambda f: f.get("method") == "notifications/tools/list_changed")
+    names = {tool["name"] for tool in legacy_bridge.request("tools/list")["result"]["tools"]}
+    assert "toggled" in names
+
+
+def test_progress_reaches_the_client_with_its_own_token(legacy_bridge: Bridge) -> None:
+    response = call(legacy_bridge, "progress", {"count": 3}, _meta={"progressToken": "tok"})
+    assert text_of(response) == "sent 3 progress notifications"
+    progress = [f["params"] for f in legacy_bridge.seen if f.get("method") == "notifications/progress"]
+    assert [p["progress"] for p in progress] == [1, 2, 3]
+    assert all(p["progressToken"] == "tok" for p in progress)
+    assert progress[-1]["message"] == "Step 3 of 3"
+
+
+def test_a_cancellation_of_the_client_reaches_the_server_and_gets_no_response(legacy_bridge: Bridge) -> None:
+    params = {"name": "slow", "arguments": {"seconds": 60}, "_meta": {"progressToken": "slow"}}
+    pending = legacy_bridge.request_async("tools/call", params)
+    legacy_bridge.wait_frame(
+        lambda f: f.get("method") == "notifications/progress" and f["params"]["progressToken"] == "slow"
+    )
+    legacy_bridge.notify("notifications/cancelled", {"requestId": pending, "reason": "the user stopped it"})
+    for _ in range(MAX_POLLS):
+        if text_of(call(legacy_bridge, "cancelled")) == "1":
+            break
+    else:
+        pytest.fail("the server never saw the cancellation")
+    assert not [f for f in legacy_bridge.seen if f.get("id") == pending and "method" not in f]
+
+
+def test_subscriptions_and_log_levels_go_to_the_server(legacy_bridge: Bridge) -> None:
+    assert legacy_bridge.request("resources/subscribe", {"uri": NOTES})["result"] == {}
+    assert text_of(call(legacy_bridge, "touch", {"uri": NOTES})) == f"touched {NOTES}"
+    updated = frame(legacy_bridge, lambda f: f.get("method") == "notifications/resources/updated")
+    assert updated["params"] == {"uri": NOTES}
+    assert legacy_bridge.request("logging/setLevel", {"level": "info"})["result"] == {}
+    assert text_of(call(legacy_bridge, "log", {"text": "hello log"})) == "logged at info"
+    message = frame(legacy_bridge, lambda f: f.get("method") == "notifications/message")
+    assert message["params"]["level"] == "info" and message["params"]["data"] == "hello log"
+    assert legacy_bridge.request("logging/setLevel", {"level": "loud"})["error"]["code"] == -32602
+
+
+def test_the_end_of_stdin_ends_a_passthrough_with_exit_0(legacy_bridge: Bridge) -> None:
+    legacy_bridge.request_async("tools/call", {"name": "slow", "arguments": {"seconds": 60}})
+    legacy_bridge.close_stdin()
+    assert legacy_bridge.wait_exit(WAIT) == 0

@@ -1,0 +1,265 @@
+"""``mcp-bridge-vscode check``: the real executable against working and broken servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REPO_ROOT, WAIT
+from harness import fixture_command
+from peers.legacy import legacy_command, running_legacy_http_server
+
+#: The access token of the stored sign-in of the test.
+TOKEN = "token-8d1f-secret"
+#: A check starts Python servers; this bounds one run.
+RUN_TIMEOUT = 60.0
+
+
+def run_check(*arguments: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "mcpbridge", "check", *arguments],
+        cwd=REPO_ROOT,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    return completed.returncode, completed.stdout.decode(), completed.stderr.decode()
+
+
+def check_json(*arguments: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    code, out, err = run_check("--json", *arguments, env=env)
+    assert out.count("\n") == 1, (out, err[-2000:])
+    report: dict[str, Any] = json.loads(out)
+    return code, report
+
+
+def step_names(report: dict[str, Any]) -> list[str]:
+    return [step["step"] for step in report["steps"]]
+
+
+# ------------------------------------------------------------------ commands
+
+
+def test_check_finds_a_2025_era_command_and_counts_what_it_offers() -> None:
+    code, report = check_json("--", *legacy_command())
+    assert code == 0 and report["ok"] is True
+    assert report["era"] == "2025-11-25" and report["protocolVersion"] == "2025-11-25"
+    assert report["server"] == {"name": "py-legacy-peer", "version": "1.30.0"}
+    assert step_names(report) == [
+        "start",
+        "server/discover",
+        "initialize",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+    ]
+    assert all(isinstance(step["ms"], int) and step["ok"] for step in report["steps"])
+    assert report["counts"]["tools"] >= 10 and report["counts"]["prompts"] == 1
+    assert report["counts"]["resources"] == 1
+    assert report["signIn"]["state"] == "not used" and report["problems"] == []
+
+
+def test_check_finds_a_2026_07_28_command() -> None:
+    code, report = check_json("--", *fixture_command())
+    assert code == 0
+    assert report["era"] == "2026-07-28"
+    assert report["server"] == {"name": "bridge-fixture-server", "version": "0.0.0"}
+    assert step_names(report)[:2] == ["start", "server/discover"] and "initialize" not in step_names(report)
+    assert report["counts"]["tools"] > 0
+
+
+def test_check_of_a_command_that_does_not_exist_names_the_problem_and_exits_1() -> None:
+    code, report = check_json("--", "/nonexistent/mcp-server")
+    assert code == 1 and report["ok"] is False and report["era"] is None
+    assert report["steps"] == [
+        {
+            "step": "start",
+            "ms": report["steps"][0]["ms"],
+            "ok": False,
+            "outcome": "mcp-server: No such file or directory",
+        }
+    ]
+    [problem] = report["problems"]
+    assert problem["problem"].startswith("the command did not start")
+    assert '"--"' in problem["fix"]
+
+
+def test_check_of_a_command_that_stops_at_once_tells_to_run_it_in_a_terminal() -> None:
+    code, report = check_json("--", sys.executable, "-c", "import sys; sys.exit(4)")
+    assert code == 1
+    [problem] = report["problems"]
+    assert "stopped during server/discover" in problem["problem"] and "code 4" in problem["problem"]
+    assert "terminal" in problem["fix"]
+
+
+def test_check_with_protocol_2026_07_28_names_the_option_for_a_2025_era_server() -> None:
+    code, report = check_json("--protocol", "2026-07-28", "--", *legacy_command())
+    assert code == 1 and report["era"] is None
+    assert report["steps"][-1]["ok"] is False
+    assert "--protocol" in report["problems"][0]["fix"]
+
+
+def test_check_writes_a_report_for_a_person_without_json() -> None:
+    code, out, _err = run_check("--", *legacy_command())
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == 'Upstream:   the command "python" over stdio'
+    assert "Era:        MCP 2025-11-25 (2025 era): the bridge passes it through" in lines
+    assert "Server:     py-legacy-peer 1.30.0" in lines
+    assert any(line.startswith("  initialize ") and " ms  ok  MCP 2025-11-25" in line for line in lines)
+    assert lines[-1] == "Result:     the server works"
+    assert "\x1b[" not in out
+
+
+# ----------------------------------------------------------------------- URLs
+
+
+def test_check_finds_a_2025_era_url_and_reports_the_connection() -> None:
+    with running_legacy_http_server() as url:
+        code, report = check_json(url)
+    assert code == 0
+    assert report["era"] == "2025-11-25"
+    assert report["upstream"]["kind"] == "url" and report["upstream"]["host"] == "127.0.0.1"
+    assert "/mcp" not in json.dumps(report["upstream"])
+    assert report["proxy"]["state"] == "none" and report["ca"] == {"state": "system"}
+    assert report["signIn"]["state"] in ("not checked", "none", "stored", "expired")
+
+
+class _Tls:
+    """A small 2026-07-28 server over https with a certificate of a test CA."""
+
+    def __init__(self, tmp: Path) -> None:
+        trustme = pytest.importorskip("trustme")
+        ca = trustme.CA()
+        cert = ca.issue_cert("127.0.0.1")
+        self.ca_file = tmp / "ca.pem"
+        ca.cert_pem.write_to_path(str(self.ca_file))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        cert.configure_cert(context)
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                message = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                if self.path == "/locked" and self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                    self._send(401, b"", {"WWW-Authenticate": 'Bearer realm="mcp"'})
+                    return
+                result: dict[str, Any] = {"resultType": "complete", "ttlMs": 0, "cacheScope": "public"}
+                if message["method"] == "server/discover":
+                    result.update(
+                        supportedVersions=["2026-07-28"],
+                        capabilities={"tools": {}},
+                        _meta={"io.modelcontextprotocol/serverInfo": {"name": "tls-server", "version": "2"}},
+                    )
+                else:
+                    result["tools"] = [{"name": "one", "inputSchema": {"type": "object"}}]
+                body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+                self._send(200, body, {"Content-Type": "application/json"})
+
+            def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, name="test-tls", daemon=True)
+        self.thread.start()
+        self.url = f"https://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(WAIT)
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[_Tls]:
+    server = _Tls(tmp_path)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_check_of_an_untrusted_certificate_names_ca_file_and_works_with_it(tls_server: _Tls) -> None:
+    code, report = check_json(tls_server.url + "/mcp")
+    assert code == 1
+    [problem] = report["problems"]
+    assert problem["problem"] == "the certificate of the server is not trusted"
+    assert "--ca-file" in problem["fix"]
+
+    code, report = check_json("--ca-file", str(tls_server.ca_file), tls_server.url + "/mcp")
+    assert code == 0, report
+    assert report["era"] == "2026-07-28" and report["server"] == {"name": "tls-server", "version": "2"}
+    assert report["counts"] == {"tools": 1}
+    assert report["ca"] == {"state": "system and file", "file": str(tls_server.ca_file)}
+
+
+def test_check_of_a_server_that_needs_a_sign_in_tells_how_to_sign_in(tls_server: _Tls) -> None:
+    code, report = check_json("--ca-file", str(tls_server.ca_file), tls_server.url + "/locked")
+    assert code == 1
+    [problem] = report["problems"]
+    assert problem["problem"] == "the server needs a sign-in (HTTP status 401)"
+    assert "--header-env" in problem["fix"]
+
+
+def test_check_of_an_unusable_ca_file_exits_2(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.pem"
+    empty.write_text("no certificate\n")
+    code, report = check_json("--ca-file", str(empty), "https://127.0.0.1:1/mcp")
+    assert code == 2
+    assert "--ca-file" in report["problems"][0]["fix"]
+
+
+def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_token(
+    tls_server: _Tls, tmp_path: Path
+) -> None:
+    from mcpbridge.oauth.authorizer import OAuthConfig
+    from mcpbridge.oauth.flow import ClientRegistration, Record, RecordKey
+    from mcpbridge.oauth.store import IndexedStore, open_store
+    from mcpbridge.vscode import args
+
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "MCP_BRIDGE_TOKEN_KEY": "ab" * 32}
+    url = tls_server.url + "/locked"
+    settings = args.parse(["check", "--token-store", "file", url], env)
+    assert isinstance(settings, args.Settings) and settings.registration is not None
+    opened = open_store("file", key=settings.token_key, key_file=None, env=env)
+    config = OAuthConfig(url, settings.account, settings.redirect_port, settings.registration)
+    record = Record(
+        RecordKey("https://as.example", url, config.identity),
+        ClientRegistration("client-1"),
+        access_token=TOKEN,
+        expires_at=2_000_000_000,
+    )
+    IndexedStore(opened.store).save(record, url)
+
+    code, out, err = run_check(
+        "--json", "--token-store", "file", "--ca-file", str(tls_server.ca_file), url, env=env
+    )
+    report = json.loads(out)
+    assert report["signIn"]["state"] == "stored"
+    assert report["signIn"]["expires"] == "2033-05-18 03:33:20 UTC"
+    assert TOKEN not in out + err
+    # The check sends the stored token, as the bridge would.
+    assert code == 0 and report["era"] == "2026-07-28"

@@ -1,0 +1,241 @@
+"""The Streamable HTTP transport of 2025-11-25 against a scripted server on 127.0.0.1.
+
+The server plays a 2025-era endpoint: ``initialize`` mints a session, the session
+can expire (404), a GET stream may be refused (405), a call may hang until the
+client gives up. The transport runs under :class:`LegacyPeer`, as in the bridge.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from conftest import WAIT
+from mcpbridge.bridge.passthrough import LegacyPeer
+from mcpbridge.mcp.cancel import CancelToken
+from mcpbridge.mcp.errors import Cancelled
+from mcpbridge.mcp.jsonrpc import Notification, Request, Response
+from mcpbridge.mcp.legacy_http import LegacyHttpTransport
+
+INIT_PARAMS = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "t", "version": "1"},
+}
+
+
+class Endpoint:
+    """The scripted 2025-era endpoint and what it saw."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str | None, str | None, str | None]] = []
+        self.sessions = 0
+        self.expired: set[str] = set()
+        self.expire_next_list = False
+        self.release = threading.Event()
+        self.hanging = threading.Event()
+        self.lock = threading.Lock()
+
+    def handle(self, handler: BaseHTTPRequestHandler) -> None:
+        session = handler.headers.get("Mcp-Session-Id")
+        version = handler.headers.get("MCP-Protocol-Version")
+        if handler.command != "POST":
+            with self.lock:
+                self.seen.append((handler.command, session, version, None))
+            handler.send_response(405 if handler.command == "GET" else 200)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        length = int(handler.headers.get("Content-Length", "0"))
+        message = json.loads(handler.rfile.read(length))
+        method = message.get("method")
+        with self.lock:
+            self.seen.append(("POST", session, version, method))
+            if session is not None and session in self.expired:
+                self._empty(handler, 404)
+                return
+            if method == "initialize":
+                self.sessions += 1
+                self._json(
+                    handler,
+                    {
+                        "jsonrpc": "2.0",
+                        "id": message["id"],
+                        "result": {
+                            "protocolVersion": "2025-06-18",
+                            "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "scripted", "version": "1"},
+                        },
+                    },
+                    session=f"s{self.sessions}",
+                )
+                return
+            if method == "tools/list" and self.expire_next_list:
+                self.expire_next_list = False
+                assert session is not None
+                self.expired.add(session)
+                self._empty(handler, 404)
+                return
+        if "id" not in message:
+            self._empty(handler, 202)
+            return
+        if method == "tools/call":
+            self.hanging.set()
+            self.release.wait(WAIT)
+            self._empty(handler, 500)
+            return
+        events = [
+            {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}},
+            {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": [{"name": "t"}]}},
+        ]
+        body = "".join(f"data: {json.dumps(event)}\n\n" for event in events).encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    def _json(self, handler: BaseHTTPRequestHandler, obj: Any, session: str) -> None:
+        body = json.dumps(obj).encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Mcp-Session-Id", session)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    def _empty(self, handler: BaseHTTPRequestHandler, status: int) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    def posts(self) -> list[tuple[str | None, str | None]]:
+        with self.lock:
+            return [(method, session) for verb, session, _v, method in self.seen if verb == "POST"]
+
+
+@pytest.fixture
+def endpoint() -> Iterator[tuple[Endpoint, str]]:
+    script = Endpoint()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            script.handle(self)
+
+        def do_GET(self) -> None:
+            script.handle(self)
+
+        def do_DELETE(self) -> None:
+            script.handle(self)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="test-endpoint", daemon=True)
+    thread.start()
+    try:
+        yield script, f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        script.release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(WAIT)
+
+
+def open_peer(url: str, notifications: list[Notification]) -> LegacyPeer:
+    peer = LegacyPeer(
+        LegacyHttpTransport(url), on_request=lambda _r: None, on_notification=notifications.append
+    )
+    peer.start()
+    answer = peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+    assert isinstance(answer, Response) and answer.result["protocolVersion"] == "2025-06-18"
+    peer.notify("notifications/initialized")
+    return peer
+
+
+def test_an_expired_session_is_initialized_again_once_and_the_request_repeated(endpoint) -> None:
+    script, url = endpoint
+    notifications: list[Notification] = []
+    peer = open_peer(url, notifications)
+    try:
+        script.expire_next_list = True
+        answer = peer.request("tools/list", None, timeout=WAIT)
+        assert isinstance(answer, Response) and answer.result == {"tools": [{"name": "t"}]}
+        assert [n.method for n in notifications] == ["notifications/message"]
+    finally:
+        peer.close()
+    assert script.posts() == [
+        ("initialize", None),
+        ("notifications/initialized", "s1"),
+        ("tools/list", "s1"),
+        ("initialize", None),
+        ("notifications/initialized", "s2"),
+        ("tools/list", "s2"),
+    ]
+    later = [entry for entry in script.seen if entry[1] is not None]
+    assert all(version == "2025-06-18" for _verb, _session, version, _method in later)
+    assert ("DELETE", "s2", "2025-06-18", None) in script.seen
+
+
+def test_a_refused_get_stream_leaves_the_requests_working(endpoint) -> None:
+    script, url = endpoint
+    peer = open_peer(url, [])
+    try:
+        for _ in range(3):
+            assert isinstance(peer.request("tools/list", None, timeout=WAIT), Response)
+    finally:
+        peer.close()
+    gets = [entry for entry in script.seen if entry[0] == "GET"]
+    assert len(gets) == 1 and gets[0][1] == "s1"
+
+
+def test_a_canceled_request_stops_at_once_and_the_server_gets_notifications_cancelled(endpoint) -> None:
+    script, url = endpoint
+    peer = open_peer(url, [])
+    token = CancelToken()
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            peer.request("tools/call", {"name": "hang", "arguments": {}}, timeout=WAIT * 3, cancel=token)
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            outcome.append(exc)
+
+    caller = threading.Thread(target=run, name="test-caller")
+    caller.start()
+    try:
+        assert script.hanging.wait(WAIT)
+        token.cancel("the user stopped it")
+        caller.join(WAIT)
+        assert not caller.is_alive()
+        assert len(outcome) == 1 and isinstance(outcome[0], Cancelled)
+    finally:
+        script.release.set()
+        peer.close()
+    assert ("notifications/cancelled", "s1") in script.posts()
+
+
+def test_requests_wait_for_the_notifications_queued_before_them(endpoint) -> None:
+    script, url = endpoint
+    transport = LegacyHttpTransport(url)
+    delivered: list[Any] = []
+    transport.start(delivered.append, lambda _e: None, lambda _e: None)
+    try:
+        transport.send(Request(1, "initialize", INIT_PARAMS))
+        for n in range(5):
+            transport.send(Notification("notifications/roots/list_changed", {"n": n}))
+        transport.send(Request(2, "tools/list", None))
+    finally:
+        transport.close()
+    methods = [method for method, _session in script.posts()]
+    assert methods == ["initialize", *["notifications/roots/list_changed"] * 5, "tools/list"]
+    assert [type(m).__name__ for m in delivered] == ["Response", "Notification", "Response"]
