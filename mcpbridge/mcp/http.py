@@ -687,6 +687,52 @@ class _Attempts:
     headers: bool = False
 
 
+def make_session(
+    url: str,
+    *,
+    ca_file: str | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    env: Mapping[str, str] | None = None,
+    pool_size: int = DEFAULT_POOL_SIZE,
+) -> tuple[requests.Session, dict[str, str]]:
+    """A keep-alive session for ``url`` and the proxies of its requests.
+
+    The session trusts the system's CA certificates plus ``ca_file``, reads nothing
+    from the environment but the proxy variables (loopback is never proxied),
+    accepts no cookies and asks for no compression.
+
+    Raises:
+        ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
+            other than http and https (the detail names the variable).
+        CaFileError: ``ca_file`` cannot be used.
+    """
+    import http.cookiejar
+
+    import requests
+
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ConnectFailed("the URL does not use http or https")
+    context = ssl_context if ssl_context is not None else tls_context(ca_file)
+    proxy = proxy_for(url, os.environ if env is None else env)
+    proxies: dict[str, str] = {}
+    if proxy is not None:
+        variable, proxy_url = proxy
+        if urlsplit(proxy_url).scheme.lower() not in ("http", "https"):
+            raise ConnectFailed(f"the proxy of {variable.upper()} does not use http or https")
+        proxies = {scheme: proxy_url}
+    session = requests.Session()
+    session.trust_env = False
+    session.headers.clear()
+    session.headers["User-Agent"] = f"mcp-bridge-vscode/{_version()}"
+    session.headers["Accept-Encoding"] = "identity"
+    session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+    adapter = _adapter_class()(context, pool_size)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session, proxies
+
+
 class HttpTransport(Transport):
     """A client transport to one Streamable HTTP URL; see the module docstring.
 
@@ -722,13 +768,6 @@ class HttpTransport(Transport):
         max_depth: int = DEFAULT_MAX_DEPTH,
         pool_size: int = DEFAULT_POOL_SIZE,
     ) -> None:
-        import http.cookiejar
-
-        import requests
-
-        scheme = urlsplit(url).scheme.lower()
-        if scheme not in ("http", "https"):
-            raise ConnectFailed("the URL does not use http or https")
         self._url = url
         self._headers = [(name, value.encode("utf-8", "surrogateescape")) for name, value in headers]
         self._max_bytes = max_response_bytes
@@ -736,24 +775,9 @@ class HttpTransport(Transport):
         self._read_timeout = read_timeout
         self._authorizer = authorizer
         self._max_depth = max_depth
-        context = ssl_context if ssl_context is not None else tls_context(ca_file)
-        proxy = proxy_for(url, os.environ if env is None else env)
-        self._proxies: dict[str, str] = {}
-        if proxy is not None:
-            variable, proxy_url = proxy
-            if urlsplit(proxy_url).scheme.lower() not in ("http", "https"):
-                raise ConnectFailed(f"the proxy of {variable.upper()} does not use http or https")
-            self._proxies = {scheme: proxy_url}
-        session = requests.Session()
-        session.trust_env = False
-        session.headers.clear()
-        session.headers["User-Agent"] = f"mcp-bridge-vscode/{_version()}"
-        session.headers["Accept-Encoding"] = "identity"
-        session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
-        adapter = _adapter_class()(context, pool_size)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
-        self._session = session
+        self._session, self._proxies = make_session(
+            url, ca_file=ca_file, ssl_context=ssl_context, env=env, pool_size=pool_size
+        )
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._in_flight: set[_Exchange] = set()

@@ -40,7 +40,6 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
-import os
 import ssl
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -51,7 +50,6 @@ from .cancel import CancelToken
 from .errors import (
     Cancelled,
     Closed,
-    ConnectFailed,
     InvalidRequest,
     InvalidResponse,
     McpError,
@@ -68,14 +66,12 @@ from .http import (
     READ_CHUNK,
     Authorizer,
     HttpStatusError,
-    _adapter_class,
     _current,
     _edge_error,
     _Exchange,
     _media_type,
     _Why,
-    proxy_for,
-    tls_context,
+    make_session,
 )
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
 from .sse import EventTooLarge, SseParser
@@ -141,16 +137,6 @@ class LegacyHttpTransport(Transport):
         max_depth: int = DEFAULT_MAX_DEPTH,
         pool_size: int = DEFAULT_POOL_SIZE,
     ) -> None:
-        import http.cookiejar
-        from urllib.parse import urlsplit
-
-        import requests
-
-        from .. import __version__
-
-        scheme = urlsplit(url).scheme.lower()
-        if scheme not in ("http", "https"):
-            raise ConnectFailed("the URL does not use http or https")
         self._url = url
         self._headers = [(name, value.encode("utf-8", "surrogateescape")) for name, value in headers]
         self._max_bytes = max_response_bytes
@@ -158,24 +144,9 @@ class LegacyHttpTransport(Transport):
         self._read_timeout = read_timeout
         self._authorizer = authorizer
         self._max_depth = max_depth
-        context = ssl_context if ssl_context is not None else tls_context(ca_file)
-        proxy = proxy_for(url, os.environ if env is None else env)
-        self._proxies: dict[str, str] = {}
-        if proxy is not None:
-            variable, proxy_url = proxy
-            if urlsplit(proxy_url).scheme.lower() not in ("http", "https"):
-                raise ConnectFailed(f"the proxy of {variable.upper()} does not use http or https")
-            self._proxies = {scheme: proxy_url}
-        session = requests.Session()
-        session.trust_env = False
-        session.headers.clear()
-        session.headers["User-Agent"] = f"mcp-bridge-vscode/{__version__}"
-        session.headers["Accept-Encoding"] = "identity"
-        session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
-        adapter = _adapter_class()(context, pool_size)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
-        self._http = session
+        self._http, self._proxies = make_session(
+            url, ca_file=ca_file, ssl_context=ssl_context, env=env, pool_size=pool_size
+        )
 
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
