@@ -21,8 +21,6 @@ from mcpbridge.bridge.translate import (
     IconRule,
     client_capabilities_for_upstream,
     declared_notifications,
-    default_name_for_command,
-    default_name_for_url,
     forward_params,
     initialize_result,
     legacy_error,
@@ -1112,49 +1110,3 @@ def test_the_2026_resource_not_found_of_a_read_becomes_the_2025_code() -> None:
         ("tools/call", {"code": -32602, "message": "Unknown tool", "data": {"uri": "file:///x"}}),
     ):
         assert legacy_error(method, other) is other
-
-
-# --------------------------------------------------------------------------- fallback names
-
-
-@pytest.mark.parametrize(
-    ("argv0", "windows", "name"),
-    [
-        ("server.py", False, "server"),
-        ("./my.server.py", False, "my.server"),
-        ("/usr/local/bin/node", False, "node"),
-        (".server", False, ".server"),
-        ("server.", False, "server"),
-        ("bin/server/", False, "server"),
-        ("/", False, "/"),
-        ("", False, ""),
-        ("C:\\Program Files\\nodejs\\npx.cmd", True, "npx"),
-        ("C:npx.cmd", True, "npx"),
-        ("bin\\server\\", True, "server"),
-        ("a\\b.exe", False, "a\\b"),
-    ],
-)
-def test_the_default_name_of_a_command_is_its_base_name_without_the_last_extension(
-    argv0: str, windows: bool, name: str
-) -> None:
-    assert default_name_for_command(argv0, windows=windows) == name
-
-
-@pytest.mark.parametrize(
-    ("url", "name"),
-    [
-        ("https://mcp.example.com:8443/v1/mcp?tenant=a", "mcp.example.com"),
-        ("https://MCP.Example.com/mcp", "MCP.Example.com"),
-        ("http://[::1]:3000/mcp", "[::1]"),
-        ("http://127.0.0.1:3000", "127.0.0.1"),
-        ("https://host?x=1", "host"),
-        ("https://host#f", "host"),
-        ("https://user@host/", "host"),
-        ("not a url", ""),
-        ("://host", ""),
-        ("1http://host", ""),
-        ("", ""),
-    ],
-)
-def test_the_default_name_of_a_url_is_its_host_as_written_without_the_port(url: str, name: str) -> None:
-    assert default_name_for_url(url) == name

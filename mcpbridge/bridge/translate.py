@@ -23,7 +23,6 @@ from __future__ import annotations
 import enum
 import json
 import math
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -773,59 +772,3 @@ def legacy_error(method: str, error_obj: dict[str, Any]) -> dict[str, Any]:
     ):
         return {**error_obj, "code": RESOURCE_NOT_FOUND_2025}
     return error_obj
-
-
-# --------------------------------------------------------------------------- fallback names
-
-
-def default_name_for_command(argv0: str, *, windows: bool | None = None) -> str:
-    """The default ``serverInfo.name`` for the upstream command ``argv0``.
-
-    The base name (with ``\\`` and drive letters also on Windows), without its last
-    extension, except when the only dot is the first character (``.server`` stays). A
-    trailing dot goes away (``server.`` gives ``server``). A name without a base name
-    (``/``, ``""``) stays as it is. Examples: ``bin/server/`` gives ``server``,
-    ``./my.server.py`` gives ``my.server``, and on Windows
-    ``C:\\Program Files\\nodejs\\npx.cmd`` gives ``npx``. ``windows`` selects the rules;
-    by default, the rules of the running system.
-    """
-    if windows is None:
-        windows = sys.platform == "win32"
-    separators = "/\\" if windows else "/"
-    rest = argv0
-    if windows and len(rest) >= 2 and rest[1] == ":" and rest[0].isascii() and rest[0].isalpha():
-        rest = rest[2:]
-    rest = rest.rstrip(separators)
-    base = rest
-    for separator in separators:
-        base = base.rpartition(separator)[2]
-    if not base:
-        return argv0
-    dot = base.rfind(".")
-    return base if dot <= 0 else base[:dot]
-
-
-_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.")
-
-
-def default_name_for_url(url: str) -> str:
-    """The default ``serverInfo.name`` for the upstream URL: its host as written, without the port.
-
-    ``https://mcp.example.com:8443/v1/mcp?tenant=a`` gives ``mcp.example.com``; an IPv6
-    host keeps its brackets (``[::1]``); a text that is not a URL gives ``""``.
-    """
-    scheme, sep, rest = url.partition("://")
-    if not sep or not scheme or not scheme[0].isascii() or not scheme[0].isalpha():
-        return ""
-    if not set(scheme) <= _SCHEME_CHARS:
-        return ""
-    end = len(rest)
-    for stop in "/?#":
-        index = rest.find(stop)
-        if index >= 0:
-            end = min(end, index)
-    authority = rest[:end].rpartition("@")[2]
-    if authority.startswith("["):
-        close = authority.find("]")
-        return authority[: close + 1] if close > 0 else ""
-    return authority.partition(":")[0]
