@@ -636,7 +636,9 @@ class Frontend:
             while True:
                 round_number = rounds.session.rounds + 1
 
-                def trace(upstream_id: RequestId, outcome: str, seconds: float, n: int = round_number) -> None:
+                def trace(
+                    upstream_id: RequestId, outcome: str, seconds: float, n: int = round_number
+                ) -> None:
                     outcome = _OUTCOMES.get(outcome, outcome)
                     log.debug(
                         "upstream request %s (%s, round %d of client request %s): %s after %d ms",
@@ -665,7 +667,9 @@ class Frontend:
                 if result.get("resultType") == "input_required":
                     rounds.next_round(result)
                     continue
-                shaped, notes = translate.shape_result(request.method, result, icon_rule=self.options.icon_rule)
+                shaped, notes = translate.shape_result(
+                    request.method, result, icon_rule=self.options.icon_rule
+                )
                 for note in notes:
                     log.info("%s", note)
                 self.respond(slot, shaped)
@@ -943,11 +947,15 @@ class _Rounds:
     def after_result(self, result: dict[str, Any]) -> None:
         """Complete the URL elicitations that the new result no longer asks for."""
         for elicitation_id in self.session.completions_after_round(result):
-            self.frontend.write_notification(input_rules.ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
+            self.frontend.write_notification(
+                input_rules.ELICITATION_COMPLETE, {"elicitationId": elicitation_id}
+            )
 
     def failed(self) -> None:
         for elicitation_id in self.session.completions_on_failure():
-            self.frontend.write_notification(input_rules.ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
+            self.frontend.write_notification(
+                input_rules.ELICITATION_COMPLETE, {"elicitationId": elicitation_id}
+            )
 
     def next_round(self, result: dict[str, Any]) -> None:
         """Run one round: raises InputError, ClientFailed, Cancelled or _Silent on failure."""
@@ -968,7 +976,7 @@ class _Rounds:
         self.slot.waiting_for = "client"
         self.slot.next_report = time.monotonic() - self.slot.started + 10.0
         try:
-            for request_id, request in zip(ids, outgoing):
+            for request_id, request in zip(ids, outgoing, strict=True):
                 frontend.write_request(request_id, request.method, request.params)
             timeout = frontend.options.timeouts.input
             try:
@@ -987,7 +995,7 @@ class _Rounds:
         finally:
             pending.remove(ids)
             self.slot.waiting_for = "upstream"
-        return {request.key: got[request_id] for request_id, request in zip(ids, outgoing)}
+        return {request.key: got[request_id] for request_id, request in zip(ids, outgoing, strict=True)}
 
     def _cancel_unanswered(self, ids: list[str], reason: str) -> None:
         frontend = self.frontend

@@ -168,7 +168,9 @@ class Listener:
             notifications["resourceSubscriptions"] = list(uris)
         return notifications
 
-    def _open(self, uris: tuple[str, ...], *, after_loss: bool, change: _Change | None = None) -> _Stream | None:
+    def _open(
+        self, uris: tuple[str, ...], *, after_loss: bool, change: _Change | None = None
+    ) -> _Stream | None:
         self._generation += 1
         stream = _Stream(self._generation, uris, after_loss, change)
         try:
@@ -288,7 +290,11 @@ class Listener:
         if error is None:
             log.info("the upstream server ended the listen stream. A new stream follows in %s.", _secs(wait))
         else:
-            log.info("the listen stream ended: %s. A new stream follows in %s.", error.detail or error.cause, _secs(wait))
+            log.info(
+                "the listen stream ended: %s. A new stream follows in %s.",
+                error.detail or error.cause,
+                _secs(wait),
+            )
         self._current = None
         self._backoff = min(self._backoff * 2, MAX_BACKOFF)
         self._reopen_at = time.monotonic() + wait
@@ -329,7 +335,9 @@ class Listener:
         out = []
         for declared, kind in ((d.tools, "tools"), (d.prompts, "prompts"), (d.resources, "resources")):
             if declared:
-                out.append(jsonrpc.serialize({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}))
+                out.append(
+                    jsonrpc.serialize({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
+                )
         for uri in uris:
             out.append(
                 jsonrpc.serialize(
