@@ -72,6 +72,9 @@ log = logging.getLogger("mcpbridge.bridge")
 _INLINE = {legacy.MethodClass.PING, legacy.MethodClass.SET_LEVEL, legacy.MethodClass.DISCOVER}
 
 
+#: The longest sleep of the thread in :meth:`Frontend.run`, which runs the signal handlers.
+_MAIN_WAIT_SLICE = 0.25
+
 #: The words of the exchange log line for the result types of the upstream client.
 _OUTCOMES = {"complete": "response", "input_required": "input required"}
 
@@ -201,7 +204,10 @@ class Frontend:
         watcher = threading.Thread(target=self._watch_loop, name="mcpbridge-watcher", daemon=True)
         reader.start()
         watcher.start()
-        self._ended.wait()
+        # In slices: Python runs a signal handler (SIGTERM) only in the main thread and only
+        # when it wakes, and the kernel may deliver the signal to another thread.
+        while not self._ended.wait(_MAIN_WAIT_SLICE):
+            pass
         self._stop.set()
         watcher.join(timeout=self.options.watch_interval * 5)
         if self._end_reason is Ended.EOF:

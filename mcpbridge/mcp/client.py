@@ -6,10 +6,12 @@ Theory of operation
 A :class:`Client` sends requests over one :class:`~.transport.Transport` and
 matches the answers to them. Every request gets the next integer id (1, 2,
 3...) and an entry in the *pending table*, a dict from id to entry guarded by
-one :class:`threading.Condition`. The transport delivers what arrives on its
-own thread (stdio: the reader thread; the memory link: the server's thread;
-HTTP: the thread that called :meth:`Transport.send`). That thread routes each
-message under the lock, and the waiting caller wakes up:
+one lock; each caller sleeps on a :class:`threading.Condition` of its own
+thread (on that lock), so an answer wakes only its caller. The transport
+delivers what arrives on its own thread (stdio: the reader thread; the memory
+link: the server's thread; HTTP: the thread that called
+:meth:`Transport.send`). That thread routes each message under the lock, and
+the waiting caller wakes up:
 
 * a response or an error response, by its id. The first answer resolves the
   entry and removes it; a second answer, or an answer to an id that is not
@@ -173,7 +175,17 @@ def _printable(text: str) -> str:
 class _Pending:
     """One request in flight. Its fields change only under the client's lock."""
 
-    __slots__ = ("id", "method", "on_progress", "on_log", "outcome", "interrupted", "reason", "token")
+    __slots__ = (
+        "id",
+        "method",
+        "on_progress",
+        "on_log",
+        "outcome",
+        "interrupted",
+        "reason",
+        "token",
+        "ready",
+    )
 
     def __init__(
         self,
@@ -181,6 +193,7 @@ class _Pending:
         method: str,
         on_progress: Callable[[dict[str, Any]], None] | None,
         on_log: Callable[[dict[str, Any]], None] | None,
+        ready: threading.Condition,
     ) -> None:
         self.id = request_id
         self.method = method
@@ -192,6 +205,9 @@ class _Pending:
         self.reason = ""
         #: Given to :meth:`Transport.send`: fires on a cancellation or at the deadline.
         self.token = CancelToken()
+        #: The caller of this request sleeps here: the condition of its thread on the
+        #: client's lock. An answer wakes only its own caller, not every caller in flight.
+        self.ready = ready
 
 
 class _Timer:
@@ -403,7 +419,8 @@ class Client:
         self._client_info = client_info
         self.max_depth = max_depth
         self._on_notification = on_notification
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._local = threading.local()
         self._timer = _Timer()
         # Guarded by _cond:
@@ -663,6 +680,18 @@ class Client:
         if not self._started:
             raise NotConnected("the client is not started")
 
+    def _thread_condition(self) -> threading.Condition:
+        """The condition on the client's lock that the calling thread waits on (made once per thread).
+
+        A thread waits for one request at a time; a wake-up meant for another of
+        its requests is harmless, because each wait checks its own entry.
+        """
+        ready: threading.Condition | None = getattr(self._local, "ready", None)
+        if ready is None:
+            ready = threading.Condition(self._lock)
+            self._local.ready = ready
+        return ready
+
     def _register(
         self,
         method: str,
@@ -671,7 +700,7 @@ class Client:
     ) -> _Pending:
         with self._cond:
             self._check_open_locked()
-            entry = _Pending(self._next_id, method, on_progress, on_log)
+            entry = _Pending(self._next_id, method, on_progress, on_log, self._thread_condition())
             self._next_id += 1
             self._pending[entry.id] = entry
         return entry
@@ -707,7 +736,7 @@ class Client:
                     self._local.entry = outer
             with self._cond:
                 if sent:
-                    self._cond.wait_for(
+                    entry.ready.wait_for(
                         lambda: entry.outcome is not None or entry.interrupted is not None,
                         max(0.0, deadline - time.monotonic()),
                     )
@@ -760,7 +789,7 @@ class Client:
             entry.reason = reason
             if self._pending.get(entry.id) is entry:
                 del self._pending[entry.id]
-            self._cond.notify_all()
+            entry.ready.notify_all()
         entry.token.cancel(reason or why)
 
     def _send_cancelled(self, request_id: RequestId, reason: str) -> None:
@@ -800,6 +829,7 @@ class Client:
         for entry in self._pending.values():
             if entry.outcome is None and entry.interrupted is None:
                 entry.outcome = _fresh(error)
+            entry.ready.notify_all()
         self._pending.clear()
         for subscription in list(self._streams.values()):
             subscription._finish_locked(_fresh(error))
@@ -829,7 +859,7 @@ class Client:
             entry = self._pending.pop(message.id, None)
             if entry is not None:
                 entry.outcome = message
-                self._cond.notify_all()
+                entry.ready.notify_all()
                 return
             subscription = self._streams.get(message.id)
             if subscription is not None:
@@ -850,7 +880,7 @@ class Client:
                 entry = self._pending.pop(request_id, None)
                 if entry is not None:
                     entry.outcome = InvalidResponse(f"{entry.method}: the response is {what}")
-                    self._cond.notify_all()
+                    entry.ready.notify_all()
                     return
                 subscription = self._streams.get(request_id)
                 if subscription is not None:

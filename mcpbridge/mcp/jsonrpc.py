@@ -128,12 +128,22 @@ class FrameError(Exception):
         self.is_response = is_response
 
 
-# A surrogate escape that is not part of a valid high+low pair.  Python's json
-# accepts lone surrogates and produces strings that cannot be encoded as UTF-8.
-_LONE_SURROGATE = re.compile(
-    rb"(?<!\\)(?:\\\\)*\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+# Python's json accepts a lone surrogate escape and gives a string that cannot be
+# encoded as UTF-8. A backslash starts an escape only when the run of backslashes
+# it ends has an odd length (``\\udc00`` is a backslash and the text "udc00"),
+# so each pattern starts at the start of a run and steps over its pairs.
+# An escape of a valid high+low pair:
+_SURROGATE_PAIR = re.compile(
+    rb"(?<!\\)((?:\\\\)*)\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
 )
+# Any surrogate escape; what is left of it after the pairs are gone is lone:
+_SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _has_lone_surrogate(raw: bytes) -> bool:
+    if _SURROGATE.search(raw) is None:
+        return False
+    return _SURROGATE.search(_SURROGATE_PAIR.sub(rb"\1_", raw)) is not None
 
 
 def _refuse_constant(name: str) -> Any:
@@ -145,6 +155,12 @@ def _parse_float(text: str) -> float:
     if value in (float("inf"), float("-inf")):
         raise ValueError("the number does not fit a float")
     return value
+
+
+#: One decoder for every parse (``json.loads`` with hooks would build a new one each time).
+_decoder = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_parse_float)
+#: Lines longer than this skip the bracket count and go to the depth walk at once.
+_COUNT_LIMIT: Final = 1024 * 1024
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:
@@ -175,16 +191,19 @@ def parse_json(line: bytes | str, *, max_depth: int) -> Any:
             raise FrameError("parse_error", detail="invalid UTF-8") from None
     else:
         text = line
-        raw = b""
-    if "\\u" in text:
-        probe = raw or text.encode("utf-8", "surrogatepass")
-        if _LONE_SURROGATE.search(probe):
-            raise FrameError("parse_error", detail="a lone surrogate escape")
+        try:
+            raw = line.encode("utf-8")
+        except UnicodeEncodeError:
+            raise FrameError("parse_error", detail="a lone surrogate") from None
+    # A lone backslash is found at memory speed; the two-character search is slower.
+    if "\\" in text and "\\u" in text and _has_lone_surrogate(raw):
+        raise FrameError("parse_error", detail="a lone surrogate escape")
     # Counting brackets is fast C code; only a line with many of them needs
-    # the walk that measures the real depth.
-    brackets = text.count("{") + text.count("[")
+    # the walk that measures the real depth. A long line is walked at once: the
+    # walk visits only the containers, and the bulk of a long line is strings.
+    brackets = max_depth + 1 if len(text) > _COUNT_LIMIT else text.count("{") + text.count("[")
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_parse_float)
+        value = _decoder.decode(text)
     except RecursionError:
         raise FrameError("too_deep", detail=f"limit: {max_depth} levels") from None
     except (ValueError, TypeError) as exc:
@@ -255,7 +274,10 @@ def from_obj(obj: Any) -> Message:
         if msg_id is not None and good_id is None:
             raise FrameError("invalid_id", detail="the id of an error response", is_response=True)
         return ErrorResponse(good_id, ErrorObject(error["code"], error["message"], error.get("data", NO_DATA)))
-    raise FrameError("invalid_request_shape", id=good_id, detail="no method, result or error")
+    # Both a result and an error: still a response, which a receiver drops, never answers.
+    raise FrameError(
+        "invalid_request_shape", id=good_id, detail="no method, result or error", is_response=is_response
+    )
 
 
 def parse(line: bytes | str, *, max_depth: int) -> Message:
@@ -290,6 +312,88 @@ def to_obj(msg: Message) -> dict[str, Any]:
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
+# Long strings (a file, an image in base64) are most of a large message, and the
+# encoder escapes them one character at a time. A long string that needs no
+# escape is written as it is instead: the encoder gets the message with a mark in
+# its place, and the string is put back into the output. The output is the same,
+# byte for byte, as the encoder's.
+#: A string at least this long is put back into the output as it is, when it needs no escape.
+_LONG_STRING: Final = 64 * 1024
+#: The walk that looks for long strings stops after this many values.
+_WALK_BUDGET: Final = 256
+_MARK: Final = "\x00mcpbridge:long-string\x00"
+_MARK_ENCODED: Final = '"\\u0000mcpbridge:long-string\\u0000"'
+#: The characters that a JSON string cannot hold as they are.
+_ESCAPED: Final = tuple(chr(c) for c in range(0x20)) + ('"', "\\")
+
+
+def _plain(text: str) -> bool:
+    """Tell whether ``text`` needs no escape in JSON (each test is a fast scan)."""
+    return not any(c in text for c in _ESCAPED)
+
+
+def _lift(node: Any, longs: list[str], budget: list[int]) -> Any:
+    """``node``, or a copy of it in which each long plain string is the mark (appended to ``longs``)."""
+    copy: Any = None
+    items = node.items() if type(node) is dict else enumerate(node)
+    for key, value in items:
+        budget[0] -= 1
+        if budget[0] < 0:
+            break
+        kind = type(value)
+        if kind is str:
+            if len(value) < _LONG_STRING or not _plain(value):
+                continue
+            lifted: Any = _MARK
+            longs.append(value)
+        elif kind is dict or kind is list:
+            lifted = _lift(value, longs, budget)
+            if lifted is value:
+                continue
+        else:
+            continue
+        if copy is None:
+            copy = dict(node) if type(node) is dict else list(node)
+        copy[key] = lifted
+    return node if copy is None else copy
+
+
+def _has_long(obj: Any) -> bool:
+    """Tell whether a string of ``obj`` may be long: the cheap test before :func:`_lift`."""
+    budget = _WALK_BUDGET
+    stack = [obj]
+    while stack:
+        node = stack.pop()
+        for value in node.values() if type(node) is dict else node:
+            budget -= 1
+            if budget < 0:
+                return False
+            kind = type(value)
+            if kind is str:
+                if len(value) >= _LONG_STRING:
+                    return True
+            elif kind is dict or kind is list:
+                stack.append(value)
+    return False
+
+
+def _encode(obj: Any, end: bytes) -> bytes:
+    longs: list[str] = []
+    skeleton = obj
+    if (type(obj) is dict or type(obj) is list) and _has_long(obj):
+        skeleton = _lift(obj, longs, [_WALK_BUDGET])
+    text = _encoder.encode(skeleton)
+    if longs:
+        pieces = text.split(_MARK_ENCODED)
+        if len(pieces) == len(longs) + 1:
+            parts = [pieces[0].encode("utf-8")]
+            for long, piece in zip(longs, pieces[1:], strict=True):
+                parts += (b'"', long.encode("utf-8"), b'"', piece.encode("utf-8"))
+            parts.append(end)
+            return b"".join(parts)
+        text = _encoder.encode(obj)  # a string of the message holds the mark itself
+    return (text + end.decode("ascii")).encode("utf-8") if end else text.encode("utf-8")
+
 
 def dumps(obj: Any) -> bytes:
     """Compact JSON bytes of ``obj``, without a newline.
@@ -297,13 +401,13 @@ def dumps(obj: Any) -> bytes:
     JSON escapes a newline inside a string, so the output never holds a raw
     newline and fits on one line.
     """
-    return _encoder.encode(obj).encode("utf-8")
+    return _encode(obj, b"")
 
 
 def serialize(msg: Message | dict[str, Any]) -> bytes:
     """One line of UTF-8 JSON, ending with ``b"\\n"``."""
     obj = msg if isinstance(msg, dict) else to_obj(msg)
-    return dumps(obj) + b"\n"
+    return _encode(obj, b"\n")
 
 
 def error_response(id: RequestId | None, code: int, message: str, data: Any = NO_DATA) -> ErrorResponse:

@@ -21,7 +21,9 @@ work for one child, each with one job:
   :meth:`send` only waits for room in a bounded queue, at most
   ``write_timeout`` seconds, then raises :class:`~.errors.TransportFailed`.
   The queue holds whole frames, so a frame is never half written by a caller
-  that gave up.
+  that gave up. When the queue is empty, :meth:`send` writes the frame itself
+  to the pipe, which does not block: it takes what it has room for, and the
+  rest goes to the queue. A small request thus costs no wake-up of the writer.
 * ``mcpbridge-upstream-stderr`` passes each stderr line of the child to the
   ``stderr_sink`` (it reads them even without a sink, so that a chatty child
   never blocks on a full stderr pipe).
@@ -51,6 +53,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import select
 import signal
 import subprocess
@@ -64,7 +67,7 @@ from typing import IO, BinaryIO, Final, cast
 from . import jsonrpc
 from .cancel import CancelToken
 from .errors import Cancelled, Closed, InvalidRequest, McpError, NotConnected, SpawnFailed, TransportFailed
-from .framing import LineReader, TooLong
+from .framing import KEEP_BYTES, LineReader, TooLong
 from .jsonrpc import FrameError, Message
 from .transport import OnFrameError, OnMessage, ServerTransport, Transport
 
@@ -90,6 +93,11 @@ WRITE_TIMEOUT: Final = 10.0
 MAX_QUEUED_BYTES: Final = 16 * 1024 * 1024
 #: At the end of the child's stdout, the wait for its exit status.
 EXIT_STATUS_WAIT: Final = 1.0
+#: The buffer of the pipes of the child. A large line is read in pieces of this
+#: size; the default (8 KiB) makes a 16 MiB line cost thousands of reads.
+READ_BUFFER_BYTES: Final = 1024 * 1024
+#: The size asked for the pipe of the child's stdout (Linux's default is 64 KiB).
+PIPE_BYTES: Final = 1024 * 1024
 #: The longest stderr line passed on whole; a longer one is cut.
 STDERR_MAX_LINE_BYTES: Final = 64 * 1024
 #: The writer's wait for room in the pipe before it checks for a close again.
@@ -128,6 +136,16 @@ def _parent_death_hook() -> Callable[[], None] | None:
     return set_parent_death_signal
 
 
+def _widen_pipe(fd: int) -> None:
+    """Let the pipe hold :data:`PIPE_BYTES` (Linux), so a large line needs fewer wake-ups."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, OSError):
+        pass  # not Linux, or over the limit of the system: the pipe keeps its size
+
+
 def _describe_status(returncode: int) -> str:
     return f"signal {-returncode}" if returncode < 0 else f"code {returncode}"
 
@@ -141,12 +159,36 @@ def _call(what: str, callback: Callable[[], None], logger: logging.Logger) -> No
         logger.debug("the handler of %s failed", what, exc_info=True)
 
 
+# The id of a line that did not parse: the first member, or the one after
+# ``"jsonrpc":"2.0"``, or the last member; a number must end there (``1.5`` is no id).
+_ID_VALUE = rb'(-?\d+|"(?:[^"\\]|\\.)*")'
+_HEAD_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID_VALUE + rb"\s*[,}]")
+_TAIL_ID = re.compile(rb'[,{]\s*"id"\s*:\s*' + _ID_VALUE + rb"\s*\}\s*$")
+
+
+def _recover_id(line: bytes) -> jsonrpc.RequestId | None:
+    """The id at either end of a line that is not valid JSON, or ``None``."""
+    for pattern, text in ((_HEAD_ID, line[:KEEP_BYTES]), (_TAIL_ID, line[-KEEP_BYTES:])):
+        match = pattern.search(text)
+        if match is None:
+            continue
+        try:
+            value = jsonrpc.parse_json(match.group(1), max_depth=1)
+        except FrameError:
+            continue
+        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+    return None
+
+
 def _deliver_line(
     line: bytes | TooLong,
     max_depth: int,
     on_message: OnMessage,
     on_frame_error: OnFrameError,
     logger: logging.Logger,
+    *,
+    recover_ids: bool = False,
 ) -> None:
     if isinstance(line, TooLong):
         _call("a line that is too long", lambda: on_frame_error(line), logger)
@@ -155,6 +197,12 @@ def _deliver_line(
         message = jsonrpc.parse(line, max_depth=max_depth)
     except FrameError as exc:
         error = exc
+        if recover_ids and exc.id is None and exc.cause in ("parse_error", "too_deep"):
+            # An answer with NaN, a lone surrogate or nesting past the parser's stack:
+            # its request must fail now, not at its time limit.
+            recovered = _recover_id(line)
+            if recovered is not None:
+                error = FrameError(exc.cause, id=recovered, detail=exc.detail, is_response=exc.is_response)
         _call("a line that is not a message", lambda: on_frame_error(error), logger)
         return
     _call("a message", lambda: on_message(message), logger)
@@ -216,6 +264,8 @@ class StdioChildTransport(Transport):
         self._queued_bytes = 0
         self._stopping = False
         self._write_error: McpError | None = None
+        #: The child's stdin while the writer thread owns it open (guarded by _queue_ready's lock).
+        self._stdin_fd: int | None = None
 
     # ------------------------------------------------------------------ seam
 
@@ -279,7 +329,7 @@ class StdioChildTransport(Transport):
             thread.start()
 
     def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
-        """Queue one frame for the child and return; the writer thread writes it.
+        """Write one frame for the child, or queue it for the writer thread, and return.
 
         ``cancel`` ends only the wait for room in the queue: a frame is queued
         whole or not at all, and a queued frame is written.
@@ -316,12 +366,36 @@ class StdioChildTransport(Transport):
                     if remaining <= 0:
                         raise TransportFailed("the upstream server does not read its input")
                     self._queue_ready.wait(remaining)
+                if not self._queue:
+                    # The writer is idle: write at once from this thread, without
+                    # waking it. The pipe does not block (it takes what it has room
+                    # for); the writer thread writes what is left.
+                    data = self._write_now(data)
+                    if not data:
+                        return
                 self._queue.append(data)
                 self._queued_bytes += len(data)
                 self._queue_ready.notify_all()
         finally:
             if remove is not None:
                 remove()
+
+    def _write_now(self, data: bytes) -> bytes:
+        """Write what the pipe takes at once, under the queue lock; return the rest."""
+        fd = self._stdin_fd
+        if fd is None:
+            return data
+        try:
+            written = os.write(fd, data)
+        except BlockingIOError:
+            return data
+        except OSError as exc:
+            # As in the writer thread: the child closed its stdin or exited.
+            log.debug("writing to the upstream server failed: %s", type(exc).__name__)
+            self._write_error = Closed("the upstream server does not take input any more")
+            self._queue_ready.notify_all()
+            return b""
+        return data[written:] if written < len(data) else b""
 
     def kill(self) -> None:
         """Send ``SIGKILL`` to the child's process group at once; wait for nothing.
@@ -358,6 +432,7 @@ class StdioChildTransport(Transport):
         try:
             proc = subprocess.Popen(
                 self._argv,
+                bufsize=READ_BUFFER_BYTES,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -377,8 +452,11 @@ class StdioChildTransport(Transport):
             self._spawned.set()
             return
         self._proc = proc
-        assert proc.stdin is not None
+        assert proc.stdin is not None and proc.stdout is not None
+        _widen_pipe(proc.stdout.fileno())
         os.set_blocking(proc.stdin.fileno(), False)
+        with self._queue_ready:
+            self._stdin_fd = proc.stdin.fileno()
         self._spawned.set()
         if self._closing:  # start() gave up waiting, or kill() came first
             self._signal_group(signal.SIGKILL)
@@ -404,7 +482,10 @@ class StdioChildTransport(Transport):
                 line = reader.next()
                 if line is None:
                     break
-                _deliver_line(line, self._max_depth, on_message, on_frame_error, log)
+                _deliver_line(line, self._max_depth, on_message, on_frame_error, log, recover_ids=True)
+                # Not held while the next line is awaited: a large line would stay
+                # in memory beside the copies that the consumer makes of it.
+                line = None
         except (OSError, ValueError) as exc:
             error = TransportFailed(f"reading from the upstream server failed ({type(exc).__name__})")
         # The output ends when the child exits; its exit status follows a moment later.
@@ -474,6 +555,8 @@ class StdioChildTransport(Transport):
                         self._queued_bytes -= len(frame)
                     self._queue_ready.notify_all()
         finally:
+            with self._queue_ready:
+                self._stdin_fd = None
             try:
                 stdin.close()
             except OSError:
