@@ -186,7 +186,8 @@ def _bounded(call: Callable[[], T], timeout: float) -> T:
     worker.start()
     if not done.wait(timeout):
         raise StoreError("KeychainUnavailable", f"the keychain did not answer in {int(timeout)} s")
-    worker.join()
+    # The call has returned; the thread only has its last step left.
+    worker.join(timeout=1.0)
     ok, value = outcome[0]
     if ok:
         return value  # type: ignore[no-any-return]
