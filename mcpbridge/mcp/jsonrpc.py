@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Final, Union
+from typing import Any, Final, TypeAlias
 
-RequestId = Union[str, int]
+RequestId: TypeAlias = str | int
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -100,7 +100,7 @@ class ErrorResponse:
     error: ErrorObject
 
 
-Message = Union[Request, Notification, Response, ErrorResponse]
+Message: TypeAlias = Request | Notification | Response | ErrorResponse
 
 
 class FrameError(Exception):
@@ -273,7 +273,8 @@ def from_obj(obj: Any) -> Message:
             )
         if msg_id is not None and good_id is None:
             raise FrameError("invalid_id", detail="the id of an error response", is_response=True)
-        return ErrorResponse(good_id, ErrorObject(error["code"], error["message"], error.get("data", NO_DATA)))
+        error_object = ErrorObject(error["code"], error["message"], error.get("data", NO_DATA))
+        return ErrorResponse(good_id, error_object)
     # Both a result and an error: still a response, which a receiver drops, never answers.
     raise FrameError(
         "invalid_request_shape", id=good_id, detail="no method, result or error", is_response=is_response
