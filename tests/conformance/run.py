@@ -14,6 +14,11 @@ front of each stdio server:
     ``python -m mcpbridge -- python tests/conformance/server.py``. This is what
     VS Code sees of a 2026-07-28 server.
 
+``embedded``
+    The 2025-11-25 suite, as for ``bridge``, against the same server serving both
+    eras itself with ``mcpbridge.embed.serve_stdio_auto``
+    (``python tests/conformance/server.py --embedded``).
+
 ``direct``
     The same server without the bridge. It speaks only 2026-07-28, which the
     0.1.16 suite cannot test, so this run uses the suite's pre-release that
@@ -54,7 +59,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "conformance" / "server.py"
 BASELINE = ROOT / "tests" / "conformance" / "baseline.txt"
-RUNS = ("bridge", "direct")
+RUNS = ("bridge", "embedded", "direct")
 
 #: How long supergateway may take to listen, and how many ports it gets.
 START_TIMEOUT = 30.0
@@ -325,7 +330,7 @@ def run_suite(command: list[str], output: Path, timeout: float) -> int:
 
 
 def suite_commands(tools: Tools, run: str, url: str, results: Path) -> list[list[str]]:
-    if run == "bridge":
+    if run in ("bridge", "embedded"):
         stable = [tools.node, tools.conformance, "server", "--url", url, "-o", str(results)]
         return [
             [*stable, "--spec-version", "2025-11-25"],
@@ -353,6 +358,8 @@ def upstream_command(tools: Tools, run: str) -> list[str]:
     server = [tools.python, str(SERVER)]
     if run == "bridge":
         return [tools.python, "-m", "mcpbridge", "--", *server]
+    if run == "embedded":
+        return [*server, "--embedded"]
     return server
 
 
@@ -393,7 +400,7 @@ def _expected(failure: Failure, expected: dict[Failure, str]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="run.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=RUNS, help="run one of the two runs")
+    parser.add_argument("--only", choices=RUNS, help="run one of the runs")
     parser.add_argument(
         "--results", type=Path, default=ROOT / "results" / "conformance", help="output folder"
     )

@@ -578,7 +578,13 @@ def main() -> int:
     root = logging.getLogger("mcpbridge")
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if os.environ.get("CONFORMANCE_SERVER_DEBUG") else logging.INFO)
-    build().serve_stdio()
+    if "--embedded" in sys.argv[1:]:
+        # Both eras on one stdio: the bridge runs inside the server's process.
+        from mcpbridge.embed import serve_stdio_auto
+
+        serve_stdio_auto(build())
+    else:
+        build().serve_stdio()
     return 0
 
 
