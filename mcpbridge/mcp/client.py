@@ -82,7 +82,16 @@ from .errors import (
     RpcError,
 )
 from .framing import TooLong
-from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, RequestId, Response
+from .jsonrpc import (
+    UNSUPPORTED_PROTOCOL_VERSION,
+    ErrorResponse,
+    FrameError,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
 from .protocol import (
     LISTEN_ACKNOWLEDGED,
     LOG_LEVELS,
@@ -580,7 +589,24 @@ class Client:
         cancel: CancelToken | None = None,
         capabilities: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Send ``server/discover`` and return the ``DiscoverResult``; raises as :meth:`request`."""
+        """Send ``server/discover`` and return the ``DiscoverResult``; raises as :meth:`request`.
+
+        A server that answers -32022 (unsupported protocol version) although its
+        ``data.supported`` lists our revision gets one more try with a new id, as
+        the version negotiation of 2026-07-28 says.
+        """
+        try:
+            return self.request(
+                "server/discover", None, timeout=timeout, cancel=cancel, capabilities=capabilities
+            )
+        except RpcError as exc:
+            data = exc.error.data
+            supported = data.get("supported") if isinstance(data, dict) else None
+            if exc.error.code != UNSUPPORTED_PROTOCOL_VERSION or not (
+                isinstance(supported, list) and MODERN in supported
+            ):
+                raise
+        log.debug("server/discover: the server lists %s as supported; trying once more", MODERN)
         return self.request(
             "server/discover", None, timeout=timeout, cancel=cancel, capabilities=capabilities
         )
