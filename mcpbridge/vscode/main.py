@@ -88,8 +88,25 @@ def serve(frontend: object) -> int:
     watchdog = Watchdog(frontend)
     frontend.on_eof = watchdog.arm
     _stop_on_sigterm(frontend)
+    _release_large_blocks()
     ended = frontend.run()
     return 1 if ended is Ended.UPSTREAM_LOST else 0
+
+
+def _release_large_blocks() -> None:
+    """Serve blocks of 128 KiB and more with mmap, so a freed 16 MiB frame goes back to the system.
+
+    glibc otherwise keeps such blocks in the heap of each thread that freed them, and a
+    few large results make the bridge's memory grow by several times their size.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
 
 
 def _stop_on_sigterm(frontend: object) -> None:
