@@ -37,7 +37,6 @@ the command again. A child that closed is started again.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import logging
 import threading
@@ -47,7 +46,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..mcp.cancel import CancelToken
-from ..mcp.client import Client
+from ..mcp.client import Client, DeadlineTimer
 from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.framing import TooLong
 from ..mcp.jsonrpc import (
@@ -99,9 +98,6 @@ LEGACY_HTTP_STATUSES: Final = frozenset({400, 404, 405})
 SERVER_REQUEST_PREFIX: Final = "u-"
 #: The methods that may wait for the client's answers to the server's requests.
 _LONG_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-#: The wait of the deadline thread when no deadline is near (it wakes at once for a new one).
-_IDLE_WAIT: Final = 60.0
-_JOIN_TIMEOUT: Final = 2.0
 
 
 def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
@@ -332,65 +328,6 @@ class StdioUpstream:
 # ---------------------------------------------------------------------------------------------
 
 
-class _Deadlines:
-    """Fires callbacks at deadlines, on one thread (``mcpbridge-legacy-timer``)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._heap: list[tuple[float, int, list[Callable[[], None] | None]]] = []
-        self._seq = itertools.count()
-        self._stopped = False
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="mcpbridge-legacy-timer", daemon=True)
-        self._thread.start()
-
-    def add(self, deadline: float, callback: Callable[[], None]) -> Callable[[], None]:
-        """Run ``callback`` at ``deadline`` (a :func:`time.monotonic` value); returns a remover."""
-        cell: list[Callable[[], None] | None] = [callback]
-        with self._cond:
-            if self._stopped:
-                return lambda: None
-            heapq.heappush(self._heap, (deadline, next(self._seq), cell))
-            self._cond.notify()
-
-        def remove() -> None:
-            with self._cond:
-                cell[0] = None
-
-        return remove
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopped = True
-            self._heap.clear()
-            self._cond.notify()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(_JOIN_TIMEOUT)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while True:
-                    if self._stopped:
-                        return
-                    while self._heap and self._heap[0][2][0] is None:
-                        heapq.heappop(self._heap)
-                    if not self._heap:
-                        self._cond.wait(_IDLE_WAIT)
-                        continue
-                    delay = self._heap[0][0] - time.monotonic()
-                    if delay <= 0:
-                        break
-                    self._cond.wait(delay)
-                _, _, cell = heapq.heappop(self._heap)
-                callback, cell[0] = cell[0], None
-            if callback is not None:
-                _call("a deadline", callback)
-
-
 _Outcome = Response | ErrorResponse | McpError
 
 
@@ -432,7 +369,7 @@ class LegacyPeer:
         self._pending: dict[RequestId, _Call] = {}
         self._next_id = 1
         self._closed: McpError | None = None
-        self._deadlines = _Deadlines()
+        self._deadlines = DeadlineTimer("mcpbridge-legacy-timer")
 
     @property
     def gone(self) -> bool:

@@ -219,10 +219,11 @@ class _Pending:
         self.ready = ready
 
 
-class _Timer:
-    """Fires callbacks at deadlines, on one thread (``mcpbridge-upstream-timer``)."""
+class DeadlineTimer:
+    """Fires callbacks at deadlines, on one thread named ``name``."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "mcpbridge-upstream-timer") -> None:
+        self._name = name
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, list[Callable[[], None] | None]]] = []
         self._removed = 0
@@ -231,7 +232,7 @@ class _Timer:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="mcpbridge-upstream-timer", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
         self._thread.start()
 
     def add(self, deadline: float, callback: Callable[[], None]) -> Callable[[], None]:
@@ -431,7 +432,7 @@ class Client:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._local = threading.local()
-        self._timer = _Timer()
+        self._timer = DeadlineTimer()
         # Guarded by _cond:
         self._pending: dict[RequestId, _Pending] = {}
         self._streams: dict[RequestId, Subscription] = {}
