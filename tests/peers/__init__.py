@@ -17,17 +17,12 @@ STOP_WAIT = 10.0
 
 
 @contextlib.contextmanager
-def running_py_http_server() -> Iterator[str]:
-    """Start ``py_http_server.py`` (the Python SDK under uvicorn); yield the URL of its endpoint.
+def running_http_peer(command: list[str], name: str) -> Iterator[str]:
+    """Start a peer server that prints ``port=<n>`` first; yield the URL of its endpoint.
 
     The server stops at the end of its stdin, which this closes on the way out.
     """
-    proc = subprocess.Popen(
-        [sys.executable, str(PEERS / "py_http_server.py")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdin is not None and proc.stdout is not None
     stdout = proc.stdout
     lines: queue.Queue[bytes] = queue.Queue()
@@ -36,7 +31,7 @@ def running_py_http_server() -> Iterator[str]:
     try:
         first = lines.get(timeout=START_WAIT).decode()
         if not first.startswith("port="):
-            raise RuntimeError("the Python SDK server did not start")
+            raise RuntimeError(f"the {name} did not start")
         yield f"http://127.0.0.1:{int(first[5:])}/mcp"
     finally:
         proc.stdin.close()
@@ -47,3 +42,10 @@ def running_py_http_server() -> Iterator[str]:
             proc.wait(STOP_WAIT)
         reader.join(STOP_WAIT)
         stdout.close()
+
+
+@contextlib.contextmanager
+def running_py_http_server() -> Iterator[str]:
+    """Start ``py_http_server.py`` (the Python SDK under uvicorn); yield the URL of its endpoint."""
+    with running_http_peer([sys.executable, str(PEERS / "py_http_server.py")], "Python SDK server") as url:
+        yield url

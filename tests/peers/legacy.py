@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
-import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from peers import running_http_peer
+
 PEERS = Path(__file__).resolve().parent
 ROOT = PEERS.parents[1]
 LEGACY_PYTHON = ROOT / ".venv-legacy" / "bin" / "python"
 LEGACY_SERVER = PEERS / "py_legacy_server.py"
-START_WAIT = 30.0
-STOP_WAIT = 10.0
 
 
 def legacy_python() -> str:
@@ -42,28 +39,5 @@ def legacy_command() -> list[str]:
 @contextlib.contextmanager
 def running_legacy_http_server() -> Iterator[str]:
     """Start the peer on Streamable HTTP (2025-11-25); yield the URL of its endpoint."""
-    proc = subprocess.Popen(
-        [legacy_python(), str(LEGACY_SERVER), "--http"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    stdout = proc.stdout
-    lines: queue.Queue[bytes] = queue.Queue()
-    reader = threading.Thread(target=lambda: lines.put(stdout.readline()), name="peer-port", daemon=True)
-    reader.start()
-    try:
-        first = lines.get(timeout=START_WAIT).decode()
-        if not first.startswith("port="):
-            raise RuntimeError("the 2025-era peer server did not start")
-        yield f"http://127.0.0.1:{int(first[5:])}/mcp"
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(STOP_WAIT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(STOP_WAIT)
-        reader.join(STOP_WAIT)
-        stdout.close()
+    with running_http_peer([legacy_python(), str(LEGACY_SERVER), "--http"], "2025-era peer server") as url:
+        yield url
