@@ -20,6 +20,9 @@ from schema import validate_legacy_frame
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
 NOTES = "file:///legacy/notes.txt"
+#: The icons of the peer's server and of its tool ``echo`` (tests/peers/py_legacy_server.py).
+DATA_ICON = "data:image/png;base64,iVBORw0KGgo="
+REMOTE_ICON = "https://icons.invalid/peer.png"
 #: Bounds the polls of the peer's cancellation counter (each poll is one round trip).
 MAX_POLLS = 200
 
@@ -84,7 +87,8 @@ def test_a_2025_era_server_gets_initialize_and_its_own_result_reaches_the_client
         validate_legacy_frame(response)
         result = response["result"]
         assert result["protocolVersion"] == "2025-11-25"
-        assert result["serverInfo"] == {"name": "py-legacy-peer", "version": "1.30.0"}
+        assert result["serverInfo"]["name"] == "py-legacy-peer"
+        assert result["serverInfo"]["version"] == "1.30.0"
         assert result["instructions"] == "A 2025-era peer server written with the MCP Python SDK 1.30.0."
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
@@ -181,6 +185,97 @@ elif m.get('id') == 'x':
         assert log["params"]["data"] == 'pong {"jsonrpc": "2.0", "id": "x", "result": {}}'
 
 
+def test_progress_of_a_2025_era_server_is_rate_limited_and_only_for_requests_in_flight() -> None:
+    upstream = script(
+        """
+if m.get('method') == 'server/discover':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'Method not found'}})
+elif m.get('method') == 'initialize':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
+elif m.get('method') == 'tools/call':
+    token = m['params']['_meta']['progressToken']
+    def progress(token, value):
+        send({'jsonrpc': '2.0', 'method': 'notifications/progress',
+              'params': {'progressToken': token, 'progress': value}})
+    progress('other', 1)
+    for i in range(200):
+        progress(token, i)
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': {'content': [{'type': 'text', 'text': 'done'}]}})
+    progress(token, 999)
+    send({'jsonrpc': '2.0', 'method': 'notifications/message', 'params': {'level': 'info', 'data': 'end'}})
+"""
+    )
+    with Bridge(bridge_command(upstream=upstream)) as bridge:
+        bridge.initialize()
+        answer = call(bridge, "work", _meta={"progressToken": 7})
+        assert text_of(answer) == "done"
+        frame(bridge, lambda f: f.get("method") == "notifications/message")
+        progress = [f["params"] for f in bridge.seen if f.get("method") == "notifications/progress"]
+        # 200 in a burst: 50 a second pass; none for a token that no request in flight
+        # asked for, none after the response.
+        assert [p["progress"] for p in progress][:50] == list(range(50))
+        assert len(progress) < 200
+        assert {p["progressToken"] for p in progress} == {7}
+
+
+def test_the_schema_quirks_of_tools_list_are_fixed_for_a_2025_era_server() -> None:
+    upstream = script(
+        """
+if m.get('method') == 'server/discover':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'Method not found'}})
+elif m.get('method') == 'initialize':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
+elif m.get('method') == 'tools/list':
+    tool = {'name': 'bare', 'inputSchema': {'type': 'object', 'properties': {'values': {'type': 'array'}}},
+            'outputSchema': {'type': 'array'}}
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': {'tools': [tool], 'nextCursor': None}})
+"""
+    )
+    with Bridge(bridge_command(upstream=upstream)) as bridge:
+        bridge.initialize()
+        result = bridge.request("tools/list")["result"]
+        validate_legacy_frame({"jsonrpc": "2.0", "id": 1, "result": result})
+        assert result == {
+            "tools": [
+                {
+                    "name": "bare",
+                    "inputSchema": {
+                        "type": "object",
+                        "properties": {"values": {"type": "array", "items": {}}},
+                    },
+                }
+            ]
+        }
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        assert "tool 'bare': added an items schema at '/properties/values'" in bridge.stderr_text
+
+
+def test_an_unreadable_answer_to_a_request_of_the_server_answers_it_with_an_error() -> None:
+    upstream = script(
+        """
+if m.get('method') == 'server/discover':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'Method not found'}})
+elif m.get('method') == 'initialize':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
+elif m.get('method') == 'notifications/initialized':
+    send({'jsonrpc': '2.0', 'id': 5, 'method': 'roots/list'})
+elif m.get('id') == 5:
+    send({'jsonrpc': '2.0', 'method': 'notifications/message', 'params': {'level': 'info', 'data': m}})
+"""
+    )
+    with Bridge(bridge_command(upstream=upstream)) as bridge:
+        bridge.initialize()
+        roots = bridge.wait_frame(lambda f: f.get("method") == "roots/list")
+        bridge.send(b'{"jsonrpc": "2.0", "id": "' + roots["id"].encode() + b'", "result": {"roots": [}\n')
+        log = bridge.wait_frame(lambda f: f.get("method") == "notifications/message")
+        answer = log["params"]["data"]
+        assert answer["id"] == 5
+        assert answer["error"] == {"code": -32603, "message": "The answer of the client could not be read."}
+        # The bad line was an answer: the client gets no parse error for it.
+        assert not [f for f in bridge.seen if f.get("error", {}).get("code") == -32700]
+
+
 def test_the_loss_of_a_2025_era_child_ends_the_bridge_with_exit_1() -> None:
     with Bridge(bridge_command(upstream=legacy_command())) as bridge:
         bridge.initialize()
@@ -207,6 +302,24 @@ def test_tools_prompts_and_resources_pass_unchanged(legacy_bridge: Bridge) -> No
     assert legacy_bridge.request("ping")["result"] == {}
     unknown = legacy_bridge.request("tools/call", {"name": "no_such_tool", "arguments": {}})
     assert unknown["result"]["isError"] is True
+
+
+def _icon_sources(item: dict[str, Any]) -> list[str]:
+    return [icon["src"] for icon in item.get("icons", [])]
+
+
+def test_a_stdio_server_keeps_its_icons_and_a_url_server_keeps_only_data_icons(legacy_url: str) -> None:
+    expected = {"stdio": [DATA_ICON, REMOTE_ICON], "url": [DATA_ICON]}
+    for form, command in (
+        ("stdio", bridge_command(upstream=legacy_command())),
+        ("url", bridge_command(legacy_url)),
+    ):
+        with Bridge(command) as bridge:
+            info = bridge.initialize()["result"]["serverInfo"]
+            tools = bridge.request("tools/list")["result"]["tools"]
+            echo = next(tool for tool in tools if tool["name"] == "echo")
+            assert _icon_sources(info) == expected[form], form
+            assert _icon_sources(echo) == expected[form], form
 
 
 def test_an_elicitation_of_the_server_is_answered_by_the_client(legacy_bridge: Bridge) -> None:

@@ -245,7 +245,7 @@ class Frontend:
     def _handle_line(self, item: bytes | TooLong) -> None:
         if isinstance(item, TooLong):
             request_id = legacy.recover_id(item.head, item.tail)
-            if self.pending.resolve(request_id, BAD_LINE):
+            if self._resolve_bad_answer(request_id):
                 return
             self._write_error(
                 request_id,
@@ -269,7 +269,7 @@ class Frontend:
         if request_id is None and exc.cause in ("parse_error", "too_deep"):
             # too_deep without an id: nesting past the parser's stack, the id was never read.
             request_id = legacy.recover_id(line[:256], line[-256:])
-        if self.pending.resolve(request_id, BAD_LINE):
+        if self._resolve_bad_answer(request_id):
             return
         if exc.is_response:
             log.debug("dropped a response of the client that is not valid")
@@ -283,6 +283,16 @@ class Frontend:
             if exc.cause == "invalid_id":
                 request_id = None
         self._write_error(request_id, error)
+
+    def _resolve_bad_answer(self, request_id: Any) -> bool:
+        """A bad line with the id of a request of the bridge (``b-``) or the upstream (``u-``).
+
+        The request that waits for it learns that its answer was lost; True when one did.
+        """
+        if self.pending.resolve(request_id, BAD_LINE):
+            return True
+        passthrough = self._passthrough
+        return passthrough is not None and passthrough.on_unreadable_answer(request_id)
 
     def _handle_answer(self, message: Response | ErrorResponse) -> None:
         if self._passthrough is not None and self._passthrough.on_client_answer(message):

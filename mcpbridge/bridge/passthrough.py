@@ -22,7 +22,15 @@ bridge only carries the messages:
   names its own id: the client gets it with the ``u-`` id.
 * Every other notification passes unchanged in both directions: list changes,
   resource updates, progress and log messages from the server;
-  ``notifications/initialized`` and root changes from the client.
+  ``notifications/initialized`` and root changes from the client. Progress is
+  limited to the rate of the front end (50 a second for each token) and reaches
+  the client only for a request in flight that asked for it.
+* The client gets what it needs of the modern path's result rules
+  (:func:`~.translate.shape_result`): VS Code's schema quirks of ``tools/list``,
+  a string-or-nothing ``nextCursor``, and the icon rule of the front end (only
+  ``data:`` icons from a server at a URL, its ``serverInfo`` icons included).
+  A line of the client that answers a ``u-`` request but cannot be read
+  answers the server with an error, so that its request does not wait forever.
 
 :class:`LegacyPeer` is the raw JSON-RPC peer under it: a pending table of the
 bridge's requests, their deadlines, and nothing of MCP (no ``_meta``, no
@@ -64,7 +72,7 @@ from ..mcp.jsonrpc import (
     Response,
 )
 from ..mcp.transport import OnFrameError, OnMessage, Transport
-from . import errortable, legacy
+from . import errortable, legacy, translate
 from .upstream import UPSTREAM_MAX_DEPTH, _write_child_stderr
 
 if TYPE_CHECKING:
@@ -98,6 +106,12 @@ LEGACY_HTTP_STATUSES: Final = frozenset({400, 404, 405})
 SERVER_REQUEST_PREFIX: Final = "u-"
 #: The methods that may wait for the client's answers to the server's requests.
 _LONG_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: The results that get the front end's result rules (schema quirks, cursor, icons).
+_SHAPED_METHODS: Final = frozenset(
+    {"tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list"}
+)
+#: What the server gets for a line of the client that answers its request but cannot be read.
+_UNREADABLE_ANSWER: Final = ErrorObject(INTERNAL_ERROR, "The answer of the client could not be read.")
 
 
 def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
@@ -576,6 +590,55 @@ class OpenFailed(Exception):
         self.error = error
 
 
+class _ProgressGate:
+    """The progress tokens of the client's requests in flight, each with its rate limit.
+
+    Tokens are keyed with their JSON type: ``1``, ``1.0`` and ``true`` are three tokens.
+    """
+
+    def __init__(self, rate: int) -> None:
+        self._rate = rate
+        self._lock = threading.Lock()
+        #: token key -> [start of the current one-second window, notifications in it, requests]
+        self._tokens: dict[tuple[type, Any], list[Any]] = {}
+
+    @staticmethod
+    def _key(token: Any) -> tuple[type, Any]:
+        return (type(token), token)
+
+    def open(self, token: translate.ProgressToken) -> None:
+        with self._lock:
+            entry = self._tokens.setdefault(self._key(token), [0.0, 0, 0])
+            entry[2] += 1
+
+    def close(self, token: translate.ProgressToken) -> None:
+        key = self._key(token)
+        with self._lock:
+            entry = self._tokens.get(key)
+            if entry is not None:
+                entry[2] -= 1
+                if entry[2] <= 0:
+                    del self._tokens[key]
+
+    def admit(self, params: Any) -> bool:
+        """Whether a ``notifications/progress`` with ``params`` goes to the client now."""
+        token = params.get("progressToken") if isinstance(params, dict) else None
+        if not isinstance(token, (str, int, float)):
+            return False
+        now = time.monotonic()
+        with self._lock:
+            entry = self._tokens.get(self._key(token))
+            if entry is None:
+                return False
+            if now - entry[0] >= 1.0:
+                entry[0] = now
+                entry[1] = 0
+            if entry[1] >= self._rate:
+                return False
+            entry[1] += 1
+            return True
+
+
 class LegacyPassthrough:
     """Carry a 2025-era upstream connection for one front end; see the module docstring."""
 
@@ -588,6 +651,7 @@ class LegacyPassthrough:
         #: The ids of the server's requests in flight: ours (as the client sees them) to the server's.
         self._to_server: dict[str, RequestId] = {}
         self._to_client: dict[RequestId, str] = {}
+        self._progress = _ProgressGate(frontend.options.max_progress_rate)
         #: The revision that the upstream server chose in its initialize result.
         self.protocol_version: str | None = None
 
@@ -656,7 +720,7 @@ class LegacyPassthrough:
                 raise OpenFailed(self._open_error(InvalidResponse("initialize: the result is not valid")))
             self.protocol_version = version
             log.info("the upstream server speaks MCP %s", _printable(version))
-            return result
+            return translate.initialize_icons(result, options.icon_rule)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _open_error(self, exc: McpError) -> dict[str, Any]:
@@ -677,9 +741,13 @@ class LegacyPassthrough:
         assert peer is not None
         options = self._frontend.options
         timeout = options.timeouts.call if request.method in _LONG_METHODS else options.timeouts.list
+        params = request.params
+        token = translate.progress_token(params.get("_meta")) if params is not None else None
+        if token is not None:
+            self._progress.open(token)
         started = time.monotonic()
         try:
-            outcome = peer.request(request.method, request.params, timeout=timeout, cancel=slot.cancel)
+            outcome = peer.request(request.method, params, timeout=timeout, cancel=slot.cancel)
         except Cancelled:
             self._trace(slot, request.method, "canceled", started)
             return
@@ -690,12 +758,23 @@ class LegacyPassthrough:
             else:
                 self._frontend.respond_error(slot, errortable.error_from_mcp(exc))
             return
+        finally:
+            if token is not None:
+                self._progress.close(token)
         if isinstance(outcome, Response):
             self._trace(slot, request.method, "response", started)
-            self._frontend.respond(slot, outcome.result)
+            self._frontend.respond(slot, self._shape(request.method, outcome.result))
         else:
             self._trace(slot, request.method, f"error {outcome.error.code}", started)
             self._frontend.respond_error(slot, outcome.error.to_obj())
+
+    def _shape(self, method: str, result: Any) -> Any:
+        if method not in _SHAPED_METHODS or not isinstance(result, dict):
+            return result
+        shaped, notes = translate.shape_result(method, result, icon_rule=self._frontend.options.icon_rule)
+        for note in notes:
+            log.info("%s", note)
+        return shaped
 
     def _trace(self, slot: Slot, method: str, outcome: str, started: float) -> None:
         log.debug(
@@ -731,6 +810,25 @@ class LegacyPassthrough:
             peer.answer(ErrorResponse(server_id, message.error))
         return True
 
+    def on_unreadable_answer(self, request_id: Any) -> bool:
+        """A line of the client with ``request_id`` could not be read; tell whether the id was ours.
+
+        The server's request gets an error instead of the answer that was lost.
+        """
+        if not isinstance(request_id, str) or not request_id.startswith(SERVER_REQUEST_PREFIX):
+            return False
+        with self._lock:
+            server_id = self._to_server.pop(request_id, None)
+            if server_id is not None:
+                self._to_client.pop(server_id, None)
+        peer = self._peer
+        if server_id is None or peer is None:
+            log.debug("dropped an unreadable answer of the client to a request of the server that ended")
+            return True
+        log.warning("the answer of the client to a request of the upstream server could not be read")
+        peer.answer(ErrorResponse(server_id, _UNREADABLE_ANSWER))
+        return True
+
     # ---------------------------------------------------- from the server
 
     def _on_server_request(self, request: Request) -> None:
@@ -750,6 +848,12 @@ class LegacyPassthrough:
             )
 
     def _on_server_notification(self, message: Notification) -> None:
+        if message.method == "notifications/progress":
+            if self._progress.admit(message.params):
+                self._frontend.write_notification(message.method, message.params)
+            else:
+                log.debug("dropped a progress notification: over the rate, or for no request in flight")
+            return
         if message.method != "notifications/cancelled":
             self._frontend.write_notification(message.method, message.params)
             return

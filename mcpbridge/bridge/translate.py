@@ -772,3 +772,14 @@ def legacy_error(method: str, error_obj: dict[str, Any]) -> dict[str, Any]:
     ):
         return {**error_obj, "code": RESOURCE_NOT_FOUND_2025}
     return error_obj
+
+
+def initialize_icons(result: dict[str, Any], icon_rule: IconRule) -> dict[str, Any]:
+    """The ``initialize`` result of a 2025-era upstream with the icon rule on its ``serverInfo``.
+
+    Everything else passes as the server sent it. ``result`` does not change.
+    """
+    info = result.get("serverInfo")
+    if icon_rule is IconRule.ALL or not isinstance(info, dict) or "icons" not in info:
+        return result
+    return {**result, "serverInfo": _filter_icons(info, icon_rule)}

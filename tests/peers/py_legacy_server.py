@@ -29,7 +29,9 @@ What it offers:
   ``crash {code}`` (the process exits at once with ``code``);
 * the resource ``file:///legacy/notes.txt`` (text/plain, "The notes of the legacy
   peer."), which can be subscribed;
-* the prompt ``greet {name}`` ("Hello, <name>.").
+* the prompt ``greet {name}`` ("Hello, <name>.");
+* icons on the server and on the tool ``echo``: one ``data:`` icon (:data:`DATA_ICON`)
+  and one ``https:`` icon (:data:`REMOTE_ICON`) each.
 
 It writes ``py-legacy-peer: started`` to stderr when it starts.
 """
@@ -43,13 +45,18 @@ import threading
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import Icon
 from pydantic import AnyUrl, BaseModel
 
 SERVER_NAME = "py-legacy-peer"
 INSTRUCTIONS = "A 2025-era peer server written with the MCP Python SDK 1.30.0."
 NOTES = "file:///legacy/notes.txt"
 
-server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS)
+DATA_ICON = "data:image/png;base64,iVBORw0KGgo="
+REMOTE_ICON = "https://icons.invalid/peer.png"
+ICONS = [Icon(src=DATA_ICON, mimeType="image/png"), Icon(src=REMOTE_ICON, mimeType="image/png")]
+
+server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, icons=ICONS)
 _cancelled = 0
 _subscribed: set[str] = set()
 _level = "debug"
@@ -65,7 +72,7 @@ def add(a: int, b: int) -> str:
     return str(a + b)
 
 
-@server.tool()
+@server.tool(icons=ICONS)
 def echo(text: str) -> str:
     """Answer with the text."""
     return text
