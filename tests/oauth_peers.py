@@ -7,6 +7,8 @@
 * ``/register`` (RFC 7591), ``/authorize`` (a redirect at once, no page), ``/token``;
 * ``POST /mcp``: a 2026-07-28 server that wants a bearer token; ``whoami`` needs
   ``mcp:read``, ``guarded`` needs ``mcp:write`` (a 403 with ``insufficient_scope``).
+  With the switch ``legacy`` it is a 2025-11-25 server with the same tools (a session
+  id, ``server/discover`` refused with -32601, ``GET`` and ``DELETE`` with 405).
 
 :class:`Switches` make it misbehave. It records every request, so a test can scan
 them for secrets and count registrations, authorizations and token requests.
@@ -101,6 +103,8 @@ class Switches:
     refuse_all: bool = False
     #: The authorization server grants at most these scopes.
     grant_only: set[str] | None = None
+    #: The MCP endpoint is a 2025-11-25 server.
+    legacy: bool = False
 
 
 @dataclass
@@ -204,6 +208,9 @@ class AuthServer:
             return
         if request.method == "POST" and path == "/mcp":
             self.mcp(ex)
+            return
+        if request.method in ("GET", "DELETE") and path == "/mcp" and sw.legacy:
+            ex.body(405, b"", "text/plain", [("Allow", "POST")])
             return
         ex.body(404, b"not found\n", "text/plain")
 
@@ -381,6 +388,9 @@ class AuthServer:
         if "id" not in (request.json or {}):
             ex.body(202, b"", "text/plain")
             return
+        if sw.legacy:
+            self._legacy_mcp(ex, grant)
+            return
         if method == "server/discover":
             ex.result(DISCOVER_RESULT)
             return
@@ -396,6 +406,28 @@ class AuthServer:
             ex.text_result(text)
             return
         ex.error(-32601, "Method not found", 404)
+
+    def _legacy_mcp(self, ex: Exchange, grant: dict[str, Any]) -> None:
+        request = ex.request
+        method = request.rpc_method
+        if method == "initialize":
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "oauth-legacy-peer", "version": "1.0"},
+            }
+            ex.json(
+                {"jsonrpc": "2.0", "id": request.rpc_id, "result": result}, extra=[("Mcp-Session-Id", "s-1")]
+            )
+            return
+        if method == "tools/list":
+            ex.result({"tools": TOOLS})
+            return
+        if method == "tools/call":
+            text = "scopes: " + " ".join(sorted(grant["scope"]))
+            ex.result({"content": [{"type": "text", "text": text}]})
+            return
+        ex.error(-32601, "Method not found")
 
 
 # ---------------------------------------------------------------------------------------------

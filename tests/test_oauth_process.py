@@ -299,6 +299,31 @@ def test_the_end_of_stdin_while_the_browser_is_out_stops_the_bridge_quickly_twen
         bridge.stop()
 
 
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+def test_a_2025_era_server_at_a_url_signs_in_during_initialize_and_again_when_its_grant_ends(setup, protocol):
+    setup.auth.switches.legacy = True
+    bridge = setup.bridge("--protocol", protocol)
+    init = bridge.initialize()
+    assert init["result"]["serverInfo"]["name"] == "oauth-legacy-peer"
+    assert text_of(bridge.request("tools/call", {"name": "whoami", "arguments": {}})) == "scopes: mcp:read"
+    assert len(sign_in_lines(bridge)) == 1
+    # The grant ends and cannot be refreshed: the next call asks VS Code, which opens the page.
+    setup.auth.switches.refresh_error = "invalid_grant"
+    setup.auth.revoke_all()
+    call = bridge.request_async("tools/call", {"name": "whoami", "arguments": {}})
+    elicit = bridge.wait_frame(lambda f: f.get("method") == "elicitation/create")
+    assert elicit["id"].startswith("b-") and elicit["params"]["mode"] == "url"
+    assert visit(elicit["params"]["url"], setup.ca) == 200
+    bridge.send({"jsonrpc": "2.0", "id": elicit["id"], "result": {"action": "accept"}})
+    assert text_of(bridge.wait_response(call)) == "scopes: mcp:read"
+    assert len(sign_in_lines(bridge)) == 2
+    bridge.close_stdin()
+    assert bridge.wait_exit() == 0
+    assert "the upstream server speaks MCP 2025-11-25" in bridge.stderr_text
+    if protocol == "legacy":
+        assert "server/discover" not in setup.auth.mcp_calls
+
+
 # ---------------------------------------------------------------------- stores and logout
 
 

@@ -51,6 +51,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..mcp.cancel import CancelToken
@@ -155,11 +156,31 @@ def _call(what: str, callback: Callable[[], None]) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+class SignInGuard(Protocol):
+    """The sign-in of a URL upstream, as the requests of the passthrough need it.
+
+    :class:`~mcpbridge.oauth.authorizer.OAuthAuthorizer` is one.
+    """
+
+    @property
+    def sign_in_timeout(self) -> float: ...
+
+    def interactive(self) -> bool:
+        """Whether the next request can need a sign-in in the browser."""
+        ...
+
+    def guard(self, *, cancel: CancelToken | None, timeout: float) -> AbstractContextManager[object]:
+        """Let a sign-in start within the request that runs inside, bounded by ``cancel`` and ``timeout``."""
+        ...
+
+
 class LegacyUpstream(Protocol):
     """The seam between the front end and a 2025-era upstream server."""
 
     #: True for a URL: then only HTTP statuses and JSON-RPC errors mean legacy, not a time-out.
     over_http: bool
+    #: The sign-in of a URL upstream, or ``None``.
+    sign_in: SignInGuard | None
 
     def transport(self, probe: Client | None) -> Transport:
         """An unstarted transport to the upstream server.
@@ -173,9 +194,12 @@ class LegacyUpstream(Protocol):
 class LegacyTransports:
     """A :class:`LegacyUpstream` that makes a new transport each time (a URL)."""
 
-    def __init__(self, make: Callable[[], Transport], *, over_http: bool = True) -> None:
+    def __init__(
+        self, make: Callable[[], Transport], *, over_http: bool = True, sign_in: SignInGuard | None = None
+    ) -> None:
         self._make = make
         self.over_http = over_http
+        self.sign_in = sign_in
 
     def transport(self, probe: Client | None) -> Transport:
         return self._make()
@@ -293,6 +317,7 @@ class StdioUpstream:
     """
 
     over_http = False
+    sign_in: SignInGuard | None = None
 
     def __init__(
         self,
@@ -687,7 +712,7 @@ class LegacyPassthrough:
             self._peer = peer
             try:
                 peer.start()
-                outcome = peer.request("initialize", params, timeout=timeout, cancel=cancel)
+                outcome = self._request(peer, "initialize", params, timeout=timeout, cancel=cancel)
             except Cancelled:
                 peer.close(grace)
                 raise OpenFailed(None) from None
@@ -723,6 +748,29 @@ class LegacyPassthrough:
             return translate.initialize_icons(result, options.icon_rule)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _request(
+        self,
+        peer: LegacyPeer,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float,
+        cancel: CancelToken,
+    ) -> Response | ErrorResponse:
+        """``peer.request`` within the sign-in of a URL upstream: a 401 can start a sign-in.
+
+        ``initialize`` waits for the sign-in time limit as well when a sign-in can start,
+        as ``server/discover`` of the modern path does.
+        """
+        sign_in = self._upstream.sign_in
+        guard: AbstractContextManager[object] = nullcontext()
+        if sign_in is not None:
+            if method == "initialize" and sign_in.interactive():
+                timeout += sign_in.sign_in_timeout
+            guard = sign_in.guard(cancel=cancel, timeout=timeout)
+        with guard:
+            return peer.request(method, params, timeout=timeout, cancel=cancel)
+
     def _open_error(self, exc: McpError) -> dict[str, Any]:
         if isinstance(exc, SpawnFailed):
             log.error("the upstream server did not start: %s", exc.detail or exc.cause)
@@ -747,7 +795,7 @@ class LegacyPassthrough:
             self._progress.open(token)
         started = time.monotonic()
         try:
-            outcome = peer.request(request.method, params, timeout=timeout, cancel=slot.cancel)
+            outcome = self._request(peer, request.method, params, timeout=timeout, cancel=slot.cancel)
         except Cancelled:
             self._trace(slot, request.method, "canceled", started)
             return

@@ -195,6 +195,30 @@ class OAuthAuthorizer:
         finally:
             self._local.scope = outer
 
+    @contextlib.contextmanager
+    def guard(self, *, cancel: CancelToken | None, timeout: float) -> Iterator[_Scope]:
+        """:meth:`request_scope`, and the errors of a request that its sign-in did not help.
+
+        A request refused again after its sign-in or step-up fails with
+        ``access_refused``; a sign-in stopped by the time limit of its request fails
+        with ``sign_in_timeout``.
+        """
+        with self.request_scope(cancel=cancel, timeout=timeout) as scope:
+            try:
+                yield scope
+            except HttpStatusError as exc:
+                if exc.http_status in (401, 403) and scope.answered:
+                    log.warning(
+                        "the upstream server refused the request after the sign-in (HTTP status %d)",
+                        exc.http_status,
+                    )
+                    raise AccessRefused(f"HTTP status {exc.http_status}") from None
+                raise
+            except RequestTimeout:
+                if scope.stopped is not None:
+                    raise scope.stopped from None
+                raise
+
     def interactive(self) -> bool:
         """Whether the next request can need a sign-in: no stored access token valid for 60 s more.
 
@@ -596,22 +620,8 @@ class AuthorizedClient(Client):
         self.authorizer = authorizer
 
     def request(self, method: str, params: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
-        timeout = float(kwargs["timeout"])
-        with self.authorizer.request_scope(cancel=kwargs.get("cancel"), timeout=timeout) as scope:
-            try:
-                return super().request(method, params, **kwargs)
-            except HttpStatusError as exc:
-                if exc.http_status in (401, 403) and scope.answered:
-                    log.warning(
-                        "the upstream server refused the request after the sign-in (HTTP status %d)",
-                        exc.http_status,
-                    )
-                    raise AccessRefused(f"HTTP status {exc.http_status}") from None
-                raise
-            except RequestTimeout:
-                if scope.stopped is not None:
-                    raise scope.stopped from None
-                raise
+        with self.authorizer.guard(cancel=kwargs.get("cancel"), timeout=float(kwargs["timeout"])):
+            return super().request(method, params, **kwargs)
 
     def discover(
         self,

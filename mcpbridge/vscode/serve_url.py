@@ -82,7 +82,7 @@ def serve_url(settings: args.Settings) -> int:
         protocol=settings.protocol,
     )
     connect = oauth.connector(make_transport) if oauth is not None else transport_connector(make_transport)
-    legacy = LegacyTransports(make_legacy_transport)
+    legacy = LegacyTransports(make_legacy_transport, sign_in=authorizer)
     frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options, legacy=legacy)
     if oauth is not None:
         oauth.attach(frontend)
