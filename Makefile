@@ -4,7 +4,8 @@ PYTHON3 ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PY_STAMP := $(VENV)/.installed
-# A second venv for the 2025-era peer server: mcp==1.30.0 cannot share a venv with mcp==2.3.0.
+# A second venv for the 2025-era servers (a test peer, a conformance upstream): mcp==1.30.0 cannot
+# share a venv with mcp==2.3.0.
 LEGACY_VENV := .venv-legacy
 LEGACY_STAMP := $(LEGACY_VENV)/.installed
 NODE_STAMP := node_modules/.installed
@@ -47,7 +48,7 @@ $(NODE_STAMP): package.json package-lock.json
 test: $(PY_STAMP) $(NODE_STAMP) $(LEGACY_STAMP)
 	$(PY) -m pytest
 
-conformance: $(PY_STAMP) $(NODE_STAMP)
+conformance: $(PY_STAMP) $(NODE_STAMP) $(LEGACY_STAMP)
 	PYTHON=$(CURDIR)/$(PY) bash scripts/conformance.sh
 
 demo: $(PY_STAMP)

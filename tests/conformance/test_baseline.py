@@ -61,3 +61,71 @@ def test_a_star_in_the_baseline_stands_for_every_check_of_the_scenario() -> None
     expected = {run.Failure("direct", "tasks-lifecycle", "*"): "extension"}
     assert run._expected(run.Failure("direct", "tasks-lifecycle", "any-check"), expected)
     assert not run._expected(run.Failure("bridge", "tasks-lifecycle", "any-check"), expected)
+
+
+def _tools(**changes: str) -> object:
+    fields = {
+        "node": "node",
+        "conformance": "conformance.js",
+        "conformance_next": "conformance-next.js",
+        "supergateway": "supergateway.js",
+        "python": "python",
+        "legacy_python": "legacy-python",
+    }
+    return run.Tools(**{**fields, **changes})
+
+
+def test_the_legacy_runs_start_the_2025_era_server_with_the_legacy_python() -> None:
+    tools = _tools()
+    server = str(run.LEGACY_SERVER)
+    assert run.upstream_command(tools, "legacy-direct") == ["legacy-python", server]
+    assert run.upstream_command(tools, "legacy-bridge") == [
+        "python",
+        "-m",
+        "mcpbridge",
+        "--",
+        "legacy-python",
+        server,
+    ]
+    bridge = ["python", "-m", "mcpbridge", "--", "python", str(run.SERVER)]
+    assert run.upstream_command(tools, "bridge") == bridge
+
+
+def test_the_legacy_runs_use_the_2025_suite_with_the_schema_scenario() -> None:
+    tools = _tools()
+    for name in run.LEGACY_RUNS:
+        assert run.suite_commands(tools, name, "URL", Path("out")) == run.suite_commands(
+            tools, "bridge", "URL", Path("out")
+        )
+
+
+def test_a_missing_legacy_python_is_reported_with_the_make_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node = tmp_path / "node"
+    node.write_text("#!/bin/sh\n", encoding="utf-8")
+    node.chmod(0o755)
+    script = tmp_path / "index.js"
+    script.write_text("", encoding="utf-8")
+    for name, value in (
+        ("NODE22", node),
+        ("CONFORMANCE", script),
+        ("CONFORMANCE_NEXT", script),
+        ("SUPERGATEWAY", script),
+        ("LEGACY_PYTHON", tmp_path / "no-such-python"),
+    ):
+        monkeypatch.setenv(name, str(value))
+    with pytest.raises(run.ConformanceError, match="make legacy-venv"):
+        run.Tools.from_environment()
+    assert run.Tools.from_environment(legacy=False).legacy_python == str(tmp_path / "no-such-python")
+
+
+def test_a_check_that_fails_only_through_the_bridge_is_lost_by_the_bridge() -> None:
+    failures = {
+        run.Failure("legacy-direct", "dns-rebinding-protection", "rejected"),
+        run.Failure("legacy-bridge", "dns-rebinding-protection", "rejected"),
+        run.Failure("legacy-bridge", "tools-call-sampling", "tools-call-sampling"),
+        run.Failure("bridge", "ping", "ping"),
+    }
+    lost = run.Failure("legacy-bridge", "tools-call-sampling", "tools-call-sampling")
+    assert run.lost_by_bridge(failures) == [lost]
