@@ -76,6 +76,18 @@ INIT_RESULT = (
     "{'protocolVersion': '2025-06-18', 'capabilities': {'tools': {}},"
     " 'serverInfo': {'name': 'scripted', 'version': '1'}}"
 )
+#: A 2025-era server's start: -32601 for server/discover, :data:`INIT_RESULT` for initialize.
+LEGACY_HANDSHAKE = """
+if m.get('method') == 'server/discover':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'Method not found'}})
+elif m.get('method') == 'initialize':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
+"""
+
+
+def legacy_script(body: str) -> list[str]:
+    """A scripted 2025-era upstream: :data:`LEGACY_HANDSHAKE`, then ``body`` (``elif`` branches)."""
+    return script(LEGACY_HANDSHAKE + body.strip("\n"))
 
 
 # ------------------------------------------------------------------------- era
@@ -156,12 +168,8 @@ elif m.get('method') == 'tools/list':
 
 
 def test_the_requests_and_the_cancellations_of_the_server_reach_the_client_with_bridge_ids() -> None:
-    upstream = script(
+    upstream = legacy_script(
         """
-if m.get('method') == 'server/discover':
-    send({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'Method not found'}})
-elif m.get('method') == 'initialize':
-    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
 elif m.get('method') == 'notifications/initialized':
     send({'jsonrpc': '2.0', 'id': 77, 'method': 'roots/list'})
     send({'jsonrpc': '2.0', 'method': 'notifications/cancelled', 'params': {'requestId': 77, 'reason': 'r'}})
@@ -186,12 +194,8 @@ elif m.get('id') == 'x':
 
 
 def test_progress_of_a_2025_era_server_is_rate_limited_and_only_for_requests_in_flight() -> None:
-    upstream = script(
+    upstream = legacy_script(
         """
-if m.get('method') == 'server/discover':
-    send({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'Method not found'}})
-elif m.get('method') == 'initialize':
-    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
 elif m.get('method') == 'tools/call':
     token = m['params']['_meta']['progressToken']
     def progress(token, value):
@@ -219,12 +223,8 @@ elif m.get('method') == 'tools/call':
 
 
 def test_the_schema_quirks_of_tools_list_are_fixed_for_a_2025_era_server() -> None:
-    upstream = script(
+    upstream = legacy_script(
         """
-if m.get('method') == 'server/discover':
-    send({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'Method not found'}})
-elif m.get('method') == 'initialize':
-    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
 elif m.get('method') == 'tools/list':
     tool = {'name': 'bare', 'inputSchema': {'type': 'object', 'properties': {'values': {'type': 'array'}}},
             'outputSchema': {'type': 'array'}}
@@ -252,12 +252,8 @@ elif m.get('method') == 'tools/list':
 
 
 def test_an_unreadable_answer_to_a_request_of_the_server_answers_it_with_an_error() -> None:
-    upstream = script(
+    upstream = legacy_script(
         """
-if m.get('method') == 'server/discover':
-    send({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'Method not found'}})
-elif m.get('method') == 'initialize':
-    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
 elif m.get('method') == 'notifications/initialized':
     send({'jsonrpc': '2.0', 'id': 5, 'method': 'roots/list'})
 elif m.get('id') == 5:

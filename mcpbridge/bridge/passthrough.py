@@ -841,7 +841,21 @@ class LegacyPassthrough:
 
     def on_client_answer(self, message: Response | ErrorResponse) -> bool:
         """Carry the client's answer to a request of the server; tell whether the id was ours."""
-        request_id = message.id
+        if isinstance(message, Response):
+            return self._answer_server(message.id, lambda server_id: Response(server_id, message.result))
+        return self._answer_server(message.id, lambda server_id: ErrorResponse(server_id, message.error))
+
+    def on_unreadable_answer(self, request_id: Any) -> bool:
+        """A line of the client with ``request_id`` could not be read; tell whether the id was ours.
+
+        The server's request gets an error instead of the answer that was lost.
+        """
+        return self._answer_server(request_id, lambda server_id: ErrorResponse(server_id, _UNREADABLE_ANSWER))
+
+    def _answer_server(
+        self, request_id: Any, answer: Callable[[RequestId], Response | ErrorResponse]
+    ) -> bool:
+        """Send ``answer(<the server's id>)`` for the ``u-`` id ``request_id``; False: not such an id."""
         if not isinstance(request_id, str) or not request_id.startswith(SERVER_REQUEST_PREFIX):
             return False
         with self._lock:
@@ -852,29 +866,10 @@ class LegacyPassthrough:
         if server_id is None or peer is None:
             log.debug("dropped an answer of the client to a request of the server that ended")
             return True
-        if isinstance(message, Response):
-            peer.answer(Response(server_id, message.result))
-        else:
-            peer.answer(ErrorResponse(server_id, message.error))
-        return True
-
-    def on_unreadable_answer(self, request_id: Any) -> bool:
-        """A line of the client with ``request_id`` could not be read; tell whether the id was ours.
-
-        The server's request gets an error instead of the answer that was lost.
-        """
-        if not isinstance(request_id, str) or not request_id.startswith(SERVER_REQUEST_PREFIX):
-            return False
-        with self._lock:
-            server_id = self._to_server.pop(request_id, None)
-            if server_id is not None:
-                self._to_client.pop(server_id, None)
-        peer = self._peer
-        if server_id is None or peer is None:
-            log.debug("dropped an unreadable answer of the client to a request of the server that ended")
-            return True
-        log.warning("the answer of the client to a request of the upstream server could not be read")
-        peer.answer(ErrorResponse(server_id, _UNREADABLE_ANSWER))
+        message = answer(server_id)
+        if isinstance(message, ErrorResponse) and message.error is _UNREADABLE_ANSWER:
+            log.warning("the answer of the client to a request of the upstream server could not be read")
+        peer.answer(message)
         return True
 
     # ---------------------------------------------------- from the server
