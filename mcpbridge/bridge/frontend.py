@@ -17,6 +17,17 @@ once; the check that it may write and the write are one step under the
 the output lock as one line and is flushed. After the output closes nothing is
 written.
 
+The **fast path** of a forwarded request (``Options.forward_on_reader``, the
+stdio form): its slot is admitted as usual, but no slot thread runs it. The
+reader sends the first round upstream itself (:meth:`Client.begin
+<mcpbridge.mcp.client.Client.begin>`, which never waits for room), and the
+thread that learns the outcome answers: the upstream's reader thread shapes a
+complete result or an error and writes it, a cancellation read by the reader
+is passed upstream at once. Only what may block goes on on a slot thread: the
+input rounds of an ``input_required`` result, the time limit, a send that
+found no room. So a call costs two threads that were waiting on their pipes
+anyway, and no hand-off between threads.
+
 Rules of the lifecycle (the table is :data:`LIFECYCLE`):
 
 * Only the ``initialize`` that moves the state from ``AWAITING`` to
@@ -44,8 +55,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ..mcp import jsonrpc
-from ..mcp.cancel import CancelToken
-from ..mcp.client import Client
+from ..mcp.cancel import CancelToken, WouldBlock
+from ..mcp.client import Call, Client
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
 from ..mcp.framing import LineReader, TooLong
 from ..mcp.jsonrpc import (
@@ -74,6 +85,11 @@ _INLINE = {legacy.MethodClass.PING, legacy.MethodClass.SET_LEVEL, legacy.MethodC
 
 #: The longest sleep of the thread in :meth:`Frontend.run`, which runs the signal handlers.
 _MAIN_WAIT_SLICE = 0.25
+
+#: A line at least this long is a large frame (see :meth:`Frontend._release_memory_when_quiet`).
+LARGE_FRAME_BYTES = 256 * 1024
+#: The quiet time after the last large frame before the free memory goes back to the system.
+QUIET_SECONDS = 1.0
 
 #: The words of the exchange log line for the result types of the upstream client.
 _OUTCOMES = {"complete": "response", "input_required": "input required"}
@@ -128,24 +144,31 @@ class Options:
     #: (module passthrough), ``legacy`` skips the discover, ``2026-07-28`` never falls back.
     #: Without a ``legacy`` upstream for the front end, each acts as ``2026-07-28``.
     protocol: str = "auto"
+    #: The upstream's send never waits long (a child process on stdio): the reader sends
+    #: each forwarded request itself, and the thread that delivers the answer writes the
+    #: response, so a call costs no hand-off to a slot thread (see :meth:`Frontend._begin_forward`).
+    forward_on_reader: bool = False
 
 
 #: The factory of the upstream client: (client info, notification callback) -> a started Client.
 Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]
 
 
-@dataclass
 class Slot:
     """One request of the client in flight."""
 
-    id: RequestId
-    method: str
-    cancel: CancelToken = field(default_factory=CancelToken)
-    started: float = field(default_factory=time.monotonic)
-    done: bool = False
-    #: What the slot waits for, for the watcher's log lines.
-    waiting_for: str = "upstream"
-    next_report: float = 10.0
+    __slots__ = ("id", "method", "cancel", "started", "done", "waiting_for", "next_report")
+
+    def __init__(self, request_id: RequestId, method: str) -> None:
+        self.id = request_id
+        self.method = method
+        self.cancel = CancelToken()
+        self.started = time.monotonic()
+        #: The response is written (under the output lock).
+        self.done = False
+        #: What the slot waits for, for the watcher's log lines.
+        self.waiting_for = "upstream"
+        self.next_report = 10.0
 
 
 class Frontend:
@@ -175,6 +198,8 @@ class Frontend:
         self._slots: dict[RequestId, Slot] = {}
         self._slots_lock = threading.Lock()
         self._slots_idle = threading.Condition(self._slots_lock)
+        #: Set (under the slots lock) once the end waits for the slots: a release wakes it.
+        self._draining = False
         self._executor = ThreadPoolExecutor(
             max_workers=options.max_in_flight, thread_name_prefix="mcpbridge-slot"
         )
@@ -192,6 +217,14 @@ class Frontend:
         self._elicitation_ids = _Counter("elicitation-")
         #: Called at the end of the input, before the shutdown (the executable arms its watchdog).
         self.on_eof: Callable[[], None] | None = None
+        #: Called on the watcher thread when large frames stopped passing for a while (the
+        #: executable returns the free memory of the heap to the system).
+        self.release_memory: Callable[[], None] | None = None
+        #: Large frames that passed (counted without a lock: the watcher only compares it).
+        self._large_frames = 0
+        self._large_seen = 0
+        self._large_seen_at = 0.0
+        self._large_released = 0
         #: Called on the reader thread for ``notifications/initialized`` (the sign-in's gate:
         #: from then on a sign-in needs the consent of the client).
         self.on_initialized: Callable[[], None] | None = None
@@ -233,7 +266,7 @@ class Frontend:
                 if self._state is State.CLOSING and self._closing_reason is Ended.EOF:
                     break
                 try:
-                    self._handle_line(item)
+                    self._handle_line(item, lines.control_free)
                 except Exception as exc:  # noqa: BLE001 - one line must not end the connection
                     # Only the type: the message of an error can hold content of the line.
                     log.error("the bridge failed to handle a line of the client: %s", type(exc).__name__)
@@ -242,7 +275,7 @@ class Frontend:
                 self.shutdown()
             self._finish(self._closing_reason or Ended.EOF)
 
-    def _handle_line(self, item: bytes | TooLong) -> None:
+    def _handle_line(self, item: bytes | TooLong, control_free: bool = False) -> None:
         if isinstance(item, TooLong):
             request_id = legacy.recover_id(item.head, item.tail)
             if self._resolve_bad_answer(request_id):
@@ -252,8 +285,10 @@ class Frontend:
                 errortable.error_object("line_too_long", f"limit: {self.options.max_line_bytes} bytes"),
             )
             return
+        if len(item) >= LARGE_FRAME_BYTES:
+            self._large_frames += 1
         try:
-            message = jsonrpc.parse(item, max_depth=self.options.max_depth)
+            message = jsonrpc.parse(item, max_depth=self.options.max_depth, control_free=control_free)
         except FrameError as exc:
             self._handle_frame_error(item, exc)
             return
@@ -372,7 +407,8 @@ class Frontend:
                 self._write_error(request.id, errortable.error_object("not_initialized"))
             return
         if kind is legacy.MethodClass.FORWARD:
-            self._admit(request, self._forward)
+            on_reader = self._begin_forward if self.options.forward_on_reader else None
+            self._admit(request, self._forward, on_reader)
         elif kind in (legacy.MethodClass.SUBSCRIBE, legacy.MethodClass.UNSUBSCRIBE):
             if self._listener is None or not self._listener.accepts_subscriptions:
                 self._write_error(request.id, errortable.error_object("method_not_found"))
@@ -389,7 +425,17 @@ class Frontend:
 
     # ---------------------------------------------------------------- slots
 
-    def _admit(self, request: Request, work: Callable[[Slot, Request], None]) -> None:
+    def _admit(
+        self,
+        request: Request,
+        work: Callable[[Slot, Request], None],
+        on_reader: Callable[[Slot, Request], bool] | None = None,
+    ) -> None:
+        """Give the request a slot and run ``work`` on it; ``on_reader`` may start it here first.
+
+        ``on_reader`` runs on the reader thread and must not block; it returns
+        False when ``work`` must run on a slot thread after all.
+        """
         with self._slots_lock:
             # A second request with the id of one in flight would hide the first from
             # the count of the limit and from its cancellation: refuse it.
@@ -410,6 +456,12 @@ class Frontend:
             if request.method == "initialize":
                 self._set_state(State.AWAITING)
             return
+        if on_reader is not None and on_reader(slot, request):
+            return
+        self._submit(slot, request, work)
+
+    def _submit(self, slot: Slot, request: Request, work: Callable[[Slot, Request], None]) -> None:
+        """Run ``work`` on a slot thread; the slot is released when it ends."""
         try:
             self._executor.submit(self._run_slot, slot, request, work)
         except RuntimeError:  # the executor shut down: the connection is closing
@@ -428,11 +480,16 @@ class Frontend:
         with self._slots_lock:
             if self._slots.get(slot.id) is slot:
                 del self._slots[slot.id]
-            self._slots_idle.notify_all()
+            if self._draining:
+                self._slots_idle.notify_all()
 
     # --------------------------------------------------------------- output
 
-    def _write_frame(self, data: bytes, slot: Slot | None = None) -> bool:
+    def _write_frame(self, data: bytes | list[jsonrpc.Piece], slot: Slot | None = None) -> bool:
+        """Write one frame (its bytes, or its pieces in order) and flush, under the output lock.
+
+        With a ``slot`` the frame is its response: written once, never for a canceled slot.
+        """
         with self._out_lock:
             if self._out_closed:
                 return False
@@ -440,9 +497,14 @@ class Frontend:
                 if slot.done or slot.cancel.cancelled:
                     return False
                 slot.done = True
+            out = self._out
             try:
-                self._out.write(data)
-                self._out.flush()
+                if isinstance(data, list):
+                    for piece in data:
+                        out.write(piece)
+                else:
+                    out.write(data)
+                out.flush()
             except (OSError, ValueError):
                 self._out_closed = True
                 return False
@@ -510,9 +572,16 @@ class Frontend:
             frame["params"] = params
         return self._write_frame(jsonrpc.serialize(frame))
 
-    def respond(self, slot: Slot, result: Any) -> bool:
-        """Write the result of a slot once; a canceled slot writes nothing."""
-        return self._write_frame(jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "result": result}), slot)
+    def respond(self, slot: Slot, result: Any, *, raw: jsonrpc.RawStrings | None = None) -> bool:
+        """Write the result of a slot once; a canceled slot writes nothing.
+
+        ``raw`` holds the long strings of the line that ``result`` came from (see
+        :class:`~mcpbridge.mcp.jsonrpc.RawStrings`): they go out as they came in.
+        """
+        frame = {"jsonrpc": "2.0", "id": slot.id, "result": result}
+        if raw is not None and raw.long_line:
+            self._large_frames += 1
+        return self._write_frame(jsonrpc.serialize_parts(frame, raw=raw), slot)
 
     def respond_error(self, slot: Slot, error: dict[str, Any]) -> bool:
         return self._write_frame(jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "error": error}), slot)
@@ -642,53 +711,158 @@ class Frontend:
             return timeouts.read if round_number == 1 else timeouts.call
         return timeouts.list
 
-    def _forward(self, slot: Slot, request: Request) -> None:
+    def _tracer(
+        self, slot: Slot, method: str, round_number: int
+    ) -> Callable[[RequestId, str, float], None] | None:
+        """The debug line of one upstream exchange, or ``None`` when debug lines are off."""
+        if not log.isEnabledFor(logging.DEBUG):
+            return None
+
+        def trace(upstream_id: RequestId, outcome: str, seconds: float) -> None:
+            log.debug(
+                "upstream request %s (%s, round %d of client request %s): %s after %d ms",
+                upstream_id,
+                method,
+                round_number,
+                _printable(slot.id),
+                _OUTCOMES.get(outcome, outcome),
+                int(seconds * 1000),
+            )
+
+        return trace
+
+    def _begin_forward(self, slot: Slot, request: Request) -> bool:
+        """Send the first round of a forwarded request from the reader thread, without waiting.
+
+        The thread that learns the outcome (the upstream reader for an answer)
+        runs :meth:`_forward_done`. Returns False, with nothing sent, when the
+        upstream has no room for the request at once: then a slot thread sends it.
+        """
+        client = self._client
+        assert client is not None
+        method = request.method
+        params, client_token, meta = translate.forward_params(request.params)
+        progress = (
+            _ProgressForwarder(self, client_token, self.options.max_progress_rate)
+            if client_token is not None
+            else None
+        )
+        try:
+            call = client.begin(
+                method,
+                params,
+                on_done=lambda call: self._forward_done(slot, request, call, progress),
+                timeout=self._timeout_for(method, 1),
+                cancel=slot.cancel,
+                capabilities=self._upstream_caps,
+                log_level=self._log_level,
+                meta=meta,
+                allow_input_required=method in INPUT_METHODS,
+                on_progress=progress,
+                trace=self._tracer(slot, method, 1),
+                raw=request.raw,
+            )
+        except McpError as exc:
+            self.respond_error(slot, self._error_for(exc, method))
+            self._release(slot)
+            return True
+        return call is not None
+
+    def _forward_done(
+        self, slot: Slot, request: Request, call: Call, progress: _ProgressForwarder | None
+    ) -> None:
+        """The outcome of the first round of :meth:`_begin_forward`, on the thread that learned it.
+
+        A complete result or an error is answered here at once. What may block (the
+        input rounds, telling the upstream of a cancellation) goes on on a slot thread.
+        """
+        try:
+            if call.cancelled:
+                # The reader read the cancellation: tell the upstream without waiting, if it
+                # has room (else a slot thread does), and write nothing.
+                try:
+                    call.result(wait=False)
+                except WouldBlock:
+                    pass
+                except McpError:
+                    self._release(slot)
+                    return
+            if call.needs_thread:
+                first: Callable[[], dict[str, Any]] = call.result
+            else:
+                try:
+                    result = call.result()
+                except Cancelled:
+                    self._release(slot)
+                    return
+                except McpError as exc:
+                    self.respond_error(slot, self._error_for(exc, request.method))
+                    self._release(slot)
+                    return
+                if result.get("resultType") != "input_required":
+                    self._respond_result(slot, request.method, result, call.raw)
+                    self._release(slot)
+                    return
+
+                def first() -> dict[str, Any]:
+                    return result
+
+            self._submit(slot, request, lambda s, r: self._forward(s, r, first=first, progress=progress))
+        except Exception:  # noqa: BLE001 - a bug must not lose the request silently
+            log.exception("request %s (%s) failed inside the bridge", _printable(slot.id), slot.method)
+            self.respond_error(slot, errortable.internal_error())
+            self._release(slot)
+
+    def _respond_result(
+        self, slot: Slot, method: str, result: dict[str, Any], raw: jsonrpc.RawStrings | None = None
+    ) -> None:
+        shaped, notes = translate.shape_result(method, result, icon_rule=self.options.icon_rule)
+        for note in notes:
+            log.info("%s", note)
+        self.respond(slot, shaped, raw=raw)
+
+    def _forward(
+        self,
+        slot: Slot,
+        request: Request,
+        *,
+        first: Callable[[], dict[str, Any]] | None = None,
+        progress: _ProgressForwarder | None = None,
+    ) -> None:
+        """Forward a request on a slot thread: the rounds until a complete result.
+
+        ``first`` gives the outcome of a first round that :meth:`_begin_forward` sent.
+        """
         client = self._client
         assert client is not None
         params, client_token, meta = translate.forward_params(request.params)
-        progress = _ProgressForwarder(self, client_token, self.options.max_progress_rate)
+        if progress is None and client_token is not None:
+            progress = _ProgressForwarder(self, client_token, self.options.max_progress_rate)
         rounds = _Rounds(self, slot, request.method, params)
         try:
             while True:
                 round_number = rounds.session.rounds + 1
-
-                def trace(
-                    upstream_id: RequestId, outcome: str, seconds: float, n: int = round_number
-                ) -> None:
-                    outcome = _OUTCOMES.get(outcome, outcome)
-                    log.debug(
-                        "upstream request %s (%s, round %d of client request %s): %s after %d ms",
-                        upstream_id,
-                        request.method,
-                        n,
-                        _printable(slot.id),
-                        outcome,
-                        int(seconds * 1000),
-                    )
-
                 slot.waiting_for = "upstream"
-                result = client.request(
-                    request.method,
-                    rounds.params,
-                    timeout=self._timeout_for(request.method, round_number),
-                    cancel=slot.cancel,
-                    capabilities=self._upstream_caps,
-                    log_level=self._log_level,
-                    meta=meta,
-                    allow_input_required=request.method in INPUT_METHODS,
-                    on_progress=progress if client_token is not None else None,
-                    trace=trace,
-                )
+                if first is not None:
+                    result, first = first(), None
+                else:
+                    result = client.request(
+                        request.method,
+                        rounds.params,
+                        timeout=self._timeout_for(request.method, round_number),
+                        cancel=slot.cancel,
+                        capabilities=self._upstream_caps,
+                        log_level=self._log_level,
+                        meta=meta,
+                        allow_input_required=request.method in INPUT_METHODS,
+                        on_progress=progress,
+                        trace=self._tracer(slot, request.method, round_number),
+                    )
                 rounds.after_result(result)
                 if result.get("resultType") == "input_required":
                     rounds.next_round(result)
                     continue
-                shaped, notes = translate.shape_result(
-                    request.method, result, icon_rule=self.options.icon_rule
-                )
-                for note in notes:
-                    log.info("%s", note)
-                self.respond(slot, shaped)
+                self._respond_result(slot, request.method, result)
                 return
         except Cancelled:
             rounds.failed()
@@ -823,6 +997,30 @@ class Frontend:
                 self._upstream_lost(upstream)
                 return
             self._report_long_requests()
+            self._release_memory_when_quiet()
+
+    def _release_memory_when_quiet(self) -> None:
+        """Call :attr:`release_memory` once the large frames stopped for :data:`QUIET_SECONDS`.
+
+        The memory of a large frame is kept while they come one after another, so
+        the next one does not pay for fresh pages; a quiet connection gives it back.
+        """
+        count = self._large_frames
+        now = time.monotonic()
+        if count != self._large_seen:
+            self._large_seen, self._large_seen_at = count, now
+        elif (
+            count != self._large_released
+            and now - self._large_seen_at >= QUIET_SECONDS
+            and self.release_memory is not None
+        ):
+            self._large_released = count
+            try:
+                self.release_memory()
+            except Exception as exc:  # noqa: BLE001 - a hook must not stop the watcher
+                log.debug("releasing memory failed: %s", type(exc).__name__)
+            else:
+                log.debug("released the free memory of the large frames")
 
     def _report_long_requests(self) -> None:
         now = time.monotonic()
@@ -914,6 +1112,7 @@ class Frontend:
     def _wait_for_slots(self, grace: float) -> None:
         deadline = time.monotonic() + grace
         with self._slots_idle:
+            self._draining = True
             while self._slots:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

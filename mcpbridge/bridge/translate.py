@@ -319,6 +319,8 @@ def forward_params(params: Any) -> tuple[dict[str, Any], ProgressToken | None, d
         return {}, None, {}
     meta = params.get("_meta")
     out = {key: value for key, value in params.items() if key not in ("_meta", "task")}
+    if meta is None:
+        return out, None, {}
     return out, progress_token(meta), pass_meta(meta)
 
 
@@ -342,7 +344,7 @@ SCHEMA_MAP_KEYWORDS: Final = (
 #: The keywords whose value is an array of schemas.
 SCHEMA_ARRAY_KEYWORDS: Final = ("anyOf", "allOf", "oneOf", "prefixItems")
 
-_DROPPED_RESULT_KEYS: Final = ("resultType", "ttlMs", "cacheScope")
+_DROPPED_RESULT_KEYS: Final = frozenset({"resultType", "ttlMs", "cacheScope"})
 
 #: Where each list result keeps its items (for the icon rule).
 _LIST_ITEMS: Final[Mapping[str, str]] = MappingProxyType(
@@ -619,21 +621,22 @@ def shape_result(
     if not _is_object(result):  # the upstream client refuses such results; stay total anyway
         return result, []
     out = {key: value for key, value in result.items() if key not in _DROPPED_RESULT_KEYS}
-    meta = out.get("_meta")
     if "_meta" in out:
+        meta = out["_meta"]
         if isinstance(meta, dict) and META_SERVER_INFO in meta:
             meta = {key: value for key, value in meta.items() if key != META_SERVER_INFO}
             out["_meta"] = meta
         if not isinstance(meta, dict) or not meta:
             del out["_meta"]
-    if method in LIST_METHODS and "nextCursor" in out and not isinstance(out["nextCursor"], str):
+    if "nextCursor" in out and method in LIST_METHODS and not isinstance(out["nextCursor"], str):
         del out["nextCursor"]
     notes: list[str] = []
-    if method == "tools/list" and isinstance(out.get("tools"), list):
-        out["tools"], notes = _shape_tools(out["tools"])
-    elif method == "tools/call":
+    if method == "tools/call":
         _shape_call(out)
-    _apply_icon_rule(method, out, icon_rule)
+    elif method == "tools/list" and isinstance(out.get("tools"), list):
+        out["tools"], notes = _shape_tools(out["tools"])
+    if icon_rule is not IconRule.ALL:
+        _apply_icon_rule(method, out, icon_rule)
     return out, notes
 
 

@@ -42,6 +42,14 @@ A request waits at most its ``timeout``. One timer thread
 carries the whole exchange. A timeout and a cancellation both send
 ``notifications/cancelled`` to the server when the request went out.
 
+A caller that must never wait (the bridge's reader thread) uses
+:meth:`Client.begin` instead of :meth:`Client.request`: the request goes out
+with a send that never waits for room (:data:`~.cancel.NO_WAIT`), nobody sleeps
+on it, and ``on_done(call)`` runs once on the thread that learns its outcome
+(the delivering thread for an answer, the timer thread at the deadline, the
+thread that fired the cancel token, or the one that closed the connection).
+:meth:`Call.result` then gives what :meth:`Client.request` returns or raises.
+
 A listen stream is sent from its own short thread
 (``mcpbridge-upstream-listen-<id>``), because over HTTP the send of a listen
 request lasts as long as the stream. Over stdio and the memory link that thread
@@ -69,7 +77,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from . import jsonrpc
-from .cancel import CancelToken
+from .cancel import NO_WAIT, CancelToken, WouldBlock
 from .errors import (
     Cancelled,
     Closed,
@@ -106,7 +114,7 @@ from .protocol import (
 )
 from .transport import Transport
 
-__all__ = ["Client", "Subscription"]
+__all__ = ["Call", "Client", "Subscription"]
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -181,6 +189,10 @@ def _printable(text: str) -> str:
     return text[:64].encode("unicode_escape").decode("ascii")
 
 
+def _nothing() -> None:
+    pass
+
+
 class _Pending:
     """One request in flight. Its fields change only under the client's lock."""
 
@@ -192,8 +204,12 @@ class _Pending:
         "outcome",
         "interrupted",
         "reason",
-        "token",
+        "_token",
         "ready",
+        "on_done",
+        "notified",
+        "sent",
+        "removers",
     )
 
     def __init__(
@@ -202,7 +218,7 @@ class _Pending:
         method: str,
         on_progress: Callable[[dict[str, Any]], None] | None,
         on_log: Callable[[dict[str, Any]], None] | None,
-        ready: threading.Condition,
+        ready: threading.Condition | None,
     ) -> None:
         self.id = request_id
         self.method = method
@@ -212,11 +228,37 @@ class _Pending:
         #: ``"cancel"`` or ``"timeout"`` when the caller stopped waiting.
         self.interrupted: str | None = None
         self.reason = ""
-        #: Given to :meth:`Transport.send`: fires on a cancellation or at the deadline.
-        self.token = CancelToken()
+        self._token: CancelToken | None = None
         #: The caller of this request sleeps here: the condition of its thread on the
         #: client's lock. An answer wakes only its own caller, not every caller in flight.
+        #: ``None`` for a request of :meth:`Client.begin`, whose caller does not wait.
         self.ready = ready
+        #: :meth:`Client.begin`: called once when the outcome is known; ``notified`` once it was.
+        self.on_done: Callable[[], None] | None = None
+        self.notified = False
+        self.sent = False
+        #: Remove the cancel callback and the deadline of a request of :meth:`Client.begin`.
+        self.removers: tuple[Callable[[], None], ...] = ()
+
+    @property
+    def token(self) -> CancelToken:
+        """Given to :meth:`Transport.send`: fires on a cancellation or at the deadline."""
+        token = self._token
+        if token is None:
+            token = self._token = CancelToken()
+        return token
+
+    def wake(self) -> None:
+        """Wake the caller that waits for this entry (under the client's lock)."""
+        if self.ready is not None:
+            self.ready.notify_all()
+
+    def settled_locked(self) -> bool:
+        """True once when a request of :meth:`Client.begin` has its outcome: then the caller notifies."""
+        if self.on_done is None or self.notified or (self.outcome is None and self.interrupted is None):
+            return False
+        self.notified = True
+        return True
 
 
 class DeadlineTimer:
@@ -224,7 +266,8 @@ class DeadlineTimer:
 
     def __init__(self, name: str = "mcpbridge-upstream-timer") -> None:
         self._name = name
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._heap: list[tuple[float, int, list[Callable[[], None] | None]]] = []
         self._removed = 0
         self._seq = itertools.count()
@@ -238,7 +281,7 @@ class DeadlineTimer:
     def add(self, deadline: float, callback: Callable[[], None]) -> Callable[[], None]:
         """Run ``callback`` at ``deadline`` (a :func:`time.monotonic` value); returns a remover."""
         cell: list[Callable[[], None] | None] = [callback]
-        with self._cond:
+        with self._lock:
             if self._stopped:
                 return lambda: None
             if self._removed > _COMPACT_AT and self._removed * 2 > len(self._heap):
@@ -250,7 +293,7 @@ class DeadlineTimer:
                 self._cond.notify()
 
         def remove() -> None:
-            with self._cond:
+            with self._lock:
                 if cell[0] is not None:
                     cell[0] = None
                     self._removed += 1
@@ -406,6 +449,102 @@ class Subscription:
         return True
 
 
+class Call:
+    """A request of :meth:`Client.begin`: it went out, and its outcome comes to ``on_done``.
+
+    ``on_done(call)`` runs once, on the thread that learned the outcome: the
+    transport's delivering thread for an answer (the stdio reader thread), the
+    timer thread at the deadline, the thread that fired the cancel token, or the
+    thread that closed the connection. There the caller takes :meth:`result`,
+    unless :attr:`needs_thread` says that it may block.
+    """
+
+    __slots__ = ("_client", "_entry", "_timeout", "_allow_input_required", "_trace", "_started", "_taken")
+
+    def __init__(
+        self,
+        client: Client,
+        entry: _Pending,
+        timeout: float,
+        allow_input_required: bool,
+        trace: Callable[[RequestId, str, float], None] | None,
+        started: float,
+    ) -> None:
+        self._client = client
+        self._entry = entry
+        self._timeout = timeout
+        self._allow_input_required = allow_input_required
+        self._trace = trace
+        self._started = started
+        self._taken = False
+
+    @property
+    def id(self) -> RequestId:
+        """The upstream id of the request."""
+        return self._entry.id
+
+    @property
+    def method(self) -> str:
+        return self._entry.method
+
+    @property
+    def raw(self) -> jsonrpc.RawStrings | None:
+        """The long strings of the response line (see :class:`~.jsonrpc.RawStrings`), if any."""
+        outcome = self._entry.outcome
+        return outcome.raw if isinstance(outcome, Response) else None
+
+    @property
+    def needs_thread(self) -> bool:
+        """True when :meth:`result` may block: it must tell the server of a cancellation or a timeout."""
+        entry = self._entry
+        return entry.interrupted is not None and entry.sent
+
+    @property
+    def cancelled(self) -> bool:
+        """True when the caller's cancel token ended the call (not the deadline, not an answer)."""
+        return self._entry.interrupted == "cancel"
+
+    def result(self, *, wait: bool = True) -> dict[str, Any]:
+        """The result, once ``on_done`` ran; raises as :meth:`Client.request`. Call it once.
+
+        After a cancellation or the deadline it first sends ``notifications/cancelled``
+        for a request that went out (:attr:`needs_thread`). With ``wait=False`` that
+        send never waits: when it finds no room it raises
+        :class:`~.cancel.WouldBlock`, and the result is still there to take.
+        """
+        if self._taken:
+            raise RuntimeError("the result of a call is taken once")
+        client, entry = self._client, self._entry
+        # Settled before on_done ran: these fields do not change any more.
+        outcome, why, reason, sent = entry.outcome, entry.interrupted, entry.reason, entry.sent
+        if why is not None and sent:
+            detail = f"no response in {_duration(self._timeout)}" if why == "timeout" else ""
+            client._send_cancelled(entry.id, detail or reason or "the client canceled the request", wait=wait)
+        self._taken = True
+        name = "internal"
+        try:
+            if why == "timeout":
+                raise RequestTimeout(f"{entry.method}: no response in {_duration(self._timeout)}")
+            if why == "cancel":
+                raise Cancelled(reason or None)
+            if outcome is None:
+                raise RuntimeError("the call has no outcome yet")
+            result = client._result(entry.method, outcome, self._allow_input_required)
+            name = str(result.get("resultType", "complete"))
+            return result
+        except RpcError as exc:
+            name = f"error {exc.error.code}"
+            raise
+        except McpError as exc:
+            name = exc.cause
+            raise
+        finally:
+            trace = self._trace
+            if trace is not None:
+                elapsed = time.monotonic() - self._started
+                _call("a trace", lambda: trace(entry.id, name, elapsed))
+
+
 class Client:
     """A client of one MCP 2026-07-28 server; see the module docstring.
 
@@ -484,15 +623,18 @@ class Client:
         A child process gets ``grace`` seconds after the end of its stdin, then
         ``SIGTERM`` and ``grace`` seconds more, then ``SIGKILL``. Idempotent.
         """
+        done: list[_Pending] = []
         with self._cond:
             if self._closing:
                 first = False
             else:
                 first = True
                 self._closing = True
-                self._fail_all_locked(Closed("the client is closed"))
+                done = self._fail_all_locked(Closed("the client is closed"))
             threads = list(self._listen_threads)
             self._listen_threads.clear()
+        for entry in done:
+            self._notify_done(entry)
         if not first:
             return
         self._transport.close(grace)
@@ -582,6 +724,104 @@ class Client:
             if trace is not None:
                 elapsed = time.monotonic() - started
                 _call("a trace", lambda: trace(entry.id, outcome, elapsed))
+
+    def begin(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        on_done: Callable[[Call], None],
+        timeout: float,
+        cancel: CancelToken | None = None,
+        capabilities: dict[str, Any] | None = None,
+        log_level: str | None = None,
+        meta: dict[str, Any] | None = None,
+        allow_input_required: bool = False,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+        trace: Callable[[RequestId, str, float], None] | None = None,
+        raw: jsonrpc.RawStrings | None = None,
+    ) -> Call | None:
+        """Send one request without waiting for its answer; ``on_done`` gets the :class:`Call`.
+
+        For a caller that must never block (a reader thread), over a transport whose
+        send returns at once (stdio). The request gets what :meth:`request` gives
+        it, and :meth:`Call.result` gives what :meth:`request` returns or raises.
+        ``on_done`` may run before this method returns, on this thread or another.
+
+        Returns ``None``, with nothing sent, when the transport has no room for the
+        request at once: then the caller sends it with :meth:`request` from a
+        thread that may wait.
+
+        ``raw``: the record of the long strings of the line that ``params`` came from
+        (see :class:`~.jsonrpc.RawStrings`): they go upstream as they came.
+
+        Raises:
+            InvalidMeta, InvalidRequest: as :meth:`request`; nothing was sent.
+            Closed, NotConnected: the client is closed or not started; nothing was sent.
+        """
+        if params is None:
+            body: dict[str, Any] = {}
+            caller_meta = None
+        elif isinstance(params, dict):
+            body = dict(params)
+            caller_meta = body.pop("_meta", None)
+        else:
+            raise InvalidRequest("params is not an object")
+        meta_obj = self._meta(capabilities, log_level, caller_meta, meta)
+        started = time.monotonic()
+        entry = self._register(method, on_progress, None, waits=False)
+        if on_progress is not None:
+            meta_obj["progressToken"] = entry.id
+        body["_meta"] = meta_obj
+        call = Call(self, entry, timeout, allow_input_required, trace, started)
+        error: McpError | None = None
+        try:
+            self._transport.send(Request(entry.id, method, body, raw), cancel=NO_WAIT)
+        except WouldBlock:
+            with self._lock:
+                if self._pending.get(entry.id) is entry:
+                    del self._pending[entry.id]
+            return None
+        except McpError as exc:
+            error = exc
+        # The request is out (the latency of the call runs from here): the rest is done
+        # while the server works. The answer may come before on_done is set; then the
+        # notice goes from here.
+        with self._lock:
+            if error is None:
+                entry.sent = True
+            elif entry.outcome is None and entry.interrupted is None:
+                entry.outcome = error
+                if self._pending.get(entry.id) is entry:
+                    del self._pending[entry.id]
+            entry.on_done = lambda: on_done(call)
+            notify = entry.settled_locked()
+            open_ = not entry.notified
+        if notify:
+            self._notify_done(entry)
+        if open_:
+            self._arm(entry, started + timeout, cancel)
+        return call
+
+    def _arm(self, entry: _Pending, deadline: float, cancel: CancelToken | None) -> None:
+        """Give a request of :meth:`begin` its deadline and its cancellation, after it went out.
+
+        A token that fired before this fires the cancellation at once (the request
+        went out, so the server is told). If the outcome came first, its notice went
+        without these removers, so they are run here.
+        """
+        remove_cancel: Callable[[], None] = _nothing
+        if cancel is not None:
+            token = cancel
+            remove_cancel = cancel.add_callback(lambda: self._interrupt(entry, "cancel", token.reason))
+        remove_deadline = self._timer.add(deadline, lambda: self._interrupt(entry, "timeout", ""))
+        with self._lock:
+            notified = entry.notified
+            if not notified:
+                entry.removers = (remove_cancel, remove_deadline)
+        if notified:
+            remove_cancel()
+            remove_deadline()
 
     def discover(
         self,
@@ -724,13 +964,31 @@ class Client:
         method: str,
         on_progress: Callable[[dict[str, Any]], None] | None,
         on_log: Callable[[dict[str, Any]], None] | None,
+        *,
+        waits: bool = True,
     ) -> _Pending:
-        with self._cond:
-            self._check_open_locked()
-            entry = _Pending(self._next_id, method, on_progress, on_log, self._thread_condition())
+        with self._lock:
+            if self._closed is not None or self._closing or not self._started:
+                self._check_open_locked()
+            ready = self._thread_condition() if waits else None
+            entry = _Pending(self._next_id, method, on_progress, on_log, ready)
             self._next_id += 1
             self._pending[entry.id] = entry
         return entry
+
+    def _notify_done(self, entry: _Pending) -> None:
+        """Tell the caller of :meth:`begin` that its request has an outcome (no lock held)."""
+        # Dropped here: it refers to the call, which refers to the entry. Without the
+        # cycle the outcome (a large result and its line) goes as soon as the caller is done.
+        on_done, entry.on_done = entry.on_done, None
+        if on_done is not None:
+            _call("the end of a request", on_done)
+        # After the caller answered: a deadline or a cancellation that fires in between
+        # finds the outcome there and does nothing.
+        with self._lock:
+            removers, entry.removers = entry.removers, ()
+        for remove in removers:
+            remove()
 
     def _exchange(
         self,
@@ -741,6 +999,9 @@ class Client:
         cancel: CancelToken | None,
         allow_input_required: bool,
     ) -> dict[str, Any]:
+        send_token = entry.token  # made before an interrupt can fire it
+        ready = entry.ready
+        assert ready is not None
         remove_cancel: Callable[[], None] | None = None
         if cancel is not None:
             token = cancel
@@ -755,7 +1016,7 @@ class Client:
                 outer = getattr(self._local, "entry", None)
                 self._local.entry = entry
                 try:
-                    self._transport.send(message, cancel=entry.token)
+                    self._transport.send(message, cancel=send_token)
                     sent = True
                 except McpError as exc:
                     send_error = exc
@@ -763,7 +1024,7 @@ class Client:
                     self._local.entry = outer
             with self._cond:
                 if sent:
-                    entry.ready.wait_for(
+                    ready.wait_for(
                         lambda: entry.outcome is not None or entry.interrupted is not None,
                         max(0.0, deadline - time.monotonic()),
                     )
@@ -809,22 +1070,33 @@ class Client:
 
     def _interrupt(self, entry: _Pending, why: str, reason: str) -> None:
         """A cancellation or the deadline: wake the waiter, stop a send in progress."""
-        with self._cond:
+        with self._lock:
             if entry.outcome is not None or entry.interrupted is not None:
                 return
             entry.interrupted = why
             entry.reason = reason
             if self._pending.get(entry.id) is entry:
                 del self._pending[entry.id]
-            entry.ready.notify_all()
-        entry.token.cancel(reason or why)
+            entry.wake()
+            notify = entry.settled_locked()
+            token = entry._token
+        if token is not None:
+            token.cancel(reason or why)
+        if notify:
+            self._notify_done(entry)
 
-    def _send_cancelled(self, request_id: RequestId, reason: str) -> None:
+    def _send_cancelled(self, request_id: RequestId, reason: str, *, wait: bool = True) -> None:
+        """Tell the server that a request is over; ``wait=False`` raises WouldBlock instead of waiting."""
         params: dict[str, Any] = {"requestId": request_id}
         if reason:
             params["reason"] = reason
         try:
-            self._transport.send(Notification("notifications/cancelled", params))
+            note = Notification("notifications/cancelled", params)
+            self._transport.send(note, cancel=None if wait else NO_WAIT)
+        except WouldBlock:
+            if not wait:
+                raise
+            log.debug("notifications/cancelled for %s was not sent: no room", request_id)
         except McpError as exc:
             log.debug("notifications/cancelled for %s was not sent: %s", request_id, exc.cause)
 
@@ -850,24 +1122,31 @@ class Client:
         if notify:
             self._send_cancelled(subscription.id, reason or "the client canceled the subscription")
 
-    def _fail_all_locked(self, error: McpError) -> None:
+    def _fail_all_locked(self, error: McpError) -> list[_Pending]:
+        """Fail every request and stream; return the requests of :meth:`begin` to notify (after the lock)."""
         if self._closed is None:
             self._closed = error
+        done: list[_Pending] = []
         for entry in self._pending.values():
             if entry.outcome is None and entry.interrupted is None:
                 entry.outcome = _fresh(error)
-            entry.ready.notify_all()
+            entry.wake()
+            if entry.settled_locked():
+                done.append(entry)
         self._pending.clear()
         for subscription in list(self._streams.values()):
             subscription._finish_locked(_fresh(error))
         self._streams.clear()
         self._cond.notify_all()
+        return done
 
     # ------------------------------------------------- delivery (any thread)
 
     def _on_closed(self, error: McpError | None) -> None:
         with self._cond:
-            self._fail_all_locked(error if error is not None else Closed("the connection is closed"))
+            done = self._fail_all_locked(error if error is not None else Closed("the connection is closed"))
+        for entry in done:
+            self._notify_done(entry)
 
     def _on_message(self, message: Message) -> None:
         if isinstance(message, (Response, ErrorResponse)):
@@ -882,18 +1161,25 @@ class Client:
             assert isinstance(message, ErrorResponse)
             log.debug("dropped an error response without an id (error %d)", message.error.code)
             return
-        with self._cond:
+        with self._lock:
             entry = self._pending.pop(message.id, None)
             if entry is not None:
                 entry.outcome = message
-                entry.ready.notify_all()
-                return
-            subscription = self._streams.get(message.id)
-            if subscription is not None:
-                error = RpcError(message.error) if isinstance(message, ErrorResponse) else None
-                subscription._finish_locked(error)
-                return
-        log.debug("dropped a response to %s: no request with that id is pending", _printable(str(message.id)))
+                entry.wake()
+                notify = entry.settled_locked()
+            else:
+                subscription = self._streams.get(message.id)
+                if subscription is not None:
+                    error = RpcError(message.error) if isinstance(message, ErrorResponse) else None
+                    subscription._finish_locked(error)
+                    return
+        if entry is None:
+            log.debug(
+                "dropped a response to %s: no request with that id is pending", _printable(str(message.id))
+            )
+            return
+        if notify:
+            self._notify_done(entry)
 
     def _on_frame_error(self, error: FrameError | TooLong) -> None:
         if isinstance(error, TooLong):
@@ -903,18 +1189,23 @@ class Client:
             request_id = error.id
             what = f"a line that is not a valid message ({error.cause})"
         if request_id is not None:
-            with self._cond:
+            with self._lock:
                 entry = self._pending.pop(request_id, None)
                 if entry is not None:
                     entry.outcome = InvalidResponse(f"{entry.method}: the response is {what}")
-                    entry.ready.notify_all()
-                    return
-                subscription = self._streams.get(request_id)
-                if subscription is not None:
-                    subscription._finish_locked(
-                        InvalidResponse(f"subscriptions/listen: the response is {what}")
-                    )
-                    return
+                    entry.wake()
+                    notify = entry.settled_locked()
+                else:
+                    subscription = self._streams.get(request_id)
+                    if subscription is not None:
+                        subscription._finish_locked(
+                            InvalidResponse(f"subscriptions/listen: the response is {what}")
+                        )
+                        return
+            if entry is not None:
+                if notify:
+                    self._notify_done(entry)
+                return
         log.debug("dropped %s from the upstream server", what)
 
     def _on_notification_message(self, message: Notification) -> None:

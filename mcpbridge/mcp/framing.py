@@ -5,6 +5,13 @@ limit is skipped to its end without holding it in memory; the reader keeps its
 first and last :data:`KEEP_BYTES` bytes so that the caller can still find the id
 of the message (VS Code writes ``id`` near the start of a line, the TypeScript
 SDK writes it last).
+
+The reader takes no more of the stream than the line it returns (``readline``
+with a limit), so another reader can go on where it stopped. A line of many
+megabytes arrives in pieces, which are joined once at its end.
+Each piece is looked at for control characters on the way (see
+:attr:`LineReader.control_free`): that work is done while the writer of the line
+is still writing, not after it.
 """
 
 from __future__ import annotations
@@ -14,8 +21,12 @@ from typing import BinaryIO
 
 #: Bytes kept from each end of a line that is too long.
 KEEP_BYTES = 256
-#: The size of one read while a too-long line is skipped.
-_SKIP_CHUNK = 64 * 1024
+#: The first read of a line asks for at most this much; most lines end within it.
+READ_BYTES = 64 * 1024
+#: Each further read of a long line asks for at most this much.
+LONG_READ_BYTES = 1024 * 1024
+#: Every byte but the control characters (below 0x20), for ``bytes.translate``.
+_NOT_CONTROL = bytes(range(0x20, 0x100))
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,57 +44,106 @@ class LineReader:
     ``next()`` returns the line without its ``\\n`` (and without a ``\\r``
     before it), a :class:`TooLong` for a line over the limit, or ``None`` at the
     end of the stream. Blank lines are skipped.
+
+    :attr:`control_free` tells whether the line that was returned last is known
+    to hold no control character (no byte below 0x20): the parser of a long line
+    then skips that scan (``jsonrpc.parse(..., control_free=True)``).
     """
 
     def __init__(self, stream: BinaryIO, max_line_bytes: int) -> None:
         if max_line_bytes < 1:
             raise ValueError("max_line_bytes must be at least 1")
-        self._stream = stream
+        self._piece = stream.readline
         self._max = max_line_bytes
+        #: True when the last line is known to hold no byte below 0x20 (only a long
+        #: line is looked at, piece by piece, as it arrives); False when unknown.
+        self.control_free = False
 
     def next(self) -> bytes | TooLong | None:
+        """The next line (see the class docstring)."""
+        self.control_free = False
         while True:
-            # One byte more than the limit, plus room for "\r\n", tells a line
-            # that is exactly at the limit from one that is over it.
-            line = self._stream.readline(self._max + 2)
-            if not line:
-                return None
-            if line.endswith(b"\n"):
-                body = line[:-1]
-                if body.endswith(b"\r"):
-                    body = body[:-1]
-                if len(body) > self._max:
-                    return TooLong(len(body), body[:KEEP_BYTES], body[-KEEP_BYTES:])
-                if body.strip():
-                    return body
-                continue
-            if len(line) <= self._max:
-                # The stream ended inside a line: the last line has no newline.
-                body = line[:-1] if line.endswith(b"\r") else line
-                if body.strip():
-                    return body
-                continue
-            return self._skip(line)
+            line = self._read_line()
+            if line is None or isinstance(line, TooLong):
+                return line
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if len(line) > self._max:
+                return TooLong(len(line), line[:KEEP_BYTES], line[-KEEP_BYTES:])
+            if line and not line.isspace():
+                return line
 
-    def _skip(self, start: bytes) -> TooLong:
+    def _read_line(self) -> bytes | TooLong | None:
+        """The next line with its ``\\r`` (if any), a :class:`TooLong`, or ``None`` at the end."""
+        # One byte more than the limit, plus room for "\r\n", tells a line that
+        # is exactly at the limit from one that is over it.
+        limit = self._max + 2
+        first = self._piece(min(READ_BYTES, limit))
+        if not first:
+            return None
+        if first.endswith(b"\n"):
+            return first[:-1]
+        pieces = [first]
+        size = len(first)
+        clean = not first.translate(None, _NOT_CONTROL)
+        while True:
+            if size >= limit:
+                return self._skip(pieces, size)
+            piece = self._piece(min(LONG_READ_BYTES, limit - size))
+            if not piece:
+                break  # the stream ended inside the line
+            if clean and piece.translate(None, _NOT_CONTROL) not in (b"", b"\n"):
+                clean = False
+            if piece.endswith(b"\n"):
+                pieces.append(piece[:-1])
+                break
+            pieces.append(piece)
+            size += len(piece)
+        # Joined once: the memory of the line is one block of its size, which the
+        # allocator can give to the next long line.
+        line = b"".join(pieces)
+        pieces.clear()
+        self.control_free = clean
+        return line
+
+    def _skip(self, pieces: list[bytes], size: int) -> TooLong:
+        """Read to the end of a line that is too long, keeping only its head and tail."""
+        head = _head(pieces)
         # One byte more than we keep, so that a "\r" before the newline can be
         # dropped and the tail still holds KEEP_BYTES bytes of the line.
         keep = KEEP_BYTES + 1
-        head = start[:KEEP_BYTES]
-        tail = start[-keep:]
-        size = len(start)
+        tail = _tail(pieces, keep)
+        pieces.clear()
         while True:
-            chunk = self._stream.readline(_SKIP_CHUNK)
-            if not chunk:
+            piece = self._piece(LONG_READ_BYTES)
+            if not piece:
                 break
-            ended = chunk.endswith(b"\n")
+            ended = piece.endswith(b"\n")
             if ended:
-                chunk = chunk[:-1]
-            size += len(chunk)
-            tail = (tail + chunk)[-keep:]
+                piece = piece[:-1]
+            size += len(piece)
+            tail = (tail + piece[-keep:])[-keep:]
             if ended:
                 break
         if tail.endswith(b"\r"):
             tail = tail[:-1]
             size -= 1
         return TooLong(size, head, tail[-KEEP_BYTES:])
+
+
+def _head(pieces: list[bytes]) -> bytes:
+    head = b""
+    for piece in pieces:
+        head += piece[: KEEP_BYTES - len(head)]
+        if len(head) >= KEEP_BYTES:
+            break
+    return head
+
+
+def _tail(pieces: list[bytes], keep: int) -> bytes:
+    tail = b""
+    for piece in reversed(pieces):
+        tail = piece[-keep:] + tail
+        if len(tail) >= keep:
+            break
+    return tail[-keep:]

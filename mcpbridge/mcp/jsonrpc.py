@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
 RequestId: TypeAlias = str | int
@@ -62,23 +62,67 @@ class _NoData:
 NO_DATA: Final = _NoData()
 
 
+class RawStrings:
+    """The long strings of one parsed line, with their JSON text in that line.
+
+    :func:`parse` gives each message of a long line such a record, and each message
+    of a line too short to hold a long string :data:`SHORT_LINE`. It holds each long
+    string that needed no escape (a file, an image in base64) with a view of its
+    bytes between the quotes. :func:`serialize_parts`
+    writes such a string, when it meets the very same object again, as a view of
+    those bytes: it is neither encoded nor copied again. The views keep the line
+    alive, so a holder drops this record as soon as the message is written.
+    """
+
+    __slots__ = ("_items", "long_line")
+
+    def __init__(self, *, long_line: bool = True) -> None:
+        self._items: dict[int, tuple[str, memoryview]] = {}
+        #: False for :data:`SHORT_LINE`: the line was too short to hold a long string.
+        self.long_line = long_line
+
+    def add(self, value: str, text: memoryview) -> None:
+        """Record ``text``, the JSON text of ``value`` between its quotes."""
+        self._items[id(value)] = (value, text)
+
+    def text_of(self, value: str) -> memoryview | None:
+        """The recorded JSON text of this very object (not of an equal string), or ``None``."""
+        item = self._items.get(id(value))
+        return item[1] if item is not None and item[0] is value else None
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"<RawStrings of {len(self._items)} strings>"
+
+
+#: The record of every line shorter than a long string: such a message holds no long
+#: string, so :func:`serialize_parts` does not look for one. Never added to.
+SHORT_LINE: Final = RawStrings(long_line=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     id: RequestId
     method: str
     params: dict[str, Any] | None = None
+    #: The long strings of the line it was parsed from, if any (see :class:`RawStrings`).
+    raw: RawStrings | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Notification:
     method: str
     params: dict[str, Any] | None = None
+    raw: RawStrings | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Response:
     id: RequestId
     result: Any
+    raw: RawStrings | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +177,7 @@ class FrameError(Exception):
 # it ends has an odd length (``\\udc00`` is a backslash and the text "udc00"),
 # so each pattern starts at the start of a run and steps over its pairs.
 # An escape of a valid high+low pair:
-_SURROGATE_PAIR = re.compile(
-    rb"(?<!\\)((?:\\\\)*)\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-)
+_SURROGATE_PAIR = re.compile(rb"(?<!\\)((?:\\\\)*)\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 # Any surrogate escape; what is left of it after the pairs are gone is lone:
 _SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
@@ -159,6 +201,8 @@ def _parse_float(text: str) -> float:
 
 #: One decoder for every parse (``json.loads`` with hooks would build a new one each time).
 _decoder = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_parse_float)
+_scan: Any = _decoder.scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__
+_TEXT_SPACE: Final = " \t\n\r"
 #: Lines longer than this skip the bracket count and go to the depth walk at once.
 _COUNT_LIMIT: Final = 1024 * 1024
 
@@ -183,6 +227,24 @@ def parse_json(line: bytes | str, *, max_depth: int) -> Any:
     Raises:
         FrameError: ``parse_error`` or ``too_deep``.
     """
+    return _parse_json(line, max_depth)[0]
+
+
+def _parse_json(
+    line: bytes | str, max_depth: int, control_free: bool = False
+) -> tuple[Any, RawStrings | None]:
+    """The value of ``line``, and for a long line the record of its long strings (maybe none)."""
+    if len(line) < _LONG_STRING:
+        return _parse_text(line, max_depth), SHORT_LINE
+    if isinstance(line, bytes) and len(line) >= _SPLICE_MIN:
+        spliced = _parse_spliced(line, max_depth, control_free)
+        if spliced is not None:
+            return spliced
+        return _parse_text(line, max_depth), RawStrings()
+    return _parse_text(line, max_depth), None
+
+
+def _parse_text(line: bytes | str, max_depth: int) -> Any:
     if isinstance(line, bytes):
         raw = line
         try:
@@ -203,7 +265,15 @@ def parse_json(line: bytes | str, *, max_depth: int) -> Any:
     # walk visits only the containers, and the bulk of a long line is strings.
     brackets = max_depth + 1 if len(text) > _COUNT_LIMIT else text.count("{") + text.count("[")
     try:
-        value = _decoder.decode(text)
+        if text and text[0] not in _TEXT_SPACE:
+            # What JSONDecoder.decode does, without its two frames and whitespace matches.
+            value, end = _scan(text, 0)
+            if end != len(text) and text[end:].strip(_TEXT_SPACE):
+                raise json.JSONDecodeError("Extra data", text, end)
+        else:
+            value = _decoder.decode(text)
+    except StopIteration:
+        raise FrameError("parse_error", detail="JSONDecodeError") from None
     except RecursionError:
         raise FrameError("too_deep", detail=f"limit: {max_depth} levels") from None
     except (ValueError, TypeError) as exc:
@@ -211,6 +281,134 @@ def parse_json(line: bytes | str, *, max_depth: int) -> Any:
     if brackets > max_depth and _depth_exceeds(value, max_depth):
         raise FrameError("too_deep", id=_peek_id(value), detail=f"limit: {max_depth} levels")
     return value
+
+
+# A long line is mostly one or a few long strings (a file, an image in base64).
+# Decoding the whole line and scanning those strings character by character costs
+# more than everything else the bridge does with the line, so a long line is parsed
+# in two parts: each long string that needs no escape is cut out of the line and
+# decoded on its own, at memory speed, and the rest (the *skeleton*, with a short
+# mark in the place of each such string) is parsed as usual. The strings are
+# checked as the JSON decoder would check them: valid UTF-8, no control character,
+# and neither a quote nor a backslash, so the text between their quotes is their
+# value exactly. The result is the one the whole line would give, and a line that
+# is not valid JSON is refused by the same rule. Their text in the line is recorded
+# (:class:`RawStrings`) so that :func:`serialize_parts` can write them out again as
+# they came.
+
+#: Lines at least this long look for long strings to cut out.
+_SPLICE_MIN: Final = 256 * 1024
+#: A line with more quotes than this is parsed as a whole: its bulk is not a few long strings.
+_SPLICE_MAX_QUOTES: Final = 4096
+#: The start of the mark of a cut-out string in the skeleton (its JSON text, and its value).
+_CUT_MARK_TEXT: Final = b"\\u0000mcpbridge-cut-"
+_CUT_MARK: Final = "\x00mcpbridge-cut-"
+#: Every byte that may stand as it is in a JSON string (all but the control characters).
+_NOT_CONTROL: Final = bytes(range(0x20, 0x100))
+_BACKSLASH: Final = 0x5C
+_JSON_SPACE: Final = b" \t\r\n"
+
+
+def _long_plain_strings(raw: bytes) -> list[tuple[int, int]] | None:
+    """The (start, end) of the text of each long string value of ``raw`` that holds no backslash.
+
+    ``None`` when the line is not worth it (too many strings), or when it has no
+    such string. The scan follows the quotes only: a quote outside a string opens
+    one, and the first quote after it that no backslash escapes closes it. A line
+    that is not valid JSON may be cut wrongly, but then its skeleton is not valid
+    JSON either.
+    """
+    find = raw.find
+    size = len(raw)
+    found: list[tuple[int, int]] = []
+    position = 0
+    quotes = 0
+    while True:
+        start = find(b'"', position)
+        if start < 0:
+            break
+        end = find(b'"', start + 1)
+        quotes += 2
+        while end > 0 and raw[end - 1] == _BACKSLASH:
+            run = end - 1
+            while raw[run] == _BACKSLASH:
+                run -= 1
+            if (end - 1 - run) % 2 == 0:
+                break  # an even run of backslashes: the quote is not escaped
+            end = find(b'"', end + 1)
+            quotes += 1
+        if end < 0 or quotes > _SPLICE_MAX_QUOTES:
+            return None  # no closing quote (the decoder reports it), or too many strings
+        position = end + 1
+        if end - start - 1 < _LONG_STRING or find(b"\\", start + 1, end) >= 0:
+            continue
+        after = position
+        while after < size and raw[after] in _JSON_SPACE:
+            after += 1
+        if after < size and raw[after] == 0x3A:  # ":" - a member name, never cut out
+            continue
+        found.append((start + 1, end))
+    return found or None
+
+
+def _parse_spliced(raw: bytes, max_depth: int, control_free: bool) -> tuple[Any, RawStrings] | None:
+    """Parse a long line with its long plain strings cut out; ``None`` to parse it as a whole."""
+    spans = _long_plain_strings(raw)
+    if spans is None:
+        return None
+    controls = b"" if control_free else raw.translate(None, _NOT_CONTROL)
+    if controls:
+        # Tabs, carriage returns and newlines may stand between the tokens; a string refuses them.
+        if controls.translate(None, _JSON_SPACE):
+            return None
+        for start, end in spans:
+            if any(raw.find(space, start, end) >= 0 for space in (b"\t", b"\r", b"\n")):
+                return None
+    view = memoryview(raw)
+    values: list[str] = []
+    pieces: list[bytes] = []
+    last = 0
+    for index, (start, end) in enumerate(spans):
+        try:
+            values.append(str(view[start:end], "utf-8"))
+        except UnicodeDecodeError:
+            raise FrameError("parse_error", detail="invalid UTF-8") from None
+        pieces += (raw[last:start], _CUT_MARK_TEXT, str(index).encode("ascii"))
+        last = end
+    pieces.append(raw[last:])
+    tree = _parse_text(b"".join(pieces), max_depth)
+    # A string of the line that looks like a mark, or a member given twice, makes a mark
+    # appear twice or not at all: then the line is parsed as a whole.
+    if not _put_back(tree, values):
+        return None
+    strings = RawStrings()
+    for value, (start, end) in zip(values, spans, strict=True):
+        strings.add(value, view[start:end])
+    return tree, strings
+
+
+def _put_back(tree: Any, values: list[str]) -> bool:
+    """Put each cut-out string back in the place of its mark; False unless each mark is found once."""
+    used: set[int] = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        items = node.items() if type(node) is dict else enumerate(node) if type(node) is list else ()
+        for key, value in items:
+            kind = type(value)
+            if kind is str:
+                if value.startswith(_CUT_MARK):
+                    number = value[len(_CUT_MARK) :]
+                    if not (number.isascii() and number.isdigit()) or len(number) > 6:
+                        return False
+                    index = int(number)
+                    if index >= len(values) or index in used:
+                        return False
+                    used.add(index)
+                    node[key] = values[index]
+            elif kind is dict or kind is list:
+                stack.append(value)
+    return len(used) == len(values)
 
 
 def _peek_id(value: Any) -> RequestId | None:
@@ -231,13 +429,18 @@ def from_obj(obj: Any) -> Message:
     Raises:
         FrameError: ``invalid_request_shape`` or ``invalid_id``.
     """
+    return _from_obj(obj, None)
+
+
+def _from_obj(obj: Any, raw: RawStrings | None) -> Message:
     if not isinstance(obj, dict):
         raise FrameError("invalid_request_shape", detail="the message is not an object")
     msg_id = obj.get("id")
     has_id = "id" in obj
-    good_id = msg_id if _is_id(msg_id) else None
-    is_response = "method" not in obj and ("result" in obj or "error" in obj)
+    kind = type(msg_id)
+    good_id = msg_id if kind is int or kind is str or _is_id(msg_id) else None
     if obj.get("jsonrpc") != "2.0":
+        is_response = "method" not in obj and ("result" in obj or "error" in obj)
         raise FrameError(
             "invalid_request_shape", id=good_id, detail="jsonrpc is not 2.0", is_response=is_response
         )
@@ -251,14 +454,14 @@ def from_obj(obj: Any) -> Message:
         if "result" in obj or "error" in obj:
             raise FrameError("invalid_request_shape", id=good_id, detail="a request with a result")
         if not has_id:
-            return Notification(method, params)
+            return Notification(method, params, raw)
         if good_id is None:
             raise FrameError("invalid_id", detail="the id is not a string or an integer")
-        return Request(good_id, method, params)
+        return Request(good_id, method, params, raw)
     if "result" in obj and "error" not in obj:
         if good_id is None:
             raise FrameError("invalid_id", detail="the id of a response", is_response=True)
-        return Response(good_id, obj["result"])
+        return Response(good_id, obj["result"], raw)
     if "error" in obj and "result" not in obj:
         # An error response may leave out an id it could not read.
         error = obj["error"]
@@ -268,26 +471,33 @@ def from_obj(obj: Any) -> Message:
             or isinstance(error.get("code"), bool)
             or not isinstance(error.get("message"), str)
         ):
-            raise FrameError(
-                "invalid_request_shape", id=good_id, detail="the error object", is_response=True
-            )
+            raise FrameError("invalid_request_shape", id=good_id, detail="the error object", is_response=True)
         if msg_id is not None and good_id is None:
             raise FrameError("invalid_id", detail="the id of an error response", is_response=True)
         error_object = ErrorObject(error["code"], error["message"], error.get("data", NO_DATA))
         return ErrorResponse(good_id, error_object)
     # Both a result and an error: still a response, which a receiver drops, never answers.
+    is_response = "method" not in obj and ("result" in obj or "error" in obj)
     raise FrameError(
         "invalid_request_shape", id=good_id, detail="no method, result or error", is_response=is_response
     )
 
 
-def parse(line: bytes | str, *, max_depth: int) -> Message:
+def parse(line: bytes | str, *, max_depth: int, control_free: bool = False) -> Message:
     """Parse one line into a message.
+
+    A long string of a long line that needed no escape is recorded in the
+    message's ``raw`` (see :class:`RawStrings`). ``control_free``: the caller has
+    seen every byte of the line and none is below 0x20 (the line reader looks at
+    the pieces of a long line as they arrive), so the parse need not look again.
 
     Raises:
         FrameError: the line is not a usable message.
     """
-    return from_obj(parse_json(line, max_depth=max_depth))
+    if len(line) < _LONG_STRING:  # the usual message: no long string can be in it
+        return _from_obj(_parse_text(line, max_depth), SHORT_LINE)
+    value, raw = _parse_json(line, max_depth, control_free)
+    return _from_obj(value, raw)
 
 
 def to_obj(msg: Message) -> dict[str, Any]:
@@ -312,29 +522,53 @@ def to_obj(msg: Message) -> dict[str, Any]:
 
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# JSONEncoder.encode makes a new C encoder for each call; this one is made once. It
+# keeps no table of the containers it is in (``markers``), so it can serve every
+# thread at once; a message that contains itself ends in RecursionError instead.
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+_c_encoder: Any = (
+    _c_make_encoder(
+        None, _encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    if _c_make_encoder is not None
+    else None
+)
+
+
+def _encode_text(obj: Any) -> str:
+    """The compact JSON text of ``obj`` (``ValueError`` or ``TypeError`` if it has none)."""
+    if _c_encoder is None:
+        return _encoder.encode(obj)
+    try:
+        return "".join(_c_encoder(obj, 0))
+    except RecursionError:
+        raise ValueError("the value is nested too deeply, or contains itself") from None
+
 
 # Long strings (a file, an image in base64) are most of a large message, and the
-# encoder escapes them one character at a time. A long string that needs no
-# escape is written as it is instead: the encoder gets the message with a mark in
-# its place, and the string is put back into the output. The output is the same,
-# byte for byte, as the encoder's.
-#: A string at least this long is put back into the output as it is, when it needs no escape.
+# encoder escapes them one character at a time. A long string that needs no escape
+# is written as it is instead: the encoder gets the message with a mark in its
+# place, and the string goes into the output beside the encoder's text. A string
+# that came from a parsed line (:class:`RawStrings`) is written as a view of that
+# line. The output is the same, byte for byte, as the encoder's.
+#: A string at least this long is put into the output as it is, when it needs no escape.
 _LONG_STRING: Final = 64 * 1024
 #: The walk that looks for long strings stops after this many values.
 _WALK_BUDGET: Final = 256
 _MARK: Final = "\x00mcpbridge:long-string\x00"
 _MARK_ENCODED: Final = '"\\u0000mcpbridge:long-string\\u0000"'
-#: The characters that a JSON string cannot hold as they are.
-_ESCAPED: Final = tuple(chr(c) for c in range(0x20)) + ('"', "\\")
+
+#: One piece of an output line: the bytes of the encoder, or a view of a parsed line.
+Piece: TypeAlias = bytes | memoryview
 
 
-def _plain(text: str) -> bool:
-    """Tell whether ``text`` needs no escape in JSON (each test is a fast scan)."""
-    return not any(c in text for c in _ESCAPED)
+def _plain_bytes(data: bytes) -> bool:
+    """Tell whether UTF-8 ``data`` needs no escape in JSON: no quote, backslash or control character."""
+    return data.find(b'"') < 0 and data.find(b"\\") < 0 and not data.translate(None, _NOT_CONTROL)
 
 
-def _lift(node: Any, longs: list[str], budget: list[int]) -> Any:
-    """``node``, or a copy of it in which each long plain string is the mark (appended to ``longs``)."""
+def _lift(node: Any, longs: list[Piece], budget: list[int], raw: RawStrings | None) -> Any:
+    """``node``, or a copy in which each long plain string is the mark (its bytes go to ``longs``)."""
     copy: Any = None
     items = node.items() if type(node) is dict else enumerate(node)
     for key, value in items:
@@ -343,12 +577,22 @@ def _lift(node: Any, longs: list[str], budget: list[int]) -> Any:
             break
         kind = type(value)
         if kind is str:
-            if len(value) < _LONG_STRING or not _plain(value):
+            if len(value) < _LONG_STRING:
                 continue
+            text = raw.text_of(value) if raw is not None else None
+            if text is not None:
+                longs.append(text)
+            else:
+                try:
+                    data = value.encode("utf-8")
+                except UnicodeEncodeError:
+                    continue  # the encoder's output fails the same way, with the usual error
+                if not _plain_bytes(data):
+                    continue
+                longs.append(data)
             lifted: Any = _MARK
-            longs.append(value)
         elif kind is dict or kind is list:
-            lifted = _lift(value, longs, budget)
+            lifted = _lift(value, longs, budget, raw)
             if lifted is value:
                 continue
         else:
@@ -378,22 +622,22 @@ def _has_long(obj: Any) -> bool:
     return False
 
 
-def _encode(obj: Any, end: bytes) -> bytes:
-    longs: list[str] = []
-    skeleton = obj
-    if (type(obj) is dict or type(obj) is list) and _has_long(obj):
-        skeleton = _lift(obj, longs, [_WALK_BUDGET])
-    text = _encoder.encode(skeleton)
-    if longs:
-        pieces = text.split(_MARK_ENCODED)
-        if len(pieces) == len(longs) + 1:
-            parts = [pieces[0].encode("utf-8")]
-            for long, piece in zip(longs, pieces[1:], strict=True):
-                parts += (b'"', long.encode("utf-8"), b'"', piece.encode("utf-8"))
-            parts.append(end)
-            return b"".join(parts)
-        text = _encoder.encode(obj)  # a string of the message holds the mark itself
-    return (text + end.decode("ascii")).encode("utf-8") if end else text.encode("utf-8")
+def _encode(obj: Any, end: str, raw: RawStrings | None) -> list[Piece]:
+    if raw is SHORT_LINE:
+        pass  # no string of the message can be long: nothing to look for
+    elif (type(obj) is dict or type(obj) is list) and (raw is not None or _has_long(obj)):
+        longs: list[Piece] = []
+        skeleton = _lift(obj, longs, [_WALK_BUDGET], raw)
+        if longs:
+            pieces = _encode_text(skeleton).split(_MARK_ENCODED)
+            if len(pieces) == len(longs) + 1:
+                pieces[-1] += end
+                parts: list[Piece] = [pieces[0].encode("utf-8")]
+                for long, piece in zip(longs, pieces[1:], strict=True):
+                    parts += (b'"', long, ('"' + piece).encode("utf-8"))
+                return parts
+            # a string of the message holds the mark itself: encode it as a whole
+    return [(_encode_text(obj) + end).encode("utf-8")]
 
 
 def dumps(obj: Any) -> bytes:
@@ -402,13 +646,37 @@ def dumps(obj: Any) -> bytes:
     JSON escapes a newline inside a string, so the output never holds a raw
     newline and fits on one line.
     """
-    return _encode(obj, b"")
+    return _join(_encode(obj, "", None))
 
 
 def serialize(msg: Message | dict[str, Any]) -> bytes:
     """One line of UTF-8 JSON, ending with ``b"\\n"``."""
-    obj = msg if isinstance(msg, dict) else to_obj(msg)
-    return _encode(obj, b"\n")
+    if type(msg) is Request and msg.raw is SHORT_LINE:  # a forwarded request: no long string
+        return (_encode_text(to_obj(msg)) + "\n").encode("utf-8")
+    return _join(serialize_parts(msg))
+
+
+def serialize_parts(msg: Message | dict[str, Any], *, raw: RawStrings | None = None) -> list[Piece]:
+    """The line of :func:`serialize` in pieces, to be written one after the other.
+
+    A long string recorded in ``raw`` (by default the message's own ``raw``) is a
+    view of the line it was parsed from: a large result passes the bridge without
+    being encoded or copied again.
+    """
+    if type(msg) is dict:
+        return _encode(msg, "\n", raw)
+    if isinstance(msg, dict):
+        return _encode(msg, "\n", raw)
+    if raw is None and not isinstance(msg, ErrorResponse):
+        raw = msg.raw
+    return _encode(to_obj(msg), "\n", raw)
+
+
+def _join(parts: list[Piece]) -> bytes:
+    first = parts[0]
+    if len(parts) == 1 and type(first) is bytes:
+        return first
+    return b"".join(parts)
 
 
 def error_response(id: RequestId | None, code: int, message: str, data: Any = NO_DATA) -> ErrorResponse:

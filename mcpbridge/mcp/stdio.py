@@ -24,6 +24,9 @@ work for one child, each with one job:
   that gave up. When the queue is empty, :meth:`send` writes the frame itself
   to the pipe, which does not block: it takes what it has room for, and the
   rest goes to the queue. A small request thus costs no wake-up of the writer.
+  A caller that must never wait (a reader thread) sends with
+  :data:`~.cancel.NO_WAIT`: a frame that finds no room raises
+  :class:`~.cancel.WouldBlock` at once instead.
 * ``mcpbridge-upstream-stderr`` passes each stderr line of the child to the
   ``stderr_sink`` (it reads them even without a sink, so that a chatty child
   never blocks on a full stderr pipe).
@@ -65,7 +68,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, BinaryIO, Final, cast
 
 from . import jsonrpc
-from .cancel import CancelToken
+from .cancel import NO_WAIT, CancelToken, WouldBlock
 from .errors import Cancelled, Closed, InvalidRequest, McpError, NotConnected, SpawnFailed, TransportFailed
 from .framing import KEEP_BYTES, LineReader, TooLong
 from .jsonrpc import FrameError, Message
@@ -189,12 +192,13 @@ def _deliver_line(
     logger: logging.Logger,
     *,
     recover_ids: bool = False,
+    control_free: bool = False,
 ) -> None:
     if isinstance(line, TooLong):
         _call("a line that is too long", lambda: on_frame_error(line), logger)
         return
     try:
-        message = jsonrpc.parse(line, max_depth=max_depth)
+        message = jsonrpc.parse(line, max_depth=max_depth, control_free=control_free)
     except FrameError as exc:
         error = exc
         if recover_ids and exc.id is None and exc.cause in ("parse_error", "too_deep"):
@@ -258,9 +262,10 @@ class StdioChildTransport(Transport):
         self._close_done = threading.Event()
         self._threads: list[threading.Thread] = []
 
-        # The queue of frames; guarded by _queue_ready's lock.
-        self._queue_ready = threading.Condition(threading.Lock())
-        self._queue: deque[bytes] = deque()
+        # The queue of frames; guarded by _queue_lock (the lock of _queue_ready).
+        self._queue_lock = threading.Lock()
+        self._queue_ready = threading.Condition(self._queue_lock)
+        self._queue: deque[memoryview] = deque()
         self._queued_bytes = 0
         self._stopping = False
         self._write_error: McpError | None = None
@@ -332,11 +337,14 @@ class StdioChildTransport(Transport):
         """Write one frame for the child, or queue it for the writer thread, and return.
 
         ``cancel`` ends only the wait for room in the queue: a frame is queued
-        whole or not at all, and a queued frame is written.
+        whole or not at all, and a queued frame is written. With
+        :data:`~.cancel.NO_WAIT` the send never waits: a frame that finds no
+        room raises :class:`~.cancel.WouldBlock` and is not sent.
 
         Raises:
             Closed: the transport is closed, or the child exited or closed its stdin.
             TransportFailed: the queue stayed full for ``write_timeout`` seconds.
+            WouldBlock: no room at once for a send with ``NO_WAIT``.
             Cancelled: ``cancel`` fired before the frame was queued.
             InvalidRequest: the message cannot be written as JSON.
             NotConnected: the transport is not started.
@@ -347,17 +355,19 @@ class StdioChildTransport(Transport):
             raise InvalidRequest("the message cannot be written as JSON") from None
         if self._proc is None:
             raise NotConnected("the upstream server is not started")
+        if cancel is NO_WAIT:
+            with self._queue_lock:
+                self._check_open_locked()
+                if self._queue and self._queued_bytes + len(data) > self._max_queued:
+                    raise WouldBlock("the upstream server does not read its input fast enough")
+                self._enqueue_locked(data)
+            return
         remove = cancel.add_callback(self._wake_senders) if cancel is not None else None
         try:
             deadline = time.monotonic() + self._write_timeout
             with self._queue_ready:
                 while True:
-                    if self._write_error is not None:
-                        raise Closed(self._write_error.detail)
-                    if self._stopping or self._closing:
-                        raise Closed("the connection to the upstream server is closed")
-                    if self._gone:
-                        raise Closed("the upstream server exited")
+                    self._check_open_locked()
                     if cancel is not None and cancel.cancelled:
                         raise Cancelled(cancel.reason or None)
                     if not self._queue or self._queued_bytes + len(data) <= self._max_queued:
@@ -366,36 +376,50 @@ class StdioChildTransport(Transport):
                     if remaining <= 0:
                         raise TransportFailed("the upstream server does not read its input")
                     self._queue_ready.wait(remaining)
-                if not self._queue:
-                    # The writer is idle: write at once from this thread, without
-                    # waking it. The pipe does not block (it takes what it has room
-                    # for); the writer thread writes what is left.
-                    data = self._write_now(data)
-                    if not data:
-                        return
-                self._queue.append(data)
-                self._queued_bytes += len(data)
-                self._queue_ready.notify_all()
+                self._enqueue_locked(data)
         finally:
             if remove is not None:
                 remove()
 
-    def _write_now(self, data: bytes) -> bytes:
-        """Write what the pipe takes at once, under the queue lock; return the rest."""
+    def _check_open_locked(self) -> None:
+        if self._write_error is not None:
+            raise Closed(self._write_error.detail)
+        if self._stopping or self._closing:
+            raise Closed("the connection to the upstream server is closed")
+        if self._gone:
+            raise Closed("the upstream server exited")
+
+    def _enqueue_locked(self, data: bytes) -> None:
+        """Queue a frame that has room (under the queue lock)."""
+        if not self._queue:
+            # The writer is idle: write at once from this thread, without waking
+            # it. The pipe does not block (it takes what it has room for); the
+            # writer thread writes what is left.
+            rest = self._write_now(data)
+            if rest is None:
+                return
+        else:
+            rest = memoryview(data)
+        self._queue.append(rest)
+        self._queued_bytes += len(rest)
+        self._queue_ready.notify_all()
+
+    def _write_now(self, data: bytes) -> memoryview | None:
+        """Write what the pipe takes at once, under the queue lock; return the rest (``None``: all)."""
         fd = self._stdin_fd
         if fd is None:
-            return data
+            return memoryview(data)
         try:
             written = os.write(fd, data)
         except BlockingIOError:
-            return data
+            return memoryview(data)
         except OSError as exc:
             # As in the writer thread: the child closed its stdin or exited.
             log.debug("writing to the upstream server failed: %s", type(exc).__name__)
             self._write_error = Closed("the upstream server does not take input any more")
             self._queue_ready.notify_all()
-            return b""
-        return data[written:] if written < len(data) else b""
+            return None
+        return memoryview(data)[written:] if written < len(data) else None
 
     def kill(self) -> None:
         """Send ``SIGKILL`` to the child's process group at once; wait for nothing.
@@ -482,7 +506,15 @@ class StdioChildTransport(Transport):
                 line = reader.next()
                 if line is None:
                     break
-                _deliver_line(line, self._max_depth, on_message, on_frame_error, log, recover_ids=True)
+                _deliver_line(
+                    line,
+                    self._max_depth,
+                    on_message,
+                    on_frame_error,
+                    log,
+                    recover_ids=True,
+                    control_free=reader.control_free,
+                )
                 # Not held while the next line is awaited: a large line would stay
                 # in memory beside the copies that the consumer makes of it.
                 line = None
@@ -562,7 +594,7 @@ class StdioChildTransport(Transport):
             except OSError:
                 pass
 
-    def _write_all(self, fd: int, frame: bytes, poller: select.poll) -> bool:
+    def _write_all(self, fd: int, frame: memoryview, poller: select.poll) -> bool:
         """Write one frame; False when a close stopped the write."""
         view = memoryview(frame)
         while view:
@@ -697,7 +729,7 @@ class StdioServerTransport(ServerTransport):
             InvalidRequest: the message cannot be written as JSON.
         """
         try:
-            data = jsonrpc.serialize(message)
+            parts = jsonrpc.serialize_parts(message)
         except (TypeError, ValueError):
             raise InvalidRequest("the message cannot be written as JSON") from None
         if not self._output_lock.acquire(timeout=OUTPUT_LOCK_TIMEOUT):
@@ -706,7 +738,8 @@ class StdioServerTransport(ServerTransport):
             if self._closed:
                 raise Closed("the connection is closed")
             try:
-                self._stdout.write(data)
+                for part in parts:
+                    self._stdout.write(part)
                 self._stdout.flush()
             except (OSError, ValueError):
                 self._closed = True
@@ -732,7 +765,14 @@ class StdioServerTransport(ServerTransport):
                 line = reader.next()
                 if line is None or self._closed:
                     break
-                _deliver_line(line, self._max_depth, on_message, on_frame_error, server_log)
+                _deliver_line(
+                    line,
+                    self._max_depth,
+                    on_message,
+                    on_frame_error,
+                    server_log,
+                    control_free=reader.control_free,
+                )
         except (OSError, ValueError) as exc:
             server_log.debug("reading the input failed: %s", type(exc).__name__)
         self._eof.set()
