@@ -7,6 +7,8 @@ VS Code drives it, in front of ``mcp==2.3.0`` under uvicorn.
 from __future__ import annotations
 
 import socket
+import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 
 from tests.harness import WAIT, Bridge, bridge_command, text_of
 from tests.peers import running_py_http_server
+from tests.peers.scripted_http import Exchange, ScriptedServer, default_script
 
 SECRET = "marker-7f3a9c-secret"
 SECRET_VARIABLE = "MCPBRIDGE_TEST_API_KEY"
@@ -147,3 +150,42 @@ def test_an_unusable_ca_file_exits_2_naming_the_option(tmp_path, sdk_url):
         lines = bridge.stderr_lines
     expected = "cannot use the CA certificates of --ca-file: the file does not exist"
     assert lines == [f"mcp-bridge-vscode: vscode: error: {expected}\n"]
+
+
+def test_32_concurrent_calls_through_the_bridge_reuse_the_pooled_connections():
+    together = threading.Barrier(32)
+
+    def handler(ex: Exchange) -> None:
+        if ex.request.rpc_method == "tools/call":
+            together.wait(WAIT)  # each answer waits until 32 calls are in flight
+        default_script(ex)
+
+    with ScriptedServer(handler) as server, Bridge(bridge_command(server.url())) as bridge:
+        assert "result" in bridge.initialize()
+        for _wave in range(3):
+            ids = [bridge.request_async("tools/call", {"name": "ok", "arguments": {}}) for _ in range(32)]
+            assert all(text_of(bridge.wait_response(i)) == "ok" for i in ids)
+        assert server.connections == 32
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+
+
+def test_the_bridge_answers_ping_before_it_loads_the_http_client_or_the_token_store():
+    # A URL without a static authorization header: the sign-in is on, with the keychain only.
+    command = [
+        sys.executable,
+        "-X",
+        "importtime",
+        "-m",
+        "mcpbridge",
+        "--token-store",
+        "keychain",
+        "http://127.0.0.1:9/mcp",
+    ]
+    with Bridge(command) as bridge:
+        assert bridge.request("ping")["result"] == {}
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        loaded = {line.rsplit("|", 1)[-1].strip() for line in bridge.stderr_lines if "|" in line}
+    assert "mcpbridge.bridge.frontend" in loaded
+    assert not loaded & {"requests", "urllib3", "keyring", "cryptography", "typer", "ssl"}

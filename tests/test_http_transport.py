@@ -9,6 +9,8 @@ request still works.
 from __future__ import annotations
 
 import base64
+import gzip
+import json
 import logging
 import select
 import socket
@@ -567,6 +569,168 @@ def test_concurrent_requests_each_get_their_own_answer(scripted_transport):
     assert answered == list(range(16))
 
 
+def test_32_concurrent_calls_reuse_their_pooled_connections(scripted: ScriptedServer):
+    together = threading.Barrier(32)
+
+    def all_at_once(ex: Exchange) -> None:
+        together.wait(WAIT)  # each answer waits until 32 requests are in flight
+        ex.text_result("ok")
+
+    scripted.handler = all_at_once
+    inbox = Inbox()
+    transport = open_transport(scripted.url(), inbox)
+    try:
+        for wave in range(3):
+            senders = [Sender(transport, call(wave * 100 + n, "ok")) for n in range(32)]
+            assert all(s.join() is None for s in senders)
+    finally:
+        transport.close()
+    assert len([m for m in inbox.messages if isinstance(m, Response)]) == 96
+    assert scripted.connections == 32
+
+
+def test_a_connection_that_the_server_closed_while_idle_is_not_used_again(scripted: ScriptedServer):
+    closed = threading.Event()
+
+    def answer_then_close(ex: Exchange) -> None:
+        ex.text_result("ok")
+        ex.sock.shutdown(socket.SHUT_RDWR)
+        ex.keep_alive = False
+        closed.set()
+
+    scripted.handler = answer_then_close
+    inbox = Inbox()
+    transport = open_transport(scripted.url(), inbox)
+    try:
+        transport.send(call(1, "ok"))
+        assert closed.wait(WAIT)
+        transport.send(call(2, "ok"))  # the closed connection is dropped, a new one answers
+    finally:
+        transport.close()
+    assert [text_of(m) for m in inbox.messages] == ["ok", "ok"]
+    assert scripted.connections == 2
+
+
+def _raw_answer(ex: Exchange, head: list[tuple[str, str]], body: bytes, *, close: bool = False) -> None:
+    ex.head(200, head)
+    ex.send(body)
+    if close:
+        ex.keep_alive = False
+
+
+def _result_bytes(ex: Exchange, text: str) -> bytes:
+    result = {"resultType": "complete", "content": [{"type": "text", "text": text}]}
+    return json.dumps({"jsonrpc": "2.0", "id": ex.request.rpc_id, "result": result}).encode()
+
+
+def test_chunked_gzip_and_close_delimited_bodies_are_read_whole(scripted: ScriptedServer):
+    def framing(ex: Exchange) -> None:
+        tool = ex.request.params.get("name")
+        body = _result_bytes(ex, f"{tool} " + "y" * 70000)
+        if tool == "chunked":
+            pieces = [body[i : i + 4000] for i in range(0, len(body), 4000)]
+            framed = (
+                b"".join(b"%x;ext=1\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\nX-Trailer: 1\r\n\r\n"
+            )
+            _raw_answer(ex, [("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")], framed)
+        elif tool == "gzip":
+            packed = gzip.compress(body)
+            head = [("Content-Type", "application/json"), ("Content-Encoding", "gzip")]
+            _raw_answer(ex, [*head, ("Content-Length", str(len(packed)))], packed)
+        else:
+            head = [("Content-Type", "application/json"), ("Connection", "close")]
+            _raw_answer(ex, head, body, close=True)
+        if tool != "until_close":
+            return
+
+    scripted.handler = framing
+    inbox = Inbox()
+    transport = open_transport(scripted.url(), inbox)
+    try:
+        for n, tool in enumerate(["chunked", "gzip", "until_close", "chunked"]):
+            transport.send(call(n, tool))
+    finally:
+        transport.close()
+    texts = [text_of(m) for m in inbox.messages]
+    assert [t.split()[0] for t in texts] == ["chunked", "gzip", "until_close", "chunked"]
+    assert all(t.endswith("y" * 70000) for t in texts)
+    assert scripted.connections == 2  # only the answer without a length ended its connection
+
+
+def test_a_compressed_body_is_limited_by_its_decoded_size(scripted: ScriptedServer):
+    def bomb(ex: Exchange) -> None:
+        packed = gzip.compress(b" " * 5_000_000 + _result_bytes(ex, "ok"))
+        head = [("Content-Type", "application/json"), ("Content-Encoding", "gzip")]
+        _raw_answer(ex, [*head, ("Content-Length", str(len(packed)))], packed)
+
+    scripted.handler = bomb
+    transport = open_transport(scripted.url(), Inbox(), max_response_bytes=1_000_000)
+    try:
+        with pytest.raises(InvalidResponse) as info:
+            transport.send(call(1, "ok"))
+        assert info.value.detail == "a response longer than 1000000 bytes"
+    finally:
+        transport.close()
+
+
+def test_an_sse_answer_in_chunks_delivers_its_events_and_keeps_its_connection(scripted: ScriptedServer):
+    def chunked_sse(ex: Exchange) -> None:
+        ex.head(200, [("Content-Type", "text/event-stream"), ("Transfer-Encoding", "chunked")])
+        progress = {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": 1, "progress": 1},
+        }
+        for event in (progress, json.loads(_result_bytes(ex, "done"))):
+            data = b"data: " + json.dumps(event).encode() + b"\n\n"
+            end = b"0\r\n\r\n" if "result" in event else b""  # the stream ends with the response
+            ex.send(b"%x\r\n%s\r\n%s" % (len(data), data, end))
+
+    scripted.handler = chunked_sse
+    inbox = Inbox()
+    transport = open_transport(scripted.url(), inbox)
+    try:
+        transport.send(call(7, "sse", progressToken=1))
+        transport.send(call(8, "sse", progressToken=1))
+    finally:
+        transport.close()
+    kinds = [m.method if isinstance(m, Notification) else text_of(m) for m in inbox.messages]
+    assert kinds == ["notifications/progress", "done"] * 2
+    assert scripted.connections == 1
+
+
+def test_an_event_with_bytes_that_are_not_utf8_is_read_with_replacement_characters(scripted: ScriptedServer):
+    def bad_bytes(ex: Exchange) -> None:
+        ex.start_sse()
+        text = _result_bytes(ex, "caf-XX-e").replace(b"-XX-", b"\xff")
+        ex.send(b"data: " + text + b"\n\n")
+
+    scripted.handler = bad_bytes
+    inbox = Inbox()
+    transport = open_transport(scripted.url(), inbox)
+    try:
+        transport.send(call(1, "sse"))
+    finally:
+        transport.close()
+    assert [text_of(m) for m in inbox.messages] == ["caf\ufffde"]
+
+
+def test_a_header_value_with_a_line_break_is_refused_before_sending(scripted: ScriptedServer):
+    class BadAuthorizer(RecordingAuthorizer):
+        def headers(self) -> dict[str, str]:
+            return {"Authorization": "Bearer a\r\nX-Injected: 1"}
+
+    inbox = Inbox()
+    transport = open_transport(scripted.url(), inbox, authorizer=BadAuthorizer(retry=False))
+    try:
+        with pytest.raises(InvalidRequest) as info:
+            transport.send(call(1, "ok"))
+        assert info.value.detail == "a header of the request cannot be sent over HTTP"
+    finally:
+        transport.close()
+    assert scripted.received == []
+
+
 def test_a_notification_is_not_sent_over_http(scripted_transport):
     transport, inbox, server = scripted_transport
     transport.send(Notification("notifications/cancelled", {"requestId": 1}))
@@ -785,9 +949,11 @@ def test_an_unusable_ca_file_is_refused_without_its_path(tmp_path):
 
 
 class ConnectProxy:
-    """A CONNECT proxy on loopback that maps ``fixture.test`` to 127.0.0.1."""
+    """A proxy on loopback that maps ``fixture.test`` to 127.0.0.1: ``CONNECT`` tunnels, and
+    plain requests in absolute form; over TLS with ``ssl_context``."""
 
-    def __init__(self) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        self.ssl_context = ssl_context
         self.heads: list[bytes] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
@@ -810,6 +976,13 @@ class ConnectProxy:
             thread.start()
 
     def _tunnel(self, client: socket.socket) -> None:
+        if self.ssl_context is not None:
+            try:
+                client = self.ssl_context.wrap_socket(client, server_side=True)
+            except (ssl.SSLError, OSError):
+                client.close()
+                return
+            self._socks.append(client)
         head = b""
         while b"\r\n\r\n" not in head:
             data = client.recv(4096)
@@ -818,19 +991,27 @@ class ConnectProxy:
                 return
             head += data
         self.heads.append(head)
-        target = head.split(b" ")[1].decode()
-        host, _, port = target.rpartition(":")
+        method, target = head.split(b" ")[:2]
+        tunnel = method == b"CONNECT"
+        authority = target.decode() if tunnel else target.decode().split("/")[2]
+        host, _, port = authority.rpartition(":")
         if host != "fixture.test":
             client.sendall(b"HTTP/1.1 403 Forbidden\r\n\r\n")
             client.close()
             return
         upstream = socket.create_connection(("127.0.0.1", int(port)), timeout=WAIT)
         self._socks.append(upstream)
-        client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        if tunnel:
+            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        else:
+            upstream.sendall(head)  # a plain request goes on as it came
         pair = {client: upstream, upstream: client}
         try:
             while True:
-                readable, _, _ = select.select(list(pair), [], [], WAIT)
+                # Bytes that TLS decrypted already do not wake select.
+                readable = [s for s in pair if isinstance(s, ssl.SSLSocket) and s.pending()]
+                if not readable:
+                    readable, _, _ = select.select(list(pair), [], [], WAIT)
                 if not readable:
                     return
                 for sock in readable:
@@ -838,7 +1019,7 @@ class ConnectProxy:
                     if not data:
                         return
                     pair[sock].sendall(data)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: close() took the socket away
             return
         finally:
             client.close()
@@ -889,6 +1070,49 @@ def test_an_https_upstream_goes_through_the_connect_proxy_of_https_proxy(ca, ca_
     assert "k-1" not in head and "Mcp-Method" not in head
     assert all(r.header("Proxy-Authorization") is None for r in server.received)
     assert all(r.header("X-Api-Key") == "k-1" for r in server.received)
+
+
+def test_an_https_upstream_goes_through_a_proxy_that_speaks_tls_itself(ca, ca_file):
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    proxy = ConnectProxy(context)
+    try:
+        with tls_server(ca, "fixture.test") as server:
+            env = {"HTTPS_PROXY": f"https://u:p@127.0.0.1:{proxy.port}"}
+            inbox = Inbox()
+            transport = open_transport(server.url("fixture.test"), inbox, ca_file=ca_file, env=env)
+            try:
+                transport.send(call(1, "sse", progressToken=1))
+                transport.send(call(2, "ok"))
+            finally:
+                transport.close()
+    finally:
+        proxy.close()
+    assert [text_of(m) for m in inbox.messages if isinstance(m, Response)] == ["ok", "ok"]
+    # The SSE answer of the scripted server ends its connection: each call has its own tunnel.
+    assert [h.split(b" ")[0] for h in proxy.heads] == [b"CONNECT", b"CONNECT"]
+    assert all(r.header("Proxy-Authorization") is None for r in server.received)
+
+
+def test_an_http_upstream_goes_to_the_proxy_in_absolute_form(scripted: ScriptedServer):
+    proxy = ConnectProxy()
+    port = int(scripted.url().split(":")[2].split("/")[0])
+    try:
+        env = {"HTTP_PROXY": f"http://user:secret@127.0.0.1:{proxy.port}"}
+        inbox = Inbox()
+        transport = open_transport(f"http://fixture.test:{port}/mcp?x=1", inbox, env=env)
+        try:
+            transport.send(call(1, "ok"))
+            transport.send(call(2, "ok"))
+        finally:
+            transport.close()
+    finally:
+        proxy.close()
+    assert [text_of(m) for m in inbox.messages] == ["ok", "ok"]
+    head = proxy.heads[0].decode("latin-1")
+    assert head.startswith(f"POST http://fixture.test:{port}/mcp?x=1 HTTP/1.1\r\n")
+    assert f"Host: fixture.test:{port}" in head
+    assert "Proxy-Authorization: Basic " + base64.b64encode(b"user:secret").decode() in head
 
 
 def test_a_loopback_upstream_never_goes_through_the_proxy(scripted: ScriptedServer):

@@ -422,18 +422,47 @@ def test_the_keychain_keeps_the_sign_in_between_starts(setup, tmp_path):
     assert out.returncode == 0 and "logout deleted the stored sign-in" in out.stderr
 
 
-def test_a_token_store_that_does_not_open_stops_the_bridge_with_exit_2(setup, tmp_path):
+def test_a_token_store_that_does_not_open_fails_each_request_that_needs_a_token(setup):
     bridge = setup.bridge("--token-store", "keychain")
-    assert bridge.wait_exit() == 2
-    assert bridge.stderr_lines[-1].startswith(
-        "mcp-bridge-vscode: vscode: error: the token store did not open: "
-    )
+    assert bridge.request("ping") == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    assert "the token store did not open" not in bridge.stderr_text  # nothing opens before a request
+    for _ in range(2):
+        error = bridge.initialize()["error"]
+        assert error["data"]["cause"] == "sign_in_failed"
+        assert error["data"]["detail"].startswith("the token store did not open: ")
+    assert setup.auth.mcp_calls == []  # no request went out without the stored sign-in
+    bridge.close_stdin()
+    assert bridge.wait_exit() == 0
+    opened = [line for line in bridge.stderr_lines if "the token store did not open: " in line]
+    assert opened[0].startswith("mcp-bridge-vscode: oauth: error: the token store did not open: ")
+    assert len([line for line in opened if ": oauth: error: " in line]) == 1  # logged once
+
+
+def test_token_store_options_that_cannot_work_stop_the_bridge_with_exit_2(setup, tmp_path):
     key_file = tmp_path / "key"
     key_file.write_text(TOKEN_KEY)
     key_file.chmod(0o644)
     bridge = setup.bridge("--token-store", "file", "--token-key-file", str(key_file))
     assert bridge.wait_exit() == 2
+    assert bridge.stderr_lines[-1].startswith(
+        "mcp-bridge-vscode: vscode: error: the token store did not open: "
+    )
     assert "is not private" in bridge.stderr_text and TOKEN_KEY not in bridge.stderr_text
+    bridge = setup.bridge("--token-key-file", str(key_file))  # auto: the key file counts as well
+    assert bridge.wait_exit() == 2
+    assert "is not private" in bridge.stderr_text
+
+
+def test_the_token_store_opens_at_the_first_initialize_not_at_the_start(setup):
+    bridge = setup.bridge("--token-store", "file", env={"MCP_BRIDGE_TOKEN_KEY": TOKEN_KEY})
+    assert bridge.request("ping")["result"] == {}
+    assert not setup.token_dir.exists()
+    assert "the tokens are in encrypted files" not in bridge.stderr_text
+    assert "result" in bridge.initialize()
+    assert setup.token_dir.is_dir()
+    assert f"the tokens are in encrypted files in {setup.token_dir}" in bridge.stderr_text
+    bridge.close_stdin()
+    assert bridge.wait_exit() == 0
 
 
 def test_two_bridges_started_at_once_sign_in_once(setup):

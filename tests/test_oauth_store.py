@@ -15,13 +15,16 @@ import pytest
 from mcpbridge.oauth import flow
 from mcpbridge.oauth.errors import InvalidRecord, StoreError, StoreOpenError
 from mcpbridge.oauth.store import (
+    DeferredStore,
     EncryptedFileStore,
     FallbackStore,
     IndexedStore,
     KeyringStore,
     MemoryStore,
+    OpenedStore,
     TokenStore,
     UnavailableStore,
+    check_options,
     open_store,
     read_key_file,
     token_directory,
@@ -405,3 +408,70 @@ def test_keyring_and_cryptography_load_only_when_a_store_needs_them():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+# ------------------------------------------------------------------- opening at first use
+
+
+def test_check_options_refuses_at_once_what_open_store_would_refuse_without_a_keychain(tmp_path, state_env):
+    loose = str(write_key(tmp_path / "key", mode=0o644))
+    cases = [
+        ("file", None, None, state_env, "TokenKeyMissing"),
+        ("file", KEY, None, {}, "NoTokenDirectory"),
+        ("file", None, loose, state_env, "TokenKeyFileNotPrivate"),
+        ("auto", None, loose, state_env, "TokenKeyFileNotPrivate"),
+    ]
+    for mode, key, key_file, env, name in cases:
+        with pytest.raises(StoreOpenError) as caught:
+            check_options(mode, key=key, key_file=key_file, env=env)
+        assert caught.value.name == name
+    good = str(write_key(tmp_path / "good"))
+    for mode, key, key_file, env in [
+        ("keychain", None, None, {}),
+        ("memory", None, None, {}),
+        ("auto", None, None, {}),
+        ("auto", None, loose, {}),  # no token directory: the keychain decides at the opening
+        ("file", None, good, state_env),
+        ("file", KEY, None, state_env),
+    ]:
+        check_options(mode, key=key, key_file=key_file, env=env)
+    assert not token_directory(state_env).exists()  # nothing was made
+
+
+def test_a_deferred_store_opens_once_at_its_first_use_and_logs_its_line(caplog):
+    opened: list[int] = []
+
+    def opener() -> OpenedStore:
+        opened.append(1)
+        return OpenedStore(MemoryStore(), "the tokens stay here")
+
+    store = DeferredStore(opener)
+    assert opened == []
+    with caplog.at_level(logging.INFO, logger="mcpbridge"):
+        indexed = IndexedStore(store)
+        indexed.open()
+        indexed.save(sample_record(), URL)
+        assert indexed.load(sample_record().key) == sample_record()
+    assert opened == [1]
+    assert store.kind == "memory" and store.describe() == "the tokens stay here"
+    assert [r.getMessage() for r in caplog.records] == ["the tokens stay here"]
+
+
+def test_a_deferred_store_that_does_not_open_raises_the_same_error_each_time_and_logs_it_once(caplog):
+    calls: list[int] = []
+
+    def opener() -> OpenedStore:
+        calls.append(1)
+        raise StoreOpenError("KeychainLocked", "the keychain is locked")
+
+    store = DeferredStore(opener)
+    with caplog.at_level(logging.INFO, logger="mcpbridge"):
+        for _ in range(3):
+            with pytest.raises(StoreOpenError) as caught:
+                IndexedStore(store).open()
+            assert caught.value.name == "KeychainLocked"
+        with pytest.raises(StoreError):
+            store.get(sample_record().key)
+    assert calls == [1]
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors == ["the token store did not open: the keychain is locked"]

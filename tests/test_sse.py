@@ -215,3 +215,17 @@ def test_arbitrary_bytes_never_break_the_parser_except_by_the_limit(data, split)
         parser.feed(data[split:])
     except EventTooLarge:
         pass
+
+
+def test_an_event_keeps_its_bytes_and_decodes_its_text_when_asked():
+    (event,) = parse_all(b"data: caf\xc3\xa9\ndata: \xff\n\n")
+    assert event.raw == b"caf\xc3\xa9\n\xff"
+    assert event.data == "caf\u00e9\n\ufffd"
+    assert event == Event("caf\u00e9\n\ufffd") and Event(raw=b"x").data == "x"
+
+
+def test_a_long_data_line_in_many_chunks_gives_one_event():
+    parser = SseParser(1 << 20)
+    line = b"data: " + b"z" * 300_000 + b"\n\n"
+    events = [e for i in range(0, len(line), 4096) for e in parser.feed(line[i : i + 4096])]
+    assert [e.raw for e in events] == [b"z" * 300_000]

@@ -11,13 +11,15 @@ notifications that ends with the response. A notification is not sent at all:
 over HTTP the client cancels a request by closing its response, and the
 revision defines no other notification from the client.
 
-One ``requests.Session`` holds one keep-alive pool for all threads. Each
-exchange registers itself on the cancel token of its request; a cancellation
-shuts down the socket of that one exchange at once, from the cancelling
-thread, whether the exchange waits for the response head or reads the
-stream. A tracked connection class tells the exchange which socket is its own,
-and the pool forgets that link when the connection goes back to the pool, so a
-late cancellation never touches a connection that serves another request.
+One :class:`~.httpconn.ConnectionPool` holds the keep-alive connections for
+all threads (:mod:`.httpconn`: a small HTTP/1.1 client, so that a call costs a
+few system calls and little Python). Each exchange registers itself on the
+cancel token of its request; a cancellation shuts down the socket of that one
+exchange at once, from the cancelling thread, whether the exchange waits for
+the response head or reads the stream. The pool tells the exchange which
+socket is its own and makes it forget that link before the connection goes
+back to the pool, so a late cancellation never touches a connection that
+serves another request.
 
 Rules:
 
@@ -40,24 +42,20 @@ Rules:
 * Certificates are checked against the trust store of the system plus
   ``ca_file``; there is no way to turn the check off. ``HTTPS_PROXY``,
   ``ALL_PROXY`` and ``NO_PROXY`` choose the proxy; a loopback host never goes
-  through a proxy. ``requests`` reads nothing else from the environment (no
-  ``.netrc``, no CA bundle variables).
+  through a proxy. Nothing else comes from the environment (no ``.netrc``, no
+  CA bundle variables).
 * No log line and no error holds the URL, a header value or a token.
 """
 
 from __future__ import annotations
 
 import base64
-import email.utils
 import enum
-import functools
-import ipaddress
 import itertools
 import logging
 import os
 import re
 import socket
-import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -65,7 +63,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
 
-from . import jsonrpc
+from . import httpconn, jsonrpc
 from .cancel import CancelToken
 from .errors import (
     Cancelled,
@@ -79,11 +77,12 @@ from .errors import (
 )
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
 from .protocol import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN
-from .sse import EventTooLarge, SseParser
+from .sse import Event, EventTooLarge, SseParser
 from .transport import OnFrameError, OnMessage, Transport
 
 if TYPE_CHECKING:
-    import requests
+    import ipaddress
+    import ssl
 
 __all__ = [
     "Authorizer",
@@ -112,7 +111,7 @@ DEFAULT_CONNECT_TIMEOUT: Final = 10.0
 #: (the Python SDK every 15 s); mcp-remote uses 300 s for headers and body.
 DEFAULT_READ_TIMEOUT: Final = 300.0
 #: Connections kept alive for reuse; more may be open at one time.
-DEFAULT_POOL_SIZE: Final = 32
+DEFAULT_POOL_SIZE: Final = 64
 #: TCP keep-alive: first probe after 60 s of silence, then every 15 s, 4 probes.
 KEEPALIVE_IDLE: Final = 60
 KEEPALIVE_INTERVAL: Final = 15
@@ -129,6 +128,11 @@ ACCEPT: Final = "application/json, text/event-stream"
 NAME_PARAMS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 MARKING_KEY: Final = "x-mcp-header"
 PARAM_HEADER_PREFIX: Final = "Mcp-Param-"
+#: The headers that the transport sets for each request; a user header of another name is
+#: written into the pool's fixed part of every request head once.
+_PER_REQUEST_NAMES: Final = frozenset(
+    {"content-type", "accept", "mcp-protocol-version", "mcp-method", "mcp-name", "authorization"}
+)
 
 _ids = itertools.count(1)
 
@@ -338,6 +342,8 @@ def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
     Raises:
         CaFileError: ``ca_file`` cannot be read or holds no certificate.
     """
+    import ssl
+
     context = ssl.create_default_context()
     if ca_file is not None:
         try:
@@ -352,6 +358,8 @@ def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
 
 
 def _is_loopback(host: str) -> bool:
+    import ipaddress
+
     host = host.lower().strip("[]")
     if host == "localhost" or host.endswith(".localhost"):
         return True
@@ -371,6 +379,8 @@ def _env(env: Mapping[str, str], name: str) -> tuple[str, str] | None:
 
 def _bypassed(no_proxy: str, host: str, port: int) -> bool:
     """Whether ``NO_PROXY`` names ``host`` (a suffix, ``*``, an address or a network, maybe with a port)."""
+    import ipaddress
+
     try:
         address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
     except ValueError:
@@ -430,11 +440,10 @@ def proxy_for(url: str, env: Mapping[str, str]) -> tuple[str, str] | None:
 # Exchanges: the link from a cancel token to the socket of one request
 # ---------------------------------------------------------------------------------------------
 
-#: Guards the owner of each tracked connection and the aborted flag of each exchange. The
-#: socket shutdown happens under it, so an exchange can never shut a connection that the pool
-#: has given to another request; a shutdown is one short system call.
+#: Guards the socket and the aborted flag of each exchange. The socket shutdown happens
+#: under it, so an exchange can never shut a connection that the pool has given to another
+#: request; a shutdown is one short system call.
 _OWNER_LOCK = threading.Lock()
-_current = threading.local()
 
 
 class _Why(enum.Enum):
@@ -443,21 +452,29 @@ class _Why(enum.Enum):
 
 
 class _Exchange:
-    """One POST in flight: its connection and the socket under it."""
+    """One request in flight and the socket under it: the :class:`~.httpconn.Binding` of the pool."""
+
+    __slots__ = ("sock", "aborted")
 
     def __init__(self) -> None:
-        self.conn: Any = None
-        # Kept apart from the connection: http.client drops ``conn.sock`` when a response
-        # ends with the connection, while the response still reads from that socket.
         self.sock: socket.socket | None = None
         self.aborted: _Why | None = None
+
+    def bind(self, sock: socket.socket) -> None:
+        with _OWNER_LOCK:
+            self.sock = sock
+            if self.aborted is not None:
+                _shutdown(sock)
+
+    def unbind(self) -> None:
+        with _OWNER_LOCK:
+            self.sock = None
 
     def abort(self, why: _Why = _Why.CANCEL) -> None:
         with _OWNER_LOCK:
             if self.aborted is None:
                 self.aborted = why
-            if self.conn is not None and getattr(self.conn, "mcpbridge_owner", None) is self:
-                _shutdown(self.sock)
+            _shutdown(self.sock)
 
 
 def _shutdown(sock: socket.socket | None) -> None:
@@ -468,107 +485,6 @@ def _shutdown(sock: socket.socket | None) -> None:
             socket.socket.shutdown(sock, socket.SHUT_RDWR)
         except OSError:
             pass
-
-
-def _attach(conn: Any) -> None:
-    """Called on the sending thread when a connection connects or starts a request."""
-    exchange: _Exchange | None = getattr(_current, "exchange", None)
-    with _OWNER_LOCK:
-        conn.mcpbridge_owner = exchange
-        if exchange is not None:
-            exchange.conn = conn
-            if conn.sock is not None:
-                exchange.sock = conn.sock
-            if exchange.aborted is not None:
-                _shutdown(exchange.sock)
-
-
-def _detach(conn: Any) -> None:
-    """Called when a connection goes back to the pool."""
-    with _OWNER_LOCK:
-        conn.mcpbridge_owner = None
-
-
-@functools.cache
-def _adapter_class() -> type[Any]:
-    """The HTTPAdapter with tracked connections, built on first use (requests loads lazily)."""
-    import requests.adapters
-    from urllib3.connection import HTTPConnection, HTTPSConnection
-    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
-    class TrackedHTTPConnection(HTTPConnection):
-        mcpbridge_owner: _Exchange | None = None
-
-        def connect(self) -> None:
-            super().connect()
-            _attach(self)
-
-        def request(self, *args: Any, **kwargs: Any) -> None:
-            _attach(self)
-            super().request(*args, **kwargs)
-
-    class TrackedHTTPSConnection(HTTPSConnection):
-        mcpbridge_owner: _Exchange | None = None
-
-        def connect(self) -> None:
-            super().connect()
-            _attach(self)
-
-        def request(self, *args: Any, **kwargs: Any) -> None:
-            _attach(self)
-            super().request(*args, **kwargs)
-
-    class TrackedHTTPPool(HTTPConnectionPool):
-        ConnectionCls = TrackedHTTPConnection
-
-        def _put_conn(self, conn: Any) -> None:
-            if conn is not None:
-                _detach(conn)
-            super()._put_conn(conn)
-
-    class TrackedHTTPSPool(HTTPSConnectionPool):
-        ConnectionCls = TrackedHTTPSConnection
-
-        def _put_conn(self, conn: Any) -> None:
-            if conn is not None:
-                _detach(conn)
-            super()._put_conn(conn)
-
-    pools = {"http": TrackedHTTPPool, "https": TrackedHTTPSPool}
-
-    class Adapter(requests.adapters.HTTPAdapter):
-        """Tracked pools, one TLS context, TCP keep-alive, no certifi bundle."""
-
-        def __init__(self, ssl_context: ssl.SSLContext, pool_size: int) -> None:
-            self._ssl_context = ssl_context
-            self._socket_options = _socket_options()
-            super().__init__(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
-
-        def init_poolmanager(
-            self, connections: int, maxsize: int, block: bool = False, **kwargs: Any
-        ) -> None:
-            kwargs["ssl_context"] = self._ssl_context
-            kwargs["socket_options"] = self._socket_options
-            super().init_poolmanager(connections, maxsize, block, **kwargs)
-            self.poolmanager.pool_classes_by_scheme = pools
-
-        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
-            if proxy not in self.proxy_manager:
-                kwargs["ssl_context"] = self._ssl_context
-                kwargs["socket_options"] = self._socket_options
-                if proxy.lower().startswith("https:"):
-                    kwargs["proxy_ssl_context"] = self._ssl_context
-            manager = super().proxy_manager_for(proxy, **kwargs)
-            manager.pool_classes_by_scheme = pools
-            return manager
-
-        def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
-            # The context holds the trust; requests would add the certifi bundle to it.
-            conn.cert_reqs = "CERT_REQUIRED"
-            conn.ca_certs = None
-            conn.ca_cert_dir = None
-
-    return Adapter
 
 
 def _socket_options() -> list[tuple[int, int, int]]:
@@ -593,7 +509,7 @@ def _seconds(value: float) -> str:
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    """The exception and the errors it wraps (requests and urllib3 nest them deeply)."""
+    """The exception and the errors it wraps."""
     found: list[BaseException] = []
     stack = [exc]
     while stack and len(found) < 16:
@@ -608,41 +524,41 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def _edge_error(exc: BaseException, *, connect_timeout: float, read_timeout: float) -> McpError:
-    """The error of a failed exchange; its detail never holds the URL (requests' texts do)."""
-    from urllib3 import exceptions as u3
+    """The error of a failed exchange; its detail never holds the URL."""
+    import ssl
 
     chain = _chain(exc)
 
     def has(*kinds: type[BaseException]) -> bool:
         return any(isinstance(item, kinds) for item in chain)
 
-    names = {type(item).__name__ for item in chain}
     for item in chain:
         if isinstance(item, ssl.SSLCertVerificationError):
             if item.verify_code in (62, 64):  # X509_V_ERR_HOSTNAME_MISMATCH, _IP_ADDRESS_MISMATCH
                 return TransportFailed("TLS: the certificate of the server is not for its host name")
             return TransportFailed("TLS: the certificate of the server is not trusted")
-    if has(u3.ProxyError) or "ProxyError" in names:
+    if has(httpconn.ProxyRefused):
         return TransportFailed("proxy: the proxy did not open a connection to the server")
-    if has(ssl.SSLError, u3.SSLError) or "SSLError" in names:
+    if has(ssl.SSLError):
         return TransportFailed("TLS: the handshake failed")
-    if has(u3.NameResolutionError, socket.gaierror):
+    if has(socket.gaierror):
         return TransportFailed("connect: the host name does not resolve")
     if has(ConnectionRefusedError):
         return TransportFailed("connect: the connection was refused")
-    # urllib3's NewConnectionError is a ConnectTimeoutError too, for history.
-    if any(isinstance(i, u3.ConnectTimeoutError) and not isinstance(i, u3.NewConnectionError) for i in chain):
+    if has(httpconn.ConnectTimeout):
         return TransportFailed(f"connect: no connection in {_seconds(connect_timeout)}")
-    if has(u3.NewConnectionError):
+    if has(httpconn.ConnectionFailed):
         return TransportFailed("connect: the connection failed")
-    if has(u3.ReadTimeoutError, TimeoutError) or "ReadTimeout" in names:
+    if has(TimeoutError):
         return TransportFailed(f"read: no data in {_seconds(read_timeout)}")
     if has(ConnectionResetError, BrokenPipeError):
         return TransportFailed("the connection was reset")
-    if has(u3.DecodeError):
+    if has(httpconn.UnsupportedEncoding):
         return InvalidResponse("the content encoding of the response is not valid")
-    if has(u3.ProtocolError) or "RemoteDisconnected" in names or "IncompleteRead" in names:
+    if has(httpconn.Disconnected):
         return TransportFailed("the connection closed before the end of the response")
+    if has(httpconn.InvalidHttp):
+        return TransportFailed(f"the response is not valid HTTP/1.1: {exc}")
     return TransportFailed(f"the request failed ({type(exc).__name__})")
 
 
@@ -652,6 +568,8 @@ def _retry_after(value: str | None) -> float | None:
     value = value.strip()
     if value.isdigit():
         return float(int(value))
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -661,14 +579,12 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _status_error(response: requests.Response) -> HttpStatusError:
-    return HttpStatusError(
-        response.status_code, retry_after=_retry_after(response.headers.get("Retry-After"))
-    )
+def _status_error(response: httpconn.Response) -> HttpStatusError:
+    return HttpStatusError(response.status, retry_after=_retry_after(response.header("Retry-After")))
 
 
-def _media_type(response: requests.Response) -> str:
-    return (response.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+def _media_type(response: httpconn.Response) -> str:
+    return (response.header("Content-Type") or "").split(";", 1)[0].strip().lower()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -687,50 +603,59 @@ class _Attempts:
     headers: bool = False
 
 
-def make_session(
+def make_pool(
     url: str,
     *,
     ca_file: str | None = None,
-    ssl_context: ssl.SSLContext | None = None,
+    ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
     env: Mapping[str, str] | None = None,
     pool_size: int = DEFAULT_POOL_SIZE,
-) -> tuple[requests.Session, dict[str, str]]:
-    """A keep-alive session for ``url`` and the proxies of its requests.
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
+    headers: Sequence[tuple[str, str | bytes]] = (),
+) -> httpconn.ConnectionPool:
+    """The keep-alive connections to ``url``, through the proxy of its environment.
 
-    The session trusts the system's CA certificates plus ``ca_file``, reads nothing
-    from the environment but the proxy variables (loopback is never proxied),
-    accepts no cookies and asks for no compression.
+    The connections trust the system's CA certificates plus ``ca_file`` (the trust
+    store is read at the first TLS connection when neither is given), read nothing
+    from the environment but the proxy variables (loopback is never proxied), keep
+    no cookies and ask for no compression. ``headers`` go into every request.
 
     Raises:
         ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
             other than http and https (the detail names the variable).
         CaFileError: ``ca_file`` cannot be used.
     """
-    import http.cookiejar
-
-    import requests
-
     scheme = urlsplit(url).scheme.lower()
     if scheme not in ("http", "https"):
         raise ConnectFailed("the URL does not use http or https")
-    context = ssl_context if ssl_context is not None else tls_context(ca_file)
+    context: ssl.SSLContext | Callable[[], ssl.SSLContext]
+    if ssl_context is not None:
+        context = ssl_context
+    elif ca_file is not None:
+        context = tls_context(ca_file)
+    else:
+        context = tls_context
     proxy = proxy_for(url, os.environ if env is None else env)
-    proxies: dict[str, str] = {}
+    proxy_url: str | None = None
     if proxy is not None:
         variable, proxy_url = proxy
         if urlsplit(proxy_url).scheme.lower() not in ("http", "https"):
             raise ConnectFailed(f"the proxy of {variable.upper()} does not use http or https")
-        proxies = {scheme: proxy_url}
-    session = requests.Session()
-    session.trust_env = False
-    session.headers.clear()
-    session.headers["User-Agent"] = f"mcp-bridge-vscode/{_version()}"
-    session.headers["Accept-Encoding"] = "identity"
-    session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
-    adapter = _adapter_class()(context, pool_size)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session, proxies
+    return httpconn.ConnectionPool(
+        url,
+        ssl_context=context,
+        proxy=proxy_url,
+        headers=[
+            ("User-Agent", f"mcp-bridge-vscode/{_version()}"),
+            ("Accept-Encoding", "identity"),
+            *headers,
+        ],
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        socket_options=_socket_options(),
+        pool_size=pool_size,
+    )
 
 
 class HttpTransport(Transport):
@@ -741,7 +666,8 @@ class HttpTransport(Transport):
         ``--header-env``); a value goes as ``value.encode("utf-8", "surrogateescape")``.
     :param max_response_bytes: the limit of one JSON body and of one SSE event.
     :param ca_file: PEM certificates trusted beside the trust store of the system.
-    :param ssl_context: a context from :func:`tls_context`, instead of ``ca_file``.
+    :param ssl_context: a context from :func:`tls_context` instead of ``ca_file``, or a
+        function that makes it at the first TLS connection.
     :param connect_timeout: seconds for the connection and the TLS handshake.
     :param read_timeout: the longest wait for the next bytes of a response.
     :param authorizer: asked for headers before each request and told of 401 and 403.
@@ -760,7 +686,7 @@ class HttpTransport(Transport):
         headers: Sequence[tuple[str, str]] = (),
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         ca_file: str | None = None,
-        ssl_context: ssl.SSLContext | None = None,
+        ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         authorizer: Authorizer | None = None,
@@ -769,20 +695,39 @@ class HttpTransport(Transport):
         pool_size: int = DEFAULT_POOL_SIZE,
     ) -> None:
         self._url = url
-        self._headers = [(name, value.encode("utf-8", "surrogateescape")) for name, value in headers]
+        fixed: list[tuple[str, str | bytes]] = []
+        # A user header that a request sets too stays in the mapping of each request, as it was.
+        self._headers: list[tuple[str, str | bytes]] = []
+        for name, value in headers:
+            raw = value.encode("utf-8", "surrogateescape")
+            lower = name.lower()
+            if name in ("Content-Type", "Accept"):
+                continue  # each request sets it
+            if lower in _PER_REQUEST_NAMES or lower.startswith("mcp-param-"):
+                self._headers.append((name, raw))
+            else:
+                fixed.append((name, raw))
+        fixed += [("Content-Type", "application/json"), ("Accept", ACCEPT)]
         self._max_bytes = max_response_bytes
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._authorizer = authorizer
         self._max_depth = max_depth
-        self._session, self._proxies = make_session(
-            url, ca_file=ca_file, ssl_context=ssl_context, env=env, pool_size=pool_size
+        self._pool = make_pool(
+            url,
+            ca_file=ca_file,
+            ssl_context=ssl_context,
+            env=env,
+            pool_size=pool_size,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            headers=fixed,
         )
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._in_flight: set[_Exchange] = set()
         self._closed = False
-        self._session_closed = False
+        self._pool_closed = False
         self._markings: dict[str, dict[tuple[str, ...], str]] = {}
         self._on_message: OnMessage | None = None
         self._on_closed: Callable[[McpError | None], None] | None = None
@@ -836,9 +781,9 @@ class HttpTransport(Transport):
     def close(self, grace: float = 2.0) -> None:
         """Abort the requests in flight, wait at most ``grace`` for them, close the pool."""
         with self._lock:
-            if self._session_closed:
+            if self._pool_closed:
                 return
-            self._session_closed = True
+            self._pool_closed = True
             self._closed = True
             exchanges = list(self._in_flight)
         for exchange in exchanges:
@@ -851,7 +796,7 @@ class HttpTransport(Transport):
                     log.debug("%d requests did not stop in %s", len(self._in_flight), _seconds(grace))
                     break
                 self._idle.wait(remaining)
-        self._session.close()
+        self._pool.close()
         on_closed = self._on_closed
         if on_closed is not None:
             on_closed(None)
@@ -880,16 +825,16 @@ class HttpTransport(Transport):
             if self._closed:
                 exchange.aborted = _Why.CLOSE
             self._in_flight.add(exchange)
-        response: requests.Response | None = None
+        response: httpconn.Response | None = None
         try:
             if exchange.aborted is not None:
                 raise self._aborted(exchange, cancel)
             response = self._post(request, exchange, cancel)
-            status = response.status_code
+            status = response.status
             media = _media_type(response)
             log.debug("%s: HTTP status %d (%s)", _loggable(request.method), status, media or "no body")
             if status in (401, 403) and self._authorizer is not None and not attempts.auth:
-                challenge = response.headers.get("WWW-Authenticate")
+                challenge = response.header("WWW-Authenticate")
                 response.close()
                 if self._authorizer.on_challenge(status, challenge):
                     return _Retry.AUTH
@@ -909,32 +854,22 @@ class HttpTransport(Transport):
                 self._in_flight.discard(exchange)
                 self._idle.notify_all()
 
-    def _post(self, request: Request, exchange: _Exchange, cancel: CancelToken | None) -> requests.Response:
+    def _post(self, request: Request, exchange: _Exchange, cancel: CancelToken | None) -> httpconn.Response:
         try:
             body = jsonrpc.dumps(jsonrpc.to_obj(request))
         except (TypeError, ValueError):
             raise InvalidRequest("the message cannot be written as JSON") from None
         headers = self._request_headers(request)
-        _current.exchange = exchange
         try:
-            return self._session.post(
-                self._url,
-                data=body,
-                headers=headers,
-                timeout=(self._connect_timeout, self._read_timeout),
-                stream=True,
-                allow_redirects=False,
-                proxies=self._proxies,
-                verify=True,
-            )
+            return self._pool.request("POST", headers.items(), body, binding=exchange)
+        except httpconn.InvalidHeader:
+            raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
         except Exception as exc:
             if exchange.aborted is not None:
                 raise self._aborted(exchange, cancel) from None
             raise _edge_error(
                 exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
             ) from None
-        finally:
-            _current.exchange = None
 
     def _aborted(self, exchange: _Exchange, cancel: CancelToken | None) -> McpError:
         if exchange.aborted is _Why.CLOSE:
@@ -949,8 +884,6 @@ class HttpTransport(Transport):
         params = request.params or {}
         meta = params.get("_meta")
         version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
-        headers["Content-Type"] = "application/json"
-        headers["Accept"] = ACCEPT
         headers["MCP-Protocol-Version"] = version if isinstance(version, str) else MODERN
         headers["Mcp-Method"] = encode_header_value(request.method)
         name_key = NAME_PARAMS.get(request.method)
@@ -969,31 +902,24 @@ class HttpTransport(Transport):
     def _read_json(
         self,
         request: Request,
-        response: requests.Response,
+        response: httpconn.Response,
         exchange: _Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
         attempts: _Attempts,
     ) -> _Retry | None:
-        status = response.status_code
-        length = response.headers.get("Content-Length", "")
-        if length.isdigit() and int(length) > self._max_bytes:
-            raise InvalidResponse(f"a response longer than {self._max_bytes} bytes", http_status=status)
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in self._chunks(response, exchange, cancel, stream=False):
-            size += len(chunk)
-            if size > self._max_bytes:
-                raise InvalidResponse(f"a response longer than {self._max_bytes} bytes", http_status=status)
-            chunks.append(chunk)
+        status = response.status
+        body = self._body(response, exchange, cancel)
         try:
-            message = jsonrpc.parse(b"".join(chunks), max_depth=self._max_depth)
+            message = jsonrpc.parse(body, max_depth=self._max_depth)
         except FrameError:
+            del body
             if 200 <= status < 300:
                 raise InvalidResponse(
                     "the body is not a valid JSON-RPC message", http_status=status
                 ) from None
             raise _status_error(response) from None
+        del body  # a large body is not kept while the message goes on
         if isinstance(message, ErrorResponse) and message.id in (None, request.id):
             if (
                 message.error.code == jsonrpc.HEADER_MISMATCH
@@ -1015,22 +941,22 @@ class HttpTransport(Transport):
     def _read_stream(
         self,
         request: Request,
-        response: requests.Response,
+        response: httpconn.Response,
         exchange: _Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
     ) -> None:
         parser = SseParser(self._max_bytes)
-        for chunk in self._chunks(response, exchange, cancel, stream=True):
+        for chunk in self._chunks(response, exchange, cancel):
             try:
                 events = parser.feed(chunk)
             except EventTooLarge:
                 raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from None
             for event in events:
-                if event.type != "message" or not event.data:
+                if event.type != "message" or not event.raw:
                     continue
                 try:
-                    message = jsonrpc.parse(event.data, max_depth=self._max_depth)
+                    message = parse_event(event, self._max_depth)
                 except FrameError as exc:
                     raise InvalidResponse(f"an event is not a valid JSON-RPC message ({exc.cause})") from None
                 if isinstance(message, (Response, ErrorResponse)):
@@ -1044,18 +970,31 @@ class HttpTransport(Transport):
                 deliver(message)
         raise TransportFailed("the response stream ended before the response")
 
+    def _body(self, response: httpconn.Response, exchange: _Exchange, cancel: CancelToken | None) -> bytes:
+        """The whole body (at most the limit); the connection goes back to the pool."""
+        try:
+            body = response.read_body(self._max_bytes)
+        except httpconn.BodyTooLarge:
+            raise InvalidResponse(
+                f"a response longer than {self._max_bytes} bytes", http_status=response.status
+            ) from None
+        except Exception as exc:
+            if exchange.aborted is not None:
+                raise self._aborted(exchange, cancel) from None
+            raise _edge_error(
+                exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
+            ) from None
+        if exchange.aborted is not None:
+            raise self._aborted(exchange, cancel)
+        return body
+
     def _chunks(
-        self, response: requests.Response, exchange: _Exchange, cancel: CancelToken | None, *, stream: bool
+        self, response: httpconn.Response, exchange: _Exchange, cancel: CancelToken | None
     ) -> Iterator[bytes]:
-        """The body as it arrives (``stream``), or in full pieces: a whole read lets the
-        connection go back to the pool."""
-        raw = response.raw
+        """The body as it arrives."""
         while True:
             try:
-                if stream:
-                    chunk = raw.read1(READ_CHUNK, decode_content=True)
-                else:
-                    chunk = raw.read(READ_CHUNK, decode_content=True)
+                chunk = response.read1(READ_CHUNK)
             except Exception as exc:
                 if exchange.aborted is not None:
                     raise self._aborted(exchange, cancel) from None
@@ -1125,6 +1064,23 @@ class HttpTransport(Transport):
             self._markings = learned
         log.info("refreshed the tool list after a header mismatch of tools/call")
         return True
+
+
+def parse_event(event: Event, max_depth: int) -> Message:
+    """The message of an SSE event, parsed from its bytes (a long event is never decoded whole).
+
+    Data that is not UTF-8 is parsed as its text, with U+FFFD in place of the bad bytes.
+
+    Raises:
+        FrameError: the event is not a usable message.
+    """
+    try:
+        return jsonrpc.parse(event.raw, max_depth=max_depth)
+    except FrameError:
+        text = event.data
+        if text.encode("utf-8", "surrogatepass") == event.raw:
+            raise
+    return jsonrpc.parse(text, max_depth=max_depth)
 
 
 def _loggable(text: str) -> str:

@@ -40,12 +40,11 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
-import ssl
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from . import jsonrpc
+from . import httpconn, jsonrpc
 from .cancel import CancelToken
 from .errors import (
     Cancelled,
@@ -66,19 +65,19 @@ from .http import (
     READ_CHUNK,
     Authorizer,
     HttpStatusError,
-    _current,
     _edge_error,
     _Exchange,
     _media_type,
     _Why,
-    make_session,
+    make_pool,
+    parse_event,
 )
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
 from .sse import EventTooLarge, SseParser
 from .transport import OnFrameError, OnMessage, Transport
 
 if TYPE_CHECKING:
-    import requests
+    import ssl
 
 __all__ = ["LegacyHttpTransport"]
 
@@ -129,7 +128,7 @@ class LegacyHttpTransport(Transport):
         headers: Sequence[tuple[str, str]] = (),
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         ca_file: str | None = None,
-        ssl_context: ssl.SSLContext | None = None,
+        ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         authorizer: Authorizer | None = None,
@@ -144,8 +143,14 @@ class LegacyHttpTransport(Transport):
         self._read_timeout = read_timeout
         self._authorizer = authorizer
         self._max_depth = max_depth
-        self._http, self._proxies = make_session(
-            url, ca_file=ca_file, ssl_context=ssl_context, env=env, pool_size=pool_size
+        self._http = make_pool(
+            url,
+            ca_file=ca_file,
+            ssl_context=ssl_context,
+            env=env,
+            pool_size=pool_size,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
         )
 
         self._lock = threading.Lock()
@@ -283,12 +288,12 @@ class LegacyHttpTransport(Transport):
             exchange = _Exchange()
             remove = cancel.add_callback(exchange.abort) if cancel is not None else None
             self._track(exchange)
-            response: requests.Response | None = None
+            response: httpconn.Response | None = None
             try:
                 response = self._http_call("POST", message, exchange, cancel, session)
-                status = response.status_code
+                status = response.status
                 if status in (401, 403) and self._authorizer is not None and not challenged:
-                    challenge = response.headers.get("WWW-Authenticate")
+                    challenge = response.header("WWW-Authenticate")
                     response.close()
                     if self._authorizer.on_challenge(status, challenge):
                         challenged = True
@@ -308,12 +313,12 @@ class LegacyHttpTransport(Transport):
     def _answer(
         self,
         message: Message,
-        response: requests.Response,
+        response: httpconn.Response,
         exchange: _Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
     ) -> None:
-        status = response.status_code
+        status = response.status
         media = _media_type(response)
         method = message.method if isinstance(message, (Request, Notification)) else "an answer"
         log.debug("%s: HTTP status %d (%s)", method[:128], status, media or "no body")
@@ -331,8 +336,8 @@ class LegacyHttpTransport(Transport):
             return
         raise HttpStatusError(status)
 
-    def _remember_session(self, response: requests.Response) -> None:
-        session = response.headers.get(SESSION_HEADER)
+    def _remember_session(self, response: httpconn.Response) -> None:
+        session = response.header(SESSION_HEADER)
         if session is not None and _visible_ascii(session):
             self._session_id = session
         elif session is not None:
@@ -353,27 +358,22 @@ class LegacyHttpTransport(Transport):
     def _read_json(
         self,
         request: Request,
-        response: requests.Response,
+        response: httpconn.Response,
         exchange: _Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
     ) -> None:
-        status = response.status_code
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in self._chunks(response, exchange, cancel, stream=False):
-            size += len(chunk)
-            if size > self._max_bytes:
-                raise InvalidResponse(f"a response longer than {self._max_bytes} bytes", http_status=status)
-            chunks.append(chunk)
+        status = response.status
+        body = self._body(response, exchange, cancel)
         try:
-            answer = jsonrpc.parse(b"".join(chunks), max_depth=self._max_depth)
+            answer = jsonrpc.parse(body, max_depth=self._max_depth)
         except FrameError:
             if 200 <= status < 300:
                 raise InvalidResponse(
                     "the body is not a valid JSON-RPC message", http_status=status
                 ) from None
             raise HttpStatusError(status) from None
+        del body  # a large body is not kept while the message goes on
         if isinstance(answer, ErrorResponse) and answer.id in (None, request.id):
             deliver(ErrorResponse(request.id, answer.error))
             return
@@ -388,7 +388,7 @@ class LegacyHttpTransport(Transport):
     def _read_stream(
         self,
         request: Request,
-        response: requests.Response,
+        response: httpconn.Response,
         exchange: _Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
@@ -404,14 +404,14 @@ class LegacyHttpTransport(Transport):
 
     def _events(
         self,
-        response: requests.Response,
+        response: httpconn.Response,
         exchange: _Exchange,
         cancel: CancelToken | None,
         parser: SseParser,
         *,
         strict: bool,
     ) -> Iterator[Message]:
-        for chunk in self._chunks(response, exchange, cancel, stream=True):
+        for chunk in self._chunks(response, exchange, cancel):
             try:
                 events = parser.feed(chunk)
             except EventTooLarge:
@@ -419,10 +419,10 @@ class LegacyHttpTransport(Transport):
             for event in events:
                 if event.last_event_id:
                     self._last_event_id = event.last_event_id
-                if event.type != "message" or not event.data:
+                if event.type != "message" or not event.raw:
                     continue
                 try:
-                    message = jsonrpc.parse(event.data, max_depth=self._max_depth)
+                    message = parse_event(event, self._max_depth)
                 except FrameError as exc:
                     if strict:
                         raise InvalidResponse(
@@ -432,17 +432,29 @@ class LegacyHttpTransport(Transport):
                     continue
                 yield message
 
+    def _body(self, response: httpconn.Response, exchange: _Exchange, cancel: CancelToken | None) -> bytes:
+        try:
+            body = response.read_body(self._max_bytes)
+        except httpconn.BodyTooLarge:
+            raise InvalidResponse(
+                f"a response longer than {self._max_bytes} bytes", http_status=response.status
+            ) from None
+        except Exception as exc:
+            if exchange.aborted is not None:
+                raise self._aborted(exchange, cancel) from None
+            raise _edge_error(
+                exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
+            ) from None
+        if exchange.aborted is not None:
+            raise self._aborted(exchange, cancel)
+        return body
+
     def _chunks(
-        self, response: requests.Response, exchange: _Exchange, cancel: CancelToken | None, *, stream: bool
+        self, response: httpconn.Response, exchange: _Exchange, cancel: CancelToken | None
     ) -> Iterator[bytes]:
-        raw = response.raw
         while True:
             try:
-                chunk = (
-                    raw.read1(READ_CHUNK, decode_content=True)
-                    if stream
-                    else raw.read(READ_CHUNK, decode_content=True)
-                )
+                chunk = response.read1(READ_CHUNK)
             except Exception as exc:
                 if exchange.aborted is not None:
                     raise self._aborted(exchange, cancel) from None
@@ -481,16 +493,14 @@ class LegacyHttpTransport(Transport):
         if session is None:
             return
         try:
-            response = self._http.delete(
-                self._url,
-                headers=self._headers_for(session, accept=None),
-                timeout=(min(self._connect_timeout, grace), grace),
-                allow_redirects=False,
-                proxies=self._proxies,
-                verify=True,
+            response = self._http.request(
+                "DELETE",
+                self._headers_for(session, accept=None).items(),
+                None,
+                timeouts=(min(self._connect_timeout, grace), grace),
             )
             response.close()
-            log.debug("the end of the session: HTTP status %d", response.status_code)
+            log.debug("the end of the session: HTTP status %d", response.status)
         except Exception as exc:  # noqa: BLE001 - the end of a session is a courtesy
             log.debug("the end of the session failed: %s", type(exc).__name__)
 
@@ -564,7 +574,7 @@ class LegacyHttpTransport(Transport):
     def _listen_once(self, session: str | None, parser: SseParser) -> str:
         exchange = _Exchange()
         self._track(exchange)
-        response: requests.Response | None = None
+        response: httpconn.Response | None = None
         try:
             try:
                 response = self._http_call("GET", None, exchange, None, session)
@@ -575,7 +585,7 @@ class LegacyHttpTransport(Transport):
                 return "failed"
             finally:
                 self._stream_ready.set()
-            status = response.status_code
+            status = response.status
             if status == 405:
                 return "unsupported"
             if status == 404 and session is not None:
@@ -620,7 +630,7 @@ class LegacyHttpTransport(Transport):
         exchange: _Exchange,
         cancel: CancelToken | None,
         session: str | None,
-    ) -> requests.Response:
+    ) -> httpconn.Response:
         if exchange.aborted is not None:
             raise self._aborted(exchange, cancel)
         if message is None:
@@ -635,27 +645,16 @@ class LegacyHttpTransport(Transport):
                 body = jsonrpc.dumps(jsonrpc.to_obj(message))
             except (TypeError, ValueError):
                 raise InvalidRequest("the message cannot be written as JSON") from None
-        _current.exchange = exchange
         try:
-            return self._http.request(
-                verb,
-                self._url,
-                data=body,
-                headers=headers,
-                timeout=(self._connect_timeout, self._read_timeout),
-                stream=True,
-                allow_redirects=False,
-                proxies=self._proxies,
-                verify=True,
-            )
+            return self._http.request(verb, headers.items(), body, binding=exchange)
+        except httpconn.InvalidHeader:
+            raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
         except Exception as exc:
             if exchange.aborted is not None:
                 raise self._aborted(exchange, cancel) from None
             raise _edge_error(
                 exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
             ) from None
-        finally:
-            _current.exchange = None
 
     def _track(self, exchange: _Exchange) -> None:
         with self._lock:

@@ -31,8 +31,7 @@ nothing once they end, so a long stream of keep-alives uses no memory.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 __all__ = ["Event", "EventTooLarge", "SseError", "SseParser"]
 
@@ -46,16 +45,56 @@ _CR: Final = 0x0D
 _LF: Final = 0x0A
 
 
-@dataclass(frozen=True, slots=True)
 class Event:
-    """One dispatched event."""
+    """One dispatched event.
 
-    #: The data lines joined with ``"\\n"``.
-    data: str
-    #: The value of the ``event`` field, or ``"message"``.
-    type: str = "message"
-    #: The last event id at the time of dispatch (``""`` before any ``id`` field).
-    last_event_id: str = ""
+    :attr:`raw` holds the data as it came (UTF-8 bytes); :attr:`data` is its text,
+    decoded at the first use, so a large event need not exist as text at all.
+    Events compare by their data, type and last event id.
+    """
+
+    __slots__ = ("_data", "raw", "type", "last_event_id")
+
+    def __init__(
+        self,
+        data: str | None = None,
+        type: str = "message",
+        last_event_id: str = "",
+        *,
+        raw: bytes | None = None,
+    ) -> None:
+        if raw is None:
+            if data is None:
+                raise TypeError("an event needs its data or its raw bytes")
+            raw = data.encode("utf-8", "surrogatepass")
+        self._data = data
+        #: The data lines joined with ``b"\\n"``, as bytes.
+        self.raw: bytes = raw
+        #: The value of the ``event`` field, or ``"message"``.
+        self.type = type
+        #: The last event id at the time of dispatch (``""`` before any ``id`` field).
+        self.last_event_id = last_event_id
+
+    @property
+    def data(self) -> str:
+        """The data lines joined with ``"\\n"`` (bytes that are not UTF-8 become U+FFFD)."""
+        if self._data is None:
+            self._data = self.raw.decode("utf-8", "replace")
+        return self._data
+
+    def _key(self) -> tuple[str, str, str]:
+        return (self.data, self.type, self.last_event_id)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Event):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Event(data={self.data!r}, type={self.type!r}, last_event_id={self.last_event_id!r})"
 
 
 class SseError(Exception):
@@ -115,9 +154,13 @@ class SseParser:
                 self._append(chunk, start, end_of_chunk)
                 break
             end = match.start()
-            self._append(chunk, start, end)
-            line = bytes(self._line)
-            self._line.clear()
+            if self._line:
+                self._append(chunk, start, end)
+                line: Any = self._line  # a bytearray; _process copies what it keeps
+            else:
+                if end - start > self._max_line:
+                    self._fail()
+                line = chunk[start:end]
             start = end + 1
             if chunk[end] == _CR:
                 if start < end_of_chunk:
@@ -126,13 +169,16 @@ class SseParser:
                 else:
                     self._skip_lf = True
             event = self._process(line)
+            if line is self._line:
+                self._line.clear()
             if event is not None:
                 events.append(event)
         return events
 
     def _append(self, chunk: bytes, start: int, end: int) -> None:
         if end > start:
-            self._line += chunk[start:end]
+            with memoryview(chunk) as view:
+                self._line += view[start:end]
             if len(self._line) > self._max_line:
                 self._fail()
 
@@ -142,7 +188,8 @@ class SseParser:
         self._data.clear()
         raise EventTooLarge(self.max_event_bytes)
 
-    def _process(self, line: bytes) -> Event | None:
+    def _process(self, line: bytes | bytearray) -> Event | None:
+        """One line (a bytearray of the parser, or a slice of a chunk); a value is copied once."""
         if self._at_start:
             self._at_start = False
             if line.startswith(_BOM):
@@ -151,16 +198,24 @@ class SseParser:
             return self._dispatch()
         if line[0] == 0x3A:  # ":" starts a comment
             return None
-        name, colon, value = line.partition(b":")
-        if colon and value[:1] == b" ":
-            value = value[1:]
+        colon = line.find(b":")
+        if colon < 0:
+            name, start = bytes(line), len(line)
+        else:
+            name, start = bytes(line[:colon]), colon + 1
+            if line[start : start + 1] == b" ":
+                start += 1
         if name == b"data":
+            with memoryview(line) as view:
+                value = bytes(view[start:])
             size = self._data_size + len(value) + (1 if self._data else 0)
             if size > self.max_event_bytes:
                 self._fail()
             self._data.append(value)
             self._data_size = size
-        elif name == b"event":
+            return None
+        value = bytes(line[start:])
+        if name == b"event":
             self._type = value
         elif name == b"id":
             if b"\x00" not in value:
@@ -174,9 +229,9 @@ class SseParser:
         if not self._data:
             self._type = b""
             return None
-        data = b"\n".join(self._data).decode("utf-8", "replace")
+        raw = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
         event_type = self._type.decode("utf-8", "replace") if self._type else "message"
         self._data = []
         self._data_size = 0
         self._type = b""
-        return Event(data=data, type=event_type, last_event_id=self._last_id)
+        return Event(type=event_type, last_event_id=self._last_id, raw=raw)

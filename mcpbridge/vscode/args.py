@@ -1168,6 +1168,7 @@ Exit codes:
   1  The upstream command stopped, or an internal error.
      logout: a deletion failed.
   2  The arguments are not valid, a variable of --header-env is missing, the
-     --ca-file is not usable, or the token store did not open.
+     --ca-file is not usable, or the token key options are not usable. (A token
+     store that does not open fails each request that needs a sign-in.)
   check: 0 when the upstream server answered, 1 when it did not, 2 as above.
 """

@@ -1,9 +1,16 @@
 """The URL form: serve VS Code on stdio in front of a Streamable HTTP server.
 
 ``mcp-bridge-vscode [options] <url>``. Each ``initialize`` of VS Code makes a new
-:class:`~mcpbridge.mcp.http.HttpTransport`; all of them share one TLS context,
-read once at the start. A URL upstream never stops the bridge: a failed request
-fails alone, and the bridge exits with 0 at the end of stdin.
+:class:`~mcpbridge.mcp.http.HttpTransport`; all of them share one TLS context.
+A URL upstream never stops the bridge: a failed request fails alone, and the
+bridge exits with 0 at the end of stdin.
+
+The front end answers ``ping`` before anything of the upstream side loads: the
+TLS context is read at the start only to check ``--ca-file`` (else at the first
+TLS connection), and the token store opens at the first request that needs a
+token (a store that does not open then fails that request, with the line "the
+token store did not open" in the log). Only the options of the store that can
+be checked without opening it stop the bridge at the start.
 """
 
 from __future__ import annotations
@@ -11,16 +18,44 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from . import args
+
+if TYPE_CHECKING:
+    import ssl
+
+    from ..mcp.http import HttpTransport
+    from ..mcp.legacy_http import LegacyHttpTransport
 
 logger = logging.getLogger("mcpbridge.vscode")
 
 #: The exit code for a ``--ca-file`` that the bridge cannot use.
 EXIT_BAD_CA_FILE = 2
-#: The exit code for a token store that does not open.
+#: The exit code for token store options that cannot work.
 EXIT_TOKEN_STORE = 2
+
+
+class SharedContext:
+    """The one TLS context of the process, made at its first use (the trust store of the system
+    costs time and memory that a plain ``http`` upstream never needs).
+
+    :param context: a context made already (from ``--ca-file``), or None.
+    """
+
+    def __init__(self, context: ssl.SSLContext | None = None) -> None:
+        self._context = context
+        self._lock = threading.Lock()
+
+    def __call__(self) -> ssl.SSLContext:
+        with self._lock:
+            if self._context is None:
+                from ..mcp.http import tls_context
+
+                self._context = tls_context()
+            return self._context
 
 
 def serve_url(settings: args.Settings) -> int:
@@ -29,21 +64,23 @@ def serve_url(settings: args.Settings) -> int:
     from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
     from ..bridge.upstream import transport_connector
-    from ..mcp.http import CaFileError, HttpTransport, tls_context
-    from ..mcp.legacy_http import LegacyHttpTransport
     from .main import serve
 
     assert settings.url is not None
     url = settings.url
-    try:
-        context = tls_context(settings.ca_file)
-    except CaFileError as exc:
-        logger.error("cannot use the CA certificates of --ca-file: %s", exc.detail)
-        return EXIT_BAD_CA_FILE
+    context = SharedContext()
+    if settings.ca_file is not None:
+        from ..mcp.http import CaFileError, tls_context
+
+        try:
+            context = SharedContext(tls_context(settings.ca_file))
+        except CaFileError as exc:
+            logger.error("cannot use the CA certificates of --ca-file: %s", exc.detail)
+            return EXIT_BAD_CA_FILE
     headers = [(header.name, header.value) for header in settings.headers]
     oauth = None
     if settings.registration is not None:
-        # The sign-in (no static authorization header): the token store opens now.
+        # The sign-in (no static authorization header): the token store opens at the first need.
         from ..oauth.authorizer import start_oauth
         from ..oauth.errors import StoreOpenError
 
@@ -55,6 +92,8 @@ def serve_url(settings: args.Settings) -> int:
     authorizer = oauth.authorizer if oauth is not None else None
 
     def make_transport() -> HttpTransport:
+        from ..mcp.http import HttpTransport
+
         return HttpTransport(
             url,
             headers=headers,
@@ -65,6 +104,8 @@ def serve_url(settings: args.Settings) -> int:
 
     def make_legacy_transport() -> LegacyHttpTransport:
         # A 2025-era server (module passthrough): the Streamable HTTP of 2025-11-25.
+        from ..mcp.legacy_http import LegacyHttpTransport
+
         return LegacyHttpTransport(
             url,
             headers=headers,
