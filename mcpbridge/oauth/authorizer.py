@@ -50,7 +50,7 @@ from ..mcp.http import HttpStatusError
 from ..mcp.jsonrpc import Notification
 from ..mcp.transport import Transport
 from ..vscode.args import ClientMetadataDocument, PreRegistered, Registration
-from . import discovery, flow
+from . import flow
 from .errors import (
     AccessRefused,
     InvalidClientMetadataUrl,
@@ -62,16 +62,19 @@ from .errors import (
     SignInFailed,
     SignInTimeout,
     StoreError,
+    StoreOpenError,
 )
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
 from .receiver import PortBusy, probe
 from .signin import SignIn
-from .store import IndexedStore
-from .web import WebClient
+from .store import IndexedStore, OpenedStore
 
 if TYPE_CHECKING:
+    import ssl
+
     from ..bridge.frontend import Frontend
     from ..vscode.args import Settings
+    from .web import WebClient
 
 __all__ = ["AuthorizedClient", "OAuthAuthorizer", "OAuthConfig", "OAuthSession", "start_oauth"]
 
@@ -117,6 +120,10 @@ class _Scope:
 class OAuthAuthorizer:
     """The :class:`~mcpbridge.mcp.http.Authorizer` of one upstream URL; see the module docstring.
 
+    :param store: the stored sign-ins; a :class:`~.store.DeferredStore` under it opens at the
+        first need of a token, and a store that does not open fails that request (and each
+        later one) with ``sign_in_failed``.
+    :param web: the HTTP client of the sign-in, or a function that makes it at its first use.
     :param clock: Unix seconds (``time.time``); the expiry of the tokens uses it.
     """
 
@@ -124,14 +131,15 @@ class OAuthAuthorizer:
         self,
         config: OAuthConfig,
         store: IndexedStore,
-        web: WebClient,
+        web: WebClient | Callable[[], WebClient],
         sign_in: SignIn,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
         self.store = store
-        self.web = web
+        self._web = web
+        self._web_lock = threading.Lock()
         self.sign_in = sign_in
         self._clock = clock
         self._lock = threading.Lock()
@@ -144,6 +152,18 @@ class OAuthAuthorizer:
         self._resources: dict[str | None, ResourceMetadata] = {}
         self._servers: dict[str, ServerMetadata] = {}
         self._bound_issuer: str | None = None
+
+    @property
+    def web(self) -> WebClient:
+        """The HTTP client of the sign-in (made at its first use: ``requests`` loads then)."""
+        web = self._web
+        if callable(web):
+            with self._web_lock:
+                if callable(self._web):
+                    self._web = self._web()
+                web = self._web
+        assert not callable(web)
+        return web
 
     # ------------------------------------------------------------- the seam
 
@@ -234,7 +254,18 @@ class OAuthAuthorizer:
     # ------------------------------------------------------------ the state
 
     def _current(self) -> Record | None:
-        """The record in use; on first use, the stored sign-in of the index for this URL."""
+        """The record in use; on first use, the stored sign-in of the index for this URL.
+
+        Raises:
+            SignInFailed: the token store did not open.
+        """
+        with self._lock:
+            if self._record is not None or self._loaded:
+                return self._record
+        self._open_store()
+        return self._first_record()
+
+    def _first_record(self) -> Record | None:
         with self._lock:
             if self._record is not None or self._loaded:
                 return self._record
@@ -244,6 +275,13 @@ class OAuthAuthorizer:
             if self._record is None:
                 self._record = found
             return self._record
+
+    def _open_store(self) -> None:
+        """Open the token store at the first need of a token (the store logs its line, or its error)."""
+        try:
+            self.store.open()
+        except StoreOpenError as exc:
+            raise SignInFailed(f"the token store did not open: {exc.detail}") from None
 
     def _from_index(self) -> Record | None:
         try:
@@ -365,6 +403,8 @@ class OAuthAuthorizer:
         return True
 
     def _discover(self, challenge: flow.Challenge | None) -> tuple[ResourceMetadata, ServerMetadata]:
+        from . import discovery
+
         source = challenge.resource_metadata if challenge is not None else None
         with self._lock:
             resource = self._resources.get(source)
@@ -375,6 +415,8 @@ class OAuthAuthorizer:
         return resource, self._server(resource.issuer)
 
     def _server(self, issuer: str) -> ServerMetadata:
+        from . import discovery
+
         with self._lock:
             server = self._servers.get(issuer)
         if server is None:
@@ -385,6 +427,8 @@ class OAuthAuthorizer:
 
     def _registration(self, server: ServerMetadata, stored: Record | None) -> ClientRegistration:
         """The client for ``server``: pre-registered, stored, a metadata document, or a new registration."""
+        from . import discovery
+
         choice = self.config.registration
         if isinstance(choice, PreRegistered):
             with self._lock:
@@ -425,6 +469,8 @@ class OAuthAuthorizer:
 
     def _refresh(self, stored: Record, server: ServerMetadata, resource: ResourceMetadata) -> Record | None:
         """Refresh ``stored``; the new record, or the record that is left after a refused refresh."""
+        from . import discovery
+
         assert stored.refresh_token is not None
         try:
             tokens = discovery.refresh(
@@ -495,6 +541,8 @@ class OAuthAuthorizer:
         used: str | None,
     ) -> None:
         """Sign in with the browser or the consent of the client; store the tokens."""
+        from . import discovery
+
         state = flow.b64url(secrets.token_bytes(32))
         digest = key.digest().hex()
         followed = False
@@ -641,9 +689,8 @@ Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]
 class OAuthSession:
     """The sign-in of the URL form: the authorizer, its gate, and what the front end needs."""
 
-    def __init__(self, authorizer: OAuthAuthorizer, store_line: str) -> None:
+    def __init__(self, authorizer: OAuthAuthorizer) -> None:
         self.authorizer = authorizer
-        self.store_line = store_line
 
     def connector(self, make_transport: Callable[[], Transport], *, max_depth: int = 200) -> Connect:
         """A ``connect`` for the front end: an :class:`AuthorizedClient` over a new transport.
@@ -682,20 +729,39 @@ def secret_variables(settings: Settings) -> set[str]:
     return names
 
 
-def start_oauth(settings: Settings, *, ssl_context: Any, env: Mapping[str, str]) -> OAuthSession:
-    """Open the token store and make the authorizer of the URL form.
+def start_oauth(
+    settings: Settings,
+    *,
+    ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext],
+    env: Mapping[str, str],
+) -> OAuthSession:
+    """Make the authorizer of the URL form; the token store opens at the first need of a token.
+
+    Only the checks that need no keychain run now (:func:`~.store.check_options`):
+    ``keyring``, ``cryptography`` and ``requests`` load when a request needs them.
+
+    :param ssl_context: the trust of the sign-in requests, or a function that makes it.
 
     Raises:
-        StoreOpenError: the token store did not open (the executable exits with 2).
+        StoreOpenError: the options of the token store cannot work (the executable exits with 2).
     """
     from .signin import Gate, Opener, SignInSettings
-    from .store import open_store
+    from .store import DeferredStore, check_options, open_store
 
     assert settings.url is not None and settings.registration is not None
-    opened = open_store(
-        settings.token_store, key=settings.token_key, key_file=settings.token_key_file, env=env
-    )
-    log.info("%s", opened.line)
+    check_options(settings.token_store, key=settings.token_key, key_file=settings.token_key_file, env=env)
+
+    def open_token_store() -> OpenedStore:
+        return open_store(
+            settings.token_store, key=settings.token_key, key_file=settings.token_key_file, env=env
+        )
+
+    def make_web() -> WebClient:
+        from .web import WebClient
+
+        context = ssl_context() if callable(ssl_context) else ssl_context
+        return WebClient(context, env)
+
     sign_in = SignIn(
         SignInSettings(
             port=settings.redirect_port,
@@ -707,5 +773,5 @@ def start_oauth(settings: Settings, *, ssl_context: Any, env: Mapping[str, str])
         Opener(env, secret_variables(settings)),
     )
     config = OAuthConfig(settings.url, settings.account, settings.redirect_port, settings.registration)
-    authorizer = OAuthAuthorizer(config, IndexedStore(opened.store), WebClient(ssl_context, env), sign_in)
-    return OAuthSession(authorizer, opened.line)
+    authorizer = OAuthAuthorizer(config, IndexedStore(DeferredStore(open_token_store)), make_web, sign_in)
+    return OAuthSession(authorizer)

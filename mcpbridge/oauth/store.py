@@ -23,7 +23,10 @@ The file store (:class:`EncryptedFileStore`):
   ciphertext with its tag; the additional data binds the ciphertext to the file
   name, so a moved, truncated or changed file does not decrypt.
 
-``keyring`` and ``cryptography`` are imported when a store needs them.
+``keyring`` and ``cryptography`` are imported when a store needs them. The URL
+form opens its store at the first request that needs a token
+(:class:`DeferredStore`); :func:`check_options` tells at the start what is wrong
+with the options without opening anything.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from .errors import InvalidRecord, StoreError, StoreOpenError
 from .flow import IndexEntry, Record, RecordKey
 
 __all__ = [
+    "DeferredStore",
     "EncryptedFileStore",
     "FallbackStore",
     "IndexedStore",
@@ -55,6 +59,7 @@ __all__ = [
     "OpenedStore",
     "TokenStore",
     "UnavailableStore",
+    "check_options",
     "open_store",
     "read_key_file",
     "token_directory",
@@ -677,6 +682,86 @@ def open_store(
     return OpenedStore(FallbackStore(primary, make_next), primary.describe())
 
 
+def check_options(mode: str, *, key: bytes | None, key_file: str | None, env: Mapping[str, str]) -> None:
+    """The failures of :func:`open_store` that need neither the keychain nor ``cryptography``.
+
+    ``file`` needs a token directory and a key; the file of ``--token-key-file``
+    must be usable (with ``auto`` too, where :func:`open_store` reads it whether
+    the keychain answers or not). Nothing is opened, created or imported.
+
+    Raises:
+        StoreOpenError: the error that :func:`open_store` would raise for these options.
+    """
+    if mode == "file":
+        directory = token_directory(env)
+        if _file_key(key, key_file, directory) is None:
+            raise StoreOpenError(
+                "TokenKeyMissing",
+                "the file store needs a key: set MCP_BRIDGE_TOKEN_KEY, or give --token-key-file",
+            )
+    elif mode == "auto" and key_file is not None:
+        try:
+            directory = token_directory(env)
+        except StoreOpenError:
+            return  # the keychain decides: the memory store follows, or open_store raises
+        read_key_file(key_file, directory)
+
+
+class DeferredStore(TokenStore):
+    """A store that opens at its first use: the keychain, ``keyring`` and ``cryptography`` load then.
+
+    :param opener: opens the store (for example a call of :func:`open_store`).
+
+    The info line of the opened store is logged when it opens. A store that does
+    not open stays closed: the error is logged once, and every use raises the
+    same :class:`~.errors.StoreOpenError`.
+    """
+
+    def __init__(self, opener: Callable[[], OpenedStore]) -> None:
+        self._opener: Callable[[], OpenedStore] | None = opener
+        self._opened: OpenedStore | None = None
+        self._error: StoreOpenError | None = None
+        self._lock = threading.Lock()
+
+    def open(self) -> OpenedStore:
+        """The opened store; the first call opens it.
+
+        Raises:
+            StoreOpenError: the store did not open (now or at an earlier call).
+        """
+        with self._lock:
+            if self._opened is not None:
+                return self._opened
+            if self._error is not None:
+                raise self._error
+            opener, self._opener = self._opener, None
+            assert opener is not None
+            try:
+                self._opened = opener()
+            except StoreOpenError as exc:
+                self._error = exc
+                log.error("the token store did not open: %s", exc.detail)
+                raise
+            log.info("%s", self._opened.line)
+            return self._opened
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return self.open().store.kind
+
+    def get(self, key: RecordKey) -> bytes | None:
+        return self.open().store.get(key)
+
+    def put(self, key: RecordKey, data: bytes) -> None:
+        self.open().store.put(key, data)
+
+    def delete(self, key: RecordKey) -> bool:
+        return self.open().store.delete(key)
+
+    def describe(self) -> str:
+        return self.open().line
+
+
 # ---------------------------------------------------------------------------------------------
 # Records and the index
 # ---------------------------------------------------------------------------------------------
@@ -692,6 +777,15 @@ class IndexedStore:
     def __init__(self, store: TokenStore) -> None:
         self.store = store
         self._lock = threading.Lock()
+
+    def open(self) -> None:
+        """Open a :class:`DeferredStore` now; other stores are open already.
+
+        Raises:
+            StoreOpenError: the store did not open.
+        """
+        if isinstance(self.store, DeferredStore):
+            self.store.open()
 
     def load(self, key: RecordKey) -> Record | None:
         """The record of ``key``; ``None`` when there is none or it was damaged.
