@@ -811,7 +811,7 @@ class LegacyPassthrough:
                 self._progress.close(token)
         if isinstance(outcome, Response):
             self._trace(slot, request.method, "response", started)
-            self._frontend.respond(slot, self._shape(request.method, outcome.result))
+            self._frontend.respond(slot, self._shape(request.method, outcome.result), raw=outcome.raw)
         else:
             self._trace(slot, request.method, f"error {outcome.error.code}", started)
             self._frontend.respond_error(slot, outcome.error.to_obj())
