@@ -1247,3 +1247,28 @@ def test_param_headers_render_integers_and_booleans_as_json_and_skip_absent_valu
 
 def test_filter_tools_keeps_a_result_without_tools_unchanged():
     assert filter_tools({"resultType": "complete"}) == ({"resultType": "complete"}, {}, [])
+
+
+def test_a_keep_alive_connection_the_server_closes_as_it_is_reused_gets_the_request_again_once() -> None:
+    answered: set[object] = set()
+
+    def close_on_reuse(ex: Any) -> None:
+        # The second request of each connection meets a server that closes it without an answer,
+        # as one that closes an idle connection just as the client reuses it.
+        if ex.sock in answered:
+            ex.close()
+            return
+        answered.add(ex.sock)
+        ex.text_result("ok")
+
+    with ScriptedServer(close_on_reuse) as server:
+        inbox = Inbox()
+        transport = open_transport(server.url(), inbox, read_timeout=5.0)
+        try:
+            for number in range(3):
+                transport.send(call(f"c{number}", "ok"))
+        finally:
+            transport.close()
+    assert [text_of(m) for m in inbox.messages] == ["ok", "ok", "ok"]
+    # Each call after the first was sent twice: on the closed connection, then on a new one.
+    assert len(server.wait_requests(5)) == 5

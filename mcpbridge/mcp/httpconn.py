@@ -110,6 +110,10 @@ class Disconnected(WireError):
     """The connection ended before the end of the response."""
 
 
+class _NothingReceived(Disconnected):
+    """The connection ended before the first byte of the response."""
+
+
 class InvalidHttp(WireError):
     """The response is not valid HTTP/1.1 (its head, its framing)."""
 
@@ -640,26 +644,55 @@ class ConnectionPool:
             WireError, OSError: the exchange failed (see the module docstring).
         """
         head = self._head(method, headers, body)
-        conn = self._get(binding, timeouts[0] if timeouts is not None else self._connect_timeout)
-        try:
-            sock = conn.sock
+        connect_timeout = timeouts[0] if timeouts is not None else self._connect_timeout
+        conn = self._get(binding, connect_timeout)
+        while True:
+            reused = conn.requests > 0
+            try:
+                response = self._exchange(conn, binding, method, head, body, timeouts)
+            except (_NothingReceived, BrokenPipeError, ConnectionResetError):
+                binding.unbind()
+                conn.close()
+                if not reused:
+                    raise
+                # A server may close an idle keep-alive connection just as it is reused
+                # (RFC 9112, 9.3.1): the request never reached it. Once more, on a new one.
+                conn = self._connect(binding, connect_timeout)
+                continue
+            except BaseException:
+                binding.unbind()
+                conn.close()
+                raise
             if timeouts is not None:
-                sock.settimeout(timeouts[1])
-            if body and len(body) <= JOIN_BODY_BYTES:
-                sock.sendall(head + body)
-            else:
-                sock.sendall(head)
-                if body:
-                    sock.sendall(body)
-            conn.requests += 1
-            response = self._response(conn, binding, method)
-        except BaseException:
-            binding.unbind()
-            conn.close()
-            raise
+                response._keep_alive = False
+            return response
+
+    def _exchange(
+        self,
+        conn: _Connection,
+        binding: Binding,
+        method: str,
+        head: bytes,
+        body: bytes | None,
+        timeouts: tuple[float, float] | None,
+    ) -> Response:
+        """Write the request on ``conn`` and read the head of its response.
+
+        Raises:
+            _NothingReceived, BrokenPipeError, ConnectionResetError: nothing of the
+                response came (a reset after its first bytes is a :class:`Disconnected`).
+        """
+        sock = conn.sock
         if timeouts is not None:
-            response._keep_alive = False
-        return response
+            sock.settimeout(timeouts[1])
+        if body and len(body) <= JOIN_BODY_BYTES:
+            sock.sendall(head + body)
+        else:
+            sock.sendall(head)
+            if body:
+                sock.sendall(body)
+        conn.requests += 1
+        return self._response(conn, binding, method)
 
     def close(self) -> None:
         """Close the idle connections; a connection in use closes with its response."""
@@ -829,9 +862,16 @@ class ConnectionPool:
             if len(buffer) > MAX_HEAD_BYTES:
                 raise InvalidHttp("the head of the response is too long")
             start = max(0, len(buffer) - 3)
-            data = conn.recv()
+            try:
+                data = conn.recv()
+            except ConnectionResetError:
+                if buffer:
+                    raise Disconnected("the connection closed before the end of the response") from None
+                raise
             if not data:
                 conn.buffer = b""
+                if not buffer:
+                    raise _NothingReceived("the connection closed before the end of the response")
                 raise Disconnected("the connection closed before the end of the response")
             buffer = buffer + data if buffer else data
         if end > MAX_HEAD_BYTES:
