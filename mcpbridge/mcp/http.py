@@ -658,7 +658,61 @@ def make_pool(
     )
 
 
-class HttpTransport(Transport):
+class _ExchangeReading:
+    """How both HTTP transports read the body of an answer and name an aborted exchange.
+
+    The transport gives ``_max_bytes``, ``_connect_timeout`` and ``_read_timeout``.
+    """
+
+    _max_bytes: int
+    _connect_timeout: float
+    _read_timeout: float
+
+    def _aborted(self, exchange: _Exchange, cancel: CancelToken | None) -> McpError:
+        if exchange.aborted is _Why.CLOSE:
+            return Closed("the connection to the upstream server is closed")
+        reason = cancel.reason if cancel is not None else ""
+        return Cancelled(reason or None)
+
+    def _body(self, response: httpconn.Response, exchange: _Exchange, cancel: CancelToken | None) -> bytes:
+        """The whole body (at most the limit); the connection goes back to the pool."""
+        try:
+            body = response.read_body(self._max_bytes)
+        except httpconn.BodyTooLarge:
+            raise InvalidResponse(
+                f"a response longer than {self._max_bytes} bytes", http_status=response.status
+            ) from None
+        except Exception as exc:
+            if exchange.aborted is not None:
+                raise self._aborted(exchange, cancel) from None
+            raise _edge_error(
+                exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
+            ) from None
+        if exchange.aborted is not None:
+            raise self._aborted(exchange, cancel)
+        return body
+
+    def _chunks(
+        self, response: httpconn.Response, exchange: _Exchange, cancel: CancelToken | None
+    ) -> Iterator[bytes]:
+        """The body as it arrives."""
+        while True:
+            try:
+                chunk = response.read1(READ_CHUNK)
+            except Exception as exc:
+                if exchange.aborted is not None:
+                    raise self._aborted(exchange, cancel) from None
+                raise _edge_error(
+                    exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
+                ) from None
+            if exchange.aborted is not None:
+                raise self._aborted(exchange, cancel)
+            if not chunk:
+                return
+            yield chunk
+
+
+class HttpTransport(_ExchangeReading, Transport):
     """A client transport to one Streamable HTTP URL; see the module docstring.
 
     :param url: the ``http`` or ``https`` URL of the server.
@@ -871,12 +925,6 @@ class HttpTransport(Transport):
                 exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
             ) from None
 
-    def _aborted(self, exchange: _Exchange, cancel: CancelToken | None) -> McpError:
-        if exchange.aborted is _Why.CLOSE:
-            return Closed("the connection to the upstream server is closed")
-        reason = cancel.reason if cancel is not None else ""
-        return Cancelled(reason or None)
-
     def _request_headers(self, request: Request) -> dict[str, str | bytes]:
         headers: dict[str, str | bytes] = dict(self._headers)
         if self._authorizer is not None:
@@ -969,43 +1017,6 @@ class HttpTransport(Transport):
                     return
                 deliver(message)
         raise TransportFailed("the response stream ended before the response")
-
-    def _body(self, response: httpconn.Response, exchange: _Exchange, cancel: CancelToken | None) -> bytes:
-        """The whole body (at most the limit); the connection goes back to the pool."""
-        try:
-            body = response.read_body(self._max_bytes)
-        except httpconn.BodyTooLarge:
-            raise InvalidResponse(
-                f"a response longer than {self._max_bytes} bytes", http_status=response.status
-            ) from None
-        except Exception as exc:
-            if exchange.aborted is not None:
-                raise self._aborted(exchange, cancel) from None
-            raise _edge_error(
-                exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
-            ) from None
-        if exchange.aborted is not None:
-            raise self._aborted(exchange, cancel)
-        return body
-
-    def _chunks(
-        self, response: httpconn.Response, exchange: _Exchange, cancel: CancelToken | None
-    ) -> Iterator[bytes]:
-        """The body as it arrives."""
-        while True:
-            try:
-                chunk = response.read1(READ_CHUNK)
-            except Exception as exc:
-                if exchange.aborted is not None:
-                    raise self._aborted(exchange, cancel) from None
-                raise _edge_error(
-                    exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
-                ) from None
-            if exchange.aborted is not None:
-                raise self._aborted(exchange, cancel)
-            if not chunk:
-                return
-            yield chunk
 
     # ---------------------------------------------------------------- tools
 

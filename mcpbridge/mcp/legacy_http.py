@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING, Any, Final
 from . import httpconn, jsonrpc
 from .cancel import CancelToken
 from .errors import (
-    Cancelled,
     Closed,
     InvalidRequest,
     InvalidResponse,
@@ -62,11 +61,11 @@ from .http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_POOL_SIZE,
     DEFAULT_READ_TIMEOUT,
-    READ_CHUNK,
     Authorizer,
     HttpStatusError,
     _edge_error,
     _Exchange,
+    _ExchangeReading,
     _media_type,
     _Why,
     make_pool,
@@ -110,7 +109,7 @@ class _Expired(Exception):
         self.session = session
 
 
-class LegacyHttpTransport(Transport):
+class LegacyHttpTransport(_ExchangeReading, Transport):
     """A client transport to one 2025-11-25 Streamable HTTP URL; see the module docstring.
 
     The parameters are those of :class:`~.http.HttpTransport`.
@@ -432,41 +431,6 @@ class LegacyHttpTransport(Transport):
                     continue
                 yield message
 
-    def _body(self, response: httpconn.Response, exchange: _Exchange, cancel: CancelToken | None) -> bytes:
-        try:
-            body = response.read_body(self._max_bytes)
-        except httpconn.BodyTooLarge:
-            raise InvalidResponse(
-                f"a response longer than {self._max_bytes} bytes", http_status=response.status
-            ) from None
-        except Exception as exc:
-            if exchange.aborted is not None:
-                raise self._aborted(exchange, cancel) from None
-            raise _edge_error(
-                exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
-            ) from None
-        if exchange.aborted is not None:
-            raise self._aborted(exchange, cancel)
-        return body
-
-    def _chunks(
-        self, response: httpconn.Response, exchange: _Exchange, cancel: CancelToken | None
-    ) -> Iterator[bytes]:
-        while True:
-            try:
-                chunk = response.read1(READ_CHUNK)
-            except Exception as exc:
-                if exchange.aborted is not None:
-                    raise self._aborted(exchange, cancel) from None
-                raise _edge_error(
-                    exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
-                ) from None
-            if exchange.aborted is not None:
-                raise self._aborted(exchange, cancel)
-            if not chunk:
-                return
-            yield chunk
-
     # ------------------------------------------------------------- sessions
 
     def _renew(self, stale: str, cancel: CancelToken | None) -> None:
@@ -666,9 +630,3 @@ class LegacyHttpTransport(Transport):
         with self._idle:
             self._in_flight.discard(exchange)
             self._idle.notify_all()
-
-    def _aborted(self, exchange: _Exchange, cancel: CancelToken | None) -> McpError:
-        if exchange.aborted is _Why.CLOSE:
-            return Closed("the connection to the upstream server is closed")
-        reason = cancel.reason if cancel is not None else ""
-        return Cancelled(reason or None)
