@@ -19,6 +19,8 @@ from ..mcp.errors import McpError
 __all__ = [
     "AccessRefused",
     "BrowserLaunchFailed",
+    "ClientCredentialsRefused",
+    "DeviceSignInUnavailable",
     "InvalidClientMetadataUrl",
     "IssuerNotRegistered",
     "ReauthorizationRequired",
@@ -147,6 +149,21 @@ class Sandbox(SignInError):
     """``SANDBOX_RUNTIME=1``: the sandbox of VS Code blocks the browser and the port."""
 
     cause = "sandbox"
+
+
+class DeviceSignInUnavailable(SignInError):
+    """``--sign-in device``, and the authorization server offers no device sign-in.
+
+    detail: ``NoDeviceEndpoint`` or ``InsecureEndpoint``.
+    """
+
+    cause = "device_sign_in_unavailable"
+
+
+class ClientCredentialsRefused(SignInError):
+    """The authorization server refused the client credentials; detail ``HTTP status N, error E``."""
+
+    cause = "client_credentials_refused"
 
 
 class StoreError(Exception):
