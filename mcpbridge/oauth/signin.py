@@ -316,6 +316,23 @@ class SignIn:
         self.opener = opener
         self.write_line = write_line
 
+    def needs_consent(self) -> bool:
+        """Whether a sign-in now must ask the client (after ``notifications/initialized``).
+
+        Raises:
+            ReauthorizationRequired: ``cooldown`` or ``no_consent``: the client cannot be asked.
+        """
+        if not self.gate.initialized:
+            return False
+        consent = self.gate.consent
+        if self.gate.in_cooldown():
+            log.info("the sign-in did not start: a sign-in was declined or failed less than 60 s ago")
+            raise ReauthorizationRequired("cooldown")
+        if consent is None or not consent.url_elicitation():
+            log.info("the sign-in did not start: the client did not declare URL elicitation")
+            raise ReauthorizationRequired("no_consent")
+        return True
+
     def attempt(
         self,
         *,
@@ -341,17 +358,7 @@ class SignIn:
         if settings.sandbox:
             log.warning("the sign-in cannot start: the bridge runs in the sandbox of VS Code")
             raise Sandbox()
-        if not self.gate.initialized:
-            delivery = _Delivery.BROWSER
-        else:
-            consent = self.gate.consent
-            if self.gate.in_cooldown():
-                log.info("the sign-in did not start: a sign-in was declined or failed less than 60 s ago")
-                raise ReauthorizationRequired("cooldown")
-            if consent is None or not consent.url_elicitation():
-                log.info("the sign-in did not start: the client did not declare URL elicitation")
-                raise ReauthorizationRequired("no_consent")
-            delivery = _Delivery.ELICITATION
+        delivery = _Delivery.ELICITATION if self.needs_consent() else _Delivery.BROWSER
         receiver = Receiver(
             settings.port,
             state=state,
