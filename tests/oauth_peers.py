@@ -159,6 +159,8 @@ class AuthServer:
         #: user_code -> the grant of the device code (approved, client, resource, scope).
         self.device_grants: dict[str, dict[str, Any]] = {}
         self.device_approved = threading.Event()
+        #: Set at each answer of the device endpoint.
+        self.device_answered = threading.Event()
         self.server = ScriptedServer(self.handle, ssl_context=ca.server_context)
         self.origin = f"https://127.0.0.1:{self.server.port}"
 
@@ -475,6 +477,7 @@ class AuthServer:
         if sw.device_interval is not None:
             answer["interval"] = sw.device_interval
         ex.json(answer)
+        self.device_answered.set()
 
     def device_approve(self, ex: Exchange) -> None:
         form = dict(parse_qsl(ex.request.body.decode(), keep_blank_values=True))

@@ -372,6 +372,24 @@ class SignIn:
             raise RedirectPortUnavailable("listen_failed", port=settings.port) from None
         return Attempt(self, receiver, delivery, cancel, deadline)
 
+    def hold(self, *, state: str, probe: str) -> Receiver | None:
+        """Listen on the redirect port for a sign-in without a browser (the device flow).
+
+        The receiver answers the probes of another bridge process, so that it waits
+        for this sign-in; it makes no start URL. ``None`` when the port cannot be
+        listened on for another reason than a busy port: the sign-in runs without it.
+
+        Raises:
+            PortBusy: another program listens on the redirect port.
+        """
+        receiver = Receiver(self.settings.port, state=state, start=False, probe=probe)
+        try:
+            receiver.listen()
+        except ListenFailed as exc:
+            log.info("the device sign-in runs without the redirect port %d: %s", self.settings.port, exc)
+            return None
+        return receiver
+
 
 class Attempt:
     """One sign-in that listens on the redirect port; leave its ``with`` block to stop it."""
