@@ -913,6 +913,9 @@ def start_oauth(
     Raises:
         StoreOpenError: the options of the token store cannot work (the executable exits with 2).
     """
+    import sys
+
+    from .grants import remote_session
     from .signin import Gate, Opener, SignInSettings
     from .store import DeferredStore, check_options, open_store
 
@@ -940,6 +943,13 @@ def start_oauth(
         Gate(),
         Opener(env, secret_variables(settings)),
     )
-    config = OAuthConfig(settings.url, settings.account, settings.redirect_port, settings.registration)
+    config = OAuthConfig(
+        settings.url,
+        settings.account,
+        settings.redirect_port,
+        settings.registration,
+        sign_in=settings.sign_in,
+        remote=remote_session(env, platform=sys.platform),
+    )
     authorizer = OAuthAuthorizer(config, IndexedStore(DeferredStore(open_token_store)), make_web, sign_in)
     return OAuthSession(authorizer)
