@@ -241,3 +241,35 @@ def test_client_credentials_without_a_client_id_or_a_secret_is_an_argument_error
     )
     assert out.returncode == 2
     assert "MCP_BRIDGE_CLIENT_SECRET" in out.stderr
+
+
+def test_check_reports_the_flows_of_the_server_and_the_one_the_bridge_would_use(setup):
+    import json
+
+    out = setup.run("check", "--json", *setup.options(), setup.auth.url, env={"SSH_TTY": "/dev/pts/1"})
+    flows = json.loads(out.stdout)["signIn"]["flows"]
+    assert flows["offered"] == ["browser", "device"] and flows["unknown"] == []
+    assert flows["uses"] == "device" and "SSH_TTY is set" in flows["why"]
+    out = setup.run("check", *setup.options(), setup.auth.url)
+    assert (
+        "Flows:      the server offers browser, device; the bridge uses browser: "
+        "the bridge runs on the machine of the browser\n"
+    ) in out.stdout
+    setup.auth.switches.device = False
+    setup.auth.switches.client_credentials = True
+    out = setup.run("check", "--json", *setup.options("--sign-in", "device"), setup.auth.url)
+    flows = json.loads(out.stdout)["signIn"]["flows"]
+    assert flows["offered"] == ["browser", "client-credentials"] and flows["uses"] is None
+    assert "use --sign-in browser" in flows["why"]
+    assert setup.auth.device_requests == [] and setup.auth.token_requests == []
+
+
+def test_the_end_of_input_stops_the_polling_quickly(setup):
+    bridge = setup.bridge("--sign-in", "device")
+    bridge.request_async("initialize", INITIALIZE)
+    wait_for(lambda: device_lines(bridge))
+    stopped = time.monotonic()
+    bridge.close_stdin()
+    assert bridge.wait_exit() == 0
+    assert time.monotonic() - stopped < 5
+    assert all("result" not in f and "error" not in f for f in bridge.seen)
