@@ -603,7 +603,7 @@ class OAuthAuthorizer:
         scope: _Scope,
         used: str | None,
     ) -> None:
-        """Sign in with the browser or the consent of the client; store the tokens."""
+        """Sign in with the browser, the consent of the client or the device flow; store the tokens."""
         from . import discovery
 
         state = flow.b64url(secrets.token_bytes(32))

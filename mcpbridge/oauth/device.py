@@ -30,10 +30,11 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ..mcp.cancel import CancelToken
 from ..mcp.errors import Cancelled
-from . import discovery, flow, grants
+from . import flow, grants
 from .errors import (
     ReauthorizationRequired,
     SignInDenied,
@@ -44,7 +45,9 @@ from .errors import (
 from .flow import ClientRegistration, ServerMetadata, TokenResponse
 from .grants import DeviceAuthorization
 from .signin import ConsentEnded, SignIn
-from .web import WebClient
+
+if TYPE_CHECKING:
+    from .web import WebClient
 
 __all__ = ["DeviceFlow", "write_line"]
 
@@ -166,6 +169,8 @@ class DeviceFlow:
         resource: str,
         scopes: Sequence[str],
     ) -> DeviceAuthorization:
+        from . import discovery
+
         try:
             authorization = discovery.request_device_code(
                 web, server, registration, resource=resource, scopes=scopes
@@ -189,6 +194,8 @@ class DeviceFlow:
         seconds: int,
         now: Callable[[], float],
     ) -> TokenResponse:
+        from . import discovery
+
         interval = authorization.interval
         polls = 0
         while True:
