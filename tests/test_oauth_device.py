@@ -38,6 +38,7 @@ from tests.oauth_keyring import FileKeyring
 from tests.oauth_peers import AuthServer, TestCA, approve, free_port, query_of
 
 WAIT = 20.0
+ISSUER_OF_TESTS = "https://as.example"
 CLIENT_SECRET = "client-secret-0c4e19"
 DEVICE_LINE = re.compile(r"mcp-bridge-vscode: sign in at (https://\S+) with the code ([A-Z-]+)\n")
 
@@ -479,3 +480,13 @@ def test_a_wrong_client_secret_is_refused_with_a_message_that_names_the_options(
     }
     assert "--client-id" in error["message"] and "MCP_BRIDGE_CLIENT_SECRET" in error["message"]
     assert "wrong-secret-71" not in error_texts(caught.value)
+
+
+def test_the_tokens_of_client_credentials_are_kept_apart_from_a_sign_in_of_the_same_client():
+    client = PreRegistered("svc-1", ISSUER_OF_TESTS, None)
+    person = OAuthConfig("https://mcp.example/mcp", "default", 41894, client)
+    service = OAuthConfig("https://mcp.example/mcp", "default", 41894, client, sign_in="client-credentials")
+    assert person.identity == "mcp-bridge-vscode|default|http://127.0.0.1:41894/callback|client=svc-1"
+    assert service.identity == person.identity + "|grant=client_credentials"
+    device = OAuthConfig("https://mcp.example/mcp", "default", 41894, client, sign_in="device")
+    assert device.identity == person.identity  # a person's tokens, whichever way the person signed in
