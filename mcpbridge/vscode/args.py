@@ -43,9 +43,18 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Final, TypeAlias, TypeVar, cast
+from typing import ClassVar, Final, TypeVar, cast
 
 from mcpbridge.mcp.protocol import MODERN
+from mcpbridge.oauth.config import (
+    CLIENT_SECRET_VARIABLE,
+    TOKEN_KEY_VARIABLE,
+    ClientMetadataDocument,
+    DynamicRegistration,
+    PreRegistered,
+    Registration,
+    SignInOptions,
+)
 
 __all__ = [
     "USAGE",
@@ -104,11 +113,6 @@ DEFAULT_CLIENT_METADATA_URL: Final[str | None] = None
 PROTOCOLS: Final = ("auto", MODERN, "legacy")
 DEFAULT_PROTOCOL: Final = "auto"
 
-#: The client secret of ``--client-id``. There is no option for it.
-CLIENT_SECRET_VARIABLE: Final = "MCP_BRIDGE_CLIENT_SECRET"
-#: The key of the file store, 64 hexadecimal digits. There is no option for it.
-TOKEN_KEY_VARIABLE: Final = "MCP_BRIDGE_TOKEN_KEY"
-
 #: Header names that ``--header`` and ``--header-env`` refuse (lower case): the HTTP client or
 #: the protocol layer sends them, or they change the connection. A second copy would make
 #: the request ambiguous.
@@ -166,35 +170,6 @@ class Header:
 
 
 @dataclass(frozen=True, slots=True)
-class PreRegistered:
-    """``--client-id``: a client that the authorization server issued."""
-
-    client_id: str
-    #: ``--client-issuer``, or ``None``: then the client binds to the first authorization
-    #: server the upstream server names. A client with a secret always has an issuer.
-    issuer: str | None
-    #: ``MCP_BRIDGE_CLIENT_SECRET`` (trimmed), or ``None`` for a public client.
-    client_secret: str | None = field(repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class ClientMetadataDocument:
-    """A client ID metadata document, used when the authorization server supports it."""
-
-    url: str
-    #: True for ``--client-metadata-url``, false for the document of the bridge.
-    explicit: bool
-
-
-@dataclass(frozen=True, slots=True)
-class DynamicRegistration:
-    """Dynamic client registration only (RFC 7591)."""
-
-
-Registration: TypeAlias = PreRegistered | ClientMetadataDocument | DynamicRegistration
-
-
-@dataclass(frozen=True, slots=True)
 class Settings:
     """The result of a valid command line that is not ``--help`` or ``--version``.
 
@@ -243,6 +218,22 @@ class Settings:
     def redirect_uri(self) -> str:
         """The redirect URI of the sign-in: always the literal loopback address."""
         return f"http://127.0.0.1:{self.redirect_port}/callback"
+
+    def sign_in_options(self) -> SignInOptions:
+        """The options of the sign-in; only for a URL with a sign-in (``registration`` is set)."""
+        assert self.url is not None and self.registration is not None
+        return SignInOptions(
+            url=self.url,
+            account=self.account,
+            redirect_port=self.redirect_port,
+            registration=self.registration,
+            token_store=self.token_store,
+            token_key=self.token_key,
+            token_key_file=self.token_key_file,
+            no_browser=self.no_browser,
+            sign_in_timeout=self.sign_in_timeout,
+            header_variables=frozenset(h.from_env for h in self.headers if h.from_env),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,7 +85,7 @@ def serve_url(settings: args.Settings) -> int:
         from ..oauth.errors import StoreOpenError
 
         try:
-            oauth = start_oauth(settings, ssl_context=context, env=os.environ)
+            oauth = start_oauth(settings.sign_in_options(), ssl_context=context, env=os.environ)
         except StoreOpenError as exc:
             logger.error("the token store did not open: %s", exc.detail)
             return EXIT_TOKEN_STORE
