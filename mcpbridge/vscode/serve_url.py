@@ -64,7 +64,7 @@ def serve_url(settings: args.Settings) -> int:
     from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
     from ..bridge.upstream import transport_connector
-    from .main import serve
+    from .serving import serve
 
     assert settings.url is not None
     url = settings.url
