@@ -238,7 +238,7 @@ def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_tok
     from mcpbridge.oauth.authorizer import OAuthConfig
     from mcpbridge.oauth.flow import ClientRegistration, Record, RecordKey
     from mcpbridge.oauth.store import IndexedStore, open_store
-    from mcpbridge.vscode import args
+    from mcpbridge.vscode import settings as args
 
     env = {"XDG_STATE_HOME": str(tmp_path / "state"), "MCP_BRIDGE_TOKEN_KEY": "ab" * 32}
     url = tls_server.url + "/locked"

@@ -23,7 +23,7 @@ from mcpbridge.bridge import legacy, translate
 from mcpbridge.mcp import jsonrpc, stdio
 from mcpbridge.mcp.jsonrpc import ErrorResponse, FrameError, Notification, Request, Response
 from mcpbridge.mcp.protocol import META_SERVER_INFO
-from mcpbridge.vscode import args
+from mcpbridge.vscode import settings as args
 from schema import validate_legacy, validate_legacy_frame
 
 FRAME_CAUSES = {"parse_error", "too_deep", "invalid_request_shape", "invalid_id"}

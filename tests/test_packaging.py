@@ -23,7 +23,8 @@ PURE_MODULES = (
     "mcpbridge/bridge/translate.py",
     "mcpbridge/bridge/errortable.py",
     "mcpbridge/bridge/input.py",
-    "mcpbridge/vscode/args.py",
+    "mcpbridge/vscode/settings.py",
+    "mcpbridge/oauth/config.py",
 )
 """Modules that do no I/O, start no thread and read no clock."""
 

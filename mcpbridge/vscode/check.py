@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from .. import __version__
 from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
-from . import args
+from . import settings as args
 
 __all__ = ["Report", "check", "run_check", "render_text"]
 

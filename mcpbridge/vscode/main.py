@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__, log
-from . import args
+from . import settings as args
 from .serving import exit_now, serve
 
 logger = logging.getLogger("mcpbridge.vscode")

@@ -22,7 +22,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from .. import __version__
-from . import args
+from . import settings as args
 
 if TYPE_CHECKING:
     import ssl

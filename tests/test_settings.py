@@ -1,4 +1,4 @@
-"""The command line of ``mcp-bridge-vscode`` (``mcpbridge.vscode.args``).
+"""The command line of ``mcp-bridge-vscode`` (``mcpbridge.vscode.settings``).
 
 What the tests cover:
 
@@ -14,7 +14,7 @@ What the tests cover:
 * a property test: random command lines give a result or an ``ArgError`` and never
   leak the marker.
 
-Run them alone with ``pytest tests/test_args.py``.
+Run them alone with ``pytest tests/test_settings.py``.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpbridge.mcp import protocol
-from mcpbridge.vscode import args
-from mcpbridge.vscode.args import (
+from mcpbridge.vscode import settings as args
+from mcpbridge.vscode.settings import (
     USAGE,
     ArgError,
     ClientMetadataDocument,
