@@ -238,11 +238,12 @@ def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_tok
     from mcpbridge.oauth.authorizer import OAuthConfig
     from mcpbridge.oauth.flow import ClientRegistration, Record, RecordKey
     from mcpbridge.oauth.store import IndexedStore, open_store
+    from mcpbridge.vscode import cli
     from mcpbridge.vscode import settings as args
 
     env = {"XDG_STATE_HOME": str(tmp_path / "state"), "MCP_BRIDGE_TOKEN_KEY": "ab" * 32}
     url = tls_server.url + "/locked"
-    settings = args.parse(["check", "--token-store", "file", url], env)
+    settings = cli.parse(["check", "--token-store", "file", url], env)
     assert isinstance(settings, args.Settings) and settings.registration is not None
     opened = open_store("file", key=settings.token_key, key_file=None, env=env)
     config = OAuthConfig(url, settings.account, settings.redirect_port, settings.registration)

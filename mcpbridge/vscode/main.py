@@ -1,62 +1,23 @@
-"""The executable ``mcp-bridge-vscode``: command line, logging, exit codes and the watchdog.
+"""The command form: serve VS Code on stdio in front of an upstream command.
 
-Exit codes: 0 at the end of stdin (also before initialize, and after a failure
-of an upstream URL); 1 after the loss of the upstream command or an internal
-error; 2 for arguments that are not valid.
+``mcp-bridge-vscode [options] -- <command> [args...]``. The bridge exits with 0 at
+the end of stdin, and with 1 when the upstream command stops.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import sys
-from collections.abc import Sequence
 
-from .. import __version__, log
+from .. import __version__
 from . import settings as args
-from .serving import exit_now, serve
-
-logger = logging.getLogger("mcpbridge.vscode")
+from .serving import serve
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Run the command line and exit the process with its code."""
-    code = run(list(sys.argv[1:] if argv is None else argv))
-    exit_now(code)
+def main() -> None:
+    """The entry point of an installation made before the command line moved to :mod:`.cli`."""
+    from .cli import main as cli_main
 
-
-def run(argv: list[str]) -> int:
-    try:
-        parsed = args.parse(argv, os.environ)
-    except args.ArgError as exc:
-        log.write_line("vscode", "error", exc.diagnostic)
-        sys.stderr.write("\n" + args.USAGE)
-        sys.stderr.flush()
-        return exc.exit_code
-    if isinstance(parsed, args.ShowHelp):
-        sys.stdout.write(args.USAGE)
-        sys.stdout.flush()
-        return 0
-    if isinstance(parsed, args.ShowVersion):
-        sys.stdout.write(args.version_line(__version__))
-        sys.stdout.flush()
-        return 0
-    log.configure(parsed.log_level)
-    for warning in parsed.warnings:
-        logger.warning("%s", warning)
-    if parsed.form is args.Form.COMMAND:
-        return serve_command(parsed)
-    if parsed.form is args.Form.URL:
-        from .serve_url import serve_url
-
-        return serve_url(parsed)
-    if parsed.form is args.Form.LOGOUT:
-        from .logout import logout
-
-        return logout(parsed)
-    from .check import check
-
-    return check(parsed)
+    cli_main()
 
 
 def serve_command(settings: args.Settings) -> int:
