@@ -311,6 +311,26 @@ def _read_words(command: Command, ctx: Context, args: Sequence[str], subcommand:
     return head
 
 
+def _parse(command: Command, ctx: Context, args: list[str], subcommand: str | None) -> list[str]:
+    """Read the words of ``args`` into ``ctx.meta``; answer ``--help`` and ``--version`` at once.
+
+    click's parser splits the words; the values are left to the rules: typer's own conversion
+    of a value would load pydantic, which costs more than the whole start of the bridge.
+    """
+    _read_words(command, ctx, args, subcommand)
+    at_once = ctx.meta.get(_AT_ONCE_KEY)
+    if at_once is not None:
+        for param in command.get_params(ctx):
+            if at_once in param.opts and param.name is not None:
+                param.handle_parse_result(ctx, {param.name: True}, [])  # writes and exits
+    return []
+
+
+def _completion(args: Sequence[str]) -> bool:
+    """The words ask for the completion script or its installation."""
+    return any(word.partition("=")[0] in _COMPLETION for word in args)
+
+
 class _Program(TyperGroup):
     """The program: the serve forms, unless the first word names a subcommand."""
 
@@ -322,12 +342,11 @@ class _Program(TyperGroup):
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         if args and args[0] in self.commands:
-            super().parse_args(ctx, [])
             ctx._protected_args, ctx.args = [args[0]], list(args[1:])
             return ctx.args
-        if ctx.resilient_parsing:  # shell completion: no rule applies to a partial line
+        if ctx.resilient_parsing or _completion(args):  # shell completion: typer's own way
             return super().parse_args(ctx, args)
-        return super().parse_args(ctx, _read_words(self, ctx, args, None))
+        return _parse(self, ctx, args, None)
 
 
 class _Subcommand(TyperCommand):
@@ -336,7 +355,7 @@ class _Subcommand(TyperCommand):
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         if ctx.resilient_parsing:
             return super().parse_args(ctx, args)
-        return super().parse_args(ctx, _read_words(self, ctx, args, self.name))
+        return _parse(self, ctx, args, self.name)
 
 
 # ---------------------------------------------------------------------------------------------
