@@ -44,7 +44,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from . import httpconn, jsonrpc
+from . import jsonrpc
 from .cancel import CancelToken
 from .errors import (
     Closed,
@@ -54,7 +54,7 @@ from .errors import (
     NotConnected,
     TransportFailed,
 )
-from .http import (
+from .httpwire import (
     ACCEPT,
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_DEPTH,
@@ -62,13 +62,12 @@ from .http import (
     DEFAULT_POOL_SIZE,
     DEFAULT_READ_TIMEOUT,
     Authorizer,
+    Exchange,
     HttpStatusError,
-    _edge_error,
-    _Exchange,
-    _ExchangeReading,
-    _media_type,
-    _Why,
-    make_pool,
+    Why,
+    WireReading,
+    media_type,
+    open_wire,
     parse_event,
 )
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
@@ -77,6 +76,8 @@ from .transport import OnFrameError, OnMessage, Transport
 
 if TYPE_CHECKING:
     import ssl
+
+    from .httppool import WireResponse
 
 __all__ = ["LegacyHttpTransport"]
 
@@ -109,7 +110,7 @@ class _Expired(Exception):
         self.session = session
 
 
-class LegacyHttpTransport(_ExchangeReading, Transport):
+class LegacyHttpTransport(WireReading, Transport):
     """A client transport to one 2025-11-25 Streamable HTTP URL; see the module docstring.
 
     The parameters are those of :class:`~.http.HttpTransport`.
@@ -142,7 +143,7 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         self._read_timeout = read_timeout
         self._authorizer = authorizer
         self._max_depth = max_depth
-        self._http = make_pool(
+        self._http = open_wire(
             url,
             ca_file=ca_file,
             ssl_context=ssl_context,
@@ -154,7 +155,7 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
 
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._in_flight: set[_Exchange] = set()
+        self._in_flight: set[Exchange] = set()
         self._closed = False
         self._close_started = False
         self._stopped = threading.Event()
@@ -233,7 +234,7 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
             exchanges = list(self._in_flight)
         self._stopped.set()
         for exchange in exchanges:
-            exchange.abort(_Why.CLOSE)
+            exchange.abort(Why.CLOSE)
 
     def close(self, grace: float = 2.0) -> None:
         """End the session (``DELETE``), abort what is in flight, stop the threads."""
@@ -252,7 +253,7 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         with self._queue_ready:
             self._queue_ready.notify_all()
         for exchange in exchanges:
-            exchange.abort(_Why.CLOSE)
+            exchange.abort(Why.CLOSE)
         current = threading.current_thread()
         for thread in (self._poster, self._listener):
             if thread is not None and thread is not current:
@@ -284,10 +285,10 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         challenged = False
         while True:
             session = self._session_id
-            exchange = _Exchange()
+            exchange = Exchange()
             remove = cancel.add_callback(exchange.abort) if cancel is not None else None
             self._track(exchange)
-            response: httpconn.Response | None = None
+            response: WireResponse | None = None
             try:
                 response = self._http_call("POST", message, exchange, cancel, session)
                 status = response.status
@@ -312,13 +313,13 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
     def _answer(
         self,
         message: Message,
-        response: httpconn.Response,
-        exchange: _Exchange,
+        response: WireResponse,
+        exchange: Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
     ) -> None:
         status = response.status
-        media = _media_type(response)
+        media = media_type(response)
         method = message.method if isinstance(message, (Request, Notification)) else "an answer"
         log.debug("%s: HTTP status %d (%s)", method[:128], status, media or "no body")
         if not isinstance(message, Request):
@@ -335,7 +336,7 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
             return
         raise HttpStatusError(status)
 
-    def _remember_session(self, response: httpconn.Response) -> None:
+    def _remember_session(self, response: WireResponse) -> None:
         session = response.header(SESSION_HEADER)
         if session is not None and _visible_ascii(session):
             self._session_id = session
@@ -357,8 +358,8 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
     def _read_json(
         self,
         request: Request,
-        response: httpconn.Response,
-        exchange: _Exchange,
+        response: WireResponse,
+        exchange: Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
     ) -> None:
@@ -387,8 +388,8 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
     def _read_stream(
         self,
         request: Request,
-        response: httpconn.Response,
-        exchange: _Exchange,
+        response: WireResponse,
+        exchange: Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
     ) -> None:
@@ -403,8 +404,8 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
 
     def _events(
         self,
-        response: httpconn.Response,
-        exchange: _Exchange,
+        response: WireResponse,
+        exchange: Exchange,
         cancel: CancelToken | None,
         parser: SseParser,
         *,
@@ -461,7 +462,8 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
                 "DELETE",
                 self._headers_for(session, accept=None).items(),
                 None,
-                timeouts=(min(self._connect_timeout, grace), grace),
+                connect_timeout=min(self._connect_timeout, grace),
+                read_timeout=grace,
             )
             response.close()
             log.debug("the end of the session: HTTP status %d", response.status)
@@ -536,9 +538,9 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
                 return
 
     def _listen_once(self, session: str | None, parser: SseParser) -> str:
-        exchange = _Exchange()
+        exchange = Exchange()
         self._track(exchange)
-        response: httpconn.Response | None = None
+        response: WireResponse | None = None
         try:
             try:
                 response = self._http_call("GET", None, exchange, None, session)
@@ -554,7 +556,7 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
                 return "unsupported"
             if status == 404 and session is not None:
                 return "expired"
-            if status != 200 or _media_type(response) != "text/event-stream":
+            if status != 200 or media_type(response) != "text/event-stream":
                 log.debug("the stream of the upstream server got HTTP status %d", status)
                 return "failed"
             deliver = self._on_message
@@ -591,10 +593,10 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         self,
         verb: str,
         message: Message | None,
-        exchange: _Exchange,
+        exchange: Exchange,
         cancel: CancelToken | None,
         session: str | None,
-    ) -> httpconn.Response:
+    ) -> WireResponse:
         if exchange.aborted is not None:
             raise self._aborted(exchange, cancel)
         if message is None:
@@ -610,23 +612,21 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
             except (TypeError, ValueError):
                 raise InvalidRequest("the message cannot be written as JSON") from None
         try:
-            return self._http.request(verb, headers.items(), body, binding=exchange)
-        except httpconn.InvalidHeader:
-            raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
-        except Exception as exc:
+            return self._http.request(verb, headers.items(), body, exchange=exchange)
+        except McpError:
             if exchange.aborted is not None:
                 raise self._aborted(exchange, cancel) from None
-            raise _edge_error(
-                exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
-            ) from None
+            raise
+        except ValueError:
+            raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
 
-    def _track(self, exchange: _Exchange) -> None:
+    def _track(self, exchange: Exchange) -> None:
         with self._lock:
             if self._closed:
-                exchange.aborted = _Why.CLOSE
+                exchange.aborted = Why.CLOSE
             self._in_flight.add(exchange)
 
-    def _untrack(self, exchange: _Exchange) -> None:
+    def _untrack(self, exchange: Exchange) -> None:
         with self._idle:
             self._in_flight.discard(exchange)
             self._idle.notify_all()
