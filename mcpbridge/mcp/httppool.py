@@ -63,6 +63,7 @@ SEND_ONCE: Final = Retry(
     respect_retry_after_header=False,
 )
 
+
 class _ProxyStep(OSError):
     """The proxy refused the tunnel (a ``CONNECT`` status other than 2xx); ``status`` if known."""
 

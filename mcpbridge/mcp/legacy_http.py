@@ -21,9 +21,11 @@ are raw JSON-RPC: the transport adds nothing to them, it only carries them.
   later message carries it and the negotiated ``MCP-Protocol-Version``.
 * After ``notifications/initialized``, the thread ``mcpbridge-legacy-http-stream``
   holds a ``GET`` stream open for the messages that the server sends on its own
-  (list changes, resource updates, requests). When the stream ends it opens a
-  new one with ``Last-Event-ID``, after the ``retry`` time of the server or one
-  second; failures back off up to 30 seconds. A server without such a stream
+  (list changes, resource updates, requests). The first GET carries no
+  ``Last-Event-ID``. When the stream ends it opens it again with the id of the
+  last event of that same stream (never the id of an event of a POST answer),
+  after the ``retry`` time of the server or one second; failures back off up to
+  30 seconds. A server without such a stream
   answers 405, and the thread ends.
 * A 404 on a message that carried a session id means that the session expired:
   the transport sends ``initialize`` again with the first parameters, then
@@ -163,7 +165,6 @@ class LegacyHttpTransport(WireReading, Transport):
         self._version: str | None = None
         self._init_params: dict[str, Any] | None = None
         self._renew_lock = threading.Lock()
-        self._last_event_id = ""
         self._listener: threading.Thread | None = None
         #: Set once the GET stream got its answer (or cannot get one).
         self._stream_ready = threading.Event()
@@ -410,6 +411,7 @@ class LegacyHttpTransport(WireReading, Transport):
         parser: SseParser,
         *,
         strict: bool,
+        last_id: list[str] | None = None,
     ) -> Iterator[Message]:
         for chunk in self._chunks(response, exchange, cancel):
             try:
@@ -417,8 +419,8 @@ class LegacyHttpTransport(WireReading, Transport):
             except EventTooLarge:
                 raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from None
             for event in events:
-                if event.last_event_id:
-                    self._last_event_id = event.last_event_id
+                if last_id is not None and event.last_event_id:
+                    last_id[0] = event.last_event_id
                 if event.type != "message" or not event.raw:
                     continue
                 try:
@@ -520,10 +522,16 @@ class LegacyHttpTransport(WireReading, Transport):
 
     def _listen(self) -> None:
         delay = STREAM_BACKOFF
+        # The id of the last event of this GET stream: sent as Last-Event-ID only to resume
+        # this same stream of this same session (2025-11-25, "Resumability and Redelivery").
+        last_id = [""]
+        stream_session: str | None = None
         while not self._stopped.is_set():
             session = self._session_id
+            if session != stream_session:
+                stream_session, last_id[0] = session, ""
             parser = SseParser(self._max_bytes)
-            outcome = self._listen_once(session, parser)
+            outcome = self._listen_once(session, parser, last_id)
             if outcome in ("unsupported", "expired", "closed"):
                 if outcome == "unsupported":
                     log.debug("the upstream server has no stream for the messages it sends on its own")
@@ -537,13 +545,13 @@ class LegacyHttpTransport(WireReading, Transport):
             if self._stopped.wait(wait):
                 return
 
-    def _listen_once(self, session: str | None, parser: SseParser) -> str:
+    def _listen_once(self, session: str | None, parser: SseParser, last_id: list[str]) -> str:
         exchange = Exchange()
         self._track(exchange)
         response: WireResponse | None = None
         try:
             try:
-                response = self._http_call("GET", None, exchange, None, session)
+                response = self._http_call("GET", None, exchange, None, session, resume=last_id[0])
             except McpError as exc:
                 if self._closed:
                     return "closed"
@@ -562,7 +570,7 @@ class LegacyHttpTransport(WireReading, Transport):
             deliver = self._on_message
             assert deliver is not None
             try:
-                for message in self._events(response, exchange, None, parser, strict=False):
+                for message in self._events(response, exchange, None, parser, strict=False, last_id=last_id):
                     deliver(message)
             except McpError as exc:
                 if self._closed:
@@ -596,13 +604,15 @@ class LegacyHttpTransport(WireReading, Transport):
         exchange: Exchange,
         cancel: CancelToken | None,
         session: str | None,
+        *,
+        resume: str = "",
     ) -> WireResponse:
         if exchange.aborted is not None:
             raise self._aborted(exchange, cancel)
         if message is None:
             headers = self._headers_for(session, accept="text/event-stream")
-            if self._last_event_id:
-                headers["Last-Event-ID"] = self._last_event_id
+            if resume:
+                headers["Last-Event-ID"] = resume
             body = None
         else:
             headers = self._headers_for(session, accept=ACCEPT)
