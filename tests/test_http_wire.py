@@ -209,3 +209,25 @@ def test_a_connection_idle_longer_than_the_reuse_limit_is_not_reused(monkeypatch
         finally:
             transport.close()
     assert server.connections == 2
+
+
+def test_the_read_limit_of_an_exchange_is_the_time_limit_of_its_method(monkeypatch) -> None:
+    from mcpbridge.mcp import httpwire
+
+    assert httpwire.read_limit("tools/call", None) == 3600.0
+    assert httpwire.read_limit("tools/list", None) == 120.0
+    assert httpwire.read_limit("server/discover", None) == 60.0
+    assert httpwire.read_limit("ping", None) == httpwire.DEFAULT_READ_TIMEOUT
+    assert httpwire.read_limit("tools/call", 0.5) == 0.5  # a fixed limit (tests, embedding)
+    # The transport applies the limit of the method it sends.
+    monkeypatch.setitem(httpwire.METHOD_READ_LIMITS, "tools/call", 0.3)
+    with ScriptedServer(_misbehave) as server:
+        inbox = Inbox()
+        transport = open_transport(server.url(), inbox)
+        try:
+            with pytest.raises(ReadTimedOut) as info:
+                transport.send(call(1, "stall_in_body"))
+            assert info.value.detail == "read: no data in 300 ms"
+        finally:
+            server.release.set()
+            transport.close()

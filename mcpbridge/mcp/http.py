@@ -37,8 +37,9 @@ Rules:
   wait ends at a cancellation), then the request goes once more; a longer wait
   is an :class:`HttpStatusError` that names it.
 * The connect timeout bounds the connection and the TLS handshake; the read
-  timeout bounds each wait for bytes (an idle limit, not a limit of the
-  request). TCP keep-alive finds a peer that vanished. The time limit of a
+  limit bounds each wait for bytes (an idle limit, not a limit of the request):
+  the time limit of the method (1 h for each round of ``tools/call``). TCP
+  keep-alive finds a peer that vanished. The time limit of a
   request belongs to the client, which fires the cancel token.
 * The transport learns the ``x-mcp-header`` markings of the tools from the
   ``tools/list`` results it carries and drops the tools whose markings are not
@@ -94,6 +95,7 @@ from .httpwire import (
     open_wire,
     parse_event,
     proxy_for,
+    read_limit,
     status_error,
     tls_context,
 )
@@ -345,7 +347,8 @@ class HttpTransport(WireReading, Transport):
     :param ssl_context: a context from :func:`tls_context` instead of ``ca_file``, or a
         function that makes it at the first TLS connection.
     :param connect_timeout: seconds for the connection and the TLS handshake.
-    :param read_timeout: the longest wait for the next bytes of a response.
+    :param read_timeout: the longest wait for the next bytes of any answer; by default each
+        method has its own (:data:`~.httpwire.METHOD_READ_LIMITS`).
     :param authorizer: asked for headers before each request and told of 401 and 403.
     :param env: the environment for the proxy variables (``os.environ`` by default).
 
@@ -364,7 +367,7 @@ class HttpTransport(WireReading, Transport):
         ca_file: str | None = None,
         ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        read_timeout: float | None = None,
         authorizer: Authorizer | None = None,
         env: Mapping[str, str] | None = None,
         max_depth: int = DEFAULT_MAX_DEPTH,
@@ -603,7 +606,13 @@ class HttpTransport(WireReading, Transport):
             raise InvalidRequest("the message cannot be written as JSON") from None
         headers = self._request_headers(request)
         try:
-            return self._pool.request("POST", headers.items(), body, exchange=exchange)
+            return self._pool.request(
+                "POST",
+                headers.items(),
+                body,
+                exchange=exchange,
+                read_timeout=read_limit(request.method, self._read_timeout),
+            )
         except McpError:
             if exchange.aborted is not None:
                 raise self._aborted(exchange, cancel) from None

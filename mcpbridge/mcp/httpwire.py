@@ -93,6 +93,7 @@ __all__ = [
     "open_wire",
     "parse_event",
     "proxy_for",
+    "read_limit",
     "retry_after",
     "status_error",
     "tls_context",
@@ -104,8 +105,24 @@ log = logging.getLogger("mcpbridge.http")
 DEFAULT_MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
 #: The TCP connection, the proxy tunnel and the TLS handshake (precedent: mcp-remote, 10 s).
 DEFAULT_CONNECT_TIMEOUT: Final = 10.0
-#: The longest wait for the next bytes of a response when the request gives none.
+#: The longest wait for the next bytes of an answer of a method without its own limit
+#: (:data:`METHOD_READ_LIMITS`), and of a GET stream (which opens again after it).
 DEFAULT_READ_TIMEOUT: Final = 300.0
+#: The idle read limit of an exchange is the time limit of its method (the bridge's error
+#: table): 1 h for each round of tools/call, 120 s for the lists, completions and the first
+#: round of prompts/get and resources/read, 60 s for server/discover. TCP keep-alive finds
+#: a peer that vanished sooner.
+METHOD_READ_LIMITS: Final = {
+    "tools/call": 3600.0,
+    "server/discover": 60.0,
+    "tools/list": 120.0,
+    "prompts/list": 120.0,
+    "resources/list": 120.0,
+    "resources/templates/list": 120.0,
+    "completion/complete": 120.0,
+    "prompts/get": 120.0,
+    "resources/read": 120.0,
+}
 #: Requests in flight that the pool keeps a connection for; more may be open at one time.
 DEFAULT_POOL_SIZE: Final = 256
 #: A pooled connection idle for longer is closed rather than reused (servers close idle
@@ -215,6 +232,13 @@ def retry_after(value: str | None) -> float | None:
 def status_error(response: WireResponse) -> HttpStatusError:
     """The error of an answer whose status carries no JSON-RPC message."""
     return HttpStatusError(response.status, retry_after=retry_after(response.header("Retry-After")))
+
+
+def read_limit(method: str, fixed: float | None) -> float:
+    """The idle read limit of an exchange of ``method``: ``fixed`` when given, else the method's."""
+    if fixed is not None:
+        return fixed
+    return METHOD_READ_LIMITS.get(method, DEFAULT_READ_TIMEOUT)
 
 
 def media_type(response: WireResponse) -> str:
@@ -442,7 +466,7 @@ def open_wire(
     env: Mapping[str, str] | None = None,
     pool_size: int = DEFAULT_POOL_SIZE,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-    read_timeout: float = DEFAULT_READ_TIMEOUT,
+    read_timeout: float | None = None,
     headers: Sequence[tuple[str, str | bytes]] = (),
 ) -> Wire:
     """The keep-alive connections to ``url``, through the proxy of its environment.
@@ -480,7 +504,7 @@ def open_wire(
             *headers,
         ],
         connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
+        read_timeout=DEFAULT_READ_TIMEOUT if read_timeout is None else read_timeout,
         pool_size=pool_size,
     )
 
@@ -493,12 +517,10 @@ def open_wire(
 class WireReading:
     """How both HTTP transports read the body of an answer and name an aborted exchange.
 
-    The transport gives ``_max_bytes``, ``_connect_timeout`` and ``_read_timeout``.
+    The transport gives ``_max_bytes``.
     """
 
     _max_bytes: int
-    _connect_timeout: float
-    _read_timeout: float
 
     def _aborted(self, exchange: Exchange, cancel: CancelToken | None) -> McpError:
         if exchange.aborted is Why.CLOSE:

@@ -62,7 +62,6 @@ from .httpwire import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_POOL_SIZE,
-    DEFAULT_READ_TIMEOUT,
     Authorizer,
     Exchange,
     HttpStatusError,
@@ -71,6 +70,7 @@ from .httpwire import (
     media_type,
     open_wire,
     parse_event,
+    read_limit,
 )
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
 from .sse import EventTooLarge, SseParser
@@ -132,7 +132,7 @@ class LegacyHttpTransport(WireReading, Transport):
         ca_file: str | None = None,
         ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        read_timeout: float | None = None,
         authorizer: Authorizer | None = None,
         env: Mapping[str, str] | None = None,
         max_depth: int = DEFAULT_MAX_DEPTH,
@@ -622,7 +622,14 @@ class LegacyHttpTransport(WireReading, Transport):
             except (TypeError, ValueError):
                 raise InvalidRequest("the message cannot be written as JSON") from None
         try:
-            return self._http.request(verb, headers.items(), body, exchange=exchange)
+            method = message.method if isinstance(message, (Request, Notification)) else ""
+            return self._http.request(
+                verb,
+                headers.items(),
+                body,
+                exchange=exchange,
+                read_timeout=read_limit(method, self._read_timeout),
+            )
         except McpError:
             if exchange.aborted is not None:
                 raise self._aborted(exchange, cancel) from None
