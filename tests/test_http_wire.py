@@ -231,3 +231,77 @@ def test_the_read_limit_of_an_exchange_is_the_time_limit_of_its_method(monkeypat
         finally:
             server.release.set()
             transport.close()
+
+
+class RefusingProxy:
+    """A proxy on loopback that answers every CONNECT with 407 and records the heads."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.heads: list[bytes] = []
+        self.thread = threading.Thread(target=self._serve, name="test-refusing-proxy", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            with client:
+                client.settimeout(WAIT)
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    data = client.recv(4096)
+                    if not data:
+                        break
+                    head += data
+                self.heads.append(head)
+                client.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+
+    def close(self) -> None:
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
+        self.thread.join(WAIT)
+
+
+def test_a_proxy_that_refuses_the_tunnel_is_named_with_its_status_and_without_the_url() -> None:
+    from mcpbridge.mcp.httpwire import ProxyFailed
+
+    proxy = RefusingProxy()
+    url = "https://upstream.example:8443/secret-path"
+    try:
+        transport = open_transport(url, Inbox(), env={"HTTPS_PROXY": f"http://u:p@127.0.0.1:{proxy.port}"})
+        try:
+            with pytest.raises(ProxyFailed) as info:
+                transport.send(call(1, "ok"))
+        finally:
+            transport.close()
+    finally:
+        proxy.close()
+    assert info.value.cause == "transport_failed"
+    assert info.value.detail == "proxy: the proxy did not open a tunnel (HTTP status 407)"
+    assert "secret-path" not in str(info.value) and "upstream.example" not in str(info.value)
+    assert proxy.heads[0].startswith(b"CONNECT upstream.example:8443 HTTP/1.")
+    assert len(proxy.heads) == 1  # sent once
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_proxy_that_does_not_listen_is_a_proxy_failure(scheme: str) -> None:
+    from mcpbridge.mcp.httpwire import ProxyFailed
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {"HTTPS_PROXY": f"http://127.0.0.1:{port}", "HTTP_PROXY": f"http://127.0.0.1:{port}"}
+    transport = open_transport(f"{scheme}://upstream.example/mcp", Inbox(), env=env)
+    try:
+        with pytest.raises(ProxyFailed) as info:
+            transport.send(call(1, "ok"))
+    finally:
+        transport.close()
+    assert info.value.detail == "proxy: the connection to the proxy failed"

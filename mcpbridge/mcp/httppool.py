@@ -95,6 +95,10 @@ def edge_error(exc: BaseException, *, connect_timeout: float, read_timeout: floa
         return edge_error(exc.reason, connect_timeout=connect_timeout, read_timeout=read_timeout)
     if isinstance(exc, u3.ProxyError):
         inner = exc.original_error
+        step = inner if isinstance(inner, _ProxyStep) else getattr(inner, "__cause__", None)
+        if isinstance(step, _ProxyStep):
+            status = f" (HTTP status {step.status})" if step.status is not None else ""
+            return ProxyFailed(f"proxy: the proxy did not open a tunnel{status}")
         if isinstance(inner, (u3.SSLError, OSError)) and "SSL" in type(inner).__name__:
             return ProxyFailed("proxy: the TLS handshake with the proxy failed")
         if isinstance(inner, u3.ConnectTimeoutError) and not isinstance(inner, u3.NewConnectionError):
