@@ -33,8 +33,10 @@ are raw JSON-RPC: the transport adds nothing to them, it only carries them.
 * :meth:`close` posts what is queued (for at most its grace), then ends the
   session with ``DELETE``, as a polite client does.
 
-The TLS context, the proxy rules and the error texts are those of
-:mod:`.http`: no log line and no error holds the URL, a header value or a token.
+The wire is that of :mod:`.http` (:mod:`.httpwire`: urllib3, the TLS context,
+the proxy rules, a request sent at most once, the error texts); this transport
+sends nothing again by itself. No log line and no error holds the URL, a header
+value or a token.
 """
 
 from __future__ import annotations
