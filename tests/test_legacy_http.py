@@ -19,6 +19,7 @@ from conftest import WAIT
 from mcpbridge.bridge.passthrough import LegacyPeer
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled
+from mcpbridge.mcp.http import HttpStatusError
 from mcpbridge.mcp.jsonrpc import Notification, Request, Response
 from mcpbridge.mcp.legacy_http import LegacyHttpTransport
 
@@ -295,3 +296,32 @@ def test_last_event_id_goes_only_on_a_get_that_resumes_the_same_stream() -> None
     # The first GET carries none (not the id of the POST stream); the next resume the GET stream.
     assert gets[:3] == [None, "get-1", "get-1"]
     assert [n.method for n in notifications][:1] == ["notifications/tools/list_changed"]
+
+
+def test_a_busy_answer_with_a_short_retry_after_is_waited_for_once() -> None:
+    from tests.peers.scripted_http import ScriptedServer
+
+    answers = iter(["busy", "ok", "busy", "busy"])
+
+    def server(ex: Any) -> None:
+        if ex.request.method != "POST":
+            ex.body(405, b"", "text/plain")
+            return
+        if next(answers) == "busy":
+            ex.body(503, b"busy\n", "text/plain", [("Retry-After", "1")])
+            return
+        ex.json({"jsonrpc": "2.0", "id": ex.request.rpc_id, "result": {"tools": []}})
+
+    with ScriptedServer(server) as scripted:
+        transport = LegacyHttpTransport(scripted.url())
+        delivered: list[Any] = []
+        transport.start(delivered.append, lambda _e: None, lambda _e: None)
+        try:
+            transport.send(Request(1, "tools/list", None))
+            with pytest.raises(HttpStatusError) as info:
+                transport.send(Request(2, "tools/list", None))
+        finally:
+            transport.close()
+    assert [m.id for m in delivered] == [1]
+    assert info.value.detail == "HTTP status 503, retry after 1 s"
+    assert [r.rpc_id for r in scripted.received] == [1, 1, 2, 2]

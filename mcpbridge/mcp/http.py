@@ -319,8 +319,6 @@ REISSUE_METHODS: Final = frozenset(
         "completion/complete",
     }
 )
-#: The longest ``Retry-After`` of a 429 or 503 that the transport waits for, once.
-MAX_RETRY_AFTER: Final = 30.0
 
 
 class _Retry(enum.Enum):
@@ -508,8 +506,9 @@ class HttpTransport(WireReading, Transport):
                 )
                 continue
             except HttpStatusError as exc:
-                if not self._wait_busy(request, exc, cancel, attempts):
+                if not self._wait_busy(request.method, exc, cancel, waited=attempts.busy):
                     raise
+                attempts.busy = True
                 continue
             if retry is None:
                 return
@@ -556,48 +555,6 @@ class HttpTransport(WireReading, Transport):
             with self._idle:
                 self._in_flight.discard(exchange)
                 self._idle.notify_all()
-
-    def _wait_busy(
-        self, request: Request, error: HttpStatusError, cancel: CancelToken | None, attempts: _Attempts
-    ) -> bool:
-        """After a 429 or 503: wait for its ``Retry-After`` once when short; tell whether to retry.
-
-        Raises:
-            HttpStatusError: a longer wait, named in the detail.
-            Cancelled, Closed: the wait was cut short.
-        """
-        status, seconds = error.http_status, error.retry_after
-        if status not in (429, 503) or seconds is None:
-            return False
-        if seconds > MAX_RETRY_AFTER or attempts.busy:
-            raise HttpStatusError(
-                status, retry_after=seconds, detail=f"HTTP status {status}, retry after {_seconds(seconds)}"
-            ) from error
-        attempts.busy = True
-        log.info(
-            "%s: the upstream server answered HTTP status %d, thus the bridge waits %s and sends it again",
-            _loggable(request.method),
-            status,
-            _seconds(seconds),
-        )
-        woken = threading.Event()
-        remove = cancel.add_callback(woken.set) if cancel is not None else None
-        with self._lock:
-            self._waits.add(woken)
-            stopped = self._closed
-        try:
-            if not stopped:
-                woken.wait(seconds)
-        finally:
-            with self._lock:
-                self._waits.discard(woken)
-            if remove is not None:
-                remove()
-        if self._closed:
-            raise Closed("the connection to the upstream server is closed")
-        if cancel is not None and cancel.cancelled:
-            raise Cancelled(cancel.reason or None)
-        return True
 
     def _post(self, request: Request, exchange: Exchange, cancel: CancelToken | None) -> WireResponse:
         try:

@@ -37,7 +37,7 @@ from .httpwire import (
     TlsFailed,
     proxy_parts,
     quickack,
-    seconds,
+    seconds_text,
     socket_options,
 )
 
@@ -102,7 +102,7 @@ def edge_error(exc: BaseException, *, connect_timeout: float, read_timeout: floa
         if isinstance(inner, (u3.SSLError, OSError)) and "SSL" in type(inner).__name__:
             return ProxyFailed("proxy: the TLS handshake with the proxy failed")
         if isinstance(inner, u3.ConnectTimeoutError) and not isinstance(inner, u3.NewConnectionError):
-            return ProxyFailed(f"proxy: no connection to the proxy in {seconds(connect_timeout)}")
+            return ProxyFailed(f"proxy: no connection to the proxy in {seconds_text(connect_timeout)}")
         return ProxyFailed("proxy: the connection to the proxy failed")
     if isinstance(exc, u3.SSLError):
         wrapped = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) else exc.__cause__
@@ -114,9 +114,9 @@ def edge_error(exc: BaseException, *, connect_timeout: float, read_timeout: floa
             return ConnectError("connect: the connection was refused")
         return ConnectError("connect: the connection failed")
     if isinstance(exc, u3.ConnectTimeoutError):
-        return ConnectError(f"connect: no connection in {seconds(connect_timeout)}")
+        return ConnectError(f"connect: no connection in {seconds_text(connect_timeout)}")
     if isinstance(exc, u3.ReadTimeoutError):
-        return ReadTimedOut(f"read: no data in {seconds(read_timeout)}")
+        return ReadTimedOut(f"read: no data in {seconds_text(read_timeout)}")
     if isinstance(exc, u3.DecodeError):
         return InvalidResponse("the content encoding of the response is not valid")
     if isinstance(exc, u3.ProtocolError):
@@ -133,14 +133,14 @@ def edge_error(exc: BaseException, *, connect_timeout: float, read_timeout: floa
         if isinstance(cause, http.client.HTTPException):
             return StreamBroken(f"the response is not valid HTTP/1.1 ({type(cause).__name__})")
         if isinstance(cause, TimeoutError):
-            return ReadTimedOut(f"read: no data in {seconds(read_timeout)}")
+            return ReadTimedOut(f"read: no data in {seconds_text(read_timeout)}")
         return StreamBroken("the connection failed during the exchange")
     if isinstance(exc, u3.ClosedPoolError):
         return Closed("the connection to the upstream server is closed")
     if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
         return StreamBroken("the connection was reset")
     if isinstance(exc, TimeoutError):
-        return ReadTimedOut(f"read: no data in {seconds(read_timeout)}")
+        return ReadTimedOut(f"read: no data in {seconds_text(read_timeout)}")
     return TransportFailed(f"the request failed ({type(exc).__name__})")
 
 

@@ -142,6 +142,8 @@ DRAIN_BYTES: Final = 64 * 1024
 DRAIN_WAIT: Final = 0.002
 
 ACCEPT: Final = "application/json, text/event-stream"
+#: The longest ``Retry-After`` of a 429 or 503 that a transport waits for, once.
+MAX_RETRY_AFTER: Final = 30.0
 
 #: Linux only: acknowledge the next segment at once (the flag does not stay set).
 _QUICKACK: Final = getattr(socket, "TCP_QUICKACK", None)
@@ -206,7 +208,7 @@ class Authorizer(Protocol):
         ...
 
 
-def seconds(value: float) -> str:
+def seconds_text(value: float) -> str:
     """A duration for a message: ``"7 s"`` or ``"300 ms"``."""
     return f"{int(value)} s" if value >= 1 and value == int(value) else f"{int(value * 1000)} ms"
 
@@ -517,10 +519,57 @@ def open_wire(
 class WireReading:
     """How both HTTP transports read the body of an answer and name an aborted exchange.
 
-    The transport gives ``_max_bytes``.
+    The transport gives ``_max_bytes``, ``_lock``, ``_closed`` and ``_waits`` (the waits
+    after a busy answer, which its close ends).
     """
 
     _max_bytes: int
+    _lock: threading.Lock
+    _closed: bool
+    _waits: set[threading.Event]
+
+    def _wait_busy(
+        self, method: str, error: HttpStatusError, cancel: CancelToken | None, *, waited: bool
+    ) -> bool:
+        """After a 429 or 503: wait for its ``Retry-After`` once when short; tell whether to retry.
+
+        Raises:
+            HttpStatusError: a second busy answer, or a longer wait, named in the detail.
+            Cancelled, Closed: the wait was cut short.
+        """
+        status, seconds = error.http_status, error.retry_after
+        if status not in (429, 503) or seconds is None:
+            return False
+        if seconds > MAX_RETRY_AFTER or waited:
+            raise HttpStatusError(
+                status,
+                retry_after=seconds,
+                detail=f"HTTP status {status}, retry after {seconds_text(seconds)}",
+            ) from error
+        log.info(
+            "%s: the upstream server answered HTTP status %d, thus the bridge waits %s and sends it again",
+            method[:128],
+            status,
+            seconds_text(seconds),
+        )
+        woken = threading.Event()
+        remove = cancel.add_callback(woken.set) if cancel is not None else None
+        with self._lock:
+            self._waits.add(woken)
+            stopped = self._closed
+        try:
+            if not stopped:
+                woken.wait(seconds)
+        finally:
+            with self._lock:
+                self._waits.discard(woken)
+            if remove is not None:
+                remove()
+        if self._closed:
+            raise Closed("the connection to the upstream server is closed")
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled(cancel.reason or None)
+        return True
 
     def _aborted(self, exchange: Exchange, cancel: CancelToken | None) -> McpError:
         if exchange.aborted is Why.CLOSE:

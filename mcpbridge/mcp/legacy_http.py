@@ -30,6 +30,8 @@ are raw JSON-RPC: the transport adds nothing to them, it only carries them.
 * A 404 on a message that carried a session id means that the session expired:
   the transport sends ``initialize`` again with the first parameters, then
   ``notifications/initialized``, and repeats the message once.
+* A 429 or 503 of a request with a ``Retry-After`` of at most 30 s is waited
+  for once, as in :mod:`.http`.
 * :meth:`close` posts what is queued (for at most its grace), then ends the
   session with ``DELETE``, as a polite client does.
 
@@ -73,6 +75,7 @@ from .httpwire import (
     open_wire,
     parse_event,
     read_limit,
+    status_error,
 )
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
 from .sse import EventTooLarge, SseParser
@@ -160,6 +163,7 @@ class LegacyHttpTransport(WireReading, Transport):
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._in_flight: set[Exchange] = set()
+        self._waits: set[threading.Event] = set()
         self._closed = False
         self._close_started = False
         self._stopped = threading.Event()
@@ -235,6 +239,9 @@ class LegacyHttpTransport(WireReading, Transport):
         with self._lock:
             self._closed = True
             exchanges = list(self._in_flight)
+            waits = list(self._waits)
+        for woken in waits:
+            woken.set()
         self._stopped.set()
         for exchange in exchanges:
             exchange.abort(Why.CLOSE)
@@ -251,6 +258,9 @@ class LegacyHttpTransport(WireReading, Transport):
         with self._lock:
             self._closed = True
             exchanges = list(self._in_flight)
+            waits = list(self._waits)
+        for woken in waits:
+            woken.set()
         self._stopped.set()
         self._stream_ready.set()
         with self._queue_ready:
@@ -273,10 +283,15 @@ class LegacyHttpTransport(WireReading, Transport):
         if request.method == "initialize" and isinstance(request.params, dict):
             self._init_params = request.params
         renewed = False
+        waited = False
         while True:
             try:
                 self._post(request, cancel, deliver)
                 return
+            except HttpStatusError as exc:
+                if not self._wait_busy(request.method, exc, cancel, waited=waited):
+                    raise
+                waited = True
             except _Expired as expired:
                 if renewed or request.method == "initialize":
                     raise HttpStatusError(404) from None
@@ -337,7 +352,7 @@ class LegacyHttpTransport(WireReading, Transport):
         if media == "application/json" and status not in (202, 204):
             self._read_json(message, response, exchange, cancel, deliver)
             return
-        raise HttpStatusError(status)
+        raise status_error(response)
 
     def _remember_session(self, response: WireResponse) -> None:
         session = response.header(SESSION_HEADER)
