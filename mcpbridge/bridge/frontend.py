@@ -62,7 +62,6 @@ from ..mcp.framing import LineReader, TooLong
 from ..mcp.jsonrpc import (
     ErrorResponse,
     FrameError,
-    Message,
     Notification,
     Request,
     RequestId,
@@ -72,6 +71,8 @@ from ..mcp.protocol import INPUT_METHODS, MODERN
 from ..oauth.errors import SignInError
 from . import errortable, legacy, translate
 from . import input as input_rules
+from .notify import Listener
+from .output import Output, Slot
 from .pending import BAD_LINE, ClientError, PendingAnswers, WaitEnded
 
 if TYPE_CHECKING:
@@ -154,23 +155,6 @@ class Options:
 Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]
 
 
-class Slot:
-    """One request of the client in flight."""
-
-    __slots__ = ("id", "method", "cancel", "started", "done", "waiting_for", "next_report")
-
-    def __init__(self, request_id: RequestId, method: str) -> None:
-        self.id = request_id
-        self.method = method
-        self.cancel = CancelToken()
-        self.started = time.monotonic()
-        #: The response is written (under the output lock).
-        self.done = False
-        #: What the slot waits for, for the watcher's log lines.
-        self.waiting_for = "upstream"
-        self.next_report = 10.0
-
-
 class Frontend:
     """Serve one client connection; see the module docstring."""
 
@@ -183,15 +167,14 @@ class Frontend:
         legacy: LegacyUpstream | None = None,
     ) -> None:
         self._in = stdin
-        self._out = stdout
+        #: The client's output; the parts behind the front end write through it.
+        self.output = Output(stdout, self._count_large_frame)
         self._connect = connect
         self.options = options
         #: How to reach a 2025-era upstream; ``None``: the bridge never falls back.
         self._legacy = legacy
         #: Set when the upstream speaks the 2025 era: then it carries every message in READY.
         self._passthrough: LegacyPassthrough | None = None
-        self._out_lock = threading.Lock()
-        self._out_closed = False
         self._state = State.AWAITING
         self._state_lock = threading.Lock()
         self._closing_reason: Ended | None = None
@@ -280,7 +263,7 @@ class Frontend:
             request_id = legacy.recover_id(item.head, item.tail)
             if self._resolve_bad_answer(request_id):
                 return
-            self._write_error(
+            self.output.write_error(
                 request_id,
                 errortable.error_object("line_too_long", f"limit: {self.options.max_line_bytes} bytes"),
             )
@@ -317,7 +300,7 @@ class Frontend:
             error = errortable.error_object("invalid_request_shape")
             if exc.cause == "invalid_id":
                 request_id = None
-        self._write_error(request_id, error)
+        self.output.write_error(request_id, error)
 
     def _resolve_bad_answer(self, request_id: Any) -> bool:
         """A bad line with the id of a request of the bridge (``b-``) or the upstream (``u-``).
@@ -372,23 +355,23 @@ class Frontend:
             self._admit(request, passthrough.forward)
             return
         if kind is legacy.MethodClass.PING:
-            self._write(jsonrpc.Response(request.id, {}))
+            self.output.write(jsonrpc.Response(request.id, {}))
             return
         if kind is legacy.MethodClass.SET_LEVEL:
             try:
                 self._log_level = legacy.parse_set_level(request.params)
             except legacy.InvalidParams:
-                self._write_error(request.id, errortable.error_object("invalid_params"))
+                self.output.write_error(request.id, errortable.error_object("invalid_params"))
                 return
-            self._write(jsonrpc.Response(request.id, {}))
+            self.output.write(jsonrpc.Response(request.id, {}))
             return
         if kind is legacy.MethodClass.DISCOVER:
-            self._write_error(request.id, errortable.error_object("method_not_found"))
+            self.output.write_error(request.id, errortable.error_object("method_not_found"))
             return
         state = self._state
         if state is State.CLOSING:
             if self._closing_reason is Ended.UPSTREAM_LOST:
-                self._write_error(request.id, errortable.error_object("upstream_exited"))
+                self.output.write_error(request.id, errortable.error_object("upstream_exited"))
             return
         if kind is legacy.MethodClass.INITIALIZE:
             with self._state_lock:
@@ -396,32 +379,32 @@ class Frontend:
                 if won:
                     self._state = State.INITIALIZING
             if not won:
-                self._write_error(request.id, errortable.error_object("already_initialized"))
+                self.output.write_error(request.id, errortable.error_object("already_initialized"))
                 return
             self._admit(request, self._initialize)
             return
         if state is not State.READY:
             if legacy.has_modern_meta(request.params):
-                self._write_error(request.id, errortable.error_object("method_not_found"))
+                self.output.write_error(request.id, errortable.error_object("method_not_found"))
             else:
-                self._write_error(request.id, errortable.error_object("not_initialized"))
+                self.output.write_error(request.id, errortable.error_object("not_initialized"))
             return
         if kind is legacy.MethodClass.FORWARD:
             on_reader = self._begin_forward if self.options.forward_on_reader else None
             self._admit(request, self._forward, on_reader)
         elif kind in (legacy.MethodClass.SUBSCRIBE, legacy.MethodClass.UNSUBSCRIBE):
             if self._listener is None or not self._listener.accepts_subscriptions:
-                self._write_error(request.id, errortable.error_object("method_not_found"))
+                self.output.write_error(request.id, errortable.error_object("method_not_found"))
                 return
             try:
                 uri = legacy.parse_subscribe(request.params)
             except legacy.InvalidParams:
-                self._write_error(request.id, errortable.error_object("invalid_params"))
+                self.output.write_error(request.id, errortable.error_object("invalid_params"))
                 return
             subscribe = kind is legacy.MethodClass.SUBSCRIBE
             self._admit(request, lambda slot, req: self._listener.change(slot, uri, subscribe=subscribe))
         else:
-            self._write_error(request.id, errortable.error_object("method_not_found"))
+            self.output.write_error(request.id, errortable.error_object("method_not_found"))
 
     # ---------------------------------------------------------------- slots
 
@@ -452,7 +435,7 @@ class Frontend:
                 "its id is in use by a request in flight" if in_use else "too many requests in flight",
             )
             cause = "invalid_request_shape" if in_use else "too_many_requests"
-            self._write_error(request.id, errortable.error_object(cause))
+            self.output.write_error(request.id, errortable.error_object(cause))
             if request.method == "initialize":
                 self._set_state(State.AWAITING)
             return
@@ -485,110 +468,27 @@ class Frontend:
 
     # --------------------------------------------------------------- output
 
-    def _write_frame(self, data: bytes | list[jsonrpc.Piece], slot: Slot | None = None) -> bool:
-        """Write one frame (its bytes, or its pieces in order) and flush, under the output lock.
-
-        With a ``slot`` the frame is its response: written once, never for a canceled slot.
-        """
-        with self._out_lock:
-            if self._out_closed:
-                return False
-            if slot is not None:
-                if slot.done or slot.cancel.cancelled:
-                    return False
-                slot.done = True
-            out = self._out
-            try:
-                if isinstance(data, list):
-                    for piece in data:
-                        out.write(piece)
-                else:
-                    out.write(data)
-                out.flush()
-            except (OSError, ValueError):
-                self._out_closed = True
-                return False
-            return True
-
-    def _write(self, message: Message) -> None:
-        self._write_frame(jsonrpc.serialize(message))
-
-    def _write_error(self, request_id: RequestId | None, error: dict[str, Any]) -> None:
-        # JSON-RPC 2.0 writes "id": null when the id is unknown; the 2025-11-25
-        # schema (and the TypeScript SDK that VS Code uses) wants it left out.
-        frame: dict[str, Any] = {"jsonrpc": "2.0", "error": error}
-        if request_id is not None:
-            frame = {"jsonrpc": "2.0", "id": request_id, "error": error}
-        self._write_frame(jsonrpc.serialize(frame))
+    def _count_large_frame(self) -> None:
+        self._large_frames += 1
 
     def write_notification(self, method: str, params: dict[str, Any] | None = None) -> bool:
         """Write a notification to the client."""
-        frame: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            frame["params"] = params
-        return self._write_frame(jsonrpc.serialize(frame))
-
-    def write_if(self, check: Callable[[], bool], method: str, params: dict[str, Any] | None) -> bool:
-        """Write a notification when ``check()`` holds; the check and the write are one step."""
-        frame: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            frame["params"] = params
-        data = jsonrpc.serialize(frame)
-        with self._out_lock:
-            if self._out_closed or not check():
-                return False
-            try:
-                self._out.write(data)
-                self._out.flush()
-            except (OSError, ValueError):
-                self._out_closed = True
-                return False
-            return True
-
-    def write_locked(self, frames: Callable[[], list[bytes]]) -> bool:
-        """Call ``frames()`` under the output lock and write what it returns, in one step.
-
-        The listener uses it to compare a stream's generation and write its
-        events atomically; ``frames`` must not block or take another lock.
-        """
-        with self._out_lock:
-            if self._out_closed:
-                return False
-            data = b"".join(frames())
-            if not data:
-                return False
-            try:
-                self._out.write(data)
-                self._out.flush()
-            except (OSError, ValueError):
-                self._out_closed = True
-                return False
-            return True
+        return self.output.write_notification(method, params)
 
     def write_request(self, request_id: str, method: str, params: dict[str, Any] | None) -> bool:
         """Write one of the bridge's own requests to the client (``None``: no params member)."""
-        frame: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            frame["params"] = params
-        return self._write_frame(jsonrpc.serialize(frame))
+        return self.output.write_request(request_id, method, params)
+
+    def write_locked(self, frames: Callable[[], list[bytes]]) -> bool:
+        """Call ``frames()`` under the output lock and write what it returns, in one step."""
+        return self.output.write_locked(frames)
 
     def respond(self, slot: Slot, result: Any, *, raw: jsonrpc.RawStrings | None = None) -> bool:
-        """Write the result of a slot once; a canceled slot writes nothing.
-
-        ``raw`` holds the long strings of the line that ``result`` came from (see
-        :class:`~mcpbridge.mcp.jsonrpc.RawStrings`): they go out as they came in.
-        """
-        frame = {"jsonrpc": "2.0", "id": slot.id, "result": result}
-        if raw is not None and raw.long_line:
-            self._large_frames += 1
-        return self._write_frame(jsonrpc.serialize_parts(frame, raw=raw), slot)
+        """Write the result of a slot once; a canceled slot writes nothing."""
+        return self.output.respond(slot, result, raw=raw)
 
     def respond_error(self, slot: Slot, error: dict[str, Any]) -> bool:
-        return self._write_frame(jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "error": error}), slot)
-
-    def _close_output(self) -> None:
-        with self._out_lock:
-            self._out_closed = True
+        return self.output.respond_error(slot, error)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -932,10 +832,15 @@ class Frontend:
             declared.tools or declared.prompts or declared.resources or declared.subscribe
         ):
             return
-        from .notify import Listener
-
         assert self._client is not None
-        self._listener = Listener(self, self._client, declared)
+        self._listener = Listener(
+            self.output,
+            self._client,
+            declared,
+            capabilities=self._upstream_caps,
+            log_level=lambda: self._log_level,
+            shutdown_grace=self.options.shutdown_grace,
+        )
         self._listener.start()
 
     @property
@@ -1064,7 +969,7 @@ class Frontend:
         if self._listener is not None:
             self._listener.stop()
         self._wait_for_slots(self.options.shutdown_grace)
-        self._close_output()
+        self.output.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
         client.close(self.options.shutdown_grace)
         self._finish(Ended.UPSTREAM_LOST)
@@ -1089,7 +994,7 @@ class Frontend:
         if self._listener is not None:
             self._listener.stop()
         self._wait_for_slots(self.options.shutdown_grace)
-        self._close_output()
+        self.output.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
         if self._client is not None:
             self._client.close(self.options.shutdown_grace)

@@ -77,7 +77,8 @@ from . import errortable, legacy, translate
 from .upstream import UPSTREAM_MAX_DEPTH, _write_child_stderr
 
 if TYPE_CHECKING:
-    from .frontend import Frontend, Slot
+    from .frontend import Frontend
+    from .output import Slot
 
 __all__ = [
     "AUTO",
