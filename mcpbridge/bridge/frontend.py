@@ -51,13 +51,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 from ..mcp import jsonrpc
-from ..mcp.cancel import CancelToken, WouldBlock
-from ..mcp.client import Call, Client
-from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
+from ..mcp.cancel import CancelToken
+from ..mcp.client import Client
+from ..mcp.errors import Cancelled, McpError, RpcError
 from ..mcp.framing import LineReader, TooLong
 from ..mcp.jsonrpc import (
     ErrorResponse,
@@ -67,16 +66,28 @@ from ..mcp.jsonrpc import (
     RequestId,
     Response,
 )
-from ..mcp.protocol import INPUT_METHODS, MODERN
-from ..oauth.errors import SignInError
+from ..mcp.protocol import MODERN
 from . import errortable, legacy, translate
 from . import input as input_rules
 from .notify import Listener
+from .options import Connect, Options, Timeouts
 from .output import Output, Slot
+from .passthrough import LegacyPassthrough, LegacyUpstream, OpenFailed, means_legacy
 from .pending import BAD_LINE, ClientError, PendingAnswers, WaitEnded
+from .session import ModernSession, UpstreamSession, discover_error
 
-if TYPE_CHECKING:
-    from .passthrough import LegacyPassthrough, LegacyUpstream
+__all__ = [
+    "LARGE_FRAME_BYTES",
+    "QUIET_SECONDS",
+    "Connect",
+    "Ended",
+    "Frontend",
+    "Options",
+    "Slot",
+    "State",
+    "Timeouts",
+    "discover_error",
+]
 
 log = logging.getLogger("mcpbridge.bridge")
 
@@ -92,8 +103,6 @@ LARGE_FRAME_BYTES = 256 * 1024
 #: The quiet time after the last large frame before the free memory goes back to the system.
 QUIET_SECONDS = 1.0
 
-#: The words of the exchange log line for the result types of the upstream client.
-_OUTCOMES = {"complete": "response", "input_required": "input required"}
 
 
 class State(enum.Enum):
@@ -108,51 +117,6 @@ class Ended(enum.Enum):
 
     EOF = "eof"
     UPSTREAM_LOST = "upstream_lost"
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """Time limits in seconds (architecture: "Limits and time limits")."""
-
-    discover: float = 60.0
-    #: The list requests and completion/complete.
-    list: float = 120.0
-    #: The first round of prompts/get and resources/read.
-    read: float = 120.0
-    #: Each round of tools/call; VS Code's cancellation is the outer limit.
-    call: float = 3600.0
-    #: The client's answers to one round of input requests.
-    input: float = 3600.0
-
-
-@dataclass(frozen=True)
-class Options:
-    fallback_name: str
-    version: str
-    max_line_bytes: int = 64 * 1024 * 1024
-    #: Nesting of a client message.
-    max_depth: int = 64
-    #: Requests in flight; the reader refuses more at once.
-    max_in_flight: int = 256
-    #: The wait for the slots at the end.
-    shutdown_grace: float = 2.0
-    watch_interval: float = 0.2
-    #: Progress notifications of one request per second.
-    max_progress_rate: int = 50
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    icon_rule: translate.IconRule = translate.IconRule.ALL
-    #: ``--protocol``: ``auto`` falls back to a 2025-era upstream after a failed discover
-    #: (module passthrough), ``legacy`` skips the discover, ``2026-07-28`` never falls back.
-    #: Without a ``legacy`` upstream for the front end, each acts as ``2026-07-28``.
-    protocol: str = "auto"
-    #: The upstream's send never waits long (a child process on stdio): the reader sends
-    #: each forwarded request itself, and the thread that delivers the answer writes the
-    #: response, so a call costs no hand-off to a slot thread (see :meth:`Frontend._begin_forward`).
-    forward_on_reader: bool = False
-
-
-#: The factory of the upstream client: (client info, notification callback) -> a started Client.
-Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]
 
 
 class Frontend:
@@ -186,7 +150,8 @@ class Frontend:
         self._executor = ThreadPoolExecutor(
             max_workers=options.max_in_flight, thread_name_prefix="mcpbridge-slot"
         )
-        self._client: Client | None = None
+        #: Set when the upstream speaks 2026-07-28 (a successful discover).
+        self._session: ModernSession | None = None
         self._client_kinds_caps: dict[str, Any] = {}
         self._upstream_caps: dict[str, Any] = {}
         self._log_level: str | None = None
@@ -339,7 +304,7 @@ class Frontend:
             if slot is not None:
                 slot.cancel.cancel("the client canceled the request")
         elif message.method == "notifications/initialized":
-            if self._init_written and self._listener is None and self._client is not None:
+            if self._init_written and self._listener is None and self._session is not None:
                 self._start_listener()
         else:
             log.debug("ignored the notification %s of the client", _printable(message.method))
@@ -390,8 +355,10 @@ class Frontend:
                 self.output.write_error(request.id, errortable.error_object("not_initialized"))
             return
         if kind is legacy.MethodClass.FORWARD:
-            on_reader = self._begin_forward if self.options.forward_on_reader else None
-            self._admit(request, self._forward, on_reader)
+            session = self._session
+            assert session is not None
+            on_reader = session.begin_forward if self.options.forward_on_reader else None
+            self._admit(request, session.forward, on_reader)
         elif kind in (legacy.MethodClass.SUBSCRIBE, legacy.MethodClass.UNSUBSCRIBE):
             if self._listener is None or not self._listener.accepts_subscriptions:
                 self.output.write_error(request.id, errortable.error_object("method_not_found"))
@@ -441,14 +408,14 @@ class Frontend:
             return
         if on_reader is not None and on_reader(slot, request):
             return
-        self._submit(slot, request, work)
+        self.submit(slot, request, work)
 
-    def _submit(self, slot: Slot, request: Request, work: Callable[[Slot, Request], None]) -> None:
+    def submit(self, slot: Slot, request: Request, work: Callable[[Slot, Request], None]) -> None:
         """Run ``work`` on a slot thread; the slot is released when it ends."""
         try:
             self._executor.submit(self._run_slot, slot, request, work)
         except RuntimeError:  # the executor shut down: the connection is closing
-            self._release(slot)
+            self.release(slot)
 
     def _run_slot(self, slot: Slot, request: Request, work: Callable[[Slot, Request], None]) -> None:
         try:
@@ -457,9 +424,9 @@ class Frontend:
             log.exception("request %s (%s) failed inside the bridge", _printable(slot.id), slot.method)
             self.respond_error(slot, errortable.internal_error())
         finally:
-            self._release(slot)
+            self.release(slot)
 
-    def _release(self, slot: Slot) -> None:
+    def release(self, slot: Slot) -> None:
         with self._slots_lock:
             if self._slots.get(slot.id) is slot:
                 del self._slots[slot.id]
@@ -538,7 +505,7 @@ class Frontend:
             version=self.options.version,
             icon_rule=self.options.icon_rule,
         )
-        self._client = client
+        self._session = ModernSession(client, self)
         self._declared = translate.declared_notifications(init)
         with self._state_lock:
             if self._state is State.CLOSING:
@@ -565,8 +532,6 @@ class Frontend:
 
     def _falls_back(self, exc: McpError) -> bool:
         """Whether the failed discover shows a 2025-era upstream (module passthrough)."""
-        from .passthrough import means_legacy
-
         assert self._legacy is not None
         if not means_legacy(exc, protocol=self.options.protocol, over_http=self._legacy.over_http):
             return False
@@ -580,10 +545,8 @@ class Frontend:
         self, slot: Slot, request: Request, probe: Client | None, probe_error: McpError | None
     ) -> None:
         """The upstream speaks the 2025 era: a LegacyPassthrough carries the connection from now on."""
-        from .passthrough import LegacyPassthrough, OpenFailed
-
         assert self._legacy is not None
-        passthrough = LegacyPassthrough(self, self._legacy)
+        passthrough = LegacyPassthrough(self.output, self._legacy, self.options)
         try:
             result = passthrough.open(request.params, probe, probe_error, slot.cancel)
         except OpenFailed as failed:
@@ -603,217 +566,6 @@ class Frontend:
 
     # -------------------------------------------------------------- forward
 
-    def _timeout_for(self, method: str, round_number: int) -> float:
-        timeouts = self.options.timeouts
-        if method == "tools/call":
-            return timeouts.call
-        if method in ("prompts/get", "resources/read"):
-            return timeouts.read if round_number == 1 else timeouts.call
-        return timeouts.list
-
-    def _tracer(
-        self, slot: Slot, method: str, round_number: int
-    ) -> Callable[[RequestId, str, float], None] | None:
-        """The debug line of one upstream exchange, or ``None`` when debug lines are off."""
-        if not log.isEnabledFor(logging.DEBUG):
-            return None
-
-        def trace(upstream_id: RequestId, outcome: str, seconds: float) -> None:
-            log.debug(
-                "upstream request %s (%s, round %d of client request %s): %s after %d ms",
-                upstream_id,
-                method,
-                round_number,
-                _printable(slot.id),
-                _OUTCOMES.get(outcome, outcome),
-                int(seconds * 1000),
-            )
-
-        return trace
-
-    def _begin_forward(self, slot: Slot, request: Request) -> bool:
-        """Send the first round of a forwarded request from the reader thread, without waiting.
-
-        The thread that learns the outcome (the upstream reader for an answer)
-        runs :meth:`_forward_done`. Returns False, with nothing sent, when the
-        upstream has no room for the request at once: then a slot thread sends it.
-        """
-        client = self._client
-        assert client is not None
-        method = request.method
-        params, client_token, meta = translate.forward_params(request.params)
-        progress = (
-            _ProgressForwarder(self, client_token, self.options.max_progress_rate)
-            if client_token is not None
-            else None
-        )
-        try:
-            call = client.begin(
-                method,
-                params,
-                on_done=lambda call: self._forward_done(slot, request, call, progress),
-                timeout=self._timeout_for(method, 1),
-                cancel=slot.cancel,
-                capabilities=self._upstream_caps,
-                log_level=self._log_level,
-                meta=meta,
-                allow_input_required=method in INPUT_METHODS,
-                on_progress=progress,
-                trace=self._tracer(slot, method, 1),
-                raw=request.raw,
-            )
-        except McpError as exc:
-            self.respond_error(slot, self._error_for(exc, method))
-            self._release(slot)
-            return True
-        return call is not None
-
-    def _forward_done(
-        self, slot: Slot, request: Request, call: Call, progress: _ProgressForwarder | None
-    ) -> None:
-        """The outcome of the first round of :meth:`_begin_forward`, on the thread that learned it.
-
-        A complete result or an error is answered here at once. What may block (the
-        input rounds, telling the upstream of a cancellation) goes on on a slot thread.
-        """
-        try:
-            if call.cancelled:
-                # The reader read the cancellation: tell the upstream without waiting, if it
-                # has room (else a slot thread does), and write nothing.
-                try:
-                    call.result(wait=False)
-                except WouldBlock:
-                    pass
-                except McpError:
-                    self._release(slot)
-                    return
-            if call.needs_thread:
-                first: Callable[[], dict[str, Any]] = call.result
-            else:
-                try:
-                    result = call.result()
-                except Cancelled:
-                    self._release(slot)
-                    return
-                except McpError as exc:
-                    self.respond_error(slot, self._error_for(exc, request.method))
-                    self._release(slot)
-                    return
-                if result.get("resultType") != "input_required":
-                    self._respond_result(slot, request.method, result, call.raw)
-                    self._release(slot)
-                    return
-
-                def first() -> dict[str, Any]:
-                    return result
-
-            self._submit(slot, request, lambda s, r: self._forward(s, r, first=first, progress=progress))
-        except Exception:  # noqa: BLE001 - a bug must not lose the request silently
-            log.exception("request %s (%s) failed inside the bridge", _printable(slot.id), slot.method)
-            self.respond_error(slot, errortable.internal_error())
-            self._release(slot)
-
-    def _respond_result(
-        self, slot: Slot, method: str, result: dict[str, Any], raw: jsonrpc.RawStrings | None = None
-    ) -> None:
-        shaped, notes = translate.shape_result(method, result, icon_rule=self.options.icon_rule)
-        for note in notes:
-            log.info("%s", note)
-        self.respond(slot, shaped, raw=raw)
-
-    def _forward(
-        self,
-        slot: Slot,
-        request: Request,
-        *,
-        first: Callable[[], dict[str, Any]] | None = None,
-        progress: _ProgressForwarder | None = None,
-    ) -> None:
-        """Forward a request on a slot thread: the rounds until a complete result.
-
-        ``first`` gives the outcome of a first round that :meth:`_begin_forward` sent.
-        """
-        client = self._client
-        assert client is not None
-        params, client_token, meta = translate.forward_params(request.params)
-        if progress is None and client_token is not None:
-            progress = _ProgressForwarder(self, client_token, self.options.max_progress_rate)
-        rounds = _Rounds(self, slot, request.method, params)
-        try:
-            while True:
-                round_number = rounds.session.rounds + 1
-                slot.waiting_for = "upstream"
-                if first is not None:
-                    result, first = first(), None
-                else:
-                    result = client.request(
-                        request.method,
-                        rounds.params,
-                        timeout=self._timeout_for(request.method, round_number),
-                        cancel=slot.cancel,
-                        capabilities=self._upstream_caps,
-                        log_level=self._log_level,
-                        meta=meta,
-                        allow_input_required=request.method in INPUT_METHODS,
-                        on_progress=progress,
-                        trace=self._tracer(slot, request.method, round_number),
-                    )
-                rounds.after_result(result)
-                if result.get("resultType") == "input_required":
-                    rounds.next_round(result)
-                    continue
-                self._respond_result(slot, request.method, result)
-                return
-        except Cancelled:
-            rounds.failed()
-        except McpError as exc:
-            rounds.failed()
-            if isinstance(exc, RpcError) and rounds.sent_state and exc.error.code == jsonrpc.INVALID_PARAMS:
-                self._refused_state(slot, request.method, exc)
-                return
-            self.respond_error(slot, self._error_for(exc, request.method))
-        except input_rules.ClientFailed as failure:
-            rounds.failed()
-            log.info(
-                "request %s (%s): the client answered an input request with an error: %s",
-                _printable(slot.id),
-                request.method,
-                _printable(failure.error.get("message", "")),
-            )
-            self.respond_error(slot, failure.error)
-        except input_rules.InputError as failure:
-            rounds.failed()
-            log.warning(
-                "request %s (%s): the input requests of the upstream server failed: %s",
-                _printable(slot.id),
-                request.method,
-                failure.detail or failure.cause,
-            )
-            self.respond_error(slot, errortable.error_object(failure.cause, failure.detail))
-        except _Silent:
-            rounds.failed()
-
-    def _refused_state(self, slot: Slot, method: str, exc: RpcError) -> None:
-        """The upstream refused the requestState of a round (behaviour: refused state)."""
-        text = translate.refused_state_text(method, exc.error.message)
-        if method == "tools/call":
-            self.respond(slot, {"content": [{"type": "text", "text": text}], "isError": True})
-            return
-        error: dict[str, Any] = {"code": exc.error.code, "message": text}
-        if exc.error.data is not jsonrpc.NO_DATA:
-            error["data"] = exc.error.data
-        self.respond_error(slot, error)
-
-    def _error_for(self, exc: McpError, method: str) -> dict[str, Any]:
-        if isinstance(exc, SignInError):
-            return exc.error_object()
-        if isinstance(exc, Closed) and self._client is not None and self._client.gone:
-            return errortable.error_object("upstream_exited")
-        error = errortable.error_from_mcp(exc)
-        if isinstance(exc, RpcError):
-            return translate.legacy_error(method, error)
-        return error
-
     # ------------------------------------------------------- notifications
 
     def _on_upstream_notification(self, message: Notification) -> None:
@@ -832,10 +584,10 @@ class Frontend:
             declared.tools or declared.prompts or declared.resources or declared.subscribe
         ):
             return
-        assert self._client is not None
+        assert self._session is not None
         self._listener = Listener(
             self.output,
-            self._client,
+            self._session.client,
             declared,
             capabilities=self._upstream_caps,
             log_level=lambda: self._log_level,
@@ -846,6 +598,11 @@ class Frontend:
     @property
     def closing_reason(self) -> Ended | None:
         return self._closing_reason
+
+    @property
+    def upstream_lost(self) -> bool:
+        """True once the connection closes because the upstream server stopped."""
+        return self._closing_reason is Ended.UPSTREAM_LOST
 
     @property
     def log_level(self) -> str | None:
@@ -897,7 +654,7 @@ class Frontend:
     def _watch_loop(self) -> None:
         interval = self.options.watch_interval
         while not self._stop.wait(interval):
-            upstream = self._client if self._client is not None else self._passthrough
+            upstream = self._upstream
             if upstream is not None and upstream.gone and self._state is State.READY:
                 self._upstream_lost(upstream)
                 return
@@ -951,7 +708,12 @@ class Frontend:
                         int(waited),
                     )
 
-    def _upstream_lost(self, client: Client | LegacyPassthrough) -> None:
+    @property
+    def _upstream(self) -> UpstreamSession | None:
+        """The session of the upstream server once initialize succeeded."""
+        return self._session if self._session is not None else self._passthrough
+
+    def _upstream_lost(self, client: UpstreamSession) -> None:
         with self._state_lock:
             if self._state is State.CLOSING:
                 return
@@ -996,10 +758,9 @@ class Frontend:
         self._wait_for_slots(self.options.shutdown_grace)
         self.output.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
-        if self._client is not None:
-            self._client.close(self.options.shutdown_grace)
-        if self._passthrough is not None:
-            self._passthrough.close(self.options.shutdown_grace)
+        upstream = self._upstream
+        if upstream is not None:
+            upstream.close(self.options.shutdown_grace)
 
     def close(self) -> None:
         """Stop as at the end of the input (SIGTERM)."""
@@ -1008,11 +769,9 @@ class Frontend:
 
     def kill_upstream(self) -> None:
         """Kill the upstream process group at once (the watchdog's last step)."""
-        client = self._client
-        if client is not None:
-            client.kill()
-        if self._passthrough is not None:
-            self._passthrough.kill()
+        upstream = self._upstream
+        if upstream is not None:
+            upstream.kill()
 
     def _wait_for_slots(self, grace: float) -> None:
         deadline = time.monotonic() + grace
@@ -1024,135 +783,6 @@ class Frontend:
                     log.debug("%d requests did not stop in the grace period", len(self._slots))
                     return
                 self._slots_idle.wait(remaining)
-
-
-def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
-    """The error of a failed ``server/discover`` (error table: discover_failed)."""
-    if isinstance(exc, SignInError):
-        return exc.error_object()
-    if isinstance(exc, RpcError):
-        error = errortable.error_object("discover_failed", exc.error.message)
-        if exc.error.code != jsonrpc.URL_ELICITATION_REQUIRED:
-            error["code"] = exc.error.code
-        return error
-    if isinstance(exc, RequestTimeout):
-        return errortable.error_object(
-            "discover_failed", f"no response in {errortable.format_duration(timeout)}"
-        )
-    detail = "server/discover"
-    if exc.http_status is not None:
-        detail += f", HTTP status {exc.http_status}"
-    return errortable.error_object(exc.cause, detail)
-
-
-class _Silent(Exception):
-    """The request ends without a response (the connection is closing)."""
-
-
-class _Rounds:
-    """The input rounds of one forwarded request: ask the client, check, retry upstream."""
-
-    def __init__(self, frontend: Frontend, slot: Slot, method: str, params: dict[str, Any]) -> None:
-        self.frontend = frontend
-        self.slot = slot
-        self.method = method
-        self.original = params
-        self.params = params
-        self.sent_state = False
-        self.session = input_rules.Session(
-            input_rules.ClientKinds.from_capabilities(frontend.client_capabilities),
-            frontend.next_elicitation_id,
-        )
-
-    def after_result(self, result: dict[str, Any]) -> None:
-        """Complete the URL elicitations that the new result no longer asks for."""
-        for elicitation_id in self.session.completions_after_round(result):
-            self.frontend.write_notification(
-                input_rules.ELICITATION_COMPLETE, {"elicitationId": elicitation_id}
-            )
-
-    def failed(self) -> None:
-        for elicitation_id in self.session.completions_on_failure():
-            self.frontend.write_notification(
-                input_rules.ELICITATION_COMPLETE, {"elicitationId": elicitation_id}
-            )
-
-    def next_round(self, result: dict[str, Any]) -> None:
-        """Run one round: raises InputError, ClientFailed, Cancelled or _Silent on failure."""
-        planned = self.session.plan_round(result)
-        for warning in planned.warnings:
-            log.warning("%s", warning)
-        answers: dict[str, Any] = {}
-        if planned.outgoing:
-            answers = self._ask(planned.outgoing)
-        responses = self.session.input_responses(answers)
-        self.params = input_rules.retry_params(self.original, responses, planned.request_state)
-        self.sent_state = planned.request_state is not None
-
-    def _ask(self, outgoing: tuple[input_rules.Outgoing, ...]) -> dict[str, Any]:
-        frontend = self.frontend
-        pending = frontend.pending
-        ids = pending.new_ids(len(outgoing))
-        self.slot.waiting_for = "client"
-        self.slot.next_report = time.monotonic() - self.slot.started + 10.0
-        try:
-            for request_id, request in zip(ids, outgoing, strict=True):
-                frontend.write_request(request_id, request.method, request.params)
-            timeout = frontend.options.timeouts.input
-            try:
-                got = pending.wait(ids, timeout=timeout, cancel=self.slot.cancel)
-            except WaitEnded as ended:
-                self._cancel_unanswered(ids, ended.reason)
-                if ended.reason == "timeout":
-                    raise input_rules.InputError(
-                        "input_timeout",
-                        f"no answers in {errortable.format_duration(timeout)} "
-                        f"(input requests of the round: {len(ids)})",
-                    ) from None
-                if ended.reason == "canceled":
-                    raise Cancelled() from None
-                raise _Silent() from None
-        finally:
-            pending.remove(ids)
-            self.slot.waiting_for = "upstream"
-        return {request.key: got[request_id] for request_id, request in zip(ids, outgoing, strict=True)}
-
-    def _cancel_unanswered(self, ids: list[str], reason: str) -> None:
-        frontend = self.frontend
-        if reason == "timeout":
-            text = "no answer in time"
-        elif reason == "canceled":
-            text = self.slot.cancel.reason or "the client canceled the request"
-        elif frontend.closing_reason is Ended.UPSTREAM_LOST:
-            text = "the upstream server stopped"
-        else:
-            text = "the client closed the connection"
-        for request_id in frontend.pending.remove(ids):
-            frontend.write_notification("notifications/cancelled", {"requestId": request_id, "reason": text})
-
-
-class _ProgressForwarder:
-    """Give the upstream progress of a request to the client's progress token, rate limited."""
-
-    def __init__(self, frontend: Frontend, token: Any, rate: int) -> None:
-        self._frontend = frontend
-        self._token = token
-        self._rate = rate
-        self._window = 0.0
-        self._count = 0
-
-    def __call__(self, params: dict[str, Any]) -> None:
-        now = time.monotonic()
-        if now - self._window >= 1.0:
-            self._window = now
-            self._count = 0
-        if self._count >= self._rate:
-            return
-        translated = translate.progress_params(self._token, params)
-        if translated is None:
-            return
-        self._count += 1
-        self._frontend.write_notification("notifications/progress", translated)
 
 
 class _Counter:

@@ -52,7 +52,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client, DeadlineTimer
@@ -74,11 +74,10 @@ from ..mcp.jsonrpc import (
 )
 from ..mcp.transport import OnFrameError, OnMessage, Transport
 from . import errortable, legacy, translate
+from .options import Options
+from .output import Host, Slot
+from .session import discover_error
 from .upstream import UPSTREAM_MAX_DEPTH, _write_child_stderr
-
-if TYPE_CHECKING:
-    from .frontend import Frontend
-    from .output import Slot
 
 __all__ = [
     "AUTO",
@@ -668,8 +667,9 @@ class _ProgressGate:
 class LegacyPassthrough:
     """Carry a 2025-era upstream connection for one front end; see the module docstring."""
 
-    def __init__(self, frontend: Frontend, upstream: LegacyUpstream) -> None:
-        self._frontend = frontend
+    def __init__(self, host: Host, upstream: LegacyUpstream, options: Options) -> None:
+        self._host = host
+        self._options = options
         self._upstream = upstream
         self._peer: LegacyPeer | None = None
         self._lock = threading.Lock()
@@ -677,7 +677,7 @@ class LegacyPassthrough:
         #: The ids of the server's requests in flight: ours (as the client sees them) to the server's.
         self._to_server: dict[str, RequestId] = {}
         self._to_client: dict[RequestId, str] = {}
-        self._progress = _ProgressGate(frontend.options.max_progress_rate)
+        self._progress = _ProgressGate(options.max_progress_rate)
         #: The revision that the upstream server chose in its initialize result.
         self.protocol_version: str | None = None
 
@@ -698,7 +698,7 @@ class LegacyPassthrough:
         Raises:
             OpenFailed: with the error for the client, or ``None`` when the client canceled.
         """
-        options = self._frontend.options
+        options = self._options
         timeout = options.timeouts.discover
         grace = options.shutdown_grace
         for attempt in (1, 2):
@@ -728,8 +728,6 @@ class LegacyPassthrough:
             except RequestTimeout as exc:
                 peer.close(grace)
                 if isinstance(probe_error, RequestTimeout):
-                    from .frontend import discover_error
-
                     raise OpenFailed(discover_error(probe_error, timeout)) from None
                 raise OpenFailed(errortable.error_object("timeout", exc.detail)) from None
             except McpError as exc:
@@ -788,7 +786,7 @@ class LegacyPassthrough:
         """The work of a slot: carry one request of the client upstream and its answer back."""
         peer = self._peer
         assert peer is not None
-        options = self._frontend.options
+        options = self._options
         timeout = options.timeouts.call if request.method in _LONG_METHODS else options.timeouts.list
         params = request.params
         token = translate.progress_token(params.get("_meta")) if params is not None else None
@@ -803,24 +801,24 @@ class LegacyPassthrough:
         except McpError as exc:
             self._trace(slot, request.method, exc.cause, started)
             if isinstance(exc, Closed) and peer.gone:
-                self._frontend.respond_error(slot, errortable.error_object("upstream_exited"))
+                self._host.respond_error(slot, errortable.error_object("upstream_exited"))
             else:
-                self._frontend.respond_error(slot, errortable.error_from_mcp(exc))
+                self._host.respond_error(slot, errortable.error_from_mcp(exc))
             return
         finally:
             if token is not None:
                 self._progress.close(token)
         if isinstance(outcome, Response):
             self._trace(slot, request.method, "response", started)
-            self._frontend.respond(slot, self._shape(request.method, outcome.result), raw=outcome.raw)
+            self._host.respond(slot, self._shape(request.method, outcome.result), raw=outcome.raw)
         else:
             self._trace(slot, request.method, f"error {outcome.error.code}", started)
-            self._frontend.respond_error(slot, outcome.error.to_obj())
+            self._host.respond_error(slot, outcome.error.to_obj())
 
     def _shape(self, method: str, result: Any) -> Any:
         if method not in _SHAPED_METHODS or not isinstance(result, dict):
             return result
-        shaped, notes = translate.shape_result(method, result, icon_rule=self._frontend.options.icon_rule)
+        shaped, notes = translate.shape_result(method, result, icon_rule=self._options.icon_rule)
         for note in notes:
             log.info("%s", note)
         return shaped
@@ -880,7 +878,7 @@ class LegacyPassthrough:
         with self._lock:
             self._to_server[client_id] = request.id
             self._to_client[request.id] = client_id
-        if self._frontend.write_request(client_id, request.method, request.params):
+        if self._host.write_request(client_id, request.method, request.params):
             return
         with self._lock:
             self._to_server.pop(client_id, None)
@@ -894,12 +892,12 @@ class LegacyPassthrough:
     def _on_server_notification(self, message: Notification) -> None:
         if message.method == "notifications/progress":
             if self._progress.admit(message.params):
-                self._frontend.write_notification(message.method, message.params)
+                self._host.write_notification(message.method, message.params)
             else:
                 log.debug("dropped a progress notification: over the rate, or for no request in flight")
             return
         if message.method != "notifications/cancelled":
-            self._frontend.write_notification(message.method, message.params)
+            self._host.write_notification(message.method, message.params)
             return
         server_id = legacy.parse_cancelled(message.params)
         with self._lock:
@@ -911,7 +909,7 @@ class LegacyPassthrough:
             return
         params = dict(message.params or {})
         params["requestId"] = client_id
-        self._frontend.write_notification("notifications/cancelled", params)
+        self._host.write_notification("notifications/cancelled", params)
 
     # ------------------------------------------------------------ lifecycle
 
