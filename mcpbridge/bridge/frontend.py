@@ -17,16 +17,11 @@ once; the check that it may write and the write are one step under the
 the output lock as one line and is flushed. After the output closes nothing is
 written.
 
-The **fast path** of a forwarded request (``Options.forward_on_reader``, the
-stdio form): its slot is admitted as usual, but no slot thread runs it. The
-reader sends the first round upstream itself (:meth:`Client.begin
-<mcpbridge.mcp.client.Client.begin>`, which never waits for room), and the
-thread that learns the outcome answers: the upstream's reader thread shapes a
-complete result or an error and writes it, a cancellation read by the reader
-is passed upstream at once. Only what may block goes on on a slot thread: the
-input rounds of an ``input_required`` result, the time limit, a send that
-found no room. So a call costs two threads that were waiting on their pipes
-anyway, and no hand-off between threads.
+A forwarded request goes to the :class:`~.session.UpstreamSession` of the
+connection: a :class:`~.session.ModernSession` (its **fast path** sends the
+first round from the reader thread, see ``Options.forward_on_reader``) or the
+2025-era :class:`~.passthrough.LegacyPassthrough`. Both write to the client only
+through the :class:`~.output.Output` (module ``output``).
 
 Rules of the lifecycle (the table is :data:`LIFECYCLE`):
 
@@ -56,7 +51,7 @@ from typing import Any, BinaryIO
 from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
-from ..mcp.errors import Cancelled, McpError, RpcError
+from ..mcp.errors import Cancelled, McpError
 from ..mcp.framing import LineReader, TooLong
 from ..mcp.jsonrpc import (
     ErrorResponse,
@@ -71,10 +66,10 @@ from . import errortable, legacy, translate
 from . import input as input_rules
 from .notify import Listener
 from .options import Connect, Options, Timeouts
-from .output import Output, Slot
-from .passthrough import LegacyPassthrough, LegacyUpstream, OpenFailed, means_legacy
-from .pending import BAD_LINE, ClientError, PendingAnswers, WaitEnded
-from .session import ModernSession, UpstreamSession, discover_error
+from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
+from .passthrough import LegacyPassthrough, LegacyUpstream, OpenFailed, falls_back
+from .pending import BAD_LINE, ClientError, PendingAnswers
+from .session import ModernSession, UpstreamSession, discover_error, forward_upstream_log
 
 __all__ = [
     "LARGE_FRAME_BYTES",
@@ -91,17 +86,10 @@ __all__ = [
 
 log = logging.getLogger("mcpbridge.bridge")
 
-#: The client's methods that the reader answers itself.
-_INLINE = {legacy.MethodClass.PING, legacy.MethodClass.SET_LEVEL, legacy.MethodClass.DISCOVER}
-
 
 #: The longest sleep of the thread in :meth:`Frontend.run`, which runs the signal handlers.
 _MAIN_WAIT_SLICE = 0.25
 
-#: A line at least this long is a large frame (see :meth:`Frontend._release_memory_when_quiet`).
-LARGE_FRAME_BYTES = 256 * 1024
-#: The quiet time after the last large frame before the free memory goes back to the system.
-QUIET_SECONDS = 1.0
 
 
 
@@ -132,7 +120,8 @@ class Frontend:
     ) -> None:
         self._in = stdin
         #: The client's output; the parts behind the front end write through it.
-        self.output = Output(stdout, self._count_large_frame)
+        self._large_frames = LargeFrames()
+        self.output = Output(stdout, self._large_frames.count)
         self._connect = connect
         self.options = options
         #: How to reach a 2025-era upstream; ``None``: the bridge never falls back.
@@ -168,11 +157,6 @@ class Frontend:
         #: Called on the watcher thread when large frames stopped passing for a while (the
         #: executable returns the free memory of the heap to the system).
         self.release_memory: Callable[[], None] | None = None
-        #: Large frames that passed (counted without a lock: the watcher only compares it).
-        self._large_frames = 0
-        self._large_seen = 0
-        self._large_seen_at = 0.0
-        self._large_released = 0
         #: Called on the reader thread for ``notifications/initialized`` (the sign-in's gate:
         #: from then on a sign-in needs the consent of the client).
         self.on_initialized: Callable[[], None] | None = None
@@ -234,7 +218,7 @@ class Frontend:
             )
             return
         if len(item) >= LARGE_FRAME_BYTES:
-            self._large_frames += 1
+            self._large_frames.count()
         try:
             message = jsonrpc.parse(item, max_depth=self.options.max_depth, control_free=control_free)
         except FrameError as exc:
@@ -422,7 +406,7 @@ class Frontend:
             work(slot, request)
         except Exception:  # noqa: BLE001 - a bug must not kill the slot silently
             log.exception("request %s (%s) failed inside the bridge", _printable(slot.id), slot.method)
-            self.respond_error(slot, errortable.internal_error())
+            self.output.respond_error(slot, errortable.internal_error())
         finally:
             self.release(slot)
 
@@ -435,27 +419,9 @@ class Frontend:
 
     # --------------------------------------------------------------- output
 
-    def _count_large_frame(self) -> None:
-        self._large_frames += 1
-
     def write_notification(self, method: str, params: dict[str, Any] | None = None) -> bool:
         """Write a notification to the client."""
         return self.output.write_notification(method, params)
-
-    def write_request(self, request_id: str, method: str, params: dict[str, Any] | None) -> bool:
-        """Write one of the bridge's own requests to the client (``None``: no params member)."""
-        return self.output.write_request(request_id, method, params)
-
-    def write_locked(self, frames: Callable[[], list[bytes]]) -> bool:
-        """Call ``frames()`` under the output lock and write what it returns, in one step."""
-        return self.output.write_locked(frames)
-
-    def respond(self, slot: Slot, result: Any, *, raw: jsonrpc.RawStrings | None = None) -> bool:
-        """Write the result of a slot once; a canceled slot writes nothing."""
-        return self.output.respond(slot, result, raw=raw)
-
-    def respond_error(self, slot: Slot, error: dict[str, Any]) -> bool:
-        return self.output.respond_error(slot, error)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -469,7 +435,7 @@ class Frontend:
             params = legacy.parse_initialize(request.params)
         except legacy.InvalidParams:
             self._set_state(State.AWAITING)
-            self.respond_error(slot, errortable.error_object("invalid_params"))
+            self.output.respond_error(slot, errortable.error_object("invalid_params"))
             return
         self._client_kinds_caps = params.capabilities
         self._upstream_caps = translate.client_capabilities_for_upstream(params.capabilities)
@@ -481,14 +447,14 @@ class Frontend:
         except McpError as exc:
             self._set_state(State.AWAITING)
             log.error("the upstream server did not start: %s", exc.detail or exc.cause)
-            self.respond_error(slot, errortable.error_object(exc.cause))
+            self.output.respond_error(slot, errortable.error_object(exc.cause))
             return
         try:
             result = client.discover(
                 timeout=self.options.timeouts.discover, cancel=slot.cancel, capabilities=self._upstream_caps
             )
         except McpError as exc:
-            if self._legacy is not None and self._falls_back(exc):
+            if falls_back(exc, protocol=self.options.protocol, upstream=self._legacy):
                 self._pass_through(slot, request, client, exc)
                 return
             client.close(self.options.shutdown_grace)
@@ -497,7 +463,7 @@ class Frontend:
                 return
             error = discover_error(exc, self.options.timeouts.discover)
             log.error("server/discover failed: %s", error["data"].get("detail", error["data"]["cause"]))
-            self.respond_error(slot, error)
+            self.output.respond_error(slot, error)
             return
         init = translate.initialize_result(
             result,
@@ -526,20 +492,9 @@ class Frontend:
             self._init_written = True
             return [data]
 
-        self.write_locked(frames)
+        self.output.write_locked(frames)
 
     # ------------------------------------------------- 2025-era upstream
-
-    def _falls_back(self, exc: McpError) -> bool:
-        """Whether the failed discover shows a 2025-era upstream (module passthrough)."""
-        assert self._legacy is not None
-        if not means_legacy(exc, protocol=self.options.protocol, over_http=self._legacy.over_http):
-            return False
-        detail = exc.error.message if isinstance(exc, RpcError) else exc.detail or exc.cause
-        log.info(
-            "server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25", _printable(detail)
-        )
-        return True
 
     def _pass_through(
         self, slot: Slot, request: Request, probe: Client | None, probe_error: McpError | None
@@ -552,7 +507,7 @@ class Frontend:
         except OpenFailed as failed:
             self._set_state(State.AWAITING)
             if failed.error is not None:
-                self.respond_error(slot, failed.error)
+                self.output.respond_error(slot, failed.error)
             return
         self._passthrough = passthrough
         with self._state_lock:
@@ -564,19 +519,10 @@ class Frontend:
             return
         self._write_initialize_result(slot, result)
 
-    # -------------------------------------------------------------- forward
-
     # ------------------------------------------------------- notifications
 
     def _on_upstream_notification(self, message: Notification) -> None:
-        if message.method == "notifications/message":
-            params = translate.log_params(message.params)
-            if params is None or self._log_level is None:
-                return
-            if translate.log_passes(params["level"], self._log_level):
-                self.write_notification("notifications/message", params)
-        else:
-            log.debug("dropped the notification %s of the upstream server", _printable(message.method))
+        forward_upstream_log(self.output, self._log_level, message)
 
     def _start_listener(self) -> None:
         declared = self._declared
@@ -594,10 +540,6 @@ class Frontend:
             shutdown_grace=self.options.shutdown_grace,
         )
         self._listener.start()
-
-    @property
-    def closing_reason(self) -> Ended | None:
-        return self._closing_reason
 
     @property
     def upstream_lost(self) -> bool:
@@ -630,23 +572,9 @@ class Frontend:
         Raises:
             WaitEnded: ``canceled``, ``timeout`` or ``closed``.
         """
-        ids = self.pending.new_ids(1)
         params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
-        try:
-            self.write_request(ids[0], input_rules.ELICITATION_CREATE, params)
-            try:
-                answer = self.pending.wait(ids, timeout=timeout, cancel=cancel)[ids[0]]
-            except WaitEnded as ended:
-                if ended.reason != "closed":
-                    reason = "no answer in time" if ended.reason == "timeout" else cancel.reason
-                    for request_id in self.pending.remove(ids):
-                        self.write_notification(
-                            "notifications/cancelled",
-                            {"requestId": request_id, "reason": reason or "the client canceled the request"},
-                        )
-                raise
-        finally:
-            self.pending.remove(ids)
+        request = (input_rules.ELICITATION_CREATE, params)
+        [answer] = self.pending.ask(self.output, [request], timeout=timeout, cancel=cancel)
         return isinstance(answer, dict) and answer.get("action") == "accept"
 
     # ------------------------------------------------------------- watcher
@@ -659,30 +587,7 @@ class Frontend:
                 self._upstream_lost(upstream)
                 return
             self._report_long_requests()
-            self._release_memory_when_quiet()
-
-    def _release_memory_when_quiet(self) -> None:
-        """Call :attr:`release_memory` once the large frames stopped for :data:`QUIET_SECONDS`.
-
-        The memory of a large frame is kept while they come one after another, so
-        the next one does not pay for fresh pages; a quiet connection gives it back.
-        """
-        count = self._large_frames
-        now = time.monotonic()
-        if count != self._large_seen:
-            self._large_seen, self._large_seen_at = count, now
-        elif (
-            count != self._large_released
-            and now - self._large_seen_at >= QUIET_SECONDS
-            and self.release_memory is not None
-        ):
-            self._large_released = count
-            try:
-                self.release_memory()
-            except Exception as exc:  # noqa: BLE001 - a hook must not stop the watcher
-                log.debug("releasing memory failed: %s", type(exc).__name__)
-            else:
-                log.debug("released the free memory of the large frames")
+            self._large_frames.release_when_quiet(self.release_memory)
 
     def _report_long_requests(self) -> None:
         now = time.monotonic()
@@ -692,21 +597,13 @@ class Frontend:
             waited = now - slot.started
             if waited >= slot.next_report:
                 slot.next_report += 30.0
-                if slot.waiting_for == "client":
-                    log.info(
-                        "still waiting for the answers of the client to the input requests of %s "
-                        "(request %s, %d s)",
-                        slot.method,
-                        _printable(slot.id),
-                        int(waited),
-                    )
-                else:
-                    log.info(
-                        "still waiting for the upstream server: %s (request %s, %d s)",
-                        slot.method,
-                        _printable(slot.id),
-                        int(waited),
-                    )
+                text = (
+                    "still waiting for the answers of the client to the input requests of %s "
+                    "(request %s, %d s)"
+                    if slot.waiting_for == "client"
+                    else "still waiting for the upstream server: %s (request %s, %d s)"
+                )
+                log.info(text, slot.method, _printable(slot.id), int(waited))
 
     @property
     def _upstream(self) -> UpstreamSession | None:
@@ -725,7 +622,7 @@ class Frontend:
             slots = list(self._slots.values())
         error = errortable.error_object("upstream_exited")
         for slot in slots:
-            self.respond_error(slot, error)
+            self.output.respond_error(slot, error)
             slot.cancel.cancel("the upstream server stopped")
         self.pending.close()
         if self._listener is not None:

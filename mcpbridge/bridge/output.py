@@ -18,6 +18,7 @@ through :class:`Host`, the architecture's ``notify.Host`` and ``input.Peer``.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -27,7 +28,14 @@ from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
 from ..mcp.jsonrpc import RequestId
 
-__all__ = ["Host", "Output", "Slot"]
+__all__ = ["LARGE_FRAME_BYTES", "QUIET_SECONDS", "Host", "LargeFrames", "Output", "Slot"]
+
+log = logging.getLogger("mcpbridge.bridge")
+
+#: A line at least this long is a large frame (see :class:`LargeFrames`).
+LARGE_FRAME_BYTES = 256 * 1024
+#: The quiet time after the last large frame before the free memory goes back to the system.
+QUIET_SECONDS = 1.0
 
 
 class Slot:
@@ -77,6 +85,40 @@ def notification_frame(method: str, params: dict[str, Any] | None) -> bytes:
     if params is not None:
         frame["params"] = params
     return jsonrpc.serialize(frame)
+
+
+class LargeFrames:
+    """Count the large frames of a connection; give their memory back once they stop.
+
+    The memory of a large frame is kept while they come one after another, so
+    the next one does not pay for fresh pages; a quiet connection gives it back.
+    The count runs without a lock: the watcher only compares it.
+    """
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._seen = 0
+        self._seen_at = 0.0
+        self._released = 0
+
+    def count(self) -> None:
+        """One large frame passed."""
+        self._count += 1
+
+    def release_when_quiet(self, release: Callable[[], None] | None) -> None:
+        """Call ``release`` once the large frames stopped for :data:`QUIET_SECONDS` (the watcher)."""
+        count = self._count
+        now = time.monotonic()
+        if count != self._seen:
+            self._seen, self._seen_at = count, now
+        elif count != self._released and now - self._seen_at >= QUIET_SECONDS and release is not None:
+            self._released = count
+            try:
+                release()
+            except Exception as exc:  # noqa: BLE001 - a hook must not stop the watcher
+                log.debug("releasing memory failed: %s", type(exc).__name__)
+            else:
+                log.debug("released the free memory of the large frames")
 
 
 class Output:

@@ -88,6 +88,7 @@ __all__ = [
     "LegacyUpstream",
     "OpenFailed",
     "StdioUpstream",
+    "falls_back",
     "means_legacy",
 ]
 
@@ -131,6 +132,18 @@ def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
     if over_http:
         return isinstance(exc, InvalidResponse) and exc.http_status in LEGACY_HTTP_STATUSES
     return isinstance(exc, RequestTimeout)
+
+
+def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None) -> bool:
+    """Whether a failed ``server/discover`` sends the bridge to the 2025-era ``upstream``.
+
+    Never without such an upstream; see :func:`means_legacy`. The fallback writes one log line.
+    """
+    if upstream is None or not means_legacy(exc, protocol=protocol, over_http=upstream.over_http):
+        return False
+    detail = exc.error.message if isinstance(exc, RpcError) else exc.detail or exc.cause
+    log.info("server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25", _printable(detail))
+    return True
 
 
 def _duration(seconds: float) -> str:

@@ -35,7 +35,7 @@ from ..mcp import jsonrpc
 from ..mcp.cancel import WouldBlock
 from ..mcp.client import Call, Client
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
-from ..mcp.jsonrpc import Request, RequestId
+from ..mcp.jsonrpc import Notification, Request, RequestId
 from ..mcp.protocol import INPUT_METHODS
 from ..oauth.errors import SignInError
 from . import errortable, translate
@@ -44,7 +44,7 @@ from .options import Options
 from .output import Host, Slot
 from .pending import PendingAnswers, WaitEnded
 
-__all__ = ["ModernSession", "SessionHost", "UpstreamSession", "discover_error"]
+__all__ = ["ModernSession", "SessionHost", "UpstreamSession", "discover_error", "forward_upstream_log"]
 
 log = logging.getLogger("mcpbridge.bridge")
 
@@ -119,6 +119,22 @@ class SessionHost(Protocol):
     def release(self, slot: Slot) -> None:
         """The slot ended without a slot thread."""
         ...
+
+
+def forward_upstream_log(output: Host, level: str | None, message: Notification) -> None:
+    """A notification of the upstream that names no request: its log messages reach the client.
+
+    A log message below ``level`` (the client's last ``logging/setLevel``; ``None``:
+    none yet, nothing passes) and every other notification are dropped.
+    """
+    if message.method == "notifications/message":
+        params = translate.log_params(message.params)
+        if params is None or level is None:
+            return
+        if translate.log_passes(params["level"], level):
+            output.write_notification("notifications/message", params)
+    else:
+        log.debug("dropped the notification %s of the upstream server", _printable(message.method))
 
 
 class ModernSession:
@@ -418,46 +434,35 @@ class _Rounds:
 
     def _ask(self, outgoing: tuple[input_rules.Outgoing, ...]) -> dict[str, Any]:
         host = self.host
-        pending = host.pending
-        ids = pending.new_ids(len(outgoing))
         self.slot.waiting_for = "client"
         self.slot.next_report = time.monotonic() - self.slot.started + 10.0
+        timeout = host.options.timeouts.input
         try:
-            for request_id, request in zip(ids, outgoing, strict=True):
-                host.output.write_request(request_id, request.method, request.params)
-            timeout = host.options.timeouts.input
-            try:
-                got = pending.wait(ids, timeout=timeout, cancel=self.slot.cancel)
-            except WaitEnded as ended:
-                self._cancel_unanswered(ids, ended.reason)
-                if ended.reason == "timeout":
-                    raise input_rules.InputError(
-                        "input_timeout",
-                        f"no answers in {errortable.format_duration(timeout)} "
-                        f"(input requests of the round: {len(ids)})",
-                    ) from None
-                if ended.reason == "canceled":
-                    raise Cancelled() from None
-                raise _Silent() from None
-        finally:
-            pending.remove(ids)
-            self.slot.waiting_for = "upstream"
-        return {request.key: got[request_id] for request_id, request in zip(ids, outgoing, strict=True)}
-
-    def _cancel_unanswered(self, ids: list[str], reason: str) -> None:
-        host = self.host
-        if reason == "timeout":
-            text = "no answer in time"
-        elif reason == "canceled":
-            text = self.slot.cancel.reason or "the client canceled the request"
-        elif host.upstream_lost:
-            text = "the upstream server stopped"
-        else:
-            text = "the client closed the connection"
-        for request_id in host.pending.remove(ids):
-            host.output.write_notification(
-                "notifications/cancelled", {"requestId": request_id, "reason": text}
+            got = host.pending.ask(
+                host.output,
+                [(request.method, request.params) for request in outgoing],
+                timeout=timeout,
+                cancel=self.slot.cancel,
+                closed_reason=self._closed_reason,
             )
+        except WaitEnded as ended:
+            if ended.reason == "timeout":
+                raise input_rules.InputError(
+                    "input_timeout",
+                    f"no answers in {errortable.format_duration(timeout)} "
+                    f"(input requests of the round: {len(outgoing)})",
+                ) from None
+            if ended.reason == "canceled":
+                raise Cancelled() from None
+            raise _Silent() from None
+        finally:
+            self.slot.waiting_for = "upstream"
+        return {request.key: answer for request, answer in zip(outgoing, got, strict=True)}
+
+    def _closed_reason(self) -> str:
+        if self.host.upstream_lost:
+            return "the upstream server stopped"
+        return "the client closed the connection"
 
 
 class _ProgressForwarder:
