@@ -62,6 +62,7 @@ from ..mcp.jsonrpc import (
     Response,
 )
 from ..mcp.protocol import MODERN
+from ..mcp.text import printable
 from . import errortable, legacy, translate
 from . import input as input_rules
 from .notify import Listener
@@ -89,8 +90,6 @@ log = logging.getLogger("mcpbridge.bridge")
 
 #: The longest sleep of the thread in :meth:`Frontend.run`, which runs the signal handlers.
 _MAIN_WAIT_SLICE = 0.25
-
-
 
 
 class State(enum.Enum):
@@ -291,7 +290,7 @@ class Frontend:
             if self._init_written and self._listener is None and self._session is not None:
                 self._start_listener()
         else:
-            log.debug("ignored the notification %s of the client", _printable(message.method))
+            log.debug("ignored the notification %s of the client", printable(message.method))
 
     def _handle_request(self, request: Request) -> None:
         kind = legacy.classify(request.method)
@@ -381,8 +380,8 @@ class Frontend:
         if refused:
             log.warning(
                 "rejected request %s (%s): %s",
-                _printable(request.id),
-                _printable(request.method),
+                printable(request.id),
+                printable(request.method),
                 "its id is in use by a request in flight" if in_use else "too many requests in flight",
             )
             cause = "invalid_request_shape" if in_use else "too_many_requests"
@@ -405,7 +404,7 @@ class Frontend:
         try:
             work(slot, request)
         except Exception:  # noqa: BLE001 - a bug must not kill the slot silently
-            log.exception("request %s (%s) failed inside the bridge", _printable(slot.id), slot.method)
+            log.exception("request %s (%s) failed inside the bridge", printable(slot.id), slot.method)
             self.output.respond_error(slot, errortable.internal_error())
         finally:
             self.release(slot)
@@ -603,7 +602,7 @@ class Frontend:
                     if slot.waiting_for == "client"
                     else "still waiting for the upstream server: %s (request %s, %d s)"
                 )
-                log.info(text, slot.method, _printable(slot.id), int(waited))
+                log.info(text, slot.method, printable(slot.id), int(waited))
 
     @property
     def _upstream(self) -> UpstreamSession | None:
@@ -692,8 +691,3 @@ class _Counter:
         with self._lock:
             self._n += 1
             return f"{self._prefix}{self._n}"
-
-
-def _printable(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 64 else text[:61] + "..."

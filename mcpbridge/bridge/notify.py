@@ -47,6 +47,7 @@ from ..mcp import jsonrpc
 from ..mcp.client import Client, Subscription
 from ..mcp.errors import Cancelled, Closed, McpError, RpcError
 from ..mcp.jsonrpc import Notification
+from ..mcp.text import format_duration
 from . import errortable, translate
 from .output import Host, Slot
 
@@ -300,12 +301,15 @@ class Listener:
             self._stopped_reopening = True
             return
         if error is None:
-            log.info("the upstream server ended the listen stream. A new stream follows in %s.", _secs(wait))
+            log.info(
+                "the upstream server ended the listen stream. A new stream follows in %s.",
+                format_duration(wait),
+            )
         else:
             log.info(
                 "the listen stream ended: %s. A new stream follows in %s.",
                 error.detail or error.cause,
-                _secs(wait),
+                format_duration(wait),
             )
         self._current = None
         self._backoff = min(self._backoff * 2, MAX_BACKOFF)
@@ -379,7 +383,3 @@ def _response(slot: Slot, result: Any) -> bytes:
     if slot.done or slot.cancel.cancelled:
         return b""
     return jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "result": result})
-
-
-def _secs(seconds: float) -> str:
-    return errortable.format_duration(seconds)

@@ -72,6 +72,7 @@ from ..mcp.jsonrpc import (
     RequestId,
     Response,
 )
+from ..mcp.text import format_duration, printable
 from ..mcp.transport import OnFrameError, OnMessage, Transport
 from . import errortable, legacy, translate
 from .options import Options
@@ -142,17 +143,8 @@ def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None)
     if upstream is None or not means_legacy(exc, protocol=protocol, over_http=upstream.over_http):
         return False
     detail = exc.error.message if isinstance(exc, RpcError) else exc.detail or exc.cause
-    log.info("server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25", _printable(detail))
+    log.info("server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25", printable(detail))
     return True
-
-
-def _duration(seconds: float) -> str:
-    return errortable.format_duration(seconds)
-
-
-def _printable(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 64 else text[:61] + "..."
 
 
 def _call(what: str, callback: Callable[[], None]) -> None:
@@ -506,8 +498,8 @@ class LegacyPeer:
             remove_deadline()
         if outcome is None and why == "timeout":
             if sent or isinstance(send_error, Cancelled):
-                self._send_cancelled(call.id, f"no response in {_duration(timeout)}")
-            raise RequestTimeout(f"{method}: no response in {_duration(timeout)}")
+                self._send_cancelled(call.id, f"no response in {format_duration(timeout)}")
+            raise RequestTimeout(f"{method}: no response in {format_duration(timeout)}")
         if outcome is None and why == "cancel":
             if sent or isinstance(send_error, Cancelled):
                 self._send_cancelled(call.id, reason or "the client canceled the request")
@@ -548,7 +540,7 @@ class LegacyPeer:
         try:
             self._transport.send(message)
         except McpError as exc:
-            log.debug("%s was not sent to the upstream server: %s", _printable(what), exc.cause)
+            log.debug("%s was not sent to the upstream server: %s", printable(what), exc.cause)
 
     def _send_cancelled(self, request_id: RequestId, reason: str) -> None:
         self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
@@ -587,7 +579,7 @@ class LegacyPeer:
                 log.debug("dropped an error response of the upstream server without an id")
             elif not self._resolve(message.id, message):
                 log.debug(
-                    "dropped a response to %s: no request with that id is pending", _printable(message.id)
+                    "dropped a response to %s: no request with that id is pending", printable(message.id)
                 )
         elif isinstance(message, Request):
             request = message
@@ -748,7 +740,7 @@ class LegacyPassthrough:
                 raise OpenFailed(self._open_error(exc)) from None
             if isinstance(outcome, ErrorResponse):
                 peer.close(grace)
-                log.error("initialize failed: %s", _printable(outcome.error.message))
+                log.error("initialize failed: %s", printable(outcome.error.message))
                 raise OpenFailed(outcome.error.to_obj())
             result = outcome.result
             version = result.get("protocolVersion") if isinstance(result, dict) else None
@@ -756,7 +748,7 @@ class LegacyPassthrough:
                 peer.close(grace)
                 raise OpenFailed(self._open_error(InvalidResponse("initialize: the result is not valid")))
             self.protocol_version = version
-            log.info("the upstream server speaks MCP %s", _printable(version))
+            log.info("the upstream server speaks MCP %s", printable(version))
             return translate.initialize_icons(result, options.icon_rule)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -839,8 +831,8 @@ class LegacyPassthrough:
     def _trace(self, slot: Slot, method: str, outcome: str, started: float) -> None:
         log.debug(
             "upstream request (%s, client request %s): %s after %d ms",
-            _printable(method),
-            _printable(slot.id),
+            printable(method),
+            printable(slot.id),
             outcome,
             int((time.monotonic() - started) * 1000),
         )

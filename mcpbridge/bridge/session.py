@@ -37,6 +37,7 @@ from ..mcp.client import Call, Client
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import Notification, Request, RequestId
 from ..mcp.protocol import INPUT_METHODS
+from ..mcp.text import format_duration, printable
 from ..oauth.errors import SignInError
 from . import errortable, translate
 from . import input as input_rules
@@ -134,7 +135,7 @@ def forward_upstream_log(output: Host, level: str | None, message: Notification)
         if translate.log_passes(params["level"], level):
             output.write_notification("notifications/message", params)
     else:
-        log.debug("dropped the notification %s of the upstream server", _printable(message.method))
+        log.debug("dropped the notification %s of the upstream server", printable(message.method))
 
 
 class ModernSession:
@@ -180,7 +181,7 @@ class ModernSession:
                 upstream_id,
                 method,
                 round_number,
-                _printable(slot.id),
+                printable(slot.id),
                 _OUTCOMES.get(outcome, outcome),
                 int(seconds * 1000),
             )
@@ -264,7 +265,7 @@ class ModernSession:
 
             self._host.submit(slot, request, lambda s, r: self.forward(s, r, first=first, progress=progress))
         except Exception:  # noqa: BLE001 - a bug must not lose the request silently
-            log.exception("request %s (%s) failed inside the bridge", _printable(slot.id), slot.method)
+            log.exception("request %s (%s) failed inside the bridge", printable(slot.id), slot.method)
             self._host.output.respond_error(slot, errortable.internal_error())
             self._host.release(slot)
 
@@ -330,16 +331,16 @@ class ModernSession:
             rounds.failed()
             log.info(
                 "request %s (%s): the client answered an input request with an error: %s",
-                _printable(slot.id),
+                printable(slot.id),
                 request.method,
-                _printable(failure.error.get("message", "")),
+                printable(failure.error.get("message", "")),
             )
             self._host.output.respond_error(slot, failure.error)
         except input_rules.InputError as failure:
             rounds.failed()
             log.warning(
                 "request %s (%s): the input requests of the upstream server failed: %s",
-                _printable(slot.id),
+                printable(slot.id),
                 request.method,
                 failure.detail or failure.cause,
             )
@@ -379,9 +380,7 @@ def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
             error["code"] = exc.error.code
         return error
     if isinstance(exc, RequestTimeout):
-        return errortable.error_object(
-            "discover_failed", f"no response in {errortable.format_duration(timeout)}"
-        )
+        return errortable.error_object("discover_failed", f"no response in {format_duration(timeout)}")
     detail = "server/discover"
     if exc.http_status is not None:
         detail += f", HTTP status {exc.http_status}"
@@ -449,7 +448,7 @@ class _Rounds:
             if ended.reason == "timeout":
                 raise input_rules.InputError(
                     "input_timeout",
-                    f"no answers in {errortable.format_duration(timeout)} "
+                    f"no answers in {format_duration(timeout)} "
                     f"(input requests of the round: {len(outgoing)})",
                 ) from None
             if ended.reason == "canceled":
@@ -487,8 +486,3 @@ class _ProgressForwarder:
             return
         self._count += 1
         self._host.write_notification("notifications/progress", translated)
-
-
-def _printable(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 64 else text[:61] + "..."

@@ -70,7 +70,6 @@ import copy
 import heapq
 import itertools
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -90,6 +89,7 @@ from .errors import (
     RpcError,
 )
 from .framing import TooLong
+from .ids import recover_id
 from .jsonrpc import (
     UNSUPPORTED_PROTOCOL_VERSION,
     ErrorResponse,
@@ -112,6 +112,7 @@ from .protocol import (
     RESERVED_META_PREFIXES,
     SDK_OWNED_META_KEYS,
 )
+from .text import escaped, format_duration
 from .transport import Transport
 
 __all__ = ["Call", "Client", "Subscription"]
@@ -131,24 +132,12 @@ _COMPACT_AT: Final = 64
 
 _Outcome = Response | ErrorResponse | McpError
 
-# The id of an over-long response: at the start (``{"jsonrpc":"2.0","id":7,...``)
-# or as the last member (``...,"id":7}``, the TypeScript SDK's order).
-_HEAD_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
-_TAIL_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$')
-
 
 def _as_id(value: Any) -> RequestId | None:
     """``value`` when it is a valid request id (a string or an integer, not a bool), else ``None``."""
     if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     return None
-
-
-def _duration(seconds: float) -> str:
-    """``"120 s"`` for whole seconds, else ``"1500 ms"``."""
-    if seconds == int(seconds):
-        return f"{int(seconds)} s"
-    return f"{round(seconds * 1000)} ms"
 
 
 def _fresh(error: McpError) -> McpError:
@@ -162,20 +151,6 @@ def _fresh(error: McpError) -> McpError:
     return duplicate if isinstance(duplicate, McpError) else error
 
 
-def _recover_id(line: TooLong) -> RequestId | None:
-    for pattern, text in ((_HEAD_ID, line.head), (_TAIL_ID, line.tail)):
-        match = pattern.search(text)
-        if match is not None:
-            try:
-                value = jsonrpc.parse_json(match.group(1), max_depth=1)
-            except FrameError:
-                continue
-            request_id = _as_id(value)
-            if request_id is not None:
-                return request_id
-    return None
-
-
 def _call(what: str, callback: Callable[[], None]) -> None:
     """Run a callback of the caller; an error in it must not stop the delivering thread."""
     try:
@@ -183,10 +158,6 @@ def _call(what: str, callback: Callable[[], None]) -> None:
     except Exception as exc:  # noqa: BLE001 - the next message must still be routed
         log.error("the callback for %s failed: %s", what, type(exc).__name__)
         log.debug("the callback for %s failed", what, exc_info=True)
-
-
-def _printable(text: str) -> str:
-    return text[:64].encode("unicode_escape").decode("ascii")
 
 
 def _nothing() -> None:
@@ -309,7 +280,7 @@ class DeadlineTimer:
         if thread is not None and thread is not threading.current_thread():
             thread.join(JOIN_TIMEOUT)
             if thread.is_alive():
-                log.warning("the timer thread did not stop in %s", _duration(JOIN_TIMEOUT))
+                log.warning("the timer thread did not stop in %s", format_duration(JOIN_TIMEOUT))
 
     def _run(self) -> None:
         while True:
@@ -394,7 +365,7 @@ class Subscription:
             if error is not None:
                 raise _fresh(error)
             raise InvalidResponse("subscriptions/listen: the stream ended before its acknowledgment")
-        raise RequestTimeout(f"subscriptions/listen: no acknowledgment in {_duration(timeout)}")
+        raise RequestTimeout(f"subscriptions/listen: no acknowledgment in {format_duration(timeout)}")
 
     def wait_ended(self, timeout: float | None) -> None:
         """Wait for the end of the stream; ``None`` waits as long as it takes.
@@ -411,7 +382,7 @@ class Subscription:
                 while not cond.wait_for(lambda: self._ended, WAIT_SLICE):
                     pass
             elif not cond.wait_for(lambda: self._ended, timeout):
-                raise RequestTimeout(f"subscriptions/listen: still open after {_duration(timeout)}")
+                raise RequestTimeout(f"subscriptions/listen: still open after {format_duration(timeout)}")
             error = self._error
         if error is not None:
             raise _fresh(error)
@@ -518,13 +489,13 @@ class Call:
         # Settled before on_done ran: these fields do not change any more.
         outcome, why, reason, sent = entry.outcome, entry.interrupted, entry.reason, entry.sent
         if why is not None and sent:
-            detail = f"no response in {_duration(self._timeout)}" if why == "timeout" else ""
+            detail = f"no response in {format_duration(self._timeout)}" if why == "timeout" else ""
             client._send_cancelled(entry.id, detail or reason or "the client canceled the request", wait=wait)
         self._taken = True
         name = "internal"
         try:
             if why == "timeout":
-                raise RequestTimeout(f"{entry.method}: no response in {_duration(self._timeout)}")
+                raise RequestTimeout(f"{entry.method}: no response in {format_duration(self._timeout)}")
             if why == "cancel":
                 raise Cancelled(reason or None)
             if outcome is None:
@@ -644,7 +615,7 @@ class Client:
             if thread is not current:
                 thread.join(JOIN_TIMEOUT)
                 if thread.is_alive():
-                    log.warning("%s did not stop in %s", thread.name, _duration(JOIN_TIMEOUT))
+                    log.warning("%s did not stop in %s", thread.name, format_duration(JOIN_TIMEOUT))
 
     def kill(self) -> None:
         """Kill the upstream process group at once (a watchdog's last step); waits for nothing.
@@ -935,7 +906,7 @@ class Client:
                     or key.startswith(RESERVED_META_PREFIXES)
                     or key in SDK_OWNED_META_KEYS
                 ):
-                    raise InvalidMeta(f"the _meta key {_printable(str(key))} belongs to the protocol layer")
+                    raise InvalidMeta(f"the _meta key {escaped(str(key))} belongs to the protocol layer")
                 meta[key] = value
         return meta
 
@@ -1038,9 +1009,9 @@ class Client:
                 remove_cancel()
             remove_deadline()
         if why == "timeout":
-            detail = f"{entry.method}: no response in {_duration(timeout)}"
+            detail = f"{entry.method}: no response in {format_duration(timeout)}"
             if sent:
-                self._send_cancelled(entry.id, f"no response in {_duration(timeout)}")
+                self._send_cancelled(entry.id, f"no response in {format_duration(timeout)}")
             raise RequestTimeout(detail)
         if why == "cancel":
             if sent:
@@ -1154,7 +1125,7 @@ class Client:
         elif isinstance(message, Notification):
             self._on_notification_message(message)
         else:
-            log.debug("dropped the request %s of the upstream server", _printable(message.method))
+            log.debug("dropped the request %s of the upstream server", escaped(message.method))
 
     def _on_response(self, message: Response | ErrorResponse) -> None:
         if message.id is None:
@@ -1175,7 +1146,7 @@ class Client:
                     return
         if entry is None:
             log.debug(
-                "dropped a response to %s: no request with that id is pending", _printable(str(message.id))
+                "dropped a response to %s: no request with that id is pending", escaped(str(message.id))
             )
             return
         if notify:
@@ -1183,7 +1154,7 @@ class Client:
 
     def _on_frame_error(self, error: FrameError | TooLong) -> None:
         if isinstance(error, TooLong):
-            request_id = _recover_id(error)
+            request_id = recover_id(error.head, error.tail)
             what = f"a line of {error.size} bytes, over the limit"
         else:
             request_id = error.id
@@ -1230,7 +1201,7 @@ class Client:
             with self._cond:
                 subscription = self._streams.get(subscription_id)
             if subscription is None:
-                log.debug("dropped %s for a listen stream that is not open", _printable(method))
+                log.debug("dropped %s for a listen stream that is not open", escaped(method))
             elif method == LISTEN_ACKNOWLEDGED:
                 self._on_acknowledged(subscription, params)
             else:
@@ -1247,7 +1218,7 @@ class Client:
         if notification_callback is not None:
             _call(method, lambda: notification_callback(message))
         else:
-            log.debug("dropped the notification %s of the upstream server", _printable(method))
+            log.debug("dropped the notification %s of the upstream server", escaped(method))
 
     def _on_progress(self, params: dict[str, Any]) -> None:
         token = _as_id(params.get("progressToken"))
