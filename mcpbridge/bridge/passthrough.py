@@ -72,6 +72,7 @@ from ..mcp.jsonrpc import (
     RequestId,
     Response,
 )
+from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..mcp.transport import OnFrameError, OnMessage, Transport
 from . import errortable, legacy, translate
@@ -629,7 +630,7 @@ class _ProgressGate:
     def __init__(self, rate: int) -> None:
         self._rate = rate
         self._lock = threading.Lock()
-        #: token key -> [start of the current one-second window, notifications in it, requests]
+        #: token key -> [the rate window of the token, its requests in flight]
         self._tokens: dict[tuple[type, Any], list[Any]] = {}
 
     @staticmethod
@@ -638,16 +639,16 @@ class _ProgressGate:
 
     def open(self, token: translate.ProgressToken) -> None:
         with self._lock:
-            entry = self._tokens.setdefault(self._key(token), [0.0, 0, 0])
-            entry[2] += 1
+            entry = self._tokens.setdefault(self._key(token), [RateWindow(self._rate), 0])
+            entry[1] += 1
 
     def close(self, token: translate.ProgressToken) -> None:
         key = self._key(token)
         with self._lock:
             entry = self._tokens.get(key)
             if entry is not None:
-                entry[2] -= 1
-                if entry[2] <= 0:
+                entry[1] -= 1
+                if entry[1] <= 0:
                     del self._tokens[key]
 
     def admit(self, params: Any) -> bool:
@@ -655,18 +656,9 @@ class _ProgressGate:
         token = params.get("progressToken") if isinstance(params, dict) else None
         if not isinstance(token, (str, int, float)):
             return False
-        now = time.monotonic()
         with self._lock:
             entry = self._tokens.get(self._key(token))
-            if entry is None:
-                return False
-            if now - entry[0] >= 1.0:
-                entry[0] = now
-                entry[1] = 0
-            if entry[1] >= self._rate:
-                return False
-            entry[1] += 1
-            return True
+            return entry is not None and bool(entry[0].admit())
 
 
 class LegacyPassthrough:

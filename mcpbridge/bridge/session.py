@@ -37,6 +37,7 @@ from ..mcp.client import Call, Client
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import Notification, Request, RequestId
 from ..mcp.protocol import INPUT_METHODS
+from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..oauth.errors import SignInError
 from . import errortable, translate
@@ -470,19 +471,9 @@ class _ProgressForwarder:
     def __init__(self, host: Host, token: Any, rate: int) -> None:
         self._host = host
         self._token = token
-        self._rate = rate
-        self._window = 0.0
-        self._count = 0
+        self._window = RateWindow(rate)
 
     def __call__(self, params: dict[str, Any]) -> None:
-        now = time.monotonic()
-        if now - self._window >= 1.0:
-            self._window = now
-            self._count = 0
-        if self._count >= self._rate:
-            return
         translated = translate.progress_params(self._token, params)
-        if translated is None:
-            return
-        self._count += 1
-        self._host.write_notification("notifications/progress", translated)
+        if translated is not None and self._window.admit():
+            self._host.write_notification("notifications/progress", translated)
