@@ -55,7 +55,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final, Protocol
 
 from ..mcp.cancel import CancelToken
-from ..mcp.client import Client, DeadlineTimer
+from ..mcp.client import Client
 from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.framing import TooLong
 from ..mcp.jsonrpc import (
@@ -72,6 +72,7 @@ from ..mcp.jsonrpc import (
     RequestId,
     Response,
 )
+from ..mcp.peer import Entry, Outcome, Peer
 from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..mcp.transport import OnFrameError, OnMessage, Transport
@@ -373,26 +374,7 @@ class StdioUpstream:
 # ---------------------------------------------------------------------------------------------
 
 
-_Outcome = Response | ErrorResponse | McpError
-
-
-class _Call:
-    """One request of the bridge in flight; its fields change under the peer's lock."""
-
-    __slots__ = ("id", "method", "outcome", "interrupted", "reason", "token")
-
-    def __init__(self, request_id: int, method: str) -> None:
-        self.id = request_id
-        self.method = method
-        self.outcome: _Outcome | None = None
-        #: ``"cancel"`` or ``"timeout"`` when the caller stopped waiting.
-        self.interrupted: str | None = None
-        self.reason = ""
-        #: Given to :meth:`Transport.send`: fires on a cancellation or at the deadline.
-        self.token = CancelToken()
-
-
-class LegacyPeer:
+class LegacyPeer(Peer):
     """A raw JSON-RPC peer over a transport: integer ids, a pending table, deadlines.
 
     It adds nothing to the messages. The server's requests go to ``on_request``
@@ -407,23 +389,9 @@ class LegacyPeer:
         on_request: Callable[[Request], None],
         on_notification: Callable[[Notification], None],
     ) -> None:
-        self._transport = transport
+        super().__init__(transport, timer_name="mcpbridge-legacy-timer", logger=log)
         self._on_request = on_request
         self._on_notification = on_notification
-        self._cond = threading.Condition(threading.Lock())
-        self._pending: dict[RequestId, _Call] = {}
-        self._next_id = 1
-        self._closed: McpError | None = None
-        self._deadlines = DeadlineTimer("mcpbridge-legacy-timer")
-
-    @property
-    def gone(self) -> bool:
-        """True once the upstream process is gone for good."""
-        return self._transport.gone
-
-    @property
-    def exit_status(self) -> str | None:
-        return self._transport.exit_status
 
     def start(self) -> None:
         """Start the transport (a child process starts here).
@@ -431,13 +399,13 @@ class LegacyPeer:
         Raises:
             McpError: the transport did not start (``SpawnFailed`` for a command).
         """
-        self._deadlines.start()
+        self._timer.start()
         try:
             self._transport.start(self._on_message, self._on_frame_error, self._on_closed)
         except BaseException:
             with self._cond:
                 self._closed = Closed("the connection did not start")
-            self._deadlines.stop()
+            self._timer.stop()
             raise
 
     def request(
@@ -462,48 +430,18 @@ class LegacyPeer:
         with self._cond:
             if self._closed is not None:
                 raise Closed(self._closed.detail)
-            call = _Call(self._next_id, method)
-            self._next_id += 1
-            self._pending[call.id] = call
-        remove_cancel: Callable[[], None] | None = None
-        if cancel is not None:
-            token = cancel
-            remove_cancel = cancel.add_callback(lambda: self._interrupt(call, "cancel", token.reason))
+            entry = Entry(self._next_request_id_locked(), method, self._thread_condition())
+            self._pending[entry.id] = entry
+        message = Request(entry.id, method, params)
         deadline = time.monotonic() + timeout
-        remove_deadline = self._deadlines.add(deadline, lambda: self._interrupt(call, "timeout", ""))
-        sent = False
-        send_error: McpError | None = None
-        try:
-            with self._cond:
-                interrupted = call.interrupted is not None
-            if not interrupted:
-                message = Request(call.id, method, params)
-                try:
-                    self._transport.send(message, cancel=call.token)
-                    sent = True
-                except McpError as exc:
-                    send_error = exc
-            with self._cond:
-                if sent:
-                    self._cond.wait_for(
-                        lambda: call.outcome is not None or call.interrupted is not None,
-                        max(0.0, deadline - time.monotonic()),
-                    )
-                    if call.outcome is None and call.interrupted is None:
-                        call.interrupted = "timeout"
-                self._pending.pop(call.id, None)
-                outcome, why, reason = call.outcome, call.interrupted, call.reason
-        finally:
-            if remove_cancel is not None:
-                remove_cancel()
-            remove_deadline()
+        sent, send_error, outcome, why, reason = self._send_and_wait(entry, message, deadline, cancel)
         if outcome is None and why == "timeout":
             if sent or isinstance(send_error, Cancelled):
-                self._send_cancelled(call.id, f"no response in {format_duration(timeout)}")
+                self._send_cancelled(entry.id, f"no response in {format_duration(timeout)}")
             raise RequestTimeout(f"{method}: no response in {format_duration(timeout)}")
         if outcome is None and why == "cancel":
             if sent or isinstance(send_error, Cancelled):
-                self._send_cancelled(call.id, reason or "the client canceled the request")
+                self._send_cancelled(entry.id, reason or "the client canceled the request")
             raise Cancelled(reason or None)
         if outcome is None:
             assert send_error is not None
@@ -524,16 +462,10 @@ class LegacyPeer:
         """Fail what is pending with ``Closed``, close the transport, stop the deadline thread."""
         with self._cond:
             first = self._closed is None
-            self._fail_all_locked(Closed("the connection to the upstream server is closed"))
+            self._fail_pending_locked(Closed("the connection to the upstream server is closed"))
         if first:
             self._transport.close(grace)
-            self._deadlines.stop()
-
-    def kill(self) -> None:
-        """Kill the upstream process group at once (a watchdog's last step)."""
-        kill = getattr(self._transport, "kill", None)
-        if callable(kill):
-            kill()
+            self._timer.stop()
 
     # ------------------------------------------------------------ internals
 
@@ -543,36 +475,9 @@ class LegacyPeer:
         except McpError as exc:
             log.debug("%s was not sent to the upstream server: %s", printable(what), exc.cause)
 
-    def _send_cancelled(self, request_id: RequestId, reason: str) -> None:
-        self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
-
-    def _interrupt(self, call: _Call, why: str, reason: str) -> None:
+    def _resolve(self, request_id: RequestId, outcome: Outcome) -> bool:
         with self._cond:
-            if call.outcome is not None or call.interrupted is not None:
-                return
-            call.interrupted = why
-            call.reason = reason
-            self._cond.notify_all()
-        call.token.cancel(reason or why)
-
-    def _resolve(self, request_id: RequestId, outcome: _Outcome) -> bool:
-        with self._cond:
-            call = self._pending.pop(request_id, None)
-            if call is None:
-                return False
-            if call.outcome is None and call.interrupted is None:
-                call.outcome = outcome
-                self._cond.notify_all()
-            return True
-
-    def _fail_all_locked(self, error: McpError) -> None:
-        if self._closed is None:
-            self._closed = error
-        for call in self._pending.values():
-            if call.outcome is None and call.interrupted is None:
-                call.outcome = Closed(error.detail) if isinstance(error, Closed) else error
-        self._pending.clear()
-        self._cond.notify_all()
+            return self._settle_locked(request_id, lambda _entry: outcome) is not None
 
     def _on_message(self, message: Message) -> None:
         if isinstance(message, (Response, ErrorResponse)):
@@ -602,7 +507,7 @@ class LegacyPeer:
 
     def _on_closed(self, error: McpError | None) -> None:
         with self._cond:
-            self._fail_all_locked(error if error is not None else Closed("the connection is closed"))
+            self._fail_pending_locked(error if error is not None else Closed("the connection is closed"))
 
 
 # ---------------------------------------------------------------------------------------------
