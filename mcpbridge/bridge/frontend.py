@@ -610,11 +610,8 @@ class Frontend:
         return self._session if self._session is not None else self._passthrough
 
     def _upstream_lost(self, client: UpstreamSession) -> None:
-        with self._state_lock:
-            if self._state is State.CLOSING:
-                return
-            self._state = State.CLOSING
-            self._closing_reason = Ended.UPSTREAM_LOST
+        if not self._enter_closing(Ended.UPSTREAM_LOST):
+            return
         status = client.exit_status or "an unknown status"
         log.error("the upstream server exited with %s", status)
         with self._slots_lock:
@@ -623,12 +620,7 @@ class Frontend:
         for slot in slots:
             self.output.respond_error(slot, error)
             slot.cancel.cancel("the upstream server stopped")
-        self.pending.close()
-        if self._listener is not None:
-            self._listener.stop()
-        self._wait_for_slots(self.options.shutdown_grace)
-        self.output.close()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._end_slots()
         client.close(self.options.shutdown_grace)
         self._finish(Ended.UPSTREAM_LOST)
 
@@ -636,11 +628,8 @@ class Frontend:
 
     def shutdown(self) -> None:
         """The end of the input: cancel everything, wait at most the grace, close the upstream."""
-        with self._state_lock:
-            if self._state is State.CLOSING:
-                return
-            self._state = State.CLOSING
-            self._closing_reason = Ended.EOF
+        if not self._enter_closing(Ended.EOF):
+            return
         self._stop.set()
         if self.on_eof is not None:
             self.on_eof()
@@ -648,12 +637,7 @@ class Frontend:
             slots = list(self._slots.values())
         for slot in slots:
             slot.cancel.cancel("the client closed the connection")
-        self.pending.close()
-        if self._listener is not None:
-            self._listener.stop()
-        self._wait_for_slots(self.options.shutdown_grace)
-        self.output.close()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._end_slots()
         upstream = self._upstream
         if upstream is not None:
             upstream.close(self.options.shutdown_grace)
@@ -668,6 +652,24 @@ class Frontend:
         upstream = self._upstream
         if upstream is not None:
             upstream.kill()
+
+    def _enter_closing(self, reason: Ended) -> bool:
+        """Move to CLOSING for ``reason``; False when the connection was closing already."""
+        with self._state_lock:
+            if self._state is State.CLOSING:
+                return False
+            self._state = State.CLOSING
+            self._closing_reason = reason
+            return True
+
+    def _end_slots(self) -> None:
+        """Wake the waits of the slots, stop the listener, wait the grace, close the output."""
+        self.pending.close()
+        if self._listener is not None:
+            self._listener.stop()
+        self._wait_for_slots(self.options.shutdown_grace)
+        self.output.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _wait_for_slots(self, grace: float) -> None:
         deadline = time.monotonic() + grace
