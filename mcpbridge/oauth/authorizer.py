@@ -66,13 +66,12 @@ from .errors import (
 )
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
 from .receiver import PortBusy, probe
-from .signin import SignIn
+from .signin import Consent, SignIn
 from .store import IndexedStore, OpenedStore
 
 if TYPE_CHECKING:
     import ssl
 
-    from ..bridge.frontend import Frontend
     from ..vscode.args import Settings
     from .web import WebClient
 
@@ -711,13 +710,14 @@ class OAuthSession:
 
         return connect
 
-    def attach(self, frontend: Frontend) -> None:
-        """Let the sign-ins after ``notifications/initialized`` ask the client of ``frontend``."""
-        from .signin import FrontendConsent
+    def attach(self, consent: Consent) -> Callable[[], None]:
+        """Let the sign-ins after ``notifications/initialized`` ask the client through ``consent``.
 
+        Returns the hook of ``notifications/initialized`` of that client.
+        """
         gate = self.authorizer.sign_in.gate
-        gate.consent = FrontendConsent(frontend)
-        frontend.on_initialized = gate.client_initialized
+        gate.consent = consent
+        return gate.client_initialized
 
 
 def secret_variables(settings: Settings) -> set[str]:

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 from ..mcp.cancel import CancelToken
 from ..mcp.errors import Cancelled
@@ -53,14 +53,10 @@ from .errors import (
 from .flow import Redirect
 from .receiver import ListenFailed, Receiver, StartReused, WaitEnded
 
-if TYPE_CHECKING:
-    from ..bridge.frontend import Frontend
-
 __all__ = [
     "Attempt",
     "Consent",
     "ConsentEnded",
-    "FrontendConsent",
     "Gate",
     "Opener",
     "SignIn",
@@ -196,38 +192,6 @@ class Consent(Protocol):
     def complete(self, elicitation_id: str) -> None:
         """Tell the client that the elicitation is over."""
         ...
-
-
-class FrontendConsent:
-    """:class:`Consent` through the front end: ``elicitation/create`` in URL mode."""
-
-    def __init__(self, frontend: Frontend) -> None:
-        self._frontend = frontend
-
-    def url_elicitation(self) -> bool:
-        from ..bridge.input import ClientKinds
-
-        return ClientKinds.from_capabilities(self._frontend.client_capabilities).url
-
-    def new_elicitation_id(self) -> str:
-        return self._frontend.next_elicitation_id()
-
-    def ask(
-        self, url: str, message: str, elicitation_id: str, *, timeout: float, cancel: CancelToken
-    ) -> bool:
-        from ..bridge.pending import WaitEnded as PendingEnded
-
-        try:
-            return self._frontend.ask_url_consent(
-                url, message, elicitation_id, timeout=timeout, cancel=cancel
-            )
-        except PendingEnded as ended:
-            raise ConsentEnded(ended.reason) from None
-
-    def complete(self, elicitation_id: str) -> None:
-        from ..bridge.input import ELICITATION_COMPLETE
-
-        self._frontend.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
 
 
 class Gate:
