@@ -1,10 +1,11 @@
 """The errors of the sign-in.
 
-Each class is one cause of the error table of the bridge
+Each class names one cause of the error table of the bridge
 (:data:`mcpbridge.bridge.errortable.ERRORS`). Some messages of that table have
 placeholders (``{seconds}``, ``{port}``, ``{redirect_uri}``, ``{name}``); a
-:class:`SignInError` carries their values and builds its error object with
-:meth:`SignInError.error_object`.
+:class:`SignInError` carries their values in ``placeholders``, and the error
+table builds the error object (:func:`mcpbridge.bridge.errortable.error_from_sign_in`):
+this layer does not know the table.
 
 ``detail`` is a short text without a secret, a token, a code or a URL: an error
 code of the authorization server, an HTTP status, the name of a failed check.
@@ -12,7 +13,7 @@ code of the authorization server, an HTTP status, the name of a failed check.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ..mcp.errors import McpError
 
@@ -48,12 +49,6 @@ class SignInError(McpError):
         super().__init__(detail)
         #: The values of the placeholders of the message of the cause.
         self.placeholders = placeholders
-
-    def error_object(self) -> dict[str, Any]:
-        """The JSON-RPC error object of the bridge for this failure."""
-        from ..bridge import errortable
-
-        return errortable.error_object(self.cause, self.detail, **self.placeholders)
 
 
 class SignInFailed(SignInError):
