@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
+from .errorbase import PeerFault
+
 RequestId: TypeAlias = str | int
 
 PARSE_ERROR: Final = -32700
@@ -147,7 +149,7 @@ class ErrorResponse:
 Message: TypeAlias = Request | Notification | Response | ErrorResponse
 
 
-class FrameError(Exception):
+class FrameError(PeerFault):
     """A line that is not a usable JSON-RPC message.
 
     ``cause`` is one of ``parse_error``, ``too_deep``, ``invalid_request_shape``

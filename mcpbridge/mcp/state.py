@@ -34,6 +34,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from .errorbase import PeerFault
+
 #: How long a state stays valid, in seconds. A person answers a form in
 #: minutes; ten minutes is generous and still bounds a replay.
 STATE_TTL: Final = 600.0
@@ -46,7 +48,7 @@ _VERSION = "v1"
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
 
 
-class InvalidState(Exception):
+class InvalidState(PeerFault):
     """A ``requestState`` that is tampered with, expired, foreign or malformed.
 
     The message names the reason for the server's own log; the client only

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from ..mcp.errorbase import BridgeError, LocalFault
 from ..mcp.errors import McpError
 
 __all__ = [
+    "OAuthError",
     "AccessRefused",
     "BrowserLaunchFailed",
     "InvalidClientMetadataUrl",
@@ -40,7 +42,11 @@ __all__ = [
 ]
 
 
-class SignInError(McpError):
+class OAuthError(BridgeError):
+    """The root of the errors of :mod:`mcpbridge.oauth`."""
+
+
+class SignInError(McpError, OAuthError):
     """A sign-in that failed; the root of the sign-in causes."""
 
     cause: ClassVar[str] = "sign_in_failed"
@@ -144,7 +150,7 @@ class Sandbox(SignInError):
     cause = "sandbox"
 
 
-class StoreError(Exception):
+class StoreError(OAuthError, LocalFault):
     """A token store failed. ``name`` is the kind of the failure, ``detail`` says more.
 
     Names: ``KeychainUnavailable``, ``KeychainLocked``, ``KeychainFailed``,
@@ -166,5 +172,5 @@ class StoreOpenError(StoreError):
     """A token store did not open: the executable exits with 2."""
 
 
-class InvalidRecord(Exception):
+class InvalidRecord(OAuthError, LocalFault):
     """A stored record that is not valid: tampered, moved, truncated, or of another key."""

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
-from .errors import InvalidRecord
+from ..mcp.errorbase import PeerFault
+from .errors import InvalidRecord, OAuthError
 
 # ---------------------------------------------------------------------------------------------
 # Identity (part of the stored records: never change these)
@@ -571,7 +572,7 @@ def parse_challenge(header: str | None) -> Challenge | None:
 # ---------------------------------------------------------------------------------------------
 
 
-class MetadataProblem(Exception):
+class MetadataProblem(OAuthError, PeerFault):
     """Metadata that the bridge cannot use; the message is a short name (``ResourceMismatch``)."""
 
 
@@ -740,15 +741,15 @@ class Redirect:
     iss: str | None
 
 
-class RedirectProblem(Exception):
+class RedirectProblem(OAuthError, PeerFault):
     """The redirect is not valid for this sign-in; the message is a short name."""
 
 
-class AuthorizationDenied(Exception):
+class AuthorizationDenied(OAuthError, PeerFault):
     """The authorization server answered ``access_denied``."""
 
 
-class AuthorizationError(Exception):
+class AuthorizationError(OAuthError, PeerFault):
     """Another error of the authorization server; ``code`` is kept when it is a plain code."""
 
     def __init__(self, code: str | None) -> None:
@@ -821,7 +822,7 @@ def parse_registration(status: int, doc: Any) -> ClientRegistration:
     return ClientRegistration(client_id, secret, method)
 
 
-class RegistrationProblem(Exception):
+class RegistrationProblem(OAuthError, PeerFault):
     """A refused registration; the message is the detail (``registration: HTTP status 400``)."""
 
 
@@ -864,7 +865,7 @@ class TokenResponse:
     scopes: tuple[str, ...] | None
 
 
-class TokenProblem(Exception):
+class TokenProblem(OAuthError, PeerFault):
     """A token request that failed.
 
     ``error`` is the OAuth error code when the server sent a plain one;

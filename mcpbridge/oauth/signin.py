@@ -42,6 +42,7 @@ from ..mcp.cancel import CancelToken
 from ..mcp.errors import Cancelled
 from . import flow
 from .errors import (
+    OAuthError,
     ReauthorizationRequired,
     RedirectPortUnavailable,
     Sandbox,
@@ -162,7 +163,7 @@ def _reap() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-class ConsentEnded(Exception):
+class ConsentEnded(OAuthError):
     """The question to the client ended without an answer: ``canceled``, ``timeout`` or ``closed``."""
 
     def __init__(self, reason: str) -> None:
