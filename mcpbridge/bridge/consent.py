@@ -43,7 +43,7 @@ class FrontendConsent:
                 url, message, elicitation_id, timeout=timeout, cancel=cancel
             )
         except WaitEnded as ended:
-            raise ConsentEnded(ended.reason) from None
+            raise ConsentEnded(ended.reason) from ended
 
     def complete(self, elicitation_id: str) -> None:
         self._frontend.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})

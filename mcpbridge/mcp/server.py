@@ -1344,8 +1344,8 @@ def _decode_cursor(kind: str, cursor: Any, length: int) -> int:
         raise invalid
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-    except (binascii.Error, ValueError):
-        raise invalid from None
+    except (binascii.Error, ValueError) as exc:
+        raise invalid from exc
     prefix, _, number = text.partition(":")
     if prefix != kind or not number.isdigit() or _encode_cursor(kind, int(number)) != cursor:
         raise invalid
@@ -1659,7 +1659,7 @@ class ServerConnection:
                     request_state = self.server._signer.verify(params["requestState"], binding=binding)
                 except state.InvalidState as exc:
                     log.info("refused the requestState of request %r: %s", request.id, exc)
-                    raise RequestError(INVALID_PARAMS, "the requestState is not valid") from None
+                    raise RequestError(INVALID_PARAMS, "the requestState is not valid") from exc
         return Context(
             self, request, meta, active.cancel, target=target, input_responses=responses, state=request_state
         )

@@ -219,8 +219,8 @@ def _required_str(obj: Mapping[str, Any], name: str) -> str:
 def _json_object(data: bytes) -> dict[str, Any]:
     try:
         obj = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise InvalidRecord("not JSON") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidRecord("not JSON") from exc
     if not isinstance(obj, dict):
         raise InvalidRecord("not a JSON object")
     return obj

@@ -203,8 +203,8 @@ class Receiver:
         except OSError as exc:
             listener.close()
             if exc.errno in _IN_USE:
-                raise PortBusy() from None
-            raise ListenFailed(exc.strerror or type(exc).__name__) from None
+                raise PortBusy() from exc
+            raise ListenFailed(exc.strerror or type(exc).__name__) from exc
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)

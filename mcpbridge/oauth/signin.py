@@ -327,7 +327,7 @@ class SignIn:
             receiver.listen()
         except ListenFailed as exc:
             log.warning("the bridge cannot listen on the redirect port %d: %s", settings.port, exc)
-            raise RedirectPortUnavailable("listen_failed", port=settings.port) from None
+            raise RedirectPortUnavailable("listen_failed", port=settings.port) from exc
         return Attempt(self, receiver, delivery, cancel, deadline)
 
 
@@ -423,10 +423,10 @@ class Attempt:
         except ConsentEnded as ended:
             if ended.reason == "canceled":
                 log.info("the sign-in stopped: the client canceled the request")
-                raise Cancelled(cancel.reason or None) from None
+                raise Cancelled(cancel.reason or None) from ended
             if ended.reason == "closed":
                 log.info("the sign-in stopped: the connection closed")
-                raise SignInFailed("closed") from None
+                raise SignInFailed("closed") from ended
             accepted = False
         if not accepted:
             log.info("the client did not open the URL of the sign-in")
@@ -439,21 +439,21 @@ class Attempt:
     def _wait_redirect(self, deadline: float, seconds: int, opened: bool) -> Redirect:
         try:
             return self.receiver.wait(deadline, self._cancel)
-        except StartReused:
+        except StartReused as exc:
             log.warning(
                 "the start URL of the sign-in received a second request, thus the bridge stopped the sign-in"
             )
-            raise SignInStartReused() from None
+            raise SignInStartReused() from exc
         except WaitEnded as ended:
             if ended.reason == "canceled":
                 reason = self._cancel.reason if self._cancel is not None else ""
                 log.info("the sign-in stopped: %s", reason or "the request was canceled")
-                raise Cancelled(reason or None) from None
+                raise Cancelled(reason or None) from ended
             if ended.reason == "stopped":
                 log.info("the sign-in stopped: the connection closed")
-                raise SignInFailed("closed") from None
+                raise SignInFailed("closed") from ended
             text = f"The sign-in did not complete in {seconds} s."
             if not opened:
                 text += " The browser did not open. Open the URL of the sign-in line in a browser."
             log.warning("%s", text)
-            raise SignInTimeout(seconds=seconds, name=flow.PROGRAM) from None
+            raise SignInTimeout(seconds=seconds, name=flow.PROGRAM) from ended
