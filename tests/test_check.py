@@ -126,15 +126,17 @@ def test_check_writes_a_report_for_a_person_without_json() -> None:
 # ----------------------------------------------------------------------- URLs
 
 
-def test_check_finds_a_2025_era_url_and_reports_the_connection() -> None:
+def test_check_finds_a_2025_era_url_and_reports_the_connection(tmp_path: Path) -> None:
+    # A URL without a stored sign-in (an empty token store of its own): the state is "none".
+    empty = {"XDG_STATE_HOME": str(tmp_path / "empty-state"), "MCP_BRIDGE_TOKEN_KEY": "cd" * 32}
     with running_legacy_http_server() as url:
-        code, report = check_json(url)
+        code, report = check_json("--token-store", "file", url, env=empty)
     assert code == 0
     assert report["era"] == "2025-11-25"
     assert report["upstream"]["kind"] == "url" and report["upstream"]["host"] == "127.0.0.1"
     assert "/mcp" not in json.dumps(report["upstream"])
     assert report["proxy"]["state"] == "none" and report["ca"] == {"state": "system"}
-    assert report["signIn"]["state"] in ("not checked", "none", "stored", "expired")
+    assert report["signIn"]["state"] == "none"
 
 
 class _Tls:
