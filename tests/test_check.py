@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 
 from conftest import REPO_ROOT, WAIT
 from harness import fixture_command
@@ -143,7 +144,6 @@ class _Tls:
     """A small 2026-07-28 server over https with a certificate of a test CA."""
 
     def __init__(self, tmp: Path) -> None:
-        trustme = pytest.importorskip("trustme")
         ca = trustme.CA()
         cert = ca.issue_cert("127.0.0.1")
         self.ca_file = tmp / "ca.pem"
