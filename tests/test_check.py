@@ -23,7 +23,8 @@ from peers.legacy import legacy_command, running_legacy_http_server
 #: The access token of the stored sign-in of the test.
 TOKEN = "token-8d1f-secret"
 #: A check starts Python servers; this bounds one run.
-RUN_TIMEOUT = 60.0
+RUN_TIMEOUT = 6 * WAIT
+"""A whole check run: it starts the bridge and its upstream, each step bounded by WAIT."""
 
 
 def run_check(*arguments: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:

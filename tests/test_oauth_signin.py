@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from conftest import WAIT
 from mcpbridge.bridge import errortable
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled, McpError
@@ -51,7 +52,6 @@ from tests.oauth_peers import (
     visit,
 )
 
-WAIT = 10.0
 CLIENT_SECRET = "client-secret-5d2f7e"
 
 
