@@ -19,6 +19,7 @@ PURE_MODULES = (
     "mcpbridge/mcp/jsonrpc.py",
     "mcpbridge/mcp/protocol.py",
     "mcpbridge/mcp/sse.py",
+    "mcpbridge/mcp/netloc.py",
     "mcpbridge/bridge/legacy.py",
     "mcpbridge/bridge/translate.py",
     "mcpbridge/bridge/errortable.py",

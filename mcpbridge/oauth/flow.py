@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import json
 import re
 import struct
@@ -334,17 +333,6 @@ _BAD_PERCENT: Final = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _IPV6_TEXT: Final = re.compile(r"[0-9A-Fa-f:.]+\Z")
 _PORT: Final = re.compile(r"[0-9]{1,5}\Z")
 _HOST: Final = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=%]+\Z")
-
-
-def is_loopback_host(host: str) -> bool:
-    """``localhost``, ``*.localhost``, 127.0.0.0/8 or ``[::1]``."""
-    host = host.lower().strip("[]")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _authority_problem(authority: str) -> str | None:
