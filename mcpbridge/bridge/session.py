@@ -362,7 +362,7 @@ class ModernSession:
 
     def _error_for(self, exc: McpError, method: str) -> dict[str, Any]:
         if isinstance(exc, SignInError):
-            return exc.error_object()
+            return errortable.error_from_sign_in(exc)
         if isinstance(exc, Closed) and self.client.gone:
             return errortable.error_object("upstream_exited")
         error = errortable.error_from_mcp(exc)
@@ -374,7 +374,7 @@ class ModernSession:
 def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
     """The error of a failed ``server/discover`` (error table: discover_failed)."""
     if isinstance(exc, SignInError):
-        return exc.error_object()
+        return errortable.error_from_sign_in(exc)
     if isinstance(exc, RpcError):
         error = errortable.error_object("discover_failed", exc.error.message)
         if exc.error.code != jsonrpc.URL_ELICITATION_REQUIRED:

@@ -60,6 +60,7 @@ class SharedContext:
 
 def serve_url(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of the upstream URL of ``settings``; return the exit code."""
+    from ..bridge import consent
     from ..bridge.frontend import Frontend, Options, Timeouts
     from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
@@ -126,5 +127,5 @@ def serve_url(settings: args.Settings) -> int:
     legacy = LegacyTransports(make_legacy_transport, sign_in=authorizer)
     frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options, legacy=legacy)
     if oauth is not None:
-        oauth.attach(frontend)
+        consent.attach(oauth, frontend)
     return serve(frontend)
