@@ -17,11 +17,13 @@ from typing import Any
 
 import pytest
 
+from mcpbridge.bridge import errortable
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled
 from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.oauth import flow
 from mcpbridge.oauth.authorizer import AuthorizedClient, OAuthAuthorizer, OAuthConfig
+from mcpbridge.oauth.config import DynamicRegistration, PreRegistered, Registration
 from mcpbridge.oauth.device import DeviceFlow
 from mcpbridge.oauth.errors import (
     ClientCredentialsRefused,
@@ -33,7 +35,6 @@ from mcpbridge.oauth.errors import (
 )
 from mcpbridge.oauth.signin import Gate, Opener, SignIn, SignInSettings
 from mcpbridge.oauth.store import IndexedStore, KeyringStore, MemoryStore, TokenStore
-from mcpbridge.vscode.args import DynamicRegistration, PreRegistered, Registration
 from tests.oauth_keyring import FileKeyring
 from tests.oauth_peers import AuthServer, TestCA, approve, free_port, query_of
 
@@ -212,7 +213,7 @@ def every_log_is_scanned(caplog: pytest.LogCaptureFixture, auth: AuthServer) -> 
 
 
 def error_texts(exc: SignInError) -> str:
-    obj = exc.error_object()
+    obj = errortable.error_from_sign_in(exc)
     return f"{exc} {obj}"
 
 
@@ -270,7 +271,7 @@ def test_access_denied_is_sign_in_denied(harness, auth):
     h = harness()
     with pytest.raises(SignInDenied) as caught:
         h.discover()
-    assert caught.value.error_object()["data"] == {"cause": "sign_in_denied"}
+    assert errortable.error_from_sign_in(caught.value)["data"] == {"cause": "sign_in_denied"}
 
 
 def test_expired_token_is_sign_in_timeout(harness, auth):
@@ -278,7 +279,7 @@ def test_expired_token_is_sign_in_timeout(harness, auth):
     h = harness(timeout=30)
     with pytest.raises(SignInTimeout) as caught:
         h.discover()
-    assert "--sign-in-timeout" in caught.value.error_object()["message"]
+    assert "--sign-in-timeout" in errortable.error_from_sign_in(caught.value)["message"]
     assert len(auth.device_polls) == 1
 
 
@@ -317,7 +318,7 @@ def test_device_without_a_usable_endpoint_fails_with_a_message_that_names_the_op
     h = harness()
     with pytest.raises(DeviceSignInUnavailable) as caught:
         h.discover()
-    error = caught.value.error_object()
+    error = errortable.error_from_sign_in(caught.value)
     assert error["data"] == {"cause": "device_sign_in_unavailable", "detail": detail}
     assert "--sign-in browser" in error["message"]
     assert auth.device_requests == [] and h.lines == []
@@ -473,7 +474,7 @@ def test_a_wrong_client_secret_is_refused_with_a_message_that_names_the_options(
     h = harness(sign_in="client-credentials", registration=client_credentials(auth, "wrong-secret-71"))
     with pytest.raises(ClientCredentialsRefused) as caught:
         h.discover()
-    error = caught.value.error_object()
+    error = errortable.error_from_sign_in(caught.value)
     assert error["data"] == {
         "cause": "client_credentials_refused",
         "detail": "HTTP status 401, error invalid_client",

@@ -2,6 +2,7 @@
 
 Modules:
 
+* :mod:`.config`: the options of the sign-in and the kinds of client registration.
 * :mod:`.flow`: pure rules (PKCE, URL and metadata checks, records, token responses).
 * :mod:`.grants`: pure rules of the flow choice, the device grant and client credentials.
 * :mod:`.errors`: the errors of the sign-in, one class per cause of the error table.

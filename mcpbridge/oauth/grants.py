@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
+from ..mcp.errorbase import PeerFault, UsageFault
+from .errors import OAuthError
 from .flow import (
     DEVICE_CODE_GRANT,
     PROGRAM,
@@ -149,7 +151,7 @@ class FlowChoice:
     reason: str
 
 
-class DeviceUnavailable(Exception):
+class DeviceUnavailable(OAuthError, UsageFault):
     """``--sign-in device`` and the server offers no device sign-in; the message is the short name."""
 
 
@@ -225,7 +227,7 @@ class DeviceAuthorization:
         return self.verification_uri_complete or self.verification_uri
 
 
-class InvalidVerificationUri(Exception):
+class InvalidVerificationUri(OAuthError, PeerFault):
     """The ``verification_uri`` fails the URL checks; the message says why (no URL)."""
 
 
@@ -274,11 +276,11 @@ def device_token_form(authorization: DeviceAuthorization, *, resource: str) -> d
     return {"grant_type": DEVICE_CODE_GRANT, "device_code": authorization.device_code, "resource": resource}
 
 
-class DeviceDenied(Exception):
+class DeviceDenied(OAuthError, PeerFault):
     """The person refused the access (``access_denied``)."""
 
 
-class DeviceExpired(Exception):
+class DeviceExpired(OAuthError, PeerFault):
     """The device code expired before the person signed in (``expired_token``)."""
 
 
