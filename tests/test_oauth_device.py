@@ -65,11 +65,14 @@ class Person:
         self.ca = ca
         self.enters = enters
         self.codes: list[str] = []
+        #: Set when the bridge showed a code.
+        self.shown = threading.Event()
         self.statuses: list[int] = []
         self.threads: list[threading.Thread] = []
 
     def saw(self, user_code: str) -> None:
         self.codes.append(user_code)
+        self.shown.set()
         if self.enters:
             thread = threading.Thread(target=self._enter, args=(user_code,), name="test-person")
             thread.start()
@@ -127,6 +130,7 @@ class Harness:
         port: int | None = None,
         timeout: float = WAIT,
         enters: bool = True,
+        sandbox: bool = False,
     ) -> None:
         from mcpbridge.oauth.web import WebClient
 
@@ -136,7 +140,7 @@ class Harness:
         self.person = Person(auth, ca, enters=enters)
         self.gate = Gate()
         self.sign_in = SignIn(
-            SignInSettings(port=self.port, timeout=timeout),
+            SignInSettings(port=self.port, timeout=timeout, sandbox=sandbox),
             self.gate,
             Opener({"BROWSER": "/nonexistent/browser"}, set()),
             write_line=self.lines.append,
@@ -425,7 +429,7 @@ def test_two_authorizers_on_one_port_run_one_device_flow(harness, auth, tmp_path
 
     one = threading.Thread(target=run, args=("first", first), name="test-first")
     one.start()
-    assert auth.device_answered.wait(WAIT)
+    assert first.person.shown.wait(WAIT)
     two = threading.Thread(target=run, args=("second", second), name="test-second")
     two.start()
     first.person.enters = True
@@ -491,3 +495,20 @@ def test_the_tokens_of_client_credentials_are_kept_apart_from_a_sign_in_of_the_s
     assert service.identity == person.identity + "|grant=client_credentials"
     device = OAuthConfig("https://mcp.example/mcp", "default", 41894, client, sign_in="device")
     assert device.identity == person.identity  # a person's tokens, whichever way the person signed in
+
+
+def test_the_sandbox_of_vscode_does_not_stop_a_device_sign_in(harness, auth):
+    h = harness(sandbox=True)
+    assert h.discover()["supportedVersions"] == ["2026-07-28"]
+    assert len(auth.device_requests) == 1 and len(h.lines) == 1
+
+
+def test_a_device_sign_in_runs_when_another_program_holds_the_redirect_port(harness, auth):
+    import socket
+
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen(1)
+        h = harness(port=other.getsockname()[1])
+        assert h.discover()["supportedVersions"] == ["2026-07-28"]
+    assert len(auth.device_requests) == 1

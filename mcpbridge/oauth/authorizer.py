@@ -618,6 +618,14 @@ class OAuthAuthorizer:
                     )
             except PortBusy as exc:
                 if followed or not self._follow(digest, scope):
+                    if device:
+                        # The device flow needs the port only to let other processes wait for it.
+                        log.info(
+                            "the redirect port %d is in use: the device sign-in runs without it",
+                            self.config.port,
+                        )
+                        holder = None
+                        break
                     log.warning(
                         "the bridge cannot listen on the redirect port %d: it is in use", self.config.port
                     )

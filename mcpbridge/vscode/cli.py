@@ -208,7 +208,8 @@ _EPILOG = "\n".join(
         "HTTPS_PROXY, ALL_PROXY, NO_PROXY: the proxy for <url> and the sign-in. Put the user and the "
         "password of the proxy into its URL. A loopback host never goes through the proxy.",
         "BROWSER: the program that opens the sign-in page.",
-        'SANDBOX_RUNTIME: "1" makes each sign-in fail at once.',
+        'SANDBOX_RUNTIME: "1" makes each sign-in in a browser fail at once (the device and '
+        "client-credentials sign-ins need no browser).",
         "XDG_STATE_HOME, HOME, LOCALAPPDATA: where the file store keeps its directory.",
         "",
         "[bold]Exit codes[/bold]",
