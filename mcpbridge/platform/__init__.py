@@ -1,0 +1,59 @@
+"""The differences between the systems, behind one interface; the bottom layer, beside ``mcp``.
+
+* :func:`spawn` starts an upstream command as a :class:`ProcessTree`: POSIX puts
+  it in its own process group with a guardian that ends the group when the
+  bridge ends; Windows puts it in a new process group inside a job object that
+  ends with the bridge. :meth:`ProcessTree.terminate`, :meth:`ProcessTree.kill`
+  and :meth:`ProcessTree.release` stop it.
+* :func:`pipe_writer` writes to the child's stdin: with ``poll`` on POSIX, with
+  blocking writes on the writer thread on Windows (and on POSIX on request).
+* :func:`widen_pipe`, :func:`binary_stdio`: the pipes and our own stdio.
+* :func:`on_terminate`: ``SIGTERM`` on POSIX; Ctrl-Break and the close of the
+  console on Windows.
+* :func:`browser_command`: the program that opens a URL on each system.
+* :func:`file_lock`: a lock file shared by the processes of the user.
+
+Nothing here imports a module of one system on another: :mod:`.posix` is loaded
+on POSIX, :mod:`.windows` on Windows.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .common import (
+    SHELL_EXECUTE,
+    FileLock,
+    LockTimeout,
+    PipeWriter,
+    ProcessTree,
+    ThreadPipeWriter,
+    browser_command,
+)
+
+if sys.platform == "win32":
+    from .windows import binary_stdio, on_terminate, pipe_writer, spawn, try_lock, unlock, widen_pipe
+else:
+    from .posix import binary_stdio, on_terminate, pipe_writer, spawn, try_lock, unlock, widen_pipe
+
+__all__ = [
+    "SHELL_EXECUTE",
+    "FileLock",
+    "LockTimeout",
+    "PipeWriter",
+    "ProcessTree",
+    "ThreadPipeWriter",
+    "binary_stdio",
+    "browser_command",
+    "file_lock",
+    "on_terminate",
+    "pipe_writer",
+    "spawn",
+    "widen_pipe",
+]
+
+
+def file_lock(path: Path, timeout: float) -> FileLock:
+    """An exclusive lock on ``path`` between processes, waiting at most ``timeout`` seconds."""
+    return FileLock(path, timeout, try_lock, unlock)
