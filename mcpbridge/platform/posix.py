@@ -179,7 +179,7 @@ def spawn(
     env: Mapping[str, str] | None,
     cwd: str | None,
     bufsize: int,
-    guardian: bool = False,
+    guardian: bool = True,
 ) -> PosixTree:
     """Start ``argv`` with pipes on its stdio in a new process group, and its guardian.
 
