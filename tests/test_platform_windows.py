@@ -231,3 +231,12 @@ def test_the_token_folder_acl_allows_the_user_only_and_inherits_nothing() -> Non
 def test_the_real_win32_calls_are_refused_off_windows() -> None:
     with pytest.raises(OSError):
         windows.default_api()
+
+
+def test_the_browser_gets_the_url_as_one_argument_and_no_secret_variable() -> None:
+    api = FakeWin32()
+    environ = {"PATH": "C:\\Windows", "MCP_BRIDGE_TOKEN_KEY": "k" * 64, "TEST_SECRET_HEADER": "s"}
+    url = "http://127.0.0.1:33418/start?a=1&b=2&state=x%26y"
+    windows.shell_open(url, forget={"MCP_BRIDGE_TOKEN_KEY", "TEST_SECRET_HEADER"}, api=api, environ=environ)
+    assert api.calls == [("shell_open", url)]
+    assert environ == {"PATH": "C:\\Windows"}

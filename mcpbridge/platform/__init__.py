@@ -20,6 +20,7 @@ on POSIX, :mod:`.windows` on Windows.
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 from .common import (
@@ -49,9 +50,24 @@ __all__ = [
     "file_lock",
     "on_terminate",
     "pipe_writer",
+    "shell_open",
     "spawn",
     "widen_pipe",
 ]
+
+
+def shell_open(url: str, *, forget: Collection[str] = ()) -> None:
+    """Windows: open ``url`` with ``ShellExecuteW`` (see :func:`.windows.shell_open`).
+
+    Raises:
+        OSError: the URL did not open, or this is not Windows.
+    """
+    if sys.platform == "win32":
+        from .windows import shell_open as windows_shell_open
+
+        windows_shell_open(url, forget=forget)
+    else:
+        raise OSError("ShellExecuteW exists on Windows only")
 
 
 def file_lock(path: Path, timeout: float) -> FileLock:

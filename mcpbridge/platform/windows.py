@@ -26,7 +26,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
 
@@ -392,6 +392,27 @@ def spawn(
             api.close_handle(job)
             job = None
     return WindowsTree(proc, job, api)
+
+
+def shell_open(
+    url: str,
+    *,
+    forget: Collection[str] = (),
+    api: Win32 | None = None,
+    environ: MutableMapping[str, str] = os.environ,
+) -> None:
+    """Open ``url`` with ``ShellExecuteW``: the URL is one argument, no ``cmd /c start`` cuts it.
+
+    The browser inherits the environment of this process: the names in
+    ``forget`` (the secret variables, read at the start) are removed from it first.
+
+    Raises:
+        OSError: the shell did not open the URL.
+    """
+    api = api if api is not None else default_api()
+    for name in forget:
+        environ.pop(name, None)
+    api.shell_open(url)
 
 
 def widen_pipe(fd: int) -> None:
