@@ -46,6 +46,7 @@ import base64
 import io
 import select
 import socket
+import sys
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -192,12 +193,13 @@ class _Connection:
         if pending is not None and pending():
             return True
         try:
-            if hasattr(select, "poll"):
+            if sys.platform != "win32":  # Windows has no poll
                 poller = select.poll()
                 poller.register(self.raw, select.POLLIN | select.POLLPRI)
                 return bool(poller.poll(0))
-            readable, _, _ = select.select([self.raw], [], [], 0)
-            return bool(readable)
+            else:
+                readable, _, _ = select.select([self.raw], [], [], 0)
+                return bool(readable)
         except (OSError, ValueError):
             return True
 
