@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import WAIT
 from mcpbridge import platform
 
 URL = "http://127.0.0.1:33418/start?a=1&b=two words&c=%26"
@@ -38,3 +40,47 @@ def test_shell_open_is_refused_off_windows() -> None:
         pytest.fail("this test checks the refusal of the other systems")
     with pytest.raises(OSError):
         platform.shell_open(URL)
+
+
+OTHER_SYSTEM = Path(__file__).resolve().parent / "peers" / "other_system.py"
+
+
+@pytest.mark.parametrize("system", ["win32", "darwin"])
+@pytest.mark.parametrize("args", [["import"], ["--help"], ["check", "--help"]], ids=" ".join)
+def test_the_entry_points_load_on_windows_and_macos(system: str, args: list[str]) -> None:
+    """``--help``, ``check`` and the embedded mode import nothing of Linux on other systems."""
+    result = subprocess.run(
+        [sys.executable, str(OTHER_SYSTEM), system, *args],
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 6,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    expected = "imported" if args == ["import"] else "Usage: mcp-bridge-vscode"
+    assert expected in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system", ["win32", "darwin"])
+def test_mypy_strict_is_clean_for_windows_and_macos(system: str) -> None:
+    """The same check as ``make lint``: every module type-checks as that system sees it."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--platform",
+            system,
+            "--cache-dir",
+            str(REPO / ".mypy_cache" / f"platform-{system}"),
+            "mcpbridge",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "Success: no issues found" in result.stdout
