@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import stat
@@ -11,10 +12,14 @@ from pathlib import Path
 
 import keyring
 import pytest
+from keyring.backend import KeyringBackend
+from keyring.errors import PasswordDeleteError
 
 from mcpbridge.oauth import flow
 from mcpbridge.oauth.errors import InvalidRecord, StoreError, StoreOpenError
 from mcpbridge.oauth.store import (
+    CREDENTIAL_BLOB_BYTES,
+    WINDOWS_PART_CHARS,
     DeferredStore,
     EncryptedFileStore,
     FallbackStore,
@@ -25,6 +30,7 @@ from mcpbridge.oauth.store import (
     TokenStore,
     UnavailableStore,
     check_options,
+    keychain_part_chars,
     open_store,
     read_key_file,
     token_directory,
@@ -64,6 +70,39 @@ class TestKeyringStore(TokenStoreContract):
         return KeyringStore(FileKeyring(tmp_path / "keyring.json"))
 
 
+class CredentialManagerKeyring(KeyringBackend):
+    """A keyring backend with the limit of the Windows Credential Manager.
+
+    keyring's WinVaultKeyring hands the password to ``CredWrite`` as UTF-16, and a
+    credential blob over 2,560 bytes fails there (pywin32 raises its ``error``, an
+    exception outside keyring's, like the ``OSError`` here).
+    """
+
+    priority = 1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.entries.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        if len(password.encode("utf-16-le")) > CREDENTIAL_BLOB_BYTES:
+            raise OSError(1783, "CredWrite: the stub received bad data")
+        self.entries[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        if self.entries.pop((service, username), None) is None:
+            raise PasswordDeleteError("not found")
+
+
+class TestKeyringStoreWithTheCredentialManagerLimit(TokenStoreContract):
+    @pytest.fixture
+    def store(self) -> TokenStore:
+        return KeyringStore(CredentialManagerKeyring(), part_chars=WINDOWS_PART_CHARS)
+
+
 class TestAutoStoreAfterTheKeychainStopped(TokenStoreContract):
     @pytest.fixture
     def store(self, tmp_path: Path, file_store: EncryptedFileStore) -> TokenStore:
@@ -73,6 +112,83 @@ class TestAutoStoreAfterTheKeychainStopped(TokenStoreContract):
 
 
 # ----------------------------------------------------------------------------- the keychain
+
+
+def large_record(n: int = 0, size: int = 6000) -> flow.Record:
+    """A record over the Credential Manager's limit: the JWT tokens of some servers are this long."""
+    return dataclasses.replace(
+        sample_record(n), access_token="a" * size, refresh_token="r" * max(1, size // 2)
+    )
+
+
+def test_a_record_over_the_credential_manager_limit_is_refused_whole():
+    backend = CredentialManagerKeyring()
+    record = large_record()
+    with pytest.raises(StoreError):
+        KeyringStore(backend).put(record.key, flow.record_to_json(record))
+    assert backend.entries == {}
+
+
+@pytest.mark.parametrize("size", [1, WINDOWS_PART_CHARS, WINDOWS_PART_CHARS * 3, 60_000])
+def test_a_record_of_any_size_survives_a_restart_under_the_credential_manager_limit(size):
+    backend = CredentialManagerKeyring()
+    record = large_record(size=size)
+    KeyringStore(backend, part_chars=WINDOWS_PART_CHARS).put(record.key, flow.record_to_json(record))
+    assert all(len(p.encode("utf-16-le")) <= CREDENTIAL_BLOB_BYTES for p in backend.entries.values())
+    # The next start of the bridge: a new store over the same credentials.
+    restarted = IndexedStore(KeyringStore(backend, part_chars=WINDOWS_PART_CHARS))
+    assert restarted.load(record.key) == record
+
+
+def test_a_split_record_replaced_by_a_small_one_or_deleted_leaves_no_part():
+    backend = CredentialManagerKeyring()
+    store = KeyringStore(backend, part_chars=WINDOWS_PART_CHARS)
+    record = large_record()
+    store.put(record.key, flow.record_to_json(record))
+    assert len(backend.entries) > 2
+    small = sample_record()
+    store.put(small.key, flow.record_to_json(small))
+    assert list(backend.entries) == [(flow.KEYCHAIN_SERVICE, small.key.digest().hex())]
+    store.put(record.key, flow.record_to_json(record))
+    assert store.delete(record.key) is True
+    assert backend.entries == {}
+
+
+@pytest.mark.parametrize("damage", ["missing", "changed"])
+def test_a_split_record_with_a_bad_part_is_damaged_and_deleted(damage, caplog):
+    backend = CredentialManagerKeyring()
+    store = KeyringStore(backend, part_chars=WINDOWS_PART_CHARS)
+    record = large_record()
+    store.put(record.key, flow.record_to_json(record))
+    part = (flow.KEYCHAIN_SERVICE, record.key.digest().hex() + "/2")
+    if damage == "missing":
+        del backend.entries[part]
+    else:
+        backend.entries[part] = "x" + backend.entries[part][1:]
+    with pytest.raises(InvalidRecord):
+        store.get(record.key)
+    caplog.set_level(logging.WARNING, logger="mcpbridge.oauth")
+    assert IndexedStore(store).load(record.key) is None
+    assert "a stored sign-in is not valid" in caplog.text
+    assert backend.entries == {}
+
+
+class WinVaultKeyring(CredentialManagerKeyring):
+    """Named as keyring's backend of the Windows Credential Manager."""
+
+
+class ChainerBackend(CredentialManagerKeyring):
+    def __init__(self, backends: list[KeyringBackend]) -> None:
+        super().__init__()
+        self.backends = backends
+
+
+def test_the_credential_manager_limit_applies_on_windows_and_to_its_backend():
+    assert keychain_part_chars(CredentialManagerKeyring(), "win32") == WINDOWS_PART_CHARS == 1280
+    assert keychain_part_chars(WinVaultKeyring(), "linux") == WINDOWS_PART_CHARS
+    assert keychain_part_chars(ChainerBackend([FileKeyring(os.devnull), WinVaultKeyring()]), "linux") == 1280
+    assert keychain_part_chars(FileKeyring(os.devnull), "darwin") is None
+    assert keychain_part_chars(FileKeyring(os.devnull), "linux") is None
 
 
 def test_the_keychain_keeps_each_record_under_the_service_and_the_hex_digest_of_its_key(tmp_path):

@@ -214,21 +214,58 @@ def _keychain_error(exc: BaseException) -> StoreError:
     return StoreError("KeychainUnavailable", f"the keychain is not available ({name})")
 
 
+#: The Windows Credential Manager keeps at most 2,560 bytes in the blob of a credential, and
+#: keyring's WinVaultKeyring stores a password as UTF-16: 2 bytes for each character.
+CREDENTIAL_BLOB_BYTES: Final = 2560
+#: The longest password of one Credential Manager entry, in characters (records are ASCII).
+WINDOWS_PART_CHARS: Final = CREDENTIAL_BLOB_BYTES // 2
+#: The start of an entry that tells where the parts of a split record are.
+_PARTS_PREFIX: Final = "mcpbridge-parts:1:"
+
+
+def keychain_part_chars(backend: Any, system: str = sys.platform) -> int | None:
+    """The longest password that the keychain ``backend`` keeps in one entry; ``None``: no limit.
+
+    The Windows Credential Manager (keyring's ``WinVaultKeyring``, also inside a
+    chain of backends) has :data:`WINDOWS_PART_CHARS`; so has every backend on Windows.
+    """
+    if system == "win32":
+        return WINDOWS_PART_CHARS
+    for candidate in [backend, *getattr(backend, "backends", ())]:
+        if type(candidate).__name__ == "WinVaultKeyring":
+            return WINDOWS_PART_CHARS
+    return None
+
+
 class KeyringStore(TokenStore):
     """The keychain of the host through ``keyring``: one entry per record.
 
     The service is :data:`~.flow.KEYCHAIN_SERVICE`; the user name of an entry is
     the hex digest of its record key, and its password the record.
+
+    A keychain with a limit per entry (``part_chars``: the Windows Credential
+    Manager) gets a record that does not fit in parts: the entries ``<digest>/1``,
+    ``<digest>/2``... hold its pieces, written first, and the entry of the record
+    holds ``mcpbridge-parts:1:<count>:<SHA-256 of the record>``, written last. A
+    part that is missing or does not match makes the record damaged.
     """
 
     kind = "keychain"
 
     def __init__(
-        self, backend: Any, service: str = flow.KEYCHAIN_SERVICE, timeout: float = KEYCHAIN_TIMEOUT
+        self,
+        backend: Any,
+        service: str = flow.KEYCHAIN_SERVICE,
+        timeout: float = KEYCHAIN_TIMEOUT,
+        *,
+        part_chars: int | None = None,
     ) -> None:
+        if part_chars is not None and part_chars <= len(_PARTS_PREFIX) + 80:
+            raise ValueError("part_chars is too small for the entry of a split record")
         self._backend = backend
         self._service = service
         self._timeout = timeout
+        self._part_chars = part_chars
 
     @classmethod
     def open(cls, service: str = flow.KEYCHAIN_SERVICE, timeout: float = KEYCHAIN_TIMEOUT) -> KeyringStore:
@@ -251,7 +288,7 @@ class KeyringStore(TokenStore):
             raise StoreOpenError(error.name, error.detail) from None
         if isinstance(backend, fail.Keyring) or _priority(backend) <= 0:
             raise StoreOpenError("KeychainUnavailable", "the keychain is not available (no backend)")
-        store = cls(backend, service, timeout)
+        store = cls(backend, service, timeout, part_chars=keychain_part_chars(backend))
         try:
             store.get(flow.index_key())
         except StoreError as exc:
@@ -264,24 +301,17 @@ class KeyringStore(TokenStore):
         except BaseException as exc:  # noqa: BLE001 - mapped to the failures of the store
             raise _keychain_error(exc) from None
 
-    def get(self, key: RecordKey) -> bytes | None:
-        user = key.digest().hex()
+    def _get_text(self, user: str) -> str | None:
         text = self._call(lambda: self._backend.get_password(self._service, user))
-        if text is None:
-            return None
-        if not isinstance(text, str):
+        if text is not None and not isinstance(text, str):
             raise InvalidRecord("not a text")
-        return text.encode("utf-8")
+        return text
 
-    def put(self, key: RecordKey, data: bytes) -> None:
-        user = key.digest().hex()
-        text = data.decode("ascii")
+    def _set_text(self, user: str, text: str) -> None:
         self._call(lambda: self._backend.set_password(self._service, user, text))
 
-    def delete(self, key: RecordKey) -> bool:
+    def _delete_entry(self, user: str) -> bool:
         from keyring.errors import PasswordDeleteError
-
-        user = key.digest().hex()
 
         def remove() -> bool:
             try:
@@ -291,6 +321,78 @@ class KeyringStore(TokenStore):
             return True
 
         return self._call(remove)
+
+    @staticmethod
+    def _parts_of(text: str | None) -> tuple[int, str] | None:
+        """The count and the digest of a split record's entry; ``None`` for a whole record.
+
+        Raises:
+            InvalidRecord: the entry starts as one of a split record but is not valid.
+        """
+        if text is None or not text.startswith(_PARTS_PREFIX):
+            return None
+        count, _, digest = text[len(_PARTS_PREFIX) :].partition(":")
+        if not count.isdigit() or not 1 <= int(count) <= MAX_RECORD_BYTES or len(digest) != 64:
+            raise InvalidRecord("the entry of a split record is not valid")
+        return int(count), digest
+
+    def get(self, key: RecordKey) -> bytes | None:
+        user = key.digest().hex()
+        text = self._get_text(user)
+        if text is None:
+            return None
+        parts = self._parts_of(text)
+        if parts is None:
+            return text.encode("utf-8")
+        count, digest = parts
+        pieces: list[str] = []
+        for n in range(1, count + 1):
+            piece = self._get_text(f"{user}/{n}")
+            if piece is None:
+                raise InvalidRecord("a part of a split record is missing")
+            pieces.append(piece)
+        data = "".join(pieces).encode("utf-8")
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise InvalidRecord("the parts of a split record do not match")
+        return data
+
+    def put(self, key: RecordKey, data: bytes) -> None:
+        user = key.digest().hex()
+        text = data.decode("ascii")
+        limit = self._part_chars
+        if limit is None:
+            self._set_text(user, text)
+            return
+        try:
+            old = self._parts_of(self._get_text(user))
+        except InvalidRecord:
+            old = None
+        count = 0
+        if len(text) <= limit:
+            self._set_text(user, text)
+        else:
+            pieces = [text[i : i + limit] for i in range(0, len(text), limit)]
+            for n, piece in enumerate(pieces, start=1):
+                self._set_text(f"{user}/{n}", piece)
+            count = len(pieces)
+            self._set_text(user, f"{_PARTS_PREFIX}{count}:{hashlib.sha256(data).hexdigest()}")
+        if old is not None:
+            for n in range(count + 1, old[0] + 1):
+                self._delete_entry(f"{user}/{n}")
+
+    def delete(self, key: RecordKey) -> bool:
+        user = key.digest().hex()
+        parts = None
+        if self._part_chars is not None:
+            try:
+                parts = self._parts_of(self._get_text(user))
+            except InvalidRecord:
+                parts = None
+        existed = self._delete_entry(user)
+        if parts is not None:
+            for n in range(1, parts[0] + 1):
+                self._delete_entry(f"{user}/{n}")
+        return existed
 
     def describe(self) -> str:
         return f'the tokens are in the keychain of the host (service "{self._service}")'
