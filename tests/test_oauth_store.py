@@ -591,3 +591,110 @@ def test_a_deferred_store_that_does_not_open_raises_the_same_error_each_time_and
     assert calls == [1]
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert errors == ["the token store did not open: the keychain is locked"]
+
+
+# --------------------------------------------------------------- two bridges, one index
+
+#: A bridge that saves sign-ins: argv is the repository, the token directory, the first record
+#: number and the count. It starts at the line "go" on its stdin, so both writers run at once.
+SAVER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from mcpbridge.oauth.store import EncryptedFileStore, IndexedStore
+from mcpbridge.oauth.testing import URL, sample_record
+store = IndexedStore(EncryptedFileStore.open(Path(sys.argv[2]), bytes(range(32))))
+first, count = int(sys.argv[3]), int(sys.argv[4])
+print("ready", flush=True)
+assert sys.stdin.readline() == "go\\n"
+for n in range(first, first + count):
+    store.save(sample_record(n), f"{URL}/{n}")
+print("done", flush=True)
+"""
+
+
+def test_two_bridges_that_save_at_once_lose_no_index_entry(tmp_path, caplog):
+    directory = tmp_path / "tokens"
+    count = 60
+    savers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                SAVER,
+                str(Path(__file__).resolve().parents[1]),
+                str(directory),
+                str(first),
+                str(count),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for first in (0, 1000)
+    ]
+    try:
+        for saver in savers:
+            assert saver.stdout is not None and saver.stdout.readline() == "ready\n"
+        for saver in savers:
+            assert saver.stdin is not None
+            saver.stdin.write("go\n")
+            saver.stdin.flush()
+        for saver in savers:
+            assert saver.stdout is not None and saver.stdout.readline() == "done\n"
+            assert saver.wait(30) == 0
+    finally:
+        for saver in savers:
+            saver.kill()
+            saver.wait(30)
+            for stream in (saver.stdin, saver.stdout):
+                if stream is not None:
+                    stream.close()
+    indexed = IndexedStore(EncryptedFileStore.open(directory, KEY))
+    urls = sorted(e.url for e in indexed.entries())
+    expected = sorted(f"{URL}/{n}" for first in (0, 1000) for n in range(first, first + count))
+    assert urls == expected
+    assert (directory.parent / "index.lock").exists()
+
+
+def test_the_keychain_shares_the_lock_file_of_the_state_directory(tmp_path, state_env):
+    keychain = KeyringStore(FileKeyring(tmp_path / "k.json"))
+    opened = open_store("auto", key=None, key_file=None, env=state_env, keychain=lambda: keychain)
+    assert opened.store.lock_path == token_directory(state_env).parent / "index.lock"
+    IndexedStore(opened.store).save(sample_record(), URL)
+    assert opened.store.lock_path is not None and opened.store.lock_path.exists()
+    assert MemoryStore().lock_path is None
+
+
+def test_an_index_whose_lock_stays_taken_fails_in_bounded_time_and_keeps_the_record(
+    file_store, caplog, monkeypatch
+):
+    import mcpbridge.oauth.store as store_module
+
+    monkeypatch.setattr(store_module, "INDEX_LOCK_TIMEOUT", 0.2)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+            "print('held', flush=True); sys.stdin.read()",
+            str(file_store.lock_path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        caplog.set_level(logging.WARNING, logger="mcpbridge.oauth")
+        record = sample_record()
+        indexed = IndexedStore(file_store)
+        indexed.save(record, URL)
+        assert indexed.load(record.key) == record
+        assert "another bridge held the index for 0.2 s" in caplog.text
+        assert file_store.get(flow.index_key()) is None
+    finally:
+        assert holder.stdin is not None and holder.stdout is not None
+        holder.stdin.close()
+        holder.wait(30)
+        holder.stdout.close()

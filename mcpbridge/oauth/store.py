@@ -31,6 +31,7 @@ with the options without opening anything.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -40,11 +41,12 @@ import stat
 import sys
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from .. import platform
 from . import flow
 from .errors import InvalidRecord, StoreError, StoreOpenError
 from .flow import IndexEntry, Record, RecordKey
@@ -71,6 +73,8 @@ log = logging.getLogger("mcpbridge.oauth")
 MAX_RECORD_BYTES: Final = 1024 * 1024
 #: The time limit of one answer of the keychain (a Secret Service can hang).
 KEYCHAIN_TIMEOUT: Final = 25.0
+#: The longest wait for the lock of the index that another bridge holds.
+INDEX_LOCK_TIMEOUT: Final = 10.0
 
 _MAGIC: Final = b"MCPT\x01"
 _NONCE_BYTES: Final = 12
@@ -86,6 +90,9 @@ class TokenStore(ABC):
 
     #: ``keychain``, ``file`` or ``memory``.
     kind: str = ""
+    #: The lock file that serializes the changes of the index between processes
+    #: (``None``: the store is not shared with other processes).
+    lock_path: Path | None = None
 
     @abstractmethod
     def get(self, key: RecordKey) -> bytes | None:
@@ -266,6 +273,8 @@ class KeyringStore(TokenStore):
         self._service = service
         self._timeout = timeout
         self._part_chars = part_chars
+        #: Set by :func:`open_store` from the state directory, when there is one.
+        self.lock_path: Path | None = None
 
     @classmethod
     def open(cls, service: str = flow.KEYCHAIN_SERVICE, timeout: float = KEYCHAIN_TIMEOUT) -> KeyringStore:
@@ -509,6 +518,7 @@ class EncryptedFileStore(TokenStore):
         if len(key) != 32:
             raise ValueError("the token key has 32 bytes")
         self.directory = directory
+        self.lock_path: Path | None = directory.parent / "index.lock"
         self._encryption_key = _hkdf(key, b"encryption")
         self._name_key = _hkdf(key, b"file name")
         self._lock = threading.Lock()
@@ -642,6 +652,10 @@ class FallbackStore(TokenStore):
     def kind(self) -> str:  # type: ignore[override]
         return self._current().kind
 
+    @property
+    def lock_path(self) -> Path | None:  # type: ignore[override]
+        return self._current().lock_path
+
     def _current(self) -> TokenStore:
         with self._lock:
             return self._next if self._next is not None else self._primary
@@ -699,6 +713,15 @@ def _file_key(key: bytes | None, key_file: str | None, directory: Path) -> bytes
     return key
 
 
+def _share_index_lock(store: TokenStore, env: Mapping[str, str]) -> None:
+    """Give the keychain the lock file of the index: ``<state dir>/mcpbridge/vscode/index.lock``."""
+    if isinstance(store, KeyringStore) and store.lock_path is None:
+        try:
+            store.lock_path = token_directory(env).parent / "index.lock"
+        except StoreOpenError:
+            log.debug("no state directory: the index of the keychain is not locked between processes")
+
+
 def open_store(
     mode: str,
     *,
@@ -720,6 +743,7 @@ def open_store(
         return OpenedStore(MemoryStore(_MEMORY_EXPLICIT), _MEMORY_EXPLICIT)
     if mode == "keychain":
         store = keychain()
+        _share_index_lock(store, env)
         return OpenedStore(store, store.describe())
     if mode == "file":
         directory = token_directory(env)
@@ -777,6 +801,7 @@ def open_store(
     if key_file is not None:
         # A key file that cannot be used is an error also while the keychain works.
         read_key_file(key_file, token_directory(env))
+    _share_index_lock(primary, env)
 
     def make_next() -> TokenStore:
         return after_keychain(StoreError("KeychainUnavailable", "it stopped to answer"))[0]
@@ -851,6 +876,10 @@ class DeferredStore(TokenStore):
     def kind(self) -> str:  # type: ignore[override]
         return self.open().store.kind
 
+    @property
+    def lock_path(self) -> Path | None:  # type: ignore[override]
+        return self.open().store.lock_path
+
     def get(self, key: RecordKey) -> bytes | None:
         return self.open().store.get(key)
 
@@ -874,6 +903,11 @@ class IndexedStore:
 
     Damaged records are deleted; a damaged index is ignored with a warning. A
     failure of the index never fails the save of a record.
+
+    Each change of the index reads it, changes it and writes it back under the
+    lock file of the store (:attr:`TokenStore.lock_path`), so two bridges that
+    save at once lose no entry. The wait for the lock is bounded
+    (:data:`INDEX_LOCK_TIMEOUT`); the system frees the lock of a killed bridge.
     """
 
     def __init__(self, store: TokenStore) -> None:
@@ -918,10 +952,11 @@ class IndexedStore:
         entry = IndexEntry(url, record.key.issuer, record.key.resource, record.key.client)
         with self._lock:
             try:
-                entries = self._entries()
-                if entries and entries[-1] == entry:
-                    return
-                self._write(flow.index_with(entries, entry))
+                with self._shared():
+                    entries = self._entries()
+                    if entries and entries[-1] == entry:
+                        return
+                    self._write(flow.index_with(entries, entry))
             except StoreError as exc:
                 log.warning("cannot add the sign-in to the index of the stored sign-ins: %s", exc.detail)
 
@@ -934,10 +969,11 @@ class IndexedStore:
         existed = self.store.delete(key)
         with self._lock:
             try:
-                entries = self._entries()
-                kept = flow.index_without(entries, key)
-                if len(kept) != len(entries):
-                    self._write(kept)
+                with self._shared():
+                    entries = self._entries()
+                    kept = flow.index_without(entries, key)
+                    if len(kept) != len(entries):
+                        self._write(kept)
             except StoreError as exc:
                 log.warning("cannot update the index of the stored sign-ins: %s", exc.detail)
         return existed
@@ -952,8 +988,35 @@ class IndexedStore:
             return self._entries()
 
     def delete_index(self) -> None:
-        with self._lock:
+        with self._lock, self._shared():
             self.store.delete(flow.index_key())
+
+    @contextlib.contextmanager
+    def _shared(self) -> Iterator[None]:
+        """Hold the lock file of the store, if it has one.
+
+        Raises:
+            StoreError: ``IndexLocked``: the lock stayed taken, or its file cannot be made.
+        """
+        path = self.store.lock_path
+        if path is None:
+            yield
+            return
+        try:
+            lock = platform.file_lock(path, INDEX_LOCK_TIMEOUT)
+            lock.__enter__()
+        except platform.LockTimeout:
+            raise StoreError(
+                "IndexLocked", f"another bridge held the index for {INDEX_LOCK_TIMEOUT:g} s"
+            ) from None
+        except OSError as exc:
+            raise StoreError(
+                "IndexLocked", f"the lock of the index cannot be made ({exc.strerror or type(exc).__name__})"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.__exit__(None, None, None)
 
     def _entries(self) -> list[IndexEntry]:
         try:
