@@ -39,6 +39,7 @@ from mcpbridge.oauth.testing import URL, TokenStoreContract, sample_record
 from tests.oauth_keyring import FileKeyring
 
 KEY = bytes(range(32))
+WAIT_FOR_KEYCHAIN = 10.0
 OTHER_KEY = bytes(range(1, 33))
 
 
@@ -431,6 +432,21 @@ def test_the_token_directory_follows_xdg_state_home_then_home_then_localappdata(
     assert caught.value.name == "NoTokenDirectory"
 
 
+def test_the_token_directory_of_each_system():
+    env = {"XDG_STATE_HOME": "/s", "HOME": "/Users/u", "LOCALAPPDATA": "C:\\Users\\u\\AppData\\Local"}
+    assert token_directory(env, platform="linux") == Path("/s/mcpbridge/vscode/tokens")
+    assert token_directory(env, platform="darwin") == Path(
+        "/Users/u/Library/Application Support/mcpbridge/vscode/tokens"
+    )
+    assert token_directory(env, platform="win32") == Path(
+        "C:\\Users\\u\\AppData\\Local", "mcpbridge", "vscode", "tokens"
+    )
+    for system, missing in (("darwin", {"XDG_STATE_HOME": "/s"}), ("win32", {"HOME": "/h"})):
+        with pytest.raises(StoreOpenError) as caught:
+            token_directory(missing, platform=system)
+        assert caught.value.name == "NoTokenDirectory"
+
+
 # ------------------------------------------------------------------------- opening stores
 
 
@@ -454,7 +470,29 @@ def test_auto_takes_the_keychain_when_it_answers(tmp_path, state_env):
 def test_auto_without_keychain_takes_the_files_when_a_key_is_set(state_env):
     opened = open_store("auto", key=KEY, key_file=None, env=state_env, keychain=unavailable)
     assert isinstance(opened.store, EncryptedFileStore)
-    assert opened.line == f"the tokens are in encrypted files in {token_directory(state_env)}"
+    assert opened.line == (
+        f"the keychain is not available (no backend): the tokens are in encrypted files in "
+        f"{token_directory(state_env)}"
+    )
+
+
+def test_auto_with_a_locked_keychain_takes_the_files_and_says_why_in_one_line(tmp_path, state_env):
+    locked = FileKeyring(tmp_path / "k.json", mode="locked")
+
+    def keychain() -> TokenStore:
+        store = KeyringStore(locked, timeout=WAIT_FOR_KEYCHAIN)
+        try:
+            store.get(flow.index_key())
+        except StoreError as exc:
+            raise StoreOpenError(exc.name, exc.detail) from None
+        return store
+
+    opened = open_store("auto", key=KEY, key_file=None, env=state_env, keychain=keychain)
+    assert isinstance(opened.store, EncryptedFileStore)
+    assert opened.line == (
+        f"the keychain is locked: the tokens are in encrypted files in {token_directory(state_env)}"
+    )
+    assert "\n" not in opened.line
 
 
 def test_auto_without_keychain_and_key_keeps_the_tokens_in_memory_and_says_why(state_env):

@@ -240,3 +240,9 @@ def test_the_browser_gets_the_url_as_one_argument_and_no_secret_variable() -> No
     windows.shell_open(url, forget={"MCP_BRIDGE_TOKEN_KEY", "TEST_SECRET_HEADER"}, api=api, environ=environ)
     assert api.calls == [("shell_open", url)]
     assert environ == {"PATH": "C:\\Windows"}
+
+
+def test_the_token_folder_is_protected_through_the_win32_seam(tmp_path: Path) -> None:
+    api = FakeWin32()
+    windows.protect_directory(tmp_path, api=api)
+    assert api.calls == [("protect", tmp_path)]

@@ -434,8 +434,8 @@ def _hkdf(key: bytes, info: bytes, length: int = 32) -> bytes:
 def token_directory(env: Mapping[str, str], *, platform: str = sys.platform) -> Path:
     """``<state dir>/mcpbridge/vscode/tokens``.
 
-    The state directory is ``%LOCALAPPDATA%`` on Windows, else ``$XDG_STATE_HOME``
-    (when absolute) or ``~/.local/state``.
+    The state directory is ``%LOCALAPPDATA%`` on Windows, ``~/Library/Application
+    Support`` on macOS, else ``$XDG_STATE_HOME`` (when absolute) or ``~/.local/state``.
 
     Raises:
         StoreOpenError: ``NoTokenDirectory``.
@@ -445,6 +445,11 @@ def token_directory(env: Mapping[str, str], *, platform: str = sys.platform) -> 
         if not base:
             raise StoreOpenError("NoTokenDirectory", "no directory for the tokens: LOCALAPPDATA is not set")
         return Path(base, *flow.TOKEN_DIRECTORY_PARTS)
+    if platform == "darwin":
+        home = env.get("HOME", "")
+        if not home or not os.path.isabs(home):
+            raise StoreOpenError("NoTokenDirectory", "no directory for the tokens: HOME is not set")
+        return Path(home, "Library", "Application Support", *flow.TOKEN_DIRECTORY_PARTS)
     state = env.get("XDG_STATE_HOME", "")
     if state and os.path.isabs(state):
         return Path(state, *flow.TOKEN_DIRECTORY_PARTS)
@@ -525,7 +530,10 @@ class EncryptedFileStore(TokenStore):
 
     @classmethod
     def open(cls, directory: Path, key: bytes) -> EncryptedFileStore:
-        """Make the directory private (0700) and check that AES-GCM is there.
+        """Make the directory private and check that AES-GCM is there.
+
+        Private is mode 0700 on POSIX; on Windows a protected ACL that allows the
+        user of the bridge only (no entry inherited from the parent folders).
 
         Raises:
             StoreOpenError: ``FileStoreFailed``.
@@ -543,7 +551,9 @@ class EncryptedFileStore(TokenStore):
             info = os.lstat(directory)
             if not stat.S_ISDIR(info.st_mode):
                 raise StoreOpenError("FileStoreFailed", f"{directory} is not a directory")
-            if sys.platform != "win32" and stat.S_IMODE(info.st_mode) != 0o700:
+            if sys.platform == "win32":
+                platform.protect_directory(directory)
+            elif stat.S_IMODE(info.st_mode) != 0o700:
                 os.chmod(directory, 0o700)
         except OSError as exc:
             raise StoreOpenError(
@@ -789,7 +799,7 @@ def open_store(
                 "Each start needs a new sign-in"
             )
             return MemoryStore(text), text
-        return store, store.describe()
+        return store, f"{reason}: {store.describe()}"
 
     try:
         primary = keychain()

@@ -19,6 +19,7 @@ on POSIX, :mod:`.windows` on Windows.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Collection
 from pathlib import Path
@@ -50,6 +51,7 @@ __all__ = [
     "file_lock",
     "on_terminate",
     "pipe_writer",
+    "protect_directory",
     "shell_open",
     "spawn",
     "widen_pipe",
@@ -68,6 +70,20 @@ def shell_open(url: str, *, forget: Collection[str] = ()) -> None:
         windows_shell_open(url, forget=forget)
     else:
         raise OSError("ShellExecuteW exists on Windows only")
+
+
+def protect_directory(path: Path) -> None:
+    """Make ``path`` private to the user: mode 0700 on POSIX; on Windows a protected ACL.
+
+    Raises:
+        OSError: the permissions did not change.
+    """
+    if sys.platform == "win32":
+        from .windows import protect_directory as windows_protect_directory
+
+        windows_protect_directory(path)
+    else:
+        os.chmod(path, 0o700)
 
 
 def file_lock(path: Path, timeout: float) -> FileLock:

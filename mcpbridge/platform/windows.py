@@ -415,6 +415,18 @@ def shell_open(
     api.shell_open(url)
 
 
+def protect_directory(path: Path, *, api: Win32 | None = None) -> None:
+    """Give ``path`` a protected ACL that allows the current user only (``SetFileSecurityW``).
+
+    The ACL is ``D:P(A;OICI;FA;;;<user SID>)``: no entry comes from the parent
+    folders, and the files made inside inherit the same single entry.
+
+    Raises:
+        OSError: the ACL did not change.
+    """
+    (api if api is not None else default_api()).protect(path)
+
+
 def widen_pipe(fd: int) -> None:
     """Windows pipes keep the size that ``subprocess`` gave them."""
 
