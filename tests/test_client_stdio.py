@@ -494,6 +494,33 @@ def test_the_server_transport_delivers_lines_in_order_and_reports_the_end(pipes:
     transport.close()
 
 
+def test_windows_input_a_bom_at_the_start_and_crlf_lines_is_read_and_a_later_bom_is_not(
+    pipes: Pipes,
+) -> None:
+    transport = pipes.transport()
+    pipes.client_out.write(b'\xef\xbb\xbf{"jsonrpc":"2.0","id":1,"method":"a"}\r\n')
+    pipes.client_out.write(b'{"jsonrpc":"2.0","id":2,"method":"b"}\r\n\r\n')
+    pipes.client_out.write(b'\xef\xbb\xbf{"jsonrpc":"2.0","id":3,"method":"c"}\r\n')
+    pipes.client_out.close()
+    assert pipes.messages.get(timeout=WAIT) == Request(1, "a")
+    assert pipes.messages.get(timeout=WAIT) == Request(2, "b")
+    error = pipes.errors.get(timeout=WAIT)
+    assert isinstance(error, FrameError) and error.cause == "parse_error"
+    assert pipes.closed.wait(WAIT)
+    assert pipes.messages.empty()
+    transport.close()
+
+
+def test_a_bom_alone_on_the_first_line_is_a_blank_line(pipes: Pipes) -> None:
+    transport = pipes.transport()
+    pipes.client_out.write(b'\xef\xbb\xbf\r\n{"jsonrpc":"2.0","id":1,"method":"a"}\n')
+    pipes.client_out.close()
+    assert pipes.messages.get(timeout=WAIT) == Request(1, "a")
+    assert pipes.closed.wait(WAIT)
+    assert pipes.errors.empty()
+    transport.close()
+
+
 def test_concurrent_sends_of_the_server_transport_never_mix_their_lines(pipes: Pipes) -> None:
     transport = pipes.transport()
     lines: list[bytes] = []
