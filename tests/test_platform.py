@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,82 @@ def test_mypy_strict_is_clean_for_windows_and_macos(system: str) -> None:
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "Success: no issues found" in result.stdout
+
+
+#: Holds the lock file argv[2] until its stdin ends, then exits (argv[1]: the repository).
+LOCK_HOLDER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from mcpbridge import platform
+with platform.file_lock(Path(sys.argv[2]), 10.0):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def hold_lock(path: Path) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(REPO), str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def end(holder: subprocess.Popen[str], *, kill: bool = False) -> None:
+    assert holder.stdin is not None and holder.stdout is not None
+    if kill:
+        holder.kill()
+    holder.stdin.close()
+    holder.wait(WAIT)
+    holder.stdout.close()
+
+
+def test_a_lock_held_by_another_process_times_out_with_a_named_error(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "index.lock"
+    holder = hold_lock(path)
+    try:
+        with pytest.raises(platform.LockTimeout):
+            with platform.file_lock(path, 0.1):
+                pytest.fail("the lock of another process was taken")
+    finally:
+        end(holder)
+    with platform.file_lock(path, WAIT):
+        pass  # free again once the holder let go
+    assert oct(path.parent.stat().st_mode & 0o777) == oct(0o700)
+    assert oct(path.stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_the_lock_of_a_killed_process_is_free_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "index.lock"
+    holder = hold_lock(path)
+    end(holder, kill=True)
+    with platform.file_lock(path, WAIT):
+        pass
+
+
+def test_two_threads_of_one_process_take_turns(tmp_path: Path) -> None:
+    path = tmp_path / "index.lock"
+    inside: list[int] = []
+    overlaps: list[int] = []
+    start = threading.Barrier(4)
+
+    def work(n: int) -> None:
+        start.wait(WAIT)
+        for _ in range(20):
+            with platform.file_lock(path, WAIT):
+                inside.append(n)
+                if len(inside) > 1:
+                    overlaps.append(n)
+                inside.remove(n)
+
+    threads = [threading.Thread(target=work, args=(n,), name=f"test-lock-{n}") for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT * 3)
+    assert not any(t.is_alive() for t in threads)
+    assert overlaps == []
