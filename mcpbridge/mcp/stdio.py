@@ -23,7 +23,8 @@ work for one child, each with one job:
   The queue holds whole frames, so a frame is never half written by a caller
   that gave up. When the queue is empty, :meth:`send` writes the frame itself
   to the pipe, which does not block: it takes what it has room for, and the
-  rest goes to the queue. A small request thus costs no wake-up of the writer.
+  rest goes to the queue (the thread writer of Windows queues it all). A
+  small request thus costs no wake-up of the writer.
   A caller that must never wait (a reader thread) sends with
   :data:`~.cancel.NO_WAIT`: a frame that finds no room raises
   :class:`~.cancel.WouldBlock` at once instead.

@@ -173,6 +173,26 @@ if sys.platform == "win32":
             self._k.GenerateConsoleCtrlEvent.argtypes = [wintypes.DWORD, wintypes.DWORD]
             self._k.GetCurrentProcess.restype = wintypes.HANDLE
             self._k.LocalFree.argtypes = [ctypes.c_void_p]
+            self._a.OpenProcessToken.argtypes = [
+                wintypes.HANDLE,
+                wintypes.DWORD,
+                ctypes.POINTER(wintypes.HANDLE),
+            ]
+            self._a.GetTokenInformation.argtypes = [
+                wintypes.HANDLE,
+                ctypes.c_int,
+                ctypes.c_void_p,
+                wintypes.DWORD,
+                ctypes.POINTER(wintypes.DWORD),
+            ]
+            self._a.ConvertSidToStringSidW.argtypes = [ctypes.c_void_p, ctypes.POINTER(wintypes.LPWSTR)]
+            self._a.ConvertStringSecurityDescriptorToSecurityDescriptorW.argtypes = [
+                wintypes.LPCWSTR,
+                wintypes.DWORD,
+                ctypes.POINTER(ctypes.c_void_p),
+                ctypes.c_void_p,
+            ]
+            self._a.SetFileSecurityW.argtypes = [wintypes.LPCWSTR, wintypes.DWORD, ctypes.c_void_p]
             self._handler_type = ctypes.WINFUNCTYPE(wintypes.BOOL, wintypes.DWORD)
             self._k.SetConsoleCtrlHandler.restype = wintypes.BOOL
             self._k.SetConsoleCtrlHandler.argtypes = [self._handler_type, wintypes.BOOL]
@@ -240,11 +260,6 @@ if sys.platform == "win32":
 
         def _user_sid(self) -> str:
             token = wintypes.HANDLE()
-            self._a.OpenProcessToken.argtypes = [
-                wintypes.HANDLE,
-                wintypes.DWORD,
-                ctypes.POINTER(wintypes.HANDLE),
-            ]
             self._check(
                 self._a.OpenProcessToken(self._k.GetCurrentProcess(), 0x0008, ctypes.byref(token)),
                 "OpenProcessToken",
