@@ -170,6 +170,19 @@ def test_unmatched(
     assert ToolFilter(allow, deny).unmatched(names) == unmatched
 
 
+@pytest.mark.parametrize(
+    ("pattern", "option", "effect"),
+    [("gti_*", "--allow-tool", "shows no tool"), ("*delte*", "--deny-tool", "hides nothing"),
+     ("both", "--deny-tool", "hides nothing")],
+)  # fmt: skip
+def test_the_warning_names_the_option_and_the_effect(pattern: str, option: str, effect: str) -> None:
+    warning = ToolFilter(allow=("gti_*", "both"), deny=("*delte*", "both")).unmatched_warning(pattern)
+    assert warning == (
+        f"{option} '{pattern}' matches no tool of the upstream server, so it {effect} "
+        "(a pattern is case-sensitive and matches the whole name)"
+    )
+
+
 def test_the_watch_names_a_pattern_after_the_last_page_only() -> None:
     watch = ListingWatch(ToolFilter(allow=("git_*", "read_*"), deny=("*delte*",)))
     assert watch.page(None, {**_tools("git_status"), "nextCursor": "p2"}) == ()
@@ -283,8 +296,7 @@ def _page(ttl: Any = 1000, **extra: Any) -> dict[str, Any]:
 def _fill(cache: ListCache, method: str, params: Any, result: Any, now: float) -> bool:
     lookup = cache.lookup(method, params, now)
     assert lookup.outcome is Outcome.MISS
-    assert lookup.ticket is not None
-    return cache.store(lookup.ticket, result, now)
+    return cache.store(method, params, result, now)
 
 
 @pytest.mark.parametrize(
@@ -308,7 +320,6 @@ def test_a_page_is_fresh_for_its_ttl(ttl: Any, later: float, outcome: Outcome) -
     assert lookup.outcome is outcome
     if outcome is Outcome.HIT:
         assert lookup.result is page
-        assert lookup.ticket is None
     else:
         assert lookup.result is None
         assert len(cache) == 0  # an expired page goes away
@@ -337,10 +348,24 @@ def test_each_page_has_its_own_entry() -> None:
     assert cache.lookup("prompts/list", {"cursor": "c2"}, 0.01).outcome is Outcome.MISS
 
 
-def test_an_uncacheable_request_gets_no_ticket() -> None:
-    lookup = ListCache().lookup("tools/list", {"cursor": 1}, 0.0)
+def test_an_uncacheable_request_is_never_kept() -> None:
+    cache = ListCache()
+    lookup = cache.lookup("tools/list", {"cursor": 1}, 0.0)
     assert lookup.outcome is Outcome.UNCACHEABLE
-    assert lookup.ticket is None
+    assert lookup.result is None
+    assert cache.store("tools/list", {"cursor": 1}, _page(), 0.0) is False
+    assert cache.store("tools/call", {"name": "x"}, _page(), 0.0) is False
+
+
+def test_only_the_result_of_a_missed_lookup_is_kept() -> None:
+    cache = ListCache()
+    assert cache.store("tools/list", None, _page(), 0.0) is False
+    cache.lookup("tools/list", None, 0.0)
+    assert cache.store("tools/list", None, _page(), 0.0) is True
+    # a hit marks nothing: its page is not stored again (its expiry stays)
+    assert cache.lookup("tools/list", None, 0.5).outcome is Outcome.HIT
+    assert cache.store("tools/list", None, _page(), 0.5) is False
+    assert cache.lookup("tools/list", None, 1.0).outcome is Outcome.MISS
 
 
 @pytest.mark.parametrize(
@@ -385,12 +410,29 @@ def test_clear_drops_everything() -> None:
 )
 def test_a_result_of_a_request_from_before_a_drop_is_not_kept(drop: Any, kept: bool) -> None:
     cache = ListCache()
-    lookup = cache.lookup("tools/list", None, 0.0)
-    assert lookup.ticket is not None
+    assert cache.lookup("tools/list", None, 0.0).outcome is Outcome.MISS
     drop(cache)  # the list changed while the request was on its way
-    assert cache.store(lookup.ticket, _page(), 0.0) is kept
-    # the next request stores again
-    assert _fill(cache, "tools/list", {"cursor": "n"}, _page(), 0.0) is True
+    assert cache.store("tools/list", None, _page(), 0.0) is kept
+    if not kept:  # the next request stores again
+        assert _fill(cache, "tools/list", None, _page(), 0.0) is True
+
+
+def test_a_second_request_after_a_drop_does_not_let_the_first_result_in() -> None:
+    cache = ListCache()
+    cache.lookup("tools/list", None, 0.0)  # request A, before the change
+    cache.list_changed("notifications/tools/list_changed")
+    cache.lookup("tools/list", None, 0.0)  # request B, after the change, A still on its way
+    assert cache.store("tools/list", None, _page(), 0.0) is False  # A's result: from before
+    assert cache.store("tools/list", None, _page(), 0.0) is False  # B's result: not marked any more
+    assert _fill(cache, "tools/list", None, _page(), 0.0) is True
+
+
+def test_the_marks_of_missed_lookups_are_bounded() -> None:
+    cache = ListCache(max_entries=2)
+    for cursor in ("a", "b", "c"):
+        cache.lookup("tools/list", {"cursor": cursor}, 0.0)
+    assert cache.store("tools/list", {"cursor": "a"}, _page(), 0.0) is False
+    assert cache.store("tools/list", {"cursor": "c"}, _page(), 0.0) is True
 
 
 @pytest.mark.parametrize(
@@ -435,9 +477,8 @@ def test_threads_share_one_cache() -> None:
             barrier.wait(5.0)
             for round_number in range(200):
                 params = {"cursor": f"{index}-{round_number % 7}"}
-                lookup = cache.lookup("tools/list", params, 0.0)
-                if lookup.ticket is not None:
-                    cache.store(lookup.ticket, _page(), 0.0)
+                if cache.lookup("tools/list", params, 0.0).outcome is Outcome.MISS:
+                    cache.store("tools/list", params, _page(), 0.0)
                 if round_number % 50 == 0:
                     cache.list_changed("notifications/tools/list_changed")
         except BaseException as exc:  # noqa: BLE001 - reported below

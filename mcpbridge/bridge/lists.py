@@ -43,9 +43,10 @@ caches nothing.
 * A gap of the listen stream, a new sign-in and the end of the connection
   drop everything.
 * A result that arrives after a drop of its list is not kept: it may have been
-  made before the change. Each lookup gives a :class:`Ticket` with the
-  generation of its list, and :meth:`ListCache.store` keeps the result only
-  when the generation did not change in the meantime.
+  made before the change. A missed lookup marks its key with the generation of
+  its list, and :meth:`ListCache.store` keeps the result only when the
+  generation did not change in the meantime. Two requests with one key in
+  flight at once keep the first mark, so at worst a fresh result is not kept.
 * The cache holds at most :data:`MAX_ENTRIES` pages; the oldest goes first.
 
 ``cacheScope`` needs no rule of its own: the cache belongs to one connection
@@ -75,7 +76,6 @@ __all__ = [
     "ListingWatch",
     "Lookup",
     "Outcome",
-    "Ticket",
     "ToolFilter",
     "ttl_ms",
     "unknown_tool_error",
@@ -177,6 +177,16 @@ class ToolFilter:
             return result, 0
         return {**result, "tools": kept}, len(tools) - len(kept)
 
+    def unmatched_warning(self, pattern: str) -> str:
+        """The warn line for a pattern that matched no tool of a full listing."""
+        option, effect = (
+            ("--deny-tool", "hides nothing") if pattern in self.deny else ("--allow-tool", "shows no tool")
+        )
+        return (
+            f"{option} {pattern!r} matches no tool of the upstream server, so it {effect} "
+            "(a pattern is case-sensitive and matches the whole name)"
+        )
+
     def unmatched(self, names: Iterable[Any]) -> tuple[str, ...]:
         """The patterns that match none of ``names`` (the names of a full listing)."""
         strings = [name for name in names if isinstance(name, str)]
@@ -264,21 +274,11 @@ class Outcome(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Ticket:
-    """The right to store the result of one missed lookup."""
-
-    method: str
-    cursor: str | None
-    generation: int
-
-
-@dataclass(frozen=True, slots=True)
 class Lookup:
-    """The outcome of :meth:`ListCache.lookup`: a result on a hit, a ticket on a miss."""
+    """The outcome of :meth:`ListCache.lookup`, with the page on a hit."""
 
     outcome: Outcome
     result: dict[str, Any] | None = None
-    ticket: Ticket | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +300,9 @@ class ListCache:
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[str, str | None], _Entry] = OrderedDict()
         self._generations = dict.fromkeys(CACHED_METHODS, 0)
+        #: The key of each missed lookup whose result did not come yet -> the generation of its
+        #: list at the first such lookup.
+        self._pending: OrderedDict[tuple[str, str | None], int] = OrderedDict()
 
     def __len__(self) -> int:
         with self._lock:
@@ -320,7 +323,11 @@ class ListCache:
         return method, cursor
 
     def lookup(self, method: str, params: Any, now: float) -> Lookup:
-        """Find a fresh page for the request; an expired page goes away."""
+        """Find a fresh page for the request; an expired page goes away.
+
+        A miss marks the request as on its way: :meth:`store` keeps its result
+        only when its list was not dropped in the meantime.
+        """
         key = self.key(method, params)
         if key is None:
             return Lookup(Outcome.UNCACHEABLE)
@@ -328,22 +335,29 @@ class ListCache:
             entry = self._entries.get(key)
             if entry is not None:
                 if now < entry.expires:
-                    return Lookup(Outcome.HIT, result=entry.result)
+                    return Lookup(Outcome.HIT, entry.result)
                 del self._entries[key]
-            return Lookup(Outcome.MISS, ticket=Ticket(key[0], key[1], self._generations[key[0]]))
+            # The first mark stays: a result of a request from before a drop must not be kept.
+            if key not in self._pending:
+                self._pending[key] = self._generations[key[0]]
+                while len(self._pending) > self._max:
+                    self._pending.popitem(last=False)
+            return Lookup(Outcome.MISS)
 
-    def store(self, ticket: Ticket, result: Any, now: float) -> bool:
+    def store(self, method: str, params: Any, result: Any, now: float) -> bool:
         """Keep a complete result of the server for its ``ttlMs``; True when it is kept.
 
         ``now`` is the time the result arrived. A result with ``ttlMs`` 0 (or
-        none), or whose list was dropped after the lookup, is not kept.
+        none), of a request without a missed lookup, or whose list was dropped
+        after the lookup, is not kept.
         """
-        ttl = ttl_ms(result)
-        if ttl <= 0 or not isinstance(result, dict):
+        key = self.key(method, params)
+        if key is None:
             return False
-        key = (ticket.method, ticket.cursor)
         with self._lock:
-            if self._generations[ticket.method] != ticket.generation:
+            generation = self._pending.pop(key, None)
+            ttl = ttl_ms(result)
+            if ttl <= 0 or not isinstance(result, dict) or generation != self._generations[key[0]]:
                 return False
             self._entries[key] = _Entry(result, now + ttl / 1000.0)
             self._entries.move_to_end(key)
