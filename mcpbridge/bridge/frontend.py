@@ -46,6 +46,7 @@ the connection. It also logs requests that wait for a long time.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import threading
 import time
@@ -72,6 +73,8 @@ from ..mcp.protocol import INPUT_METHODS, MODERN
 from ..oauth.errors import SignInError
 from . import errortable, legacy, translate
 from . import input as input_rules
+from .listrules import ListRules
+from .lists import ToolFilter
 from .pending import BAD_LINE, ClientError, PendingAnswers, WaitEnded
 
 if TYPE_CHECKING:
@@ -148,6 +151,8 @@ class Options:
     #: each forwarded request itself, and the thread that delivers the answer writes the
     #: response, so a call costs no hand-off to a slot thread (see :meth:`Frontend._begin_forward`).
     forward_on_reader: bool = False
+    #: ``--allow-tool`` and ``--deny-tool``: the tools that the client never sees.
+    tool_filter: ToolFilter = ToolFilter()
 
 
 #: The factory of the upstream client: (client info, notification callback) -> a started Client.
@@ -210,6 +215,8 @@ class Frontend:
         self._init_written = False
         self._declared: translate.Declared | None = None
         self.pending = PendingAnswers()
+        #: The tool filter and the list cache of the connection.
+        self.lists = ListRules(options.tool_filter)
         self._stop = threading.Event()
         self._ended = threading.Event()
         self._end_reason = Ended.EOF
@@ -363,6 +370,11 @@ class Frontend:
 
     def _handle_request(self, request: Request) -> None:
         kind = legacy.classify(request.method)
+        if request.method == "tools/call" and self._state is State.READY:
+            refused = self.lists.refuse_call(request.params)
+            if refused is not None:
+                self._write_error(request.id, refused)
+                return
         passthrough = self._passthrough
         if (
             passthrough is not None
@@ -407,6 +419,11 @@ class Frontend:
                 self._write_error(request.id, errortable.error_object("not_initialized"))
             return
         if kind is legacy.MethodClass.FORWARD:
+            cached = self.lists.lookup(request.method, request.params)
+            if cached is not None:
+                # Answered at once on the reader; the slot keeps the id in use until then.
+                self._admit(request, self._forward, functools.partial(self._answer_from_cache, result=cached))
+                return
             on_reader = self._begin_forward if self.options.forward_on_reader else None
             self._admit(request, self._forward, on_reader)
         elif kind in (legacy.MethodClass.SUBSCRIBE, legacy.MethodClass.UNSUBSCRIBE):
@@ -763,10 +780,16 @@ class Frontend:
                 raw=request.raw,
             )
         except McpError as exc:
-            self.respond_error(slot, self._error_for(exc, method))
+            self.respond_error(slot, self._error_for(exc, method, request.params))
             self._release(slot)
             return True
         return call is not None
+
+    def _answer_from_cache(self, slot: Slot, request: Request, result: dict[str, Any]) -> bool:
+        """Answer a list request with a page of the cache, on the reader (it never waits for the upstream)."""
+        self._respond_result(slot, request.method, result, params=request.params, from_cache=True)
+        self._release(slot)
+        return True
 
     def _forward_done(
         self, slot: Slot, request: Request, call: Call, progress: _ProgressForwarder | None
@@ -796,11 +819,11 @@ class Frontend:
                     self._release(slot)
                     return
                 except McpError as exc:
-                    self.respond_error(slot, self._error_for(exc, request.method))
+                    self.respond_error(slot, self._error_for(exc, request.method, request.params))
                     self._release(slot)
                     return
                 if result.get("resultType") != "input_required":
-                    self._respond_result(slot, request.method, result, call.raw)
+                    self._respond_result(slot, request.method, result, call.raw, params=request.params)
                     self._release(slot)
                     return
 
@@ -814,8 +837,22 @@ class Frontend:
             self._release(slot)
 
     def _respond_result(
-        self, slot: Slot, method: str, result: dict[str, Any], raw: jsonrpc.RawStrings | None = None
+        self,
+        slot: Slot,
+        method: str,
+        result: dict[str, Any],
+        raw: jsonrpc.RawStrings | None = None,
+        *,
+        params: Any = None,
+        from_cache: bool = False,
     ) -> None:
+        """Shape a complete result for the client and write it.
+
+        A list result first goes through the list rules: the cache keeps a
+        result of the server (not one it gave itself), and the tool filter
+        hides tools.
+        """
+        result = self.lists.page(method, params, result, cache=not from_cache)
         shaped, notes = translate.shape_result(method, result, icon_rule=self.options.icon_rule)
         for note in notes:
             log.info("%s", note)
@@ -862,7 +899,7 @@ class Frontend:
                 if result.get("resultType") == "input_required":
                     rounds.next_round(result)
                     continue
-                self._respond_result(slot, request.method, result)
+                self._respond_result(slot, request.method, result, params=request.params)
                 return
         except Cancelled:
             rounds.failed()
@@ -871,7 +908,7 @@ class Frontend:
             if isinstance(exc, RpcError) and rounds.sent_state and exc.error.code == jsonrpc.INVALID_PARAMS:
                 self._refused_state(slot, request.method, exc)
                 return
-            self.respond_error(slot, self._error_for(exc, request.method))
+            self.respond_error(slot, self._error_for(exc, request.method, request.params))
         except input_rules.ClientFailed as failure:
             rounds.failed()
             log.info(
@@ -904,7 +941,9 @@ class Frontend:
             error["data"] = exc.error.data
         self.respond_error(slot, error)
 
-    def _error_for(self, exc: McpError, method: str) -> dict[str, Any]:
+    def _error_for(self, exc: McpError, method: str, params: Any = None) -> dict[str, Any]:
+        if isinstance(exc, RpcError):
+            self.lists.failed(method, params, exc.error.code)
         if isinstance(exc, SignInError):
             return exc.error_object()
         if isinstance(exc, Closed) and self._client is not None and self._client.gone:
@@ -1063,6 +1102,7 @@ class Frontend:
         self.pending.close()
         if self._listener is not None:
             self._listener.stop()
+        self.lists.clear("the end of the connection")
         self._wait_for_slots(self.options.shutdown_grace)
         self._close_output()
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -1088,6 +1128,7 @@ class Frontend:
         self.pending.close()
         if self._listener is not None:
             self._listener.stop()
+        self.lists.clear("the end of the connection")
         self._wait_for_slots(self.options.shutdown_grace)
         self._close_output()
         self._executor.shutdown(wait=False, cancel_futures=True)

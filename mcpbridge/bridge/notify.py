@@ -314,6 +314,9 @@ class Listener:
         first = stream.acked_at is None
         if first:
             stream.acked_at = time.monotonic()
+        if not first or stream.after_loss:
+            # A gap: the lists may have changed unseen. Dropped before the client learns of it.
+            self._frontend.lists.clear("a gap of the listen stream")
 
         def frames() -> list[bytes]:
             out: list[bytes] = []
@@ -352,6 +355,7 @@ class Listener:
             log.debug("dropped the notification %s of the upstream server", event.method[:64])
             return
         method, params = translated
+        self._frontend.lists.list_changed(method)  # before the client can ask for the list again
         frame: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             frame["params"] = params

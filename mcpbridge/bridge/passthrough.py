@@ -811,14 +811,17 @@ class LegacyPassthrough:
                 self._progress.close(token)
         if isinstance(outcome, Response):
             self._trace(slot, request.method, "response", started)
-            self._frontend.respond(slot, self._shape(request.method, outcome.result), raw=outcome.raw)
+            shaped = self._shape(request.method, params, outcome.result)
+            self._frontend.respond(slot, shaped, raw=outcome.raw)
         else:
             self._trace(slot, request.method, f"error {outcome.error.code}", started)
             self._frontend.respond_error(slot, outcome.error.to_obj())
 
-    def _shape(self, method: str, result: Any) -> Any:
+    def _shape(self, method: str, params: Any, result: Any) -> Any:
         if method not in _SHAPED_METHODS or not isinstance(result, dict):
             return result
+        # The tool filter; a 2025-era result has no ttlMs, so nothing is cached.
+        result = self._frontend.lists.page(method, params, result, cache=False)
         shaped, notes = translate.shape_result(method, result, icon_rule=self._frontend.options.icon_rule)
         for note in notes:
             log.info("%s", note)
