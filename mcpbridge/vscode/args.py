@@ -238,6 +238,9 @@ class Settings:
     registration: Registration | None
     #: Lines for the log at the warning level, for example a secret header on the command line.
     warnings: tuple[str, ...]
+    #: ``--allow-tool`` and ``--deny-tool``: shell-style patterns on the tool names.
+    allow_tools: tuple[str, ...] = ()
+    deny_tools: tuple[str, ...] = ()
 
     @property
     def redirect_uri(self) -> str:
@@ -593,6 +596,7 @@ def _account(text: str) -> str:
 _SECONDS_HINT = f"use a number of seconds from 1 to {MAX_SECONDS}"
 _BYTES_HINT = f"use a number of bytes from 1 to {MAX_BYTES_LIMIT}"
 _PATH_HINT = "the path cannot be empty"
+_PATTERN_HINT = "the pattern cannot be empty"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -628,6 +632,8 @@ class _Option:
     sign_in: bool = False
     #: Each occurrence adds a header instead of replacing the value.
     header: bool = False
+    #: Each occurrence adds a value instead of replacing the value.
+    repeat: bool = False
 
     @property
     def flag(self) -> bool:
@@ -643,6 +649,8 @@ OPTIONS: Final[Mapping[str, _Option]] = {
     "--discover-timeout": _Option(_SERVE_AND_CHECK, _number(1, MAX_SECONDS, _SECONDS_HINT)),
     "--max-line-bytes": _Option(_SERVE_AND_CHECK, _number(1, MAX_BYTES_LIMIT, _BYTES_HINT)),
     "--protocol": _Option(_SERVE_AND_CHECK, _one_of(PROTOCOLS, f"use auto, {MODERN} or legacy")),
+    "--allow-tool": _Option(_SERVE_AND_CHECK, _non_empty(_PATTERN_HINT), repeat=True),
+    "--deny-tool": _Option(_SERVE_AND_CHECK, _non_empty(_PATTERN_HINT), repeat=True),
     "--header": _Option(_URL_TARGETS, header=True),
     "--header-env": _Option(_URL_TARGETS, header=True),
     "--max-response-bytes": _Option(_URL_TARGETS, _number(1, MAX_BYTES_LIMIT, _BYTES_HINT)),
@@ -730,6 +738,8 @@ class _Raw:
 
     values: dict[str, object] = field(default_factory=dict)
     headers: list[_HeaderArg] = field(default_factory=list)
+    #: The values of each repeatable option, in order.
+    repeated: dict[str, list[object]] = field(default_factory=dict)
     #: Each option once, in the order of its first occurrence.
     order: list[str] = field(default_factory=list)
 
@@ -846,9 +856,13 @@ def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | ShowHelp | 
         else:
             assert option.convert is not None
             try:
-                raw.values[key] = option.convert(value)
+                converted = option.convert(value)
             except _Invalid as exc:
                 raise _invalid_value(key, exc.hint) from None
+            if option.repeat:
+                raw.repeated.setdefault(key, []).append(converted)
+            else:
+                raw.values[key] = converted
         i += 1
 
     target = _target(subcommand, command, url, raw)
@@ -984,6 +998,8 @@ def _settings(
         static_authorization=static_authorization,
         registration=registration,
         warnings=tuple(warnings),
+        allow_tools=tuple(str(v) for v in raw.repeated.get("--allow-tool", ())),
+        deny_tools=tuple(str(v) for v in raw.repeated.get("--deny-tool", ())),
     )
 
 
@@ -1077,10 +1093,11 @@ what it found, and exits.
 
 The options come first. An option takes its value from the next argument
 (--name x) or after an equals sign (--name=x). When an option occurs more than
-one time, the last value applies; each --header and --header-env adds one
-header. The arguments after "--" go to <command> without a change. The URL is
-the last argument. Never put a secret on the command line: VS Code writes the
-command line to its log, and the process list shows it.
+one time, the last value applies; each --header, --header-env, --allow-tool
+and --deny-tool adds one more. The arguments after "--" go to <command>
+without a change. The URL is the last argument. Never put a secret on the
+command line: VS Code writes the command line to its log, and the process list
+shows it.
 
 Options:
   --name <name>                The server name for VS Code when the upstream
@@ -1099,6 +1116,18 @@ Options:
                                {MODERN}, legacy (2025-11-25) or auto.
                                With auto, the bridge asks the server which
                                revision it speaks. The default is {DEFAULT_PROTOCOL}.
+  --allow-tool <pattern>       Show VS Code only the tools whose name matches
+                               the pattern. Give it more than one time for more
+                               patterns. A pattern is shell-style and
+                               case-sensitive: * matches any text, ? one
+                               character, [abc] one of the characters; it
+                               matches the whole name (git_* or *_read).
+  --deny-tool <pattern>        Hide the tools whose name matches the pattern,
+                               also from --allow-tool. A hidden tool is not in
+                               the tool list, and a call of it gets the error
+                               of an unknown tool without reaching the server.
+                               A pattern that matches no tool of the server
+                               gives a warning line.
   --help                       Show this text and exit.
   --version                    Show the version and exit.
 

@@ -61,6 +61,7 @@ class SharedContext:
 def serve_url(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of the upstream URL of ``settings``; return the exit code."""
     from ..bridge.frontend import Frontend, Options, Timeouts
+    from ..bridge.lists import ToolFilter
     from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
     from ..bridge.upstream import transport_connector
@@ -121,6 +122,7 @@ def serve_url(settings: args.Settings) -> int:
         timeouts=Timeouts(discover=settings.discover_timeout),
         icon_rule=IconRule.DATA_ONLY,
         protocol=settings.protocol,
+        tool_filter=ToolFilter(settings.allow_tools, settings.deny_tools),
     )
     connect = oauth.connector(make_transport) if oauth is not None else transport_connector(make_transport)
     legacy = LegacyTransports(make_legacy_transport, sign_in=authorizer)
