@@ -9,6 +9,7 @@ A ttl of ten minutes is far longer than any test, so no test depends on the cloc
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from typing import Any
 
@@ -168,3 +169,28 @@ def test_nothing_is_cached_for_a_2025_era_server() -> None:
         assert list_result(bridge) == list_result(bridge)
         lines = debug_lines(bridge, "list cache")
     assert lines == []
+
+
+def check_report(*arguments: str) -> dict[str, Any]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "mcpbridge", "check", "--json", "--", *arguments],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60.0,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr.decode()[-2000:]
+    report: dict[str, Any] = json.loads(completed.stdout)
+    return report
+
+
+@pytest.mark.parametrize(("ttl", "expected"), [(LONG_TTL, int(LONG_TTL)), ("0", 0)])
+def test_check_reports_how_long_the_bridge_keeps_each_list(ttl: str, expected: int) -> None:
+    report = check_report(*fixture_command("--ttl-ms", ttl))
+    assert report["listTtlMs"] == {"tools": expected, "prompts": expected, "resources": expected}
+
+
+@pytest.mark.interop
+def test_check_of_a_2025_era_server_reports_no_list_cache() -> None:
+    assert check_report(*legacy_command())["listTtlMs"] is None

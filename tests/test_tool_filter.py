@@ -9,6 +9,7 @@ over stdio and HTTP.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +24,8 @@ from schema import validate_legacy_frame
 LISTS_PEER = ROOT / "tests" / "peers" / "py_modern_lists_server.py"
 PAGE_SIZE = 5
 MANY_TOOLS = 12
+#: A check starts Python servers; this bounds one run.
+CHECK_TIMEOUT = 60.0
 
 
 def walk_tools(bridge: Bridge) -> list[list[str]]:
@@ -215,3 +218,61 @@ def test_filters_with_a_2025_era_server(form: str, request: pytest.FixtureReques
         warnings = warnings_of(bridge)
     assert len([line for line in warnings if "no_such_*" in line]) == 1
     assert not [line for line in warnings if "'crash'" in line or "ask_*" in line]
+
+
+# --------------------------------------------------------------------------- check
+
+
+def run_check(*arguments: str) -> tuple[int, str]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "mcpbridge", "check", *arguments],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=CHECK_TIMEOUT,
+        check=False,
+    )
+    return completed.returncode, completed.stdout.decode()
+
+
+def test_check_counts_the_tools_before_and_after_the_filter() -> None:
+    upstream = fixture_command("--many-tools", str(MANY_TOOLS), "--page-size", str(PAGE_SIZE))
+    options = ("--allow-tool", "tool_*", "--deny-tool", "tool_1*", "--deny-tool", "tol_9")
+    code, out = run_check("--json", *options, "--", *upstream)
+    assert code == 0
+    report = json.loads(out)
+    before = report["counts"]["tools"]
+    assert before > MANY_TOOLS
+    assert report["toolFilter"] == {
+        "allow": ["tool_*"],
+        "deny": ["tool_1*", "tol_9"],
+        "before": before,
+        "after": 9,
+        "unmatched": ["tol_9"],
+    }
+    assert report["problems"] == []  # a filter that matches nothing is a warning, not a failure
+    code, text = run_check(*options, "--", *upstream)
+    assert code == 0
+    lines = text.splitlines()
+    assert f"Filter:     VS Code sees 9 of {before} tools (--allow-tool, --deny-tool)" in lines
+    assert [line for line in lines if "tol_9" in line] == [
+        "  warning: --deny-tool 'tol_9' matches no tool of the upstream server, so it hides nothing "
+        "(a pattern is case-sensitive and matches the whole name)"
+    ]
+
+
+@pytest.mark.interop
+def test_check_counts_the_tools_of_a_2025_era_server_after_the_filter() -> None:
+    code, out = run_check("--json", "--deny-tool", "crash", "--", *legacy_command())
+    assert code == 0
+    report = json.loads(out)
+    assert report["era"] == "2025-11-25"
+    tool_filter = report["toolFilter"]
+    assert tool_filter["before"] == report["counts"]["tools"] == tool_filter["after"] + 1
+    assert tool_filter["unmatched"] == []
+
+
+def test_check_without_a_filter_reports_none() -> None:
+    code, out = run_check("--json", "--", *fixture_command())
+    assert code == 0
+    assert json.loads(out)["toolFilter"] is None
