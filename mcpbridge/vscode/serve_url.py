@@ -129,4 +129,6 @@ def serve_url(settings: args.Settings) -> int:
     frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options, legacy=legacy)
     if oauth is not None:
         oauth.attach(frontend)
+        # Another sign-in can be another account: the lists of the old one must not be shown.
+        oauth.authorizer.on_signed_in = lambda: frontend.lists.clear("a new sign-in")
     return serve(frontend)
