@@ -462,9 +462,28 @@ def test_the_oldest_page_goes_first_at_the_limit() -> None:
     assert cache.lookup("tools/list", {"cursor": "c"}, 0.0).outcome is Outcome.HIT
 
 
-def test_max_entries_must_be_positive() -> None:
+@pytest.mark.parametrize("limits", [{"max_entries": 0}, {"max_bytes": 0}])
+def test_the_limits_must_be_positive(limits: dict[str, int]) -> None:
     with pytest.raises(ValueError, match="positive"):
-        ListCache(max_entries=0)
+        ListCache(**limits)
+
+
+def test_the_bytes_of_the_pages_are_bounded() -> None:
+    cache = ListCache(max_bytes=400)
+    for cursor in ("a", "b", "c", "d", "e"):
+        cache.lookup("tools/list", {"cursor": cursor}, 0.0)
+        assert cache.store("tools/list", {"cursor": cursor}, _page(), 0.0, size=100) is True
+    assert len(cache) == 4 and cache.size == 400
+    assert cache.lookup("tools/list", {"cursor": "a"}, 0.0).outcome is Outcome.MISS
+    # a page larger than a quarter of the limit is not kept
+    assert cache.store("tools/list", {"cursor": "a"}, _page(), 0.0, size=101) is False
+    # an expiry, a replacement and a drop give their bytes back
+    assert cache.lookup("tools/list", {"cursor": "b"}, 5.0).outcome is Outcome.MISS
+    assert cache.size == 300
+    assert cache.store("tools/list", {"cursor": "b"}, _page(), 5.0, size=50) is True
+    assert cache.size == 350
+    cache.list_changed("notifications/tools/list_changed")
+    assert cache.size == 0 and len(cache) == 0
 
 
 def test_threads_share_one_cache() -> None:

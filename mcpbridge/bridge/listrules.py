@@ -17,7 +17,8 @@ import logging
 import time
 from typing import Any
 
-from .lists import CACHED_METHODS, ListCache, ListingWatch, Outcome, ToolFilter, unknown_tool_error
+from ..mcp.jsonrpc import dumps
+from .lists import CACHED_METHODS, ListCache, ListingWatch, Outcome, ToolFilter, ttl_ms, unknown_tool_error
 
 log = logging.getLogger("mcpbridge.bridge")
 
@@ -62,8 +63,10 @@ class ListRules:
         """
         if method not in CACHED_METHODS:
             return result
-        if cache and self._cache.store(method, params, result, time.monotonic()):
-            log.debug("list cache keeps %s (%s) for its ttlMs", method, _page_name(params))
+        if cache and ttl_ms(result) > 0:
+            size = len(dumps(result))
+            if self._cache.store(method, params, result, time.monotonic(), size):
+                log.debug("list cache keeps %s (%s) for its ttlMs", method, _page_name(params))
         if method != "tools/list" or not self.filter.active:
             return result
         cursor = params.get("cursor") if isinstance(params, dict) else None

@@ -47,7 +47,9 @@ caches nothing.
   its list, and :meth:`ListCache.store` keeps the result only when the
   generation did not change in the meantime. Two requests with one key in
   flight at once keep the first mark, so at worst a fresh result is not kept.
-* The cache holds at most :data:`MAX_ENTRIES` pages; the oldest goes first.
+* The cache holds at most :data:`MAX_ENTRIES` pages and :data:`MAX_BYTES` bytes
+  of their JSON text; the oldest page goes first. A page larger than a quarter
+  of that is not kept.
 
 ``cacheScope`` needs no rule of its own: the cache belongs to one connection
 and is dropped at each new sign-in, so a ``private`` result is never shared
@@ -71,6 +73,7 @@ from ..mcp.jsonrpc import INVALID_PARAMS
 __all__ = [
     "CACHED_METHODS",
     "LIST_CHANGES",
+    "MAX_BYTES",
     "MAX_ENTRIES",
     "ListCache",
     "ListingWatch",
@@ -97,6 +100,8 @@ LIST_CHANGES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
 
 #: The most pages that the cache of one connection holds.
 MAX_ENTRIES: Final = 256
+#: The most bytes (of the pages' JSON text) that the cache of one connection holds.
+MAX_BYTES: Final = 32 * 1024 * 1024
 
 #: The params members that do not change a list result (the cursor is part of the key).
 _NEUTRAL_PARAMS: Final = frozenset({"cursor", "_meta"})
@@ -285,6 +290,7 @@ class Lookup:
 class _Entry:
     result: dict[str, Any]
     expires: float
+    size: int
 
 
 class ListCache:
@@ -293,10 +299,12 @@ class ListCache:
     Safe to use from several threads at once.
     """
 
-    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
-        if max_entries < 1:
-            raise ValueError("max_entries must be positive")
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
+        if max_entries < 1 or max_bytes < 1:
+            raise ValueError("max_entries and max_bytes must be positive")
         self._max = max_entries
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[str, str | None], _Entry] = OrderedDict()
         self._generations = dict.fromkeys(CACHED_METHODS, 0)
@@ -307,6 +315,12 @@ class ListCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+    @property
+    def size(self) -> int:
+        """The bytes of the pages held."""
+        with self._lock:
+            return self._bytes
 
     @staticmethod
     def key(method: str, params: Any) -> tuple[str, str | None] | None:
@@ -337,6 +351,7 @@ class ListCache:
                 if now < entry.expires:
                     return Lookup(Outcome.HIT, entry.result)
                 del self._entries[key]
+                self._bytes -= entry.size
             # The first mark stays: a result of a request from before a drop must not be kept.
             if key not in self._pending:
                 self._pending[key] = self._generations[key[0]]
@@ -344,12 +359,13 @@ class ListCache:
                     self._pending.popitem(last=False)
             return Lookup(Outcome.MISS)
 
-    def store(self, method: str, params: Any, result: Any, now: float) -> bool:
+    def store(self, method: str, params: Any, result: Any, now: float, size: int = 0) -> bool:
         """Keep a complete result of the server for its ``ttlMs``; True when it is kept.
 
-        ``now`` is the time the result arrived. A result with ``ttlMs`` 0 (or
-        none), of a request without a missed lookup, or whose list was dropped
-        after the lookup, is not kept.
+        ``now`` is the time the result arrived, ``size`` the length of its JSON
+        text. A result with ``ttlMs`` 0 (or none), of a request without a missed
+        lookup, whose list was dropped after the lookup, or larger than a quarter
+        of the byte limit, is not kept.
         """
         key = self.key(method, params)
         if key is None:
@@ -359,10 +375,15 @@ class ListCache:
             ttl = ttl_ms(result)
             if ttl <= 0 or not isinstance(result, dict) or generation != self._generations[key[0]]:
                 return False
-            self._entries[key] = _Entry(result, now + ttl / 1000.0)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+            if size > self._max_bytes // 4:
+                return False
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old.size
+            self._entries[key] = _Entry(result, now + ttl / 1000.0, size)
+            self._bytes += size
+            while len(self._entries) > self._max or self._bytes > self._max_bytes:
+                self._bytes -= self._entries.popitem(last=False)[1].size
         return True
 
     def drop(self, methods: Iterable[str]) -> int:
@@ -373,7 +394,7 @@ class ListCache:
                 self._generations[method] += 1
             keys = [key for key in self._entries if key[0] in targets]
             for key in keys:
-                del self._entries[key]
+                self._bytes -= self._entries.pop(key).size
         return len(keys)
 
     def list_changed(self, notification_method: str) -> int:
