@@ -238,11 +238,12 @@ def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_tok
     from mcpbridge.oauth.authorizer import OAuthConfig
     from mcpbridge.oauth.flow import ClientRegistration, Record, RecordKey
     from mcpbridge.oauth.store import IndexedStore, open_store
-    from mcpbridge.vscode import args
+    from mcpbridge.vscode import cli
+    from mcpbridge.vscode import settings as args
 
     env = {"XDG_STATE_HOME": str(tmp_path / "state"), "MCP_BRIDGE_TOKEN_KEY": "ab" * 32}
     url = tls_server.url + "/locked"
-    settings = args.parse(["check", "--token-store", "file", url], env)
+    settings = cli.parse(["check", "--token-store", "file", url], env)
     assert isinstance(settings, args.Settings) and settings.registration is not None
     opened = open_store("file", key=settings.token_key, key_file=None, env=env)
     config = OAuthConfig(url, settings.account, settings.redirect_port, settings.registration)
@@ -263,3 +264,21 @@ def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_tok
     assert TOKEN not in out + err
     # The check sends the stored token, as the bridge would.
     assert code == 0 and report["era"] == "2026-07-28"
+
+
+def test_the_report_has_colors_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpbridge.vscode.check import _colors
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    leader, follower = os.openpty()
+    read_end, write_end = os.pipe()
+    with os.fdopen(follower, "w") as terminal, os.fdopen(write_end, "w") as pipe:
+        color = _colors(terminal)
+        assert color is not None
+        green = color("ok", "green")
+        assert green.startswith("\x1b[32m") and green.endswith("ok\x1b[0m")
+        assert _colors(pipe) is None
+        monkeypatch.setenv("NO_COLOR", "1")
+        assert _colors(terminal) is None
+    os.close(leader)
+    os.close(read_end)

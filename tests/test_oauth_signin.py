@@ -22,6 +22,7 @@ from mcpbridge.mcp.errors import Cancelled, McpError
 from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.oauth import flow
 from mcpbridge.oauth.authorizer import AuthorizedClient, OAuthAuthorizer, OAuthConfig
+from mcpbridge.oauth.config import ClientMetadataDocument, DynamicRegistration, PreRegistered, Registration
 from mcpbridge.oauth.errors import (
     AccessRefused,
     IssuerNotRegistered,
@@ -38,7 +39,6 @@ from mcpbridge.oauth.errors import (
 )
 from mcpbridge.oauth.signin import ConsentEnded, Gate, Opener, SignIn, SignInSettings
 from mcpbridge.oauth.store import EncryptedFileStore, IndexedStore, KeyringStore, MemoryStore, TokenStore
-from mcpbridge.vscode.args import ClientMetadataDocument, DynamicRegistration, PreRegistered, Registration
 from tests.oauth_keyring import FileKeyring
 from tests.oauth_peers import (
     AuthServer,

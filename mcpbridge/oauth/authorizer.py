@@ -49,8 +49,8 @@ from ..mcp.errors import Cancelled, RequestTimeout
 from ..mcp.http import HttpStatusError
 from ..mcp.jsonrpc import Notification
 from ..mcp.transport import Transport
-from ..vscode.args import ClientMetadataDocument, PreRegistered, Registration
 from . import flow
+from .config import ClientMetadataDocument, PreRegistered, Registration, SignInOptions
 from .errors import (
     AccessRefused,
     InvalidClientMetadataUrl,
@@ -73,7 +73,6 @@ if TYPE_CHECKING:
     import ssl
 
     from ..bridge.frontend import Frontend
-    from ..vscode.args import Settings
     from .web import WebClient
 
 __all__ = ["AuthorizedClient", "OAuthAuthorizer", "OAuthConfig", "OAuthSession", "start_oauth"]
@@ -733,17 +732,8 @@ class OAuthSession:
         frontend.on_initialized = gate.client_initialized
 
 
-def secret_variables(settings: Settings) -> set[str]:
-    """The variables that a browser program must not get."""
-    from ..vscode.args import CLIENT_SECRET_VARIABLE, TOKEN_KEY_VARIABLE
-
-    names = {CLIENT_SECRET_VARIABLE, TOKEN_KEY_VARIABLE}
-    names.update(h.from_env for h in settings.headers if h.from_env)
-    return names
-
-
 def start_oauth(
-    settings: Settings,
+    options: SignInOptions,
     *,
     ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext],
     env: Mapping[str, str],
@@ -761,13 +751,11 @@ def start_oauth(
     from .signin import Gate, Opener, SignInSettings
     from .store import DeferredStore, check_options, open_store
 
-    assert settings.url is not None and settings.registration is not None
-    check_options(settings.token_store, key=settings.token_key, key_file=settings.token_key_file, env=env)
+    check_options(options.token_store, key=options.token_key, key_file=options.token_key_file, env=env)
 
     def open_token_store() -> OpenedStore:
-        return open_store(
-            settings.token_store, key=settings.token_key, key_file=settings.token_key_file, env=env
-        )
+        key, key_file = options.token_key, options.token_key_file
+        return open_store(options.token_store, key=key, key_file=key_file, env=env)
 
     def make_web() -> WebClient:
         from .web import WebClient
@@ -777,14 +765,14 @@ def start_oauth(
 
     sign_in = SignIn(
         SignInSettings(
-            port=settings.redirect_port,
-            timeout=settings.sign_in_timeout,
-            no_browser=settings.no_browser,
+            port=options.redirect_port,
+            timeout=options.sign_in_timeout,
+            no_browser=options.no_browser,
             sandbox=env.get("SANDBOX_RUNTIME", "").strip() == "1",
         ),
         Gate(),
-        Opener(env, secret_variables(settings)),
+        Opener(env, options.secret_variables),
     )
-    config = OAuthConfig(settings.url, settings.account, settings.redirect_port, settings.registration)
+    config = OAuthConfig(options.url, options.account, options.redirect_port, options.registration)
     authorizer = OAuthAuthorizer(config, IndexedStore(DeferredStore(open_token_store)), make_web, sign_in)
     return OAuthSession(authorizer)

@@ -22,7 +22,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from .. import __version__
-from . import args
+from . import settings as args
 
 if TYPE_CHECKING:
     import ssl
@@ -65,7 +65,7 @@ def serve_url(settings: args.Settings) -> int:
     from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
     from ..bridge.upstream import transport_connector
-    from .main import serve
+    from .serving import serve
 
     assert settings.url is not None
     url = settings.url
@@ -86,7 +86,7 @@ def serve_url(settings: args.Settings) -> int:
         from ..oauth.errors import StoreOpenError
 
         try:
-            oauth = start_oauth(settings, ssl_context=context, env=os.environ)
+            oauth = start_oauth(settings.sign_in_options(), ssl_context=context, env=os.environ)
         except StoreOpenError as exc:
             logger.error("the token store did not open: %s", exc.detail)
             return EXIT_TOKEN_STORE
