@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from conftest import WAIT
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "fixture_server.py"
-WAIT = 10.0
 
 #: Every captured stderr text of the suite, for the secret scans.
 CAPTURED: list[str] = []

@@ -391,7 +391,7 @@ class ModernSession:
         if isinstance(exc, RpcError):
             self._host.lists.failed(method, params, exc.error.code)  # a refused cursor drops its list
         if isinstance(exc, SignInError):
-            return exc.error_object()
+            return errortable.error_from_sign_in(exc)
         if isinstance(exc, Closed) and self.client.gone:
             return errortable.error_object("upstream_exited")
         error = errortable.error_from_mcp(exc)
@@ -403,7 +403,7 @@ class ModernSession:
 def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
     """The error of a failed ``server/discover`` (error table: discover_failed)."""
     if isinstance(exc, SignInError):
-        return exc.error_object()
+        return errortable.error_from_sign_in(exc)
     if isinstance(exc, RpcError):
         error = errortable.error_object("discover_failed", exc.error.message)
         if exc.error.code != jsonrpc.URL_ELICITATION_REQUIRED:

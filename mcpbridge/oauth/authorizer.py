@@ -66,13 +66,12 @@ from .errors import (
 )
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
 from .receiver import PortBusy, probe
-from .signin import SignIn
+from .signin import Consent, SignIn
 from .store import IndexedStore, OpenedStore
 
 if TYPE_CHECKING:
     import ssl
 
-    from ..bridge.frontend import Frontend
     from .web import WebClient
 
 __all__ = ["AuthorizedClient", "OAuthAuthorizer", "OAuthConfig", "OAuthSession", "start_oauth"]
@@ -234,7 +233,7 @@ class OAuthAuthorizer:
                         "the upstream server refused the request after the sign-in (HTTP status %d)",
                         exc.http_status,
                     )
-                    raise AccessRefused(f"HTTP status {exc.http_status}") from None
+                    raise AccessRefused(f"HTTP status {exc.http_status}") from exc
                 raise
             except RequestTimeout:
                 if scope.stopped is not None:
@@ -283,7 +282,7 @@ class OAuthAuthorizer:
         try:
             self.store.open()
         except StoreOpenError as exc:
-            raise SignInFailed(f"the token store did not open: {exc.detail}") from None
+            raise SignInFailed(f"the token store did not open: {exc.detail}") from exc
 
     def _from_index(self) -> Record | None:
         try:
@@ -507,7 +506,7 @@ class OAuthAuthorizer:
                 left = stored.without_tokens()
                 self._save(left)
                 return left
-            raise SignInFailed(f"refresh: {problem}") from None
+            raise SignInFailed(f"refresh: {problem}") from problem
         record = Record(
             stored.key,
             stored.registration,
@@ -563,12 +562,12 @@ class OAuthAuthorizer:
                 attempt = self.sign_in.attempt(
                     state=state, probe=digest, cancel=scope.cancel, deadline=scope.deadline
                 )
-            except PortBusy:
+            except PortBusy as exc:
                 if followed or not self._follow(digest, scope):
                     log.warning(
                         "the bridge cannot listen on the redirect port %d: it is in use", self.config.port
                     )
-                    raise RedirectPortUnavailable("address_in_use", port=self.config.port) from None
+                    raise RedirectPortUnavailable("address_in_use", port=self.config.port) from exc
                 followed = True
                 found = self._load(key)
                 if found is not None and found.usable(self._clock()) and found.access_token != used:
@@ -615,7 +614,7 @@ class OAuthAuthorizer:
                 log.warning("the token request of the sign-in failed: %s", problem)
                 if problem.drops_client:
                     self._delete(key)
-                raise SignInFailed(f"token request: {problem}") from None
+                raise SignInFailed(f"token request: {problem}") from problem
             record = Record(
                 key,
                 self._stored_registration(registration),
@@ -635,14 +634,14 @@ class OAuthAuthorizer:
             )
         except flow.RedirectProblem as exc:
             log.warning("the redirect of the sign-in is not valid: %s", exc)
-            raise SignInFailed(str(exc)) from None
-        except flow.AuthorizationDenied:
+            raise SignInFailed(str(exc)) from exc
+        except flow.AuthorizationDenied as exc:
             log.warning("the authorization server refused the access")
-            raise SignInDenied() from None
+            raise SignInDenied() from exc
         except flow.AuthorizationError as exc:
             detail = f"error {exc.code}" if exc.code else None
             log.warning("the authorization server sent an error for the sign-in: %s", detail or "unknown")
-            raise SignInAuthorizationError(detail) from None
+            raise SignInAuthorizationError(detail) from exc
 
     def _follow(self, digest: str, scope: _Scope) -> bool:
         """Wait for the sign-in of another process on the redirect port; False when there is none."""
@@ -723,13 +722,14 @@ class OAuthSession:
 
         return connect
 
-    def attach(self, frontend: Frontend) -> None:
-        """Let the sign-ins after ``notifications/initialized`` ask the client of ``frontend``."""
-        from .signin import FrontendConsent
+    def attach(self, consent: Consent) -> Callable[[], None]:
+        """Let the sign-ins after ``notifications/initialized`` ask the client through ``consent``.
 
+        Returns the hook of ``notifications/initialized`` of that client.
+        """
         gate = self.authorizer.sign_in.gate
-        gate.consent = FrontendConsent(frontend)
-        frontend.on_initialized = gate.client_initialized
+        gate.consent = consent
+        return gate.client_initialized
 
 
 def start_oauth(

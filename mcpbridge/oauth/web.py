@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from ..mcp.httpwire import proxy_for
+from .errors import OAuthError
 
 if TYPE_CHECKING:
     import requests
@@ -36,7 +37,7 @@ CONNECT_TIMEOUT: Final = 10.0
 READ_TIMEOUT: Final = 30.0
 
 
-class WebError(Exception):
+class WebError(OAuthError):
     """A request of the sign-in that got no HTTP answer; the message is a short detail."""
 
 

@@ -43,7 +43,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-WAIT = 10.0
+from conftest import WAIT
+
 MAX_HEAD = 64 * 1024
 
 
