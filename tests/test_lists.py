@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mcpbridge.bridge.listrules import ListRules
 from mcpbridge.bridge.lists import (
     CACHED_METHODS,
     ListCache,
@@ -486,8 +487,8 @@ def test_the_bytes_of_the_pages_are_bounded() -> None:
     assert cache.size == 0 and len(cache) == 0
 
 
-def test_threads_share_one_cache() -> None:
-    cache = ListCache()
+def test_threads_share_the_list_rules_of_a_connection() -> None:
+    rules = ListRules()
     barrier = threading.Barrier(4)
     errors: list[BaseException] = []
 
@@ -496,10 +497,10 @@ def test_threads_share_one_cache() -> None:
             barrier.wait(5.0)
             for round_number in range(200):
                 params = {"cursor": f"{index}-{round_number % 7}"}
-                if cache.lookup("tools/list", params, 0.0).outcome is Outcome.MISS:
-                    cache.store("tools/list", params, _page(), 0.0)
+                if rules.lookup("tools/list", params) is None:
+                    rules.page("tools/list", params, _page(), cache=True)
                 if round_number % 50 == 0:
-                    cache.list_changed("notifications/tools/list_changed")
+                    rules.list_changed("notifications/tools/list_changed")
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -510,4 +511,8 @@ def test_threads_share_one_cache() -> None:
         thread.join(10.0)
     assert not errors
     assert not any(thread.is_alive() for thread in threads)
-    assert len(cache) <= 4 * 7
+    # every page that is kept is found again
+    rules.clear("the end of the test")
+    assert rules.lookup("tools/list", {"cursor": "x"}) is None
+    rules.page("tools/list", {"cursor": "x"}, _page(), cache=True)
+    assert rules.lookup("tools/list", {"cursor": "x"}) == _page()

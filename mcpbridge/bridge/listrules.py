@@ -14,6 +14,7 @@ call of a hidden tool. None of them holds a cursor or a tool's content.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -29,10 +30,15 @@ def _page_name(params: Any) -> str:
 
 
 class ListRules:
-    """The tool filter, the pattern watch and the list cache of one connection."""
+    """The tool filter, the pattern watch and the list cache of one connection.
+
+    Safe to use from several threads at once: one lock serializes the watch and
+    the cache (it is held for dict operations only, never for I/O or a log line).
+    """
 
     def __init__(self, tool_filter: ToolFilter | None = None) -> None:
         self.filter = tool_filter if tool_filter is not None else ToolFilter()
+        self._lock = threading.Lock()
         self._watch = ListingWatch(self.filter)
         self._cache = ListCache()
 
@@ -48,7 +54,9 @@ class ListRules:
         """A fresh cached page for the request, or ``None`` (a miss goes to the server)."""
         if method not in CACHED_METHODS:
             return None
-        found = self._cache.lookup(method, params, time.monotonic())
+        now = time.monotonic()
+        with self._lock:
+            found = self._cache.lookup(method, params, now)
         if found.outcome is Outcome.UNCACHEABLE:
             return None
         log.debug("list cache %s: %s (%s)", found.outcome.value, method, _page_name(params))
@@ -65,12 +73,17 @@ class ListRules:
             return result
         if cache and ttl_ms(result) > 0:
             size = len(dumps(result))
-            if self._cache.store(method, params, result, time.monotonic(), size):
+            now = time.monotonic()
+            with self._lock:
+                kept = self._cache.store(method, params, result, now, size)
+            if kept:
                 log.debug("list cache keeps %s (%s) for its ttlMs", method, _page_name(params))
         if method != "tools/list" or not self.filter.active:
             return result
         cursor = params.get("cursor") if isinstance(params, dict) else None
-        for pattern in self._watch.page(cursor, result):
+        with self._lock:
+            unmatched = self._watch.page(cursor, result)
+        for pattern in unmatched:
             log.warning("%s", self.filter.unmatched_warning(pattern))
         filtered, hidden = self.filter.filter_page(result)
         if hidden:
@@ -80,18 +93,21 @@ class ListRules:
     def failed(self, method: str, params: Any, error_code: Any) -> None:
         """A list request failed: an invalid cursor drops the pages of its list."""
         if method in CACHED_METHODS:
-            dropped = self._cache.invalid_cursor(method, params, error_code)
+            with self._lock:
+                dropped = self._cache.invalid_cursor(method, params, error_code)
             if dropped:
                 log.debug("list cache dropped %d pages of %s: the server refused a cursor", dropped, method)
 
     def list_changed(self, notification_method: str) -> None:
         """A list change of the upstream server, before the client learns of it."""
-        dropped = self._cache.list_changed(notification_method)
+        with self._lock:
+            dropped = self._cache.list_changed(notification_method)
         if dropped:
             log.debug("list cache dropped %d pages: %s", dropped, notification_method)
 
     def clear(self, reason: str) -> None:
         """Drop every page: a gap of the listen stream, a new sign-in, the end of the connection."""
-        dropped = self._cache.clear()
+        with self._lock:
+            dropped = self._cache.clear()
         if dropped:
             log.debug("list cache dropped %d pages: %s", dropped, reason)

@@ -1,7 +1,9 @@
 """Tool filters and the list cache of one connection.
 
-This module is pure: it does no I/O and reads no clock. A caller passes the time
-(``now``, in seconds of a monotonic clock) where a rule needs it.
+This module is pure: it does no I/O, takes no lock and reads no clock. A caller
+passes the time (``now``, in seconds of a monotonic clock) where a rule needs it,
+and serializes the calls of one :class:`ListingWatch` or :class:`ListCache`
+(:class:`~.listrules.ListRules` holds the lock).
 
 Tool filters (:class:`ToolFilter`)
 ----------------------------------
@@ -60,7 +62,6 @@ from __future__ import annotations
 
 import enum
 import math
-import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -220,7 +221,6 @@ class ListingWatch:
 
     def __init__(self, tool_filter: ToolFilter) -> None:
         self._filter = tool_filter
-        self._lock = threading.Lock()
         #: The expected cursor of the next page of each listing -> the names seen so far.
         self._walks: OrderedDict[str, list[Any]] = OrderedDict()
         self._named: set[str] = set()
@@ -236,22 +236,21 @@ class ListingWatch:
             return ()
         names = tool_names(result)
         following = result.get("nextCursor")
-        with self._lock:
-            if cursor is None:
-                seen = names
-            else:
-                before = self._walks.pop(cursor, None) if isinstance(cursor, str) else None
-                if before is None:
-                    return ()  # a page of a listing that started before the watch knew it
-                seen = before + names
-            if isinstance(following, str):
-                self._walks[following] = seen
-                while len(self._walks) > _MAX_WALKS:
-                    self._walks.popitem(last=False)
-                return ()
-            new = tuple(p for p in self._filter.unmatched(seen) if p not in self._named)
-            self._named.update(new)
-            return new
+        if cursor is None:
+            seen = names
+        else:
+            before = self._walks.pop(cursor, None) if isinstance(cursor, str) else None
+            if before is None:
+                return ()  # a page of a listing that started before the watch knew it
+            seen = before + names
+        if isinstance(following, str):
+            self._walks[following] = seen
+            while len(self._walks) > _MAX_WALKS:
+                self._walks.popitem(last=False)
+            return ()
+        new = tuple(p for p in self._filter.unmatched(seen) if p not in self._named)
+        self._named.update(new)
+        return new
 
 
 # --------------------------------------------------------------------------- the list cache
@@ -296,7 +295,7 @@ class _Entry:
 class ListCache:
     """The pages of the lists of one connection; see the module docstring.
 
-    Safe to use from several threads at once.
+    Not safe for calls from several threads at once: the caller serializes them.
     """
 
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
@@ -305,7 +304,6 @@ class ListCache:
         self._max = max_entries
         self._max_bytes = max_bytes
         self._bytes = 0
-        self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[str, str | None], _Entry] = OrderedDict()
         self._generations = dict.fromkeys(CACHED_METHODS, 0)
         #: The key of each missed lookup whose result did not come yet -> the generation of its
@@ -313,14 +311,12 @@ class ListCache:
         self._pending: OrderedDict[tuple[str, str | None], int] = OrderedDict()
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+        return len(self._entries)
 
     @property
     def size(self) -> int:
         """The bytes of the pages held."""
-        with self._lock:
-            return self._bytes
+        return self._bytes
 
     @staticmethod
     def key(method: str, params: Any) -> tuple[str, str | None] | None:
@@ -345,19 +341,18 @@ class ListCache:
         key = self.key(method, params)
         if key is None:
             return Lookup(Outcome.UNCACHEABLE)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                if now < entry.expires:
-                    return Lookup(Outcome.HIT, entry.result)
-                del self._entries[key]
-                self._bytes -= entry.size
-            # The first mark stays: a result of a request from before a drop must not be kept.
-            if key not in self._pending:
-                self._pending[key] = self._generations[key[0]]
-                while len(self._pending) > self._max:
-                    self._pending.popitem(last=False)
-            return Lookup(Outcome.MISS)
+        entry = self._entries.get(key)
+        if entry is not None:
+            if now < entry.expires:
+                return Lookup(Outcome.HIT, entry.result)
+            del self._entries[key]
+            self._bytes -= entry.size
+        # The first mark stays: a result of a request from before a drop must not be kept.
+        if key not in self._pending:
+            self._pending[key] = self._generations[key[0]]
+            while len(self._pending) > self._max:
+                self._pending.popitem(last=False)
+        return Lookup(Outcome.MISS)
 
     def store(self, method: str, params: Any, result: Any, now: float, size: int = 0) -> bool:
         """Keep a complete result of the server for its ``ttlMs``; True when it is kept.
@@ -370,31 +365,29 @@ class ListCache:
         key = self.key(method, params)
         if key is None:
             return False
-        with self._lock:
-            generation = self._pending.pop(key, None)
-            ttl = ttl_ms(result)
-            if ttl <= 0 or not isinstance(result, dict) or generation != self._generations[key[0]]:
-                return False
-            if size > self._max_bytes // 4:
-                return False
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old.size
-            self._entries[key] = _Entry(result, now + ttl / 1000.0, size)
-            self._bytes += size
-            while len(self._entries) > self._max or self._bytes > self._max_bytes:
-                self._bytes -= self._entries.popitem(last=False)[1].size
+        generation = self._pending.pop(key, None)
+        ttl = ttl_ms(result)
+        if ttl <= 0 or not isinstance(result, dict) or generation != self._generations[key[0]]:
+            return False
+        if size > self._max_bytes // 4:
+            return False
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._bytes -= old.size
+        self._entries[key] = _Entry(result, now + ttl / 1000.0, size)
+        self._bytes += size
+        while len(self._entries) > self._max or self._bytes > self._max_bytes:
+            self._bytes -= self._entries.popitem(last=False)[1].size
         return True
 
     def drop(self, methods: Iterable[str]) -> int:
         """Drop every page of the lists ``methods``; the number of pages dropped."""
         targets = {method for method in methods if method in CACHED_METHODS}
-        with self._lock:
-            for method in targets:
-                self._generations[method] += 1
-            keys = [key for key in self._entries if key[0] in targets]
-            for key in keys:
-                self._bytes -= self._entries.pop(key).size
+        for method in targets:
+            self._generations[method] += 1
+        keys = [key for key in self._entries if key[0] in targets]
+        for key in keys:
+            self._bytes -= self._entries.pop(key).size
         return len(keys)
 
     def list_changed(self, notification_method: str) -> int:
