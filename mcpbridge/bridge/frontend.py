@@ -23,6 +23,14 @@ first round from the reader thread, see ``Options.forward_on_reader``) or the
 2025-era :class:`~.passthrough.LegacyPassthrough`. Both write to the client only
 through the :class:`~.output.Output` (module ``output``).
 
+The **list rules** of the connection (:class:`~.listrules.ListRules`) come first:
+the reader answers a ``tools/call`` of a tool that ``--allow-tool`` and
+``--deny-tool`` hide with the error of an unknown tool, in either era, and on
+the modern path a list request with a fresh page in the list cache from that
+page. Both sessions give each list result to the rules (the cache keeps it, the
+filter hides tools), and the listen stream drops the cache at a list change or
+a gap.
+
 Rules of the lifecycle (the table is :data:`LIFECYCLE`):
 
 * Only the ``initialize`` that moves the state from ``AWAITING`` to
