@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from harness import ROOT, Bridge, bridge_command, fixture_command, text_of
+from mcpbridge.vscode.cli import parse
+from mcpbridge.vscode.settings import ArgError, Settings
 from peers import running_py_http_server
 from peers.legacy import legacy_command, running_legacy_http_server
 from schema import validate_legacy_frame
@@ -82,6 +84,42 @@ def fixture_bridge(*options: str, many_tools: int = MANY_TOOLS) -> Bridge:
     bridge = Bridge(bridge_command(*options, upstream=upstream))
     assert "result" in bridge.initialize()
     return bridge
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+@pytest.mark.parametrize(
+    ("argv", "allow", "deny"),
+    [
+        (["--", "srv"], (), ()),
+        (["--allow-tool", "git_*", "--allow-tool=read_*", "--", "srv"], ("git_*", "read_*"), ()),
+        (["--deny-tool", "*rm*", "--allow-tool", "*", "--deny-tool", "x", "--", "s"], ("*",), ("*rm*", "x")),
+        (["check", "--allow-tool", "a", "https://a.example/mcp"], ("a",), ()),
+    ],
+)  # fmt: skip
+def test_each_pattern_option_adds_one_pattern(
+    argv: list[str], allow: tuple[str, ...], deny: tuple[str, ...]
+) -> None:
+    result = parse(argv, {})
+    assert isinstance(result, Settings)
+    assert (result.allow_tools, result.deny_tools) == (allow, deny)
+
+
+def test_a_separate_pattern_never_starts_with_two_dashes() -> None:
+    with pytest.raises(ArgError, match="--deny-tool needs a value"):
+        parse(["--deny-tool", "--odd", "https://a.example/mcp"], {})
+
+
+@pytest.mark.parametrize("argv", [["--allow-tool=", "--", "srv"], ["--deny-tool", "", "--", "srv"]])
+def test_an_empty_pattern_is_refused(argv: list[str]) -> None:
+    with pytest.raises(ArgError, match="the pattern cannot be empty"):
+        parse(argv, {})
+
+
+def test_logout_takes_no_pattern() -> None:
+    with pytest.raises(ArgError, match="--allow-tool cannot be used here"):
+        parse(["logout", "--allow-tool", "a", "--all"], {})
 
 
 # --------------------------------------------------------------------------- the fixture server
