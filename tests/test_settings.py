@@ -462,6 +462,8 @@ TAKES: dict[str, tuple[list[str], set[str]]] = {
     "--discover-timeout": (["--discover-timeout", "5"], EVERY - {LOGOUT}),
     "--max-line-bytes": (["--max-line-bytes", "5"], EVERY - {LOGOUT}),
     "--protocol": (["--protocol", "legacy"], EVERY - {LOGOUT}),
+    "--allow-tool": (["--allow-tool", "git_*"], EVERY - {LOGOUT}),
+    "--deny-tool": (["--deny-tool", "*delete*"], EVERY - {LOGOUT}),
     "--header": (["--header", "x-a:1"], {URL_T, CHECK_URL}),
     "--header-env": (["--header-env", "x-a=TENANT"], {URL_T, CHECK_URL}),
     "--max-response-bytes": (["--max-response-bytes", "5"], {URL_T, CHECK_URL}),
@@ -1289,6 +1291,8 @@ GOOD_VALUES: dict[str, list[str]] = {
     "--token-key-file": ["key.txt", MARKER],
     "--sign-in-timeout": ["10"],
     "--sign-in": ["auto", "browser", "device", "client-credentials"],
+    "--allow-tool": ["git_*", MARKER],
+    "--deny-tool": ["*delete*", MARKER],
 }
 VARIABLES = ["TOKEN", "EMPTY", "BLANK", "BROKEN", "UNSET", "1BAD", "A-B", ""]
 

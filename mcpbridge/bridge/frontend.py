@@ -23,6 +23,14 @@ first round from the reader thread, see ``Options.forward_on_reader``) or the
 2025-era :class:`~.passthrough.LegacyPassthrough`. Both write to the client only
 through the :class:`~.output.Output` (module ``output``).
 
+The **list rules** of the connection (:class:`~.listrules.ListRules`) come first:
+the reader answers a ``tools/call`` of a tool that ``--allow-tool`` and
+``--deny-tool`` hide with the error of an unknown tool, in either era, and on
+the modern path a list request with a fresh page in the list cache from that
+page. Both sessions give each list result to the rules (the cache keeps it, the
+filter hides tools), and the listen stream drops the cache at a list change or
+a gap.
+
 Rules of the lifecycle (the table is :data:`LIFECYCLE`):
 
 * Only the ``initialize`` that moves the state from ``AWAITING`` to
@@ -41,6 +49,7 @@ the connection. It also logs requests that wait for a long time.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import threading
 import time
@@ -65,6 +74,7 @@ from ..mcp.protocol import MODERN
 from ..mcp.text import printable
 from . import errortable, legacy, translate
 from . import input as input_rules
+from .listrules import ListRules
 from .notify import Listener
 from .options import Connect, Options, Timeouts
 from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
@@ -146,6 +156,8 @@ class Frontend:
         self._init_written = False
         self._declared: translate.Declared | None = None
         self.pending = PendingAnswers()
+        #: The tool filter and the list cache of the connection.
+        self.lists = ListRules(options.tool_filter)
         self._stop = threading.Event()
         self._ended = threading.Event()
         self._end_reason = Ended.EOF
@@ -294,6 +306,11 @@ class Frontend:
 
     def _handle_request(self, request: Request) -> None:
         kind = legacy.classify(request.method)
+        if request.method == "tools/call" and self._state is State.READY:
+            refused = self.lists.refuse_call(request.params)
+            if refused is not None:  # a hidden tool, in either era: the server never sees the call
+                self.output.write_error(request.id, refused)
+                return
         passthrough = self._passthrough
         if (
             passthrough is not None
@@ -340,6 +357,13 @@ class Frontend:
         if kind is legacy.MethodClass.FORWARD:
             session = self._session
             assert session is not None
+            cached = self.lists.lookup(request.method, request.params)
+            if cached is not None:
+                # Answered at once on the reader; the slot keeps the id in use until then.
+                self._admit(
+                    request, session.forward, functools.partial(session.answer_from_cache, result=cached)
+                )
+                return
             on_reader = session.begin_forward if self.options.forward_on_reader else None
             self._admit(request, session.forward, on_reader)
         elif kind in (legacy.MethodClass.SUBSCRIBE, legacy.MethodClass.UNSUBSCRIBE):
@@ -500,7 +524,7 @@ class Frontend:
     ) -> None:
         """The upstream speaks the 2025 era: a LegacyPassthrough carries the connection from now on."""
         assert self._legacy is not None
-        passthrough = LegacyPassthrough(self.output, self._legacy, self.options)
+        passthrough = LegacyPassthrough(self.output, self._legacy, self.options, lists=self.lists)
         try:
             result = passthrough.open(request.params, probe, probe_error, slot.cancel)
         except OpenFailed as failed:
@@ -537,6 +561,7 @@ class Frontend:
             capabilities=self._upstream_caps,
             log_level=lambda: self._log_level,
             shutdown_grace=self.options.shutdown_grace,
+            lists=self.lists,
         )
         self._listener.start()
 
@@ -667,6 +692,7 @@ class Frontend:
         self.pending.close()
         if self._listener is not None:
             self._listener.stop()
+        self.lists.clear("the end of the connection")
         self._wait_for_slots(self.options.shutdown_grace)
         self.output.close()
         self._executor.shutdown(wait=False, cancel_futures=True)

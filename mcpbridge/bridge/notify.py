@@ -49,6 +49,7 @@ from ..mcp.errors import Cancelled, Closed, McpError, RpcError
 from ..mcp.jsonrpc import Notification
 from ..mcp.text import format_duration
 from . import errortable, translate
+from .listrules import ListRules
 from .output import Host, Slot
 
 log = logging.getLogger("mcpbridge.bridge")
@@ -92,9 +93,12 @@ class Listener:
         capabilities: dict[str, Any],
         log_level: Callable[[], str | None],
         shutdown_grace: float,
+        lists: ListRules | None = None,
     ) -> None:
-        """``capabilities``: the client's, for the upstream; ``log_level``: the client's level now."""
+        """``capabilities``: the client's, for the upstream; ``log_level``: the client's level now;
+        ``lists``: the list cache that a list change and a gap drop."""
         self._host = host
+        self._lists = lists if lists is not None else ListRules()
         self._client = client
         self._capabilities = capabilities
         self._log_level = log_level
@@ -330,6 +334,9 @@ class Listener:
         first = stream.acked_at is None
         if first:
             stream.acked_at = time.monotonic()
+        if not first or stream.after_loss:
+            # A gap: the lists may have changed unseen. Dropped before the client learns of it.
+            self._lists.clear("a gap of the listen stream")
 
         def frames() -> list[bytes]:
             out: list[bytes] = []
@@ -368,6 +375,7 @@ class Listener:
             log.debug("dropped the notification %s of the upstream server", event.method[:64])
             return
         method, params = translated
+        self._lists.list_changed(method)  # before the client can ask for the list again
         frame: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             frame["params"] = params

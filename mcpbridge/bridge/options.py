@@ -9,6 +9,7 @@ from typing import Any
 from ..mcp.client import Client
 from ..mcp.jsonrpc import Notification
 from . import translate
+from .lists import ToolFilter
 
 __all__ = ["Connect", "Options", "Timeouts"]
 
@@ -53,6 +54,8 @@ class Options:
     #: response, so a call costs no hand-off to a slot thread
     #: (see :meth:`~.session.ModernSession.begin_forward`).
     forward_on_reader: bool = False
+    #: ``--allow-tool`` and ``--deny-tool``: the tools that the client never sees.
+    tool_filter: ToolFilter = ToolFilter()
 
 
 #: The factory of the upstream client: (client info, notification callback) -> a started Client.

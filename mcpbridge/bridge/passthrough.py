@@ -77,6 +77,7 @@ from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..mcp.transport import OnFrameError, OnMessage, Transport
 from . import errortable, legacy, translate
+from .listrules import ListRules
 from .options import Options
 from .output import Host, Slot
 from .session import discover_error
@@ -569,8 +570,12 @@ class _ProgressGate:
 class LegacyPassthrough:
     """Carry a 2025-era upstream connection for one front end; see the module docstring."""
 
-    def __init__(self, host: Host, upstream: LegacyUpstream, options: Options) -> None:
+    def __init__(
+        self, host: Host, upstream: LegacyUpstream, options: Options, *, lists: ListRules | None = None
+    ) -> None:
+        """``lists``: the tool filter of the connection (its cache stays unused: no ttlMs in 2025)."""
         self._host = host
+        self._lists = lists if lists is not None else ListRules(options.tool_filter)
         self._options = options
         self._upstream = upstream
         self._peer: LegacyPeer | None = None
@@ -712,14 +717,17 @@ class LegacyPassthrough:
                 self._progress.close(token)
         if isinstance(outcome, Response):
             self._trace(slot, request.method, "response", started)
-            self._host.respond(slot, self._shape(request.method, outcome.result), raw=outcome.raw)
+            shaped = self._shape(request.method, params, outcome.result)
+            self._host.respond(slot, shaped, raw=outcome.raw)
         else:
             self._trace(slot, request.method, f"error {outcome.error.code}", started)
             self._host.respond_error(slot, outcome.error.to_obj())
 
-    def _shape(self, method: str, result: Any) -> Any:
+    def _shape(self, method: str, params: Any, result: Any) -> Any:
         if method not in _SHAPED_METHODS or not isinstance(result, dict):
             return result
+        # The tool filter; a 2025-era result has no ttlMs, so nothing is cached.
+        result = self._lists.page(method, params, result, cache=False)
         shaped, notes = translate.shape_result(method, result, icon_rule=self._options.icon_rule)
         for note in notes:
             log.info("%s", note)

@@ -42,6 +42,7 @@ from ..mcp.text import format_duration, printable
 from ..oauth.errors import SignInError
 from . import errortable, translate
 from . import input as input_rules
+from .listrules import ListRules
 from .options import Options
 from .output import Host, Slot
 from .pending import PendingAnswers, WaitEnded
@@ -95,6 +96,11 @@ class SessionHost(Protocol):
 
     @property
     def pending(self) -> PendingAnswers: ...
+
+    @property
+    def lists(self) -> ListRules:
+        """The tool filter and the list cache of the connection."""
+        ...
 
     @property
     def log_level(self) -> str | None:
@@ -220,10 +226,16 @@ class ModernSession:
                 raw=request.raw,
             )
         except McpError as exc:
-            self._host.output.respond_error(slot, self._error_for(exc, method))
+            self._host.output.respond_error(slot, self._error_for(exc, method, request.params))
             self._host.release(slot)
             return True
         return call is not None
+
+    def answer_from_cache(self, slot: Slot, request: Request, result: dict[str, Any]) -> bool:
+        """Answer a list request with a page of the list cache, on the reader (it never waits)."""
+        self._respond_result(slot, request.method, result, params=request.params, from_cache=True)
+        self._host.release(slot)
+        return True
 
     def _forward_done(
         self, slot: Slot, request: Request, call: Call, progress: _ProgressForwarder | None
@@ -253,11 +265,13 @@ class ModernSession:
                     self._host.release(slot)
                     return
                 except McpError as exc:
-                    self._host.output.respond_error(slot, self._error_for(exc, request.method))
+                    self._host.output.respond_error(
+                        slot, self._error_for(exc, request.method, request.params)
+                    )
                     self._host.release(slot)
                     return
                 if result.get("resultType") != "input_required":
-                    self._respond_result(slot, request.method, result, call.raw)
+                    self._respond_result(slot, request.method, result, call.raw, params=request.params)
                     self._host.release(slot)
                     return
 
@@ -271,8 +285,21 @@ class ModernSession:
             self._host.release(slot)
 
     def _respond_result(
-        self, slot: Slot, method: str, result: dict[str, Any], raw: jsonrpc.RawStrings | None = None
+        self,
+        slot: Slot,
+        method: str,
+        result: dict[str, Any],
+        raw: jsonrpc.RawStrings | None = None,
+        *,
+        params: Any = None,
+        from_cache: bool = False,
     ) -> None:
+        """Shape a complete result for the client and write it.
+
+        A list result first goes through the list rules: the cache keeps a result
+        of the server (not one it gave itself), and the tool filter hides tools.
+        """
+        result = self._host.lists.page(method, params, result, cache=not from_cache)
         shaped, notes = translate.shape_result(method, result, icon_rule=self.options.icon_rule)
         for note in notes:
             log.info("%s", note)
@@ -318,7 +345,7 @@ class ModernSession:
                 if result.get("resultType") == "input_required":
                     rounds.next_round(result)
                     continue
-                self._respond_result(slot, request.method, result)
+                self._respond_result(slot, request.method, result, params=request.params)
                 return
         except Cancelled:
             rounds.failed()
@@ -327,7 +354,7 @@ class ModernSession:
             if isinstance(exc, RpcError) and rounds.sent_state and exc.error.code == jsonrpc.INVALID_PARAMS:
                 self._refused_state(slot, request.method, exc)
                 return
-            self._host.output.respond_error(slot, self._error_for(exc, request.method))
+            self._host.output.respond_error(slot, self._error_for(exc, request.method, request.params))
         except input_rules.ClientFailed as failure:
             rounds.failed()
             log.info(
@@ -360,7 +387,9 @@ class ModernSession:
             error["data"] = exc.error.data
         self._host.output.respond_error(slot, error)
 
-    def _error_for(self, exc: McpError, method: str) -> dict[str, Any]:
+    def _error_for(self, exc: McpError, method: str, params: Any = None) -> dict[str, Any]:
+        if isinstance(exc, RpcError):
+            self._host.lists.failed(method, params, exc.error.code)  # a refused cursor drops its list
         if isinstance(exc, SignInError):
             return errortable.error_from_sign_in(exc)
         if isinstance(exc, Closed) and self.client.gone:

@@ -173,6 +173,9 @@ class OAuthAuthorizer:
         from .device import DeviceFlow
 
         self.device = DeviceFlow(sign_in)
+        #: Called after a new sign-in took effect (this process's, or one of another process
+        #: that it adopted), on the thread of the request; not after a refresh.
+        self.on_signed_in: Callable[[], None] | None = None
 
     @property
     def web(self) -> WebClient:
@@ -404,6 +407,7 @@ class OAuthAuthorizer:
         stored = self._load(key)
         if stored is not None and stored.usable(now) and stored.access_token != used:
             self._set(stored)
+            self._signed_in()
             return True
         if not step_up and stored is not None and stored.refresh_token:
             stored = self._refresh(stored, server, resource)
@@ -419,6 +423,7 @@ class OAuthAuthorizer:
                 step_up=step_up,
             )
             self._client_credentials(key, server, resource.resource, scopes)
+            self._signed_in()
             return True
         if scope is None:
             log.info("the upstream server needs a new sign-in: the next request of the client starts it")
@@ -432,7 +437,16 @@ class OAuthAuthorizer:
             step_up=step_up,
         )
         self._interactive(key, server, resource, stored, scopes, scope, used)
+        self._signed_in()
         return True
+
+    def _signed_in(self) -> None:
+        hook = self.on_signed_in
+        if hook is not None:
+            try:
+                hook()
+            except Exception as exc:  # noqa: BLE001 - a hook must not fail the request
+                log.debug("the hook of a new sign-in failed: %s", type(exc).__name__)
 
     def _discover(self, challenge: flow.Challenge | None) -> tuple[ResourceMetadata, ServerMetadata]:
         from . import discovery

@@ -6,7 +6,11 @@ a person in a terminal what it found:
 * the era of the server (``server/discover`` of 2026-07-28; after a failure that
   shows a 2025-era server, ``initialize`` of 2025-11-25, as the bridge does);
 * the name and the version of the server, and the time of each step;
-* the number of tools, prompts and resources (every page of each list);
+* the number of tools, prompts and resources (every page of each list), and with
+  ``--allow-tool`` or ``--deny-tool`` the number of tools that VS Code would see,
+  and each pattern that matches no tool;
+* how long the bridge would keep each list (the ``ttlMs`` of its first page; a
+  2025-era server gives none);
 * the sign-in state, the proxy and the CA certificates in use;
 * each problem, with the option that fixes it.
 
@@ -80,6 +84,11 @@ class Report:
     server: dict[str, Any] | None = None
     steps: list[Step] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    #: With ``--allow-tool`` or ``--deny-tool``: the patterns, the tools before and after
+    #: the filter, and the patterns that match no tool.
+    tool_filter: dict[str, Any] | None = None
+    #: The ``ttlMs`` of the first page of each list (2026-07-28 only): how long the bridge keeps it.
+    list_ttl_ms: dict[str, int] = field(default_factory=dict)
     sign_in: dict[str, Any] = field(default_factory=dict)
     proxy: dict[str, Any] = field(default_factory=dict)
     ca: dict[str, Any] = field(default_factory=dict)
@@ -95,6 +104,8 @@ class Report:
             "server": self.server,
             "steps": [{"step": s.name, "ms": s.ms, "ok": s.ok, "outcome": s.outcome} for s in self.steps],
             "counts": self.counts,
+            "toolFilter": self.tool_filter,
+            "listTtlMs": self.list_ttl_ms if self.era == MODERN else None,
             "signIn": self.sign_in,
             "proxy": self.proxy,
             "ca": self.ca,
@@ -128,8 +139,11 @@ def run_check(settings: args.Settings, env: dict[str, str] | None = None) -> tup
 
 class _Check:
     def __init__(self, settings: args.Settings, env: dict[str, str]) -> None:
+        from ..bridge.lists import ToolFilter
+
         self.settings = settings
         self.env = env
+        self.tool_filter = ToolFilter(settings.allow_tools, settings.deny_tools)
         self.timeout = settings.discover_timeout
         self.report = Report(upstream={})
 
@@ -282,7 +296,7 @@ class _Check:
             answer: dict[str, Any] = client.request(method, params, timeout=self.timeout)
             return answer
 
-        self._count_lists(capabilities, fetch)
+        self._count_lists(capabilities, fetch, modern=True)
         self.report.ok = not self.report.problems
 
     def _legacy(self, legacy_upstream: Any, probe: Any) -> None:
@@ -341,19 +355,30 @@ class _Check:
             peer.close(CLOSE_GRACE)
 
     def _count_lists(
-        self, capabilities: dict[str, Any], fetch: Callable[[str, dict[str, Any] | None], dict[str, Any]]
+        self,
+        capabilities: dict[str, Any],
+        fetch: Callable[[str, dict[str, Any] | None], dict[str, Any]],
+        *,
+        modern: bool = False,
     ) -> None:
+        from ..bridge.lists import ttl_ms
+
         for key, method in LISTS:
             if key not in capabilities:
                 continue
             started = time.monotonic()
             count = 0
+            names: list[Any] = []
             cursor: str | None = None
             try:
                 for _page in range(MAX_PAGES):
                     page = fetch(method, {"cursor": cursor} if cursor is not None else None)
+                    if modern and cursor is None:
+                        self.report.list_ttl_ms[key] = ttl_ms(page)
                     items = page.get(key)
                     count += len(items) if isinstance(items, list) else 0
+                    if key == "tools" and isinstance(items, list):
+                        names.extend(item.get("name") if isinstance(item, dict) else None for item in items)
                     next_cursor = page.get("nextCursor")
                     if not isinstance(next_cursor, str):
                         break
@@ -362,7 +387,24 @@ class _Check:
                 self._failure(method, exc, _ms(started))
                 continue
             self.report.counts[key] = count
-            self._step(method, started, True, f"{key}: {count}")
+            outcome = f"{key}: {count}"
+            if key == "tools" and self.tool_filter.active:
+                shown = self._filter_tools(names)
+                outcome += f", {shown} after the tool filter"
+            self._step(method, started, True, outcome)
+
+    def _filter_tools(self, names: list[Any]) -> int:
+        """Report what the tool filter does to the full tool list ``names``; the tools it shows."""
+        tool_filter = self.tool_filter
+        shown = sum(1 for name in names if not tool_filter.hides(name))
+        self.report.tool_filter = {
+            "allow": list(tool_filter.allow),
+            "deny": list(tool_filter.deny),
+            "before": len(names),
+            "after": shown,
+            "unmatched": list(tool_filter.unmatched(names)),
+        }
+        return shown
 
     # --------------------------------------------------------------- report
 
@@ -642,6 +684,23 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None) 
     for key, _method in LISTS:
         if key in report.counts:
             row(key.capitalize(), str(report.counts[key]))
+    if report.tool_filter is not None:
+        tool_filter = report.tool_filter
+        row(
+            "Filter",
+            f"VS Code sees {tool_filter['after']} of {tool_filter['before']} tools "
+            "(--allow-tool, --deny-tool)",
+        )
+        from ..bridge.lists import ToolFilter
+
+        rules = ToolFilter(tuple(tool_filter["allow"]), tuple(tool_filter["deny"]))
+        for pattern in tool_filter["unmatched"]:
+            lines.append(f"  {paint('warning', 'yellow')}: {rules.unmatched_warning(pattern)}")
+    if report.era == MODERN:
+        if report.list_ttl_ms:
+            row("List cache", _list_cache(report.list_ttl_ms))
+    elif report.era is not None:
+        row("List cache", "none: a 2025-era server gives no ttlMs")
     row("Sign-in", _describe(report.sign_in))
     if "flows" in report.sign_in:
         row("Flows", _describe_flows(report.sign_in["flows"]))
@@ -657,6 +716,17 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None) 
         paint("the server works", "green") if report.ok else paint("the server does not work", "red"),
     )
     return "\n".join(lines) + "\n"
+
+
+def _list_cache(ttls: dict[str, int]) -> str:
+    """How long the bridge keeps each list, from the ``ttlMs`` of its first page."""
+    from ..bridge.errortable import format_duration
+
+    parts = [
+        f"{key} {format_duration(ttl / 1000)}" if ttl > 0 else f"{key} not kept (ttlMs 0)"
+        for key, ttl in ttls.items()
+    ]
+    return ", ".join(parts)
 
 
 def _describe(part: dict[str, Any]) -> str:

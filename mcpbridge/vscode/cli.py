@@ -99,6 +99,21 @@ HELP: Final[dict[str, tuple[str, str | None, str]]] = {
         f"The revision of the upstream server: {MODERN}, legacy (2025-11-25) or auto. With auto, "
         f"the bridge asks the server which revision it speaks. The default is {settings.DEFAULT_PROTOCOL}.",
     ),
+    "--allow-tool": (
+        GENERAL,
+        "<pattern>",
+        "Show VS Code only the tools whose name matches the pattern; give it again for more patterns. "
+        "A pattern is shell-style and case-sensitive (* any text, ? one character, \\[abc] one of the "
+        "characters) and matches the whole name, for example git_* or *_read.",
+    ),
+    "--deny-tool": (
+        GENERAL,
+        "<pattern>",
+        "Hide the tools whose name matches the pattern, also from --allow-tool; give it again for more "
+        "patterns. A hidden tool is not in the tool list, and a call of it gets the error of an unknown "
+        "tool without reaching the server. A pattern that matches no tool of the server gives a warning "
+        "line; check shows the tools before and after the filter.",
+    ),
     "--header-env": (
         URL_PANEL,
         "<name>=<var>",
@@ -193,7 +208,8 @@ upstream server and speaks to it over stdio, or it connects to the upstream serv
 Streamable HTTP. The URL uses https, or http with a loopback host such as 127.0.0.1.
 
 The options come first: --name x or --name=x. When an option occurs more than one time, the last
-value applies; each --header and --header-env adds one header. The arguments after "--" go to
+value applies; each --header and --header-env adds one header, each --allow-tool and --deny-tool
+one pattern. The arguments after "--" go to
 <command> without a change. The URL is the last argument. Never put a secret on the command line:
 VS Code writes the command line to its log, and the process list shows it. A static authorization
 header and the sign-in options exclude each other.

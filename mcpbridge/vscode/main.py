@@ -23,6 +23,7 @@ def main() -> None:
 def serve_command(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of an upstream command."""
     from ..bridge.frontend import Frontend, Options, Timeouts
+    from ..bridge.lists import ToolFilter
     from ..bridge.passthrough import StdioUpstream
 
     options = Options(
@@ -33,6 +34,7 @@ def serve_command(settings: args.Settings) -> int:
         protocol=settings.protocol,
         # A child on stdio takes a request at once (its send queues it): the reader sends it.
         forward_on_reader=True,
+        tool_filter=ToolFilter(settings.allow_tools, settings.deny_tools),
     )
     # One upstream for both eras: a 2025-era child keeps running after server/discover.
     upstream = StdioUpstream(settings.command, max_line_bytes=settings.max_line_bytes)

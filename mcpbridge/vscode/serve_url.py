@@ -62,6 +62,7 @@ def serve_url(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of the upstream URL of ``settings``; return the exit code."""
     from ..bridge import consent
     from ..bridge.frontend import Frontend, Options, Timeouts
+    from ..bridge.lists import ToolFilter
     from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
     from ..bridge.upstream import transport_connector
@@ -122,10 +123,13 @@ def serve_url(settings: args.Settings) -> int:
         timeouts=Timeouts(discover=settings.discover_timeout),
         icon_rule=IconRule.DATA_ONLY,
         protocol=settings.protocol,
+        tool_filter=ToolFilter(settings.allow_tools, settings.deny_tools),
     )
     connect = oauth.connector(make_transport) if oauth is not None else transport_connector(make_transport)
     legacy = LegacyTransports(make_legacy_transport, sign_in=authorizer)
     frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options, legacy=legacy)
     if oauth is not None:
         consent.attach(oauth, frontend)
+        # Another sign-in can be another account: the lists of the old one must not be shown.
+        oauth.authorizer.on_signed_in = lambda: frontend.lists.clear("a new sign-in")
     return serve(frontend)

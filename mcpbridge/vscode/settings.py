@@ -217,6 +217,9 @@ class Settings:
     registration: Registration | None
     #: Lines for the log at the warning level, for example a secret header on the command line.
     warnings: tuple[str, ...]
+    #: ``--allow-tool`` and ``--deny-tool``: shell-style patterns on the tool names.
+    allow_tools: tuple[str, ...] = ()
+    deny_tools: tuple[str, ...] = ()
 
     @property
     def redirect_uri(self) -> str:
@@ -582,6 +585,7 @@ def _account(text: str) -> str:
 _SECONDS_HINT = f"use a number of seconds from 1 to {MAX_SECONDS}"
 _BYTES_HINT = f"use a number of bytes from 1 to {MAX_BYTES_LIMIT}"
 _PATH_HINT = "the path cannot be empty"
+_PATTERN_HINT = "the pattern cannot be empty"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -617,6 +621,8 @@ class _Option:
     sign_in: bool = False
     #: Each occurrence adds a header instead of replacing the value.
     header: bool = False
+    #: Each occurrence adds a value instead of replacing the value.
+    repeat: bool = False
 
     @property
     def flag(self) -> bool:
@@ -630,6 +636,8 @@ OPTIONS: Final[Mapping[str, _Option]] = {
     "--discover-timeout": _Option(_SERVE_AND_CHECK, _number(1, MAX_SECONDS, _SECONDS_HINT)),
     "--max-line-bytes": _Option(_SERVE_AND_CHECK, _number(1, MAX_BYTES_LIMIT, _BYTES_HINT)),
     "--protocol": _Option(_SERVE_AND_CHECK, _one_of(PROTOCOLS, f"use auto, {MODERN} or legacy")),
+    "--allow-tool": _Option(_SERVE_AND_CHECK, _non_empty(_PATTERN_HINT), repeat=True),
+    "--deny-tool": _Option(_SERVE_AND_CHECK, _non_empty(_PATTERN_HINT), repeat=True),
     "--header": _Option(_URL_TARGETS, header=True),
     "--header-env": _Option(_URL_TARGETS, header=True),
     "--max-response-bytes": _Option(_URL_TARGETS, _number(1, MAX_BYTES_LIMIT, _BYTES_HINT)),
@@ -727,6 +735,8 @@ class _Raw:
 
     values: dict[str, object] = field(default_factory=dict)
     headers: list[_HeaderArg] = field(default_factory=list)
+    #: The values of each repeatable option, in order.
+    repeated: dict[str, list[object]] = field(default_factory=dict)
     #: Each option once, in the order of its first occurrence.
     order: list[str] = field(default_factory=list)
 
@@ -824,9 +834,13 @@ def resolve(words: Words, env: Mapping[str, str]) -> Settings:
         else:
             assert option.convert is not None
             try:
-                raw.values[key] = option.convert(value)
+                converted = option.convert(value)
             except _Invalid as exc:
                 raise _invalid_value(key, exc.hint) from None
+            if option.repeat:
+                raw.repeated.setdefault(key, []).append(converted)
+            else:
+                raw.values[key] = converted
     url: str | None = None
     for index, word in enumerate(words.positional):
         # Never shown: a secret at a wrong place must not reach the log of VS Code.
@@ -973,6 +987,8 @@ def _settings(
         static_authorization=static_authorization,
         registration=registration,
         warnings=tuple(warnings),
+        allow_tools=tuple(str(v) for v in raw.repeated.get("--allow-tool", ())),
+        deny_tools=tuple(str(v) for v in raw.repeated.get("--deny-tool", ())),
     )
 
 

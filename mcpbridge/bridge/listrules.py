@@ -1,0 +1,113 @@
+"""The tool filter and the list cache of one client connection, with their log lines.
+
+The rules are in :mod:`.lists` (pure); this module gives them the clock and the
+log. The front end calls :meth:`ListRules.refuse_call` for each ``tools/call``
+of both eras, and :meth:`ListRules.page` for each list result. Only the path of a
+2026-07-28 upstream uses the cache (:meth:`ListRules.lookup`, ``cache=True``): a
+2025-era server has no ``ttlMs``, so nothing of it is cached.
+
+Log lines: one warning for each pattern that matches no tool of a full
+listing; debug lines for each hit, miss and drop of the cache, and for each
+call of a hidden tool. None of them holds a cursor or a tool's content.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from ..mcp.jsonrpc import dumps
+from .lists import CACHED_METHODS, ListCache, ListingWatch, Outcome, ToolFilter, ttl_ms, unknown_tool_error
+
+log = logging.getLogger("mcpbridge.bridge")
+
+
+def _page_name(params: Any) -> str:
+    cursor = params.get("cursor") if isinstance(params, dict) else None
+    return "first page" if cursor is None else "a later page"
+
+
+class ListRules:
+    """The tool filter, the pattern watch and the list cache of one connection.
+
+    Safe to use from several threads at once: one lock serializes the watch and
+    the cache (it is held for dict operations only, never for I/O or a log line).
+    """
+
+    def __init__(self, tool_filter: ToolFilter | None = None) -> None:
+        self.filter = tool_filter if tool_filter is not None else ToolFilter()
+        self._lock = threading.Lock()
+        self._watch = ListingWatch(self.filter)
+        self._cache = ListCache()
+
+    def refuse_call(self, params: Any) -> dict[str, Any] | None:
+        """The error for a ``tools/call`` with ``params`` of a hidden tool; ``None`` to forward it."""
+        name = self.filter.hidden_call(params)
+        if name is None:
+            return None
+        log.debug("answered a call of a hidden tool as a call of an unknown tool")
+        return unknown_tool_error(name)
+
+    def lookup(self, method: str, params: Any) -> dict[str, Any] | None:
+        """A fresh cached page for the request, or ``None`` (a miss goes to the server)."""
+        if method not in CACHED_METHODS:
+            return None
+        now = time.monotonic()
+        with self._lock:
+            found = self._cache.lookup(method, params, now)
+        if found.outcome is Outcome.UNCACHEABLE:
+            return None
+        log.debug("list cache %s: %s (%s)", found.outcome.value, method, _page_name(params))
+        return found.result
+
+    def page(self, method: str, params: Any, result: Any, *, cache: bool) -> Any:
+        """A list result of the server (or of the cache) as the client gets it: filtered.
+
+        With ``cache`` a fresh result of the server is kept for its ``ttlMs``; a
+        result from the cache is given with ``cache=False``. Another method's
+        result passes unchanged.
+        """
+        if method not in CACHED_METHODS:
+            return result
+        if cache and ttl_ms(result) > 0:
+            size = len(dumps(result))
+            now = time.monotonic()
+            with self._lock:
+                kept = self._cache.store(method, params, result, now, size)
+            if kept:
+                log.debug("list cache keeps %s (%s) for its ttlMs", method, _page_name(params))
+        if method != "tools/list" or not self.filter.active:
+            return result
+        cursor = params.get("cursor") if isinstance(params, dict) else None
+        with self._lock:
+            unmatched = self._watch.page(cursor, result)
+        for pattern in unmatched:
+            log.warning("%s", self.filter.unmatched_warning(pattern))
+        filtered, hidden = self.filter.filter_page(result)
+        if hidden:
+            log.debug("the tool filter hid %d tools of a tools/list page", hidden)
+        return filtered
+
+    def failed(self, method: str, params: Any, error_code: Any) -> None:
+        """A list request failed: an invalid cursor drops the pages of its list."""
+        if method in CACHED_METHODS:
+            with self._lock:
+                dropped = self._cache.invalid_cursor(method, params, error_code)
+            if dropped:
+                log.debug("list cache dropped %d pages of %s: the server refused a cursor", dropped, method)
+
+    def list_changed(self, notification_method: str) -> None:
+        """A list change of the upstream server, before the client learns of it."""
+        with self._lock:
+            dropped = self._cache.list_changed(notification_method)
+        if dropped:
+            log.debug("list cache dropped %d pages: %s", dropped, notification_method)
+
+    def clear(self, reason: str) -> None:
+        """Drop every page: a gap of the listen stream, a new sign-in, the end of the connection."""
+        with self._lock:
+            dropped = self._cache.clear()
+        if dropped:
+            log.debug("list cache dropped %d pages: %s", dropped, reason)
