@@ -25,10 +25,12 @@ bridge only carries the messages:
   ``notifications/initialized`` and root changes from the client. Progress is
   limited to the rate of the front end (50 a second for each token) and reaches
   the client only for a request in flight that asked for it.
-* The client gets what it needs of the modern path's result rules
-  (:func:`~.translate.shape_result`): VS Code's schema quirks of ``tools/list``,
-  a string-or-nothing ``nextCursor``, and the icon rule of the front end (only
-  ``data:`` icons from a server at a URL, its ``serverInfo`` icons included).
+* A result goes to the client as the server wrote it, but for what VS Code needs of
+  every server (:func:`~.translate.shape_legacy_result`): the schema repairs of
+  ``tools/list``, a string-or-nothing ``nextCursor``, and the icon rule of the front
+  end (only ``data:`` icons from a server at a URL, its ``serverInfo`` icons
+  included). The translation's own rules (a text copy of ``structuredContent``, the
+  2026-07-28 members) are not for a 2025-era result.
   A line of the client that answers a ``u-`` request but cannot be read
   answers the server with an error, so that its request does not wait forever.
 
@@ -107,7 +109,7 @@ LEGACY_HTTP_STATUSES: Final = frozenset({400, 404, 405})
 SERVER_REQUEST_PREFIX: Final = "u-"
 #: The methods that may wait for the client's answers to the server's requests.
 _LONG_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-#: The results that get the front end's result rules (schema quirks, cursor, icons).
+#: The results that get VS Code's rules of every era (schema repairs, cursor, icons).
 _SHAPED_METHODS: Final = frozenset(
     {"tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list"}
 )
@@ -819,7 +821,9 @@ class LegacyPassthrough:
     def _shape(self, method: str, result: Any) -> Any:
         if method not in _SHAPED_METHODS or not isinstance(result, dict):
             return result
-        shaped, notes = translate.shape_result(method, result, icon_rule=self._frontend.options.icon_rule)
+        shaped, notes = translate.shape_legacy_result(
+            method, result, icon_rule=self._frontend.options.icon_rule
+        )
         for note in notes:
             log.info("%s", note)
         return shaped
