@@ -18,6 +18,7 @@ import pytest
 from conftest import REPO_ROOT, WAIT, NodePeers
 from harness import VSCODE_CAPABILITIES, Bridge, bridge_command, fixture_command, text_of
 from mcpbridge.mcp.protocol import META_CLIENT_CAPABILITIES
+from peers import running_py_http_server
 from peers.legacy import legacy_command, running_legacy_http_server
 
 #: The 2026-07-28 server of the Python SDK ``mcp==2.3.0``: it speaks both eras on stdio.
@@ -150,6 +151,13 @@ def test_check_names_protocol_legacy_for_a_server_of_both_eras() -> None:
     assert code == 0
     assert "Era:        MCP 2026-07-28 and 2025-11-25: the bridge translates 2026-07-28 for VS Code " in out
     assert "Notes:" in out and "--protocol legacy" in out
+
+
+def test_check_names_protocol_legacy_for_a_url_of_both_eras() -> None:
+    with running_py_http_server() as url:
+        code, report = check_json(url)
+    assert code == 0 and report["era"] == "2026-07-28" and report["alsoSpeaks"] == "2025-11-25"
+    assert "--protocol legacy" in report["notes"][0]["fix"]
 
 
 def test_check_of_a_server_of_2026_07_28_only_has_no_note() -> None:
