@@ -112,23 +112,47 @@ def wait_gone(pid: int, timeout: float = WAIT) -> bool:
 # --------------------------------------------------------------------------- bad input of the upstream
 
 
-def test_garbage_lines_of_the_upstream_are_dropped_with_a_debug_line_and_the_call_completes() -> None:
+def test_garbage_lines_of_the_upstream_get_one_warning_of_each_kind_and_a_count_and_the_call_completes() -> (
+    None
+):
     with serving() as bridge:
         assert text_of(call(bridge, "garbage")) == "garbage survived"
         assert_serves(bridge)
         stderr = finish(bridge)
-    assert "upstream: debug: dropped a line that is not a valid message (parse_error)" in stderr
-    assert "upstream: debug: dropped a line that is not a valid message (invalid_request_shape)" in stderr
+    lines = stderr.splitlines()
+    # "not json" first: 8 bytes; the three lines that are not JSON get one warning and a count.
+    assert (
+        "mcp-bridge-vscode: upstream: warning: the upstream server wrote a line of 8 bytes that is not JSON "
+        "(JSONDecodeError) on stdout, and the bridge dropped it: the output of a server other than its "
+        "messages belongs on stderr"
+    ) in lines
+    warning = "mcp-bridge-vscode: upstream: warning: "
+    assert warning + "dropped lines that are not JSON since the last such line: 2 more" in lines
+    # "[1,2,3]" first: 7 bytes; the four that are JSON but not messages likewise.
+    assert (
+        "mcp-bridge-vscode: upstream: warning: the upstream server wrote a message of 7 bytes that is not "
+        "valid (the message is not an object), and the bridge dropped it"
+    ) in lines
+    assert warning + "dropped messages that are not valid since the last such line: 3 more" in lines
+    assert len([line for line in lines if "that is not" in line or line.endswith(" more")]) == 4
+    assert "not json" not in stderr and "a string" not in stderr
 
 
-def test_answers_to_unknown_ids_are_dropped_with_a_debug_line() -> None:
+def test_answers_to_unknown_ids_are_dropped_with_one_warning_and_a_count() -> None:
     with serving() as bridge:
         assert text_of(call(bridge, "unknown_id")) == "unknown ids survived"
         assert_serves(bridge)
         stderr = finish(bridge)
-    assert "dropped a response to 424242: no request with that id is pending" in stderr
-    assert "dropped a response to nobody: no request with that id is pending" in stderr
-    assert "dropped an error response without an id" in stderr
+    lines = stderr.splitlines()
+    prefix = "mcp-bridge-vscode: upstream: warning: "
+    assert prefix + "dropped a response with the id 424242: the bridge sent no request with that id" in lines
+    assert "nobody" not in stderr  # the second one is counted
+    assert prefix + "dropped responses to unknown ids since the last such line: 1 more" in lines
+    assert (
+        prefix + "dropped an error response without an id (error -32603): the upstream server could not "
+        "tell which request it answers"
+    ) in lines
+    assert prefix + "dropped error responses without an id since the last such line: 1 more" in lines
 
 
 @pytest.mark.parametrize(
@@ -223,7 +247,8 @@ def test_a_second_answer_to_one_request_is_dropped_and_the_client_gets_the_first
         stderr = finish(bridge)
         frames = bridge.seen + bridge.drain()
     assert [frame for frame in frames if frame.get("id") == first["id"]] == [first]
-    assert "no request with that id is pending" in stderr
+    assert "upstream: debug: dropped a response with the id " in stderr
+    assert ": its request had ended (a time limit, a cancellation, an earlier answer)" in stderr
 
 
 def test_a_canceled_call_gets_no_response_and_the_late_answer_of_the_upstream_is_dropped() -> None:
@@ -235,7 +260,7 @@ def test_a_canceled_call_gets_no_response_and_the_late_answer_of_the_upstream_is
         stderr = finish(bridge)
         frames = bridge.seen + bridge.drain()
     assert not [frame for frame in frames if frame.get("id") == silent]
-    assert "no request with that id is pending" in stderr
+    assert ": its request had ended (a time limit, a cancellation, an earlier answer)" in stderr
 
 
 # --------------------------------------------------------------------------- faults of the upstream process

@@ -78,6 +78,7 @@ from typing import Any, Final
 
 from . import jsonrpc
 from .cancel import NO_WAIT, CancelToken, WouldBlock
+from .droplog import DropLog
 from .errors import (
     Cancelled,
     Closed,
@@ -580,6 +581,7 @@ class Client:
         self._closing = False
         self._closed: McpError | None = None
         self._listen_threads: list[threading.Thread] = []
+        self._drops = DropLog(log)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed is not None else "open" if self._started else "new"
@@ -1143,6 +1145,7 @@ class Client:
     # ------------------------------------------------- delivery (any thread)
 
     def _on_closed(self, error: McpError | None) -> None:
+        self._drops.flush()
         with self._cond:
             done = self._fail_all_locked(error if error is not None else Closed("the connection is closed"))
         for entry in done:
@@ -1154,12 +1157,24 @@ class Client:
         elif isinstance(message, Notification):
             self._on_notification_message(message)
         else:
-            log.debug("dropped the request %s of the upstream server", _printable(message.method))
+            self._drops(
+                logging.WARNING,
+                "requests of the upstream server",
+                "dropped the request %s of the upstream server: a server of revision %s sends none",
+                _printable(message.method),
+                MODERN,
+            )
 
     def _on_response(self, message: Response | ErrorResponse) -> None:
         if message.id is None:
             assert isinstance(message, ErrorResponse)
-            log.debug("dropped an error response without an id (error %d)", message.error.code)
+            self._drops(
+                logging.WARNING,
+                "error responses without an id",
+                "dropped an error response without an id (error %d): the upstream server could not tell "
+                "which request it answers",
+                message.error.code,
+            )
             return
         with self._lock:
             entry = self._pending.pop(message.id, None)
@@ -1174,12 +1189,32 @@ class Client:
                     subscription._finish_locked(error)
                     return
         if entry is None:
-            log.debug(
-                "dropped a response to %s: no request with that id is pending", _printable(str(message.id))
-            )
+            self._drop_unmatched("a response", message.id)
             return
         if notify:
             self._notify_done(entry)
+
+    def _drop_unmatched(self, what: str, request_id: RequestId) -> None:
+        """Log ``what`` with an id that no pending request has: late (debug), or never sent (warning)."""
+        with self._lock:
+            sent = isinstance(request_id, int) and 0 < request_id < self._next_id
+        if sent:
+            self._drops(
+                logging.DEBUG,
+                "late responses",
+                "dropped %s with the id %s: its request had ended "
+                "(a time limit, a cancellation, an earlier answer)",
+                what,
+                _printable(str(request_id)),
+            )
+        else:
+            self._drops(
+                logging.WARNING,
+                "responses to unknown ids",
+                "dropped %s with the id %s: the bridge sent no request with that id",
+                what,
+                _printable(str(request_id)),
+            )
 
     def _on_frame_error(self, error: FrameError | TooLong) -> None:
         if isinstance(error, TooLong):
@@ -1206,7 +1241,10 @@ class Client:
                 if notify:
                     self._notify_done(entry)
                 return
-        log.debug("dropped %s from the upstream server", what)
+        if request_id is not None:
+            self._drop_unmatched(what, request_id)
+        else:
+            self._drops(logging.WARNING, "lines without an id", "dropped %s from the upstream server", what)
 
     def _on_notification_message(self, message: Notification) -> None:
         params = message.params if message.params is not None else {}
@@ -1222,7 +1260,9 @@ class Client:
                     # The server tore the stream down: a graceful end, as with its result.
                     subscription._finish_locked(None)
                     return
-            log.debug("dropped a notifications/cancelled for no listen stream")
+            self._drops(
+                logging.DEBUG, "late cancellations", "dropped a notifications/cancelled for no listen stream"
+            )
             return
         meta = params.get("_meta")
         subscription_id = _as_id(meta.get(META_SUBSCRIPTION_ID)) if isinstance(meta, dict) else None
@@ -1230,7 +1270,12 @@ class Client:
             with self._cond:
                 subscription = self._streams.get(subscription_id)
             if subscription is None:
-                log.debug("dropped %s for a listen stream that is not open", _printable(method))
+                self._drops(
+                    logging.DEBUG,
+                    "notifications of closed listen streams",
+                    "dropped %s for a listen stream that is not open",
+                    _printable(method),
+                )
             elif method == LISTEN_ACKNOWLEDGED:
                 self._on_acknowledged(subscription, params)
             else:
@@ -1247,7 +1292,12 @@ class Client:
         if notification_callback is not None:
             _call(method, lambda: notification_callback(message))
         else:
-            log.debug("dropped the notification %s of the upstream server", _printable(method))
+            self._drops(
+                logging.DEBUG,
+                "notifications of the upstream server",
+                "dropped the notification %s of the upstream server",
+                _printable(method),
+            )
 
     def _on_progress(self, params: dict[str, Any]) -> None:
         token = _as_id(params.get("progressToken"))
@@ -1255,7 +1305,11 @@ class Client:
             entry = self._pending.get(token) if token is not None else None
             callback = entry.on_progress if entry is not None else None
         if callback is None:
-            log.debug("dropped a progress notification for no request in flight")
+            self._drops(
+                logging.DEBUG,
+                "late progress notifications",
+                "dropped a progress notification for no request in flight",
+            )
             return
         _call("notifications/progress", lambda: callback(params))
 
