@@ -3,9 +3,9 @@
 The upstream here is ``tests/peers/bad_upstream.py``, a raw server that writes what a
 correct server never would, or the fixture server when a real server is needed. Each
 misbehavior either fails the one request it concerns with the error of the error table,
-or is dropped with a debug line; after each the bridge still serves (a ping and a good
-call), every stdout line is a valid 2025-11-25 frame, and the bridge exits 0 at the end
-of stdin with no traceback on stderr.
+or is dropped with one log line (a warning, or a debug line for a late answer); after
+each the bridge still serves (a ping and a good call), every stdout line is a valid
+2025-11-25 frame, and the bridge exits 0 at the end of stdin with no traceback on stderr.
 """
 
 from __future__ import annotations
@@ -205,11 +205,12 @@ def test_an_answer_over_the_line_limit_fails_its_request_with_invalid_response(i
     assert "x" * 100 not in stderr
 
 
-def test_a_line_over_the_limit_without_an_id_is_dropped_with_a_debug_line() -> None:
+def test_a_line_over_the_limit_without_an_id_is_dropped_with_a_warning() -> None:
     with serving() as bridge:
         assert text_of(call(bridge, "too_long_anonymous", {"bytes": 3 * MAX_LINE})) == "long line survived"
         assert_serves(bridge)
         stderr = finish(bridge)
+    assert "upstream: warning: dropped a line of " in stderr
     assert "over the limit from the upstream server" in stderr
 
 
