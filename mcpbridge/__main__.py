@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcpbridge.vscode.main import main
+from mcpbridge.vscode.cli import main
 
 if __name__ == "__main__":
     main()

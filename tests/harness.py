@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from conftest import WAIT
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "fixture_server.py"
-WAIT = 10.0
 
 #: Every captured stderr text of the suite, for the secret scans.
 CAPTURED: list[str] = []
@@ -222,3 +223,116 @@ def text_of(response: dict[str, Any]) -> str:
         if block.get("type") == "text":
             return str(block["text"])
     raise AssertionError(f"no text block in {response}")
+
+
+class FrontendPair:
+    """A :class:`~mcpbridge.bridge.frontend.Frontend` in this process, between the test and a server.
+
+    As h11's ``ConnectionPair``: the test plays VS Code on a real pair of pipes,
+    and the front end reaches ``server`` (an in-process
+    :class:`~mcpbridge.mcp.server.Server`) over the memory link, so its handlers
+    run on the threads of this process. A handler that waits on an Event of the
+    test holds a request at a known point: the test forces the interleaving of
+    the threads (a cancellation while the upstream works, one answer before
+    another) instead of hoping for it. Every read has a deadline.
+    """
+
+    def __init__(self, server: Any, **options: Any) -> None:
+        from mcpbridge.bridge.frontend import Frontend, Options
+        from mcpbridge.bridge.upstream import transport_connector
+        from mcpbridge.mcp.memory import memory_pair
+
+        in_read, in_write = os.pipe()
+        out_read, out_write = os.pipe()
+        self._to_frontend = os.fdopen(in_write, "wb", buffering=0)
+        self._from_frontend = os.fdopen(out_read, "rb")
+        self._frontend_in = os.fdopen(in_read, "rb", buffering=0)
+        self._frontend_out = os.fdopen(out_write, "wb")
+        self.connections: list[Any] = []
+
+        def make_transport() -> Any:
+            client_end, server_end = memory_pair()
+            self.connections.append(server.start(server_end))
+            return client_end
+
+        settings = {"fallback_name": "in-process", "version": "0.0.0", "shutdown_grace": 0.5, **options}
+        self.frontend = Frontend(
+            self._frontend_in, self._frontend_out, transport_connector(make_transport), Options(**settings)
+        )
+        self.frames: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []
+        self.ended: Any = None
+        self._runner = threading.Thread(target=self._run, name="test-frontend-run", daemon=True)
+        self._reader = threading.Thread(target=self._read, name="test-frontend-stdout", daemon=True)
+        self._runner.start()
+        self._reader.start()
+
+    def _run(self) -> None:
+        try:
+            self.ended = self.frontend.run()
+        finally:
+            self._frontend_out.close()
+
+    def _read(self) -> None:
+        for line in self._from_frontend:
+            self.frames.put(json.loads(line))
+        self.frames.put(None)
+
+    def send(self, frame: dict[str, Any]) -> None:
+        self._to_frontend.write(json.dumps(frame).encode() + b"\n")
+
+    def request(self, request_id: Any, method: str, params: dict[str, Any] | None = None) -> None:
+        frame: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            frame["params"] = params
+        self.send(frame)
+
+    def next_frame(self, timeout: float = WAIT) -> dict[str, Any]:
+        try:
+            frame = self.frames.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"no frame in {timeout} s; seen: {self.seen}") from None
+        if frame is None:
+            self.frames.put(None)
+            raise EOFError("the front end closed its output")
+        self.seen.append(frame)
+        return frame
+
+    def response(self, request_id: Any, timeout: float = WAIT) -> dict[str, Any]:
+        """The response to ``request_id`` (one seen before, or the next that comes)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for frame in self.seen:
+                if frame.get("id") == request_id and "method" not in frame:
+                    return frame
+            self.next_frame(max(0.0, deadline - time.monotonic()))
+
+    def initialize(self) -> dict[str, Any]:
+        self.request(
+            0,
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": VSCODE_CAPABILITIES,
+                "clientInfo": {"name": "Visual Studio Code", "version": "1.140.0"},
+            },
+        )
+        result = self.response(0)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return result
+
+    def close(self, timeout: float = WAIT) -> list[dict[str, Any]]:
+        """End the input; return every frame up to the end of the output."""
+        self._to_frontend.close()
+        self._runner.join(timeout)
+        assert not self._runner.is_alive(), "the front end did not end"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.next_frame(max(0.0, deadline - time.monotonic()))
+            except EOFError:
+                break
+        self._reader.join(timeout)
+        self._from_frontend.close()
+        self._frontend_in.close()
+        return self.seen

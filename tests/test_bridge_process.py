@@ -43,7 +43,7 @@ def test_version_and_help_go_to_stdout_with_exit_0() -> None:
     version = subprocess.run(bridge_command("--version"), capture_output=True, text=True, timeout=WAIT)
     assert (version.returncode, version.stdout) == (0, "mcp-bridge-vscode 0.1.0\n")
     help_ = subprocess.run(bridge_command("--help"), capture_output=True, text=True, timeout=WAIT)
-    assert help_.returncode == 0 and help_.stdout.startswith("Usage: mcp-bridge-vscode ")
+    assert help_.returncode == 0 and help_.stdout.lstrip().startswith("Usage: mcp-bridge-vscode ")
 
 
 @pytest.mark.parametrize(

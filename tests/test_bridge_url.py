@@ -118,7 +118,9 @@ def test_the_secret_of_header_env_never_reaches_stderr_or_an_error(sdk_url):
         bridge.request("tools/list")
         bridge.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
         missing = bridge.request("tools/call", {"name": "no_such_tool", "arguments": {}})
-        assert "error" in missing or missing["result"].get("isError")
+        # The SDK's server answers an unknown tool with a tool result that is an error.
+        assert missing["result"]["isError"] is True
+        assert text_of(missing) == "Unknown tool: no_such_tool"
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
         for text in (bridge.stderr_text, every_frame(bridge)):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 
 from conftest import REPO_ROOT, WAIT, NodePeers
 from harness import VSCODE_CAPABILITIES, Bridge, bridge_command, fixture_command, text_of
@@ -29,7 +30,8 @@ CAPABILITY_SERVER = REPO_ROOT / "tests" / "interop" / "capability_server.mjs"
 #: The access token of the stored sign-in of the test.
 TOKEN = "token-8d1f-secret"
 #: A check starts Python servers; this bounds one run.
-RUN_TIMEOUT = 60.0
+RUN_TIMEOUT = 6 * WAIT
+"""A whole check run: it starts the bridge and its upstream, each step bounded by WAIT."""
 
 
 def run_check(*arguments: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
@@ -216,15 +218,17 @@ def test_check_writes_a_report_for_a_person_without_json() -> None:
 # ----------------------------------------------------------------------- URLs
 
 
-def test_check_finds_a_2025_era_url_and_reports_the_connection() -> None:
+def test_check_finds_a_2025_era_url_and_reports_the_connection(tmp_path: Path) -> None:
+    # A URL without a stored sign-in (an empty token store of its own): the state is "none".
+    empty = {"XDG_STATE_HOME": str(tmp_path / "empty-state"), "MCP_BRIDGE_TOKEN_KEY": "cd" * 32}
     with running_legacy_http_server() as url:
-        code, report = check_json(url)
+        code, report = check_json("--token-store", "file", url, env=empty)
     assert code == 0
     assert report["era"] == "2025-11-25"
     assert report["upstream"]["kind"] == "url" and report["upstream"]["host"] == "127.0.0.1"
     assert "/mcp" not in json.dumps(report["upstream"])
     assert report["proxy"]["state"] == "none" and report["ca"] == {"state": "system"}
-    assert report["signIn"]["state"] in ("not checked", "none", "stored", "expired")
+    assert report["signIn"]["state"] == "none"
 
 
 def test_the_text_report_of_a_url_without_a_proxy_says_so(tmp_path: Path) -> None:
@@ -244,7 +248,6 @@ class _Tls:
     """A small 2026-07-28 server over https with a certificate of a test CA."""
 
     def __init__(self, tmp: Path) -> None:
-        trustme = pytest.importorskip("trustme")
         ca = trustme.CA()
         cert = ca.issue_cert("127.0.0.1")
         self.ca_file = tmp / "ca.pem"
@@ -357,11 +360,12 @@ def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_tok
     from mcpbridge.oauth.authorizer import OAuthConfig
     from mcpbridge.oauth.flow import ClientRegistration, Record, RecordKey
     from mcpbridge.oauth.store import IndexedStore, open_store
-    from mcpbridge.vscode import args
+    from mcpbridge.vscode import cli
+    from mcpbridge.vscode import settings as args
 
     env = {"XDG_STATE_HOME": str(tmp_path / "state"), "MCP_BRIDGE_TOKEN_KEY": "ab" * 32}
     url = tls_server.url + "/locked"
-    settings = args.parse(["check", "--token-store", "file", url], env)
+    settings = cli.parse(["check", "--token-store", "file", url], env)
     assert isinstance(settings, args.Settings) and settings.registration is not None
     opened = open_store("file", key=settings.token_key, key_file=None, env=env)
     config = OAuthConfig(url, settings.account, settings.redirect_port, settings.registration)
@@ -382,3 +386,21 @@ def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_tok
     assert TOKEN not in out + err
     # The check sends the stored token, as the bridge would.
     assert code == 0 and report["era"] == "2026-07-28"
+
+
+def test_the_report_has_colors_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpbridge.vscode.check import _colors
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    leader, follower = os.openpty()
+    read_end, write_end = os.pipe()
+    with os.fdopen(follower, "w") as terminal, os.fdopen(write_end, "w") as pipe:
+        color = _colors(terminal)
+        assert color is not None
+        green = color("ok", "green")
+        assert green.startswith("\x1b[32m") and green.endswith("ok\x1b[0m")
+        assert _colors(pipe) is None
+        monkeypatch.setenv("NO_COLOR", "1")
+        assert _colors(terminal) is None
+    os.close(leader)
+    os.close(read_end)

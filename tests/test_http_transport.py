@@ -383,12 +383,57 @@ def test_a_status_without_a_json_rpc_body_is_an_http_status_error(scripted_trans
     then_ok(transport, inbox)
 
 
-def test_429_tells_the_seconds_of_retry_after(scripted_transport):
-    transport, inbox, _server = scripted_transport
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_retry_after_over_30_s_is_not_waited_for_and_the_error_names_the_wait(scripted_transport, status):
+    transport, inbox, server = scripted_transport
     with pytest.raises(HttpStatusError) as info:
-        transport.send(call(1, "retry_after"))
-    assert info.value.http_status == 429 and info.value.retry_after == 7.0 and info.value.transient
+        transport.send(call(1, "retry_after", {"status": status, "seconds": 120}))
+    assert info.value.http_status == status and info.value.retry_after == 120.0 and info.value.transient
+    assert info.value.detail == f"HTTP status {status}, retry after 120 s"
+    assert len(server.received) == 1  # sent once, no wait
     then_ok(transport, inbox)
+
+
+def test_a_retry_after_of_1_s_is_waited_for_once_then_the_request_goes_again(
+    scripted: ScriptedServer, log_lines
+):
+    answers = iter(["busy", "ok"])
+
+    def busy_then_ok(ex: Exchange) -> None:
+        if next(answers) == "busy":
+            ex.body(429, b"slow down\n", "text/plain", [("Retry-After", "1")])
+        else:
+            ex.text_result("ok")
+
+    scripted.handler = busy_then_ok
+    inbox = Inbox()
+    transport = open_transport(scripted.url(), inbox)
+    try:
+        transport.send(call(1, "ok"))
+    finally:
+        transport.close()
+    assert [text_of(m) for m in inbox.messages] == ["ok"]
+    assert [r.rpc_id for r in scripted.received] == [1, 1]
+    assert any("HTTP status 429, thus the bridge waits 1 s" in line for line in log_lines.lines)
+
+
+def test_a_second_busy_answer_fails_with_the_status_and_a_cancel_ends_the_wait(scripted: ScriptedServer):
+    scripted.handler = lambda ex: ex.body(503, b"busy\n", "text/plain", [("Retry-After", "1")])
+    transport = open_transport(scripted.url(), Inbox())
+    try:
+        with pytest.raises(HttpStatusError) as info:
+            transport.send(call(1, "ok"))
+        assert info.value.detail == "HTTP status 503, retry after 1 s"
+        assert len(scripted.received) == 2  # once, then once more after the wait
+        scripted.handler = lambda ex: ex.body(503, b"busy\n", "text/plain", [("Retry-After", "30")])
+        cancel = CancelToken()
+        sender = Sender(transport, call(2, "ok"), cancel)
+        scripted.wait_requests(3)
+        cancel.cancel("stop")
+        assert isinstance(sender.join(5.0), Cancelled)
+        assert len(scripted.received) == 3
+    finally:
+        transport.close()
 
 
 def test_a_json_rpc_error_body_is_delivered_whatever_the_status(scripted_transport):
@@ -1249,12 +1294,29 @@ def test_filter_tools_keeps_a_result_without_tools_unchanged():
     assert filter_tools({"resultType": "complete"}) == ({"resultType": "complete"}, {}, [])
 
 
-def test_a_keep_alive_connection_the_server_closes_as_it_is_reused_gets_the_request_again_once() -> None:
+def test_a_call_whose_connection_closes_after_the_post_runs_once_and_fails_as_transport_failed() -> None:
+    def close_after_reading(ex: Any) -> None:
+        ex.close()  # the server read the whole request, maybe ran it, and answers nothing
+
+    with ScriptedServer(close_after_reading) as server:
+        transport = open_transport(server.url(), Inbox(), read_timeout=5.0)
+        try:
+            for number in range(3):
+                with pytest.raises(TransportFailed) as info:
+                    transport.send(call(f"c{number}", "ok"))
+                assert info.value.cause == "transport_failed"
+                assert info.value.detail == "the connection closed before the end of the response"
+                assert isinstance(info.value.__cause__, Exception)  # the chain is kept
+        finally:
+            transport.close()
+        assert [r.rpc_id for r in server.received] == ["c0", "c1", "c2"]  # each exactly once
+
+
+def test_a_call_on_a_reused_connection_that_the_server_closes_is_not_sent_again() -> None:
     answered: set[object] = set()
 
     def close_on_reuse(ex: Any) -> None:
-        # The second request of each connection meets a server that closes it without an answer,
-        # as one that closes an idle connection just as the client reuses it.
+        # The second request of each connection meets a server that closes it without an answer.
         if ex.sock in answered:
             ex.close()
             return
@@ -1265,10 +1327,33 @@ def test_a_keep_alive_connection_the_server_closes_as_it_is_reused_gets_the_requ
         inbox = Inbox()
         transport = open_transport(server.url(), inbox, read_timeout=5.0)
         try:
-            for number in range(3):
-                transport.send(call(f"c{number}", "ok"))
+            transport.send(call("c0", "ok"))
+            with pytest.raises(TransportFailed):
+                transport.send(call("c1", "ok"))
+            transport.send(call("c2", "ok"))
         finally:
             transport.close()
-    assert [text_of(m) for m in inbox.messages] == ["ok", "ok", "ok"]
-    # Each call after the first was sent twice: on the closed connection, then on a new one.
-    assert len(server.wait_requests(5)) == 5
+    assert [text_of(m) for m in inbox.messages] == ["ok", "ok"]
+    assert [r.rpc_id for r in server.received] == ["c0", "c1", "c2"]
+
+
+def test_a_list_whose_connection_broke_is_sent_once_more_with_a_new_id(log_lines) -> None:
+    seen: list[Any] = []
+
+    def break_the_first(ex: Any) -> None:
+        seen.append(ex.request.rpc_id)
+        if len(seen) == 1:
+            ex.close()
+            return
+        ex.result({"resultType": "complete", "tools": []})
+
+    with ScriptedServer(break_the_first) as server:
+        inbox = Inbox()
+        transport = open_transport(server.url(), inbox, read_timeout=5.0)
+        try:
+            transport.send(Request("L1", "tools/list", {"_meta": META}))
+        finally:
+            transport.close()
+    assert seen[0] == "L1" and isinstance(seen[1], str) and seen[1] != "L1" and len(seen) == 2
+    assert [m.id for m in inbox.messages] == ["L1"]
+    assert any("tools/list: the connection broke" in line for line in log_lines.lines)

@@ -222,7 +222,9 @@ def test_the_params_parsers_take_any_json_value_and_raise_only_invalid_params(va
             pass
     found = parse_cancelled(value)
     assert found is None or isinstance(found, (str, int))
-    assert has_modern_meta(value) in (True, False)
+    meta = value.get("_meta") if isinstance(value, dict) else None
+    expected = isinstance(meta, dict) and "io.modelcontextprotocol/protocolVersion" in meta
+    assert has_modern_meta(value) is expected
 
 
 # --------------------------------------------------------------------------- the id of a long line

@@ -19,6 +19,7 @@ from conftest import WAIT
 from mcpbridge.bridge.passthrough import LegacyPeer
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled
+from mcpbridge.mcp.http import HttpStatusError
 from mcpbridge.mcp.jsonrpc import Notification, Request, Response
 from mcpbridge.mcp.legacy_http import LegacyHttpTransport
 
@@ -239,3 +240,88 @@ def test_requests_wait_for_the_notifications_queued_before_them(endpoint) -> Non
     methods = [method for method, _session in script.posts()]
     assert methods == ["initialize", *["notifications/roots/list_changed"] * 5, "tools/list"]
     assert [type(m).__name__ for m in delivered] == ["Response", "Notification", "Response"]
+
+
+def test_last_event_id_goes_only_on_a_get_that_resumes_the_same_stream() -> None:
+    from tests.peers.scripted_http import ScriptedServer
+
+    gets: list[str | None] = []
+    third_get = threading.Event()
+    lock = threading.Lock()
+
+    def server(ex: Any) -> None:
+        request = ex.request
+        if request.method == "GET":
+            with lock:
+                gets.append(request.header("Last-Event-ID"))
+                count = len(gets)
+            ex.start_sse()
+            ex.send(b"retry: 10\n\n")
+            if count == 1:
+                # The first GET stream: one event with an id, then the stream ends.
+                ex.send(b'id: get-1\ndata: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n')
+            elif count == 3:
+                third_get.set()
+            ex.close()
+            return
+        if request.rpc_method == "initialize":
+            # The answer to initialize comes on an SSE stream whose events carry ids.
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "serverInfo": {"name": "s", "version": "1"},
+            }
+            answer = json.dumps({"jsonrpc": "2.0", "id": request.rpc_id, "result": result})
+            ex.head(200, [("Content-Type", "text/event-stream"), ("Mcp-Session-Id", "s1")])
+            ex.send(f"id: post-7\ndata: {answer}\n\n".encode())
+            ex.close()
+            return
+        ex.body(202, b"", "application/json")
+
+    notifications: list[Notification] = []
+    with ScriptedServer(server) as scripted:
+        peer = LegacyPeer(
+            LegacyHttpTransport(scripted.url()),
+            on_request=lambda _r: None,
+            on_notification=notifications.append,
+        )
+        peer.start()
+        try:
+            answer = peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+            assert isinstance(answer, Response)
+            peer.notify("notifications/initialized")
+            assert third_get.wait(WAIT)
+        finally:
+            peer.close()
+    # The first GET carries none (not the id of the POST stream); the next resume the GET stream.
+    assert gets[:3] == [None, "get-1", "get-1"]
+    assert [n.method for n in notifications][:1] == ["notifications/tools/list_changed"]
+
+
+def test_a_busy_answer_with_a_short_retry_after_is_waited_for_once() -> None:
+    from tests.peers.scripted_http import ScriptedServer
+
+    answers = iter(["busy", "ok", "busy", "busy"])
+
+    def server(ex: Any) -> None:
+        if ex.request.method != "POST":
+            ex.body(405, b"", "text/plain")
+            return
+        if next(answers) == "busy":
+            ex.body(503, b"busy\n", "text/plain", [("Retry-After", "1")])
+            return
+        ex.json({"jsonrpc": "2.0", "id": ex.request.rpc_id, "result": {"tools": []}})
+
+    with ScriptedServer(server) as scripted:
+        transport = LegacyHttpTransport(scripted.url())
+        delivered: list[Any] = []
+        transport.start(delivered.append, lambda _e: None, lambda _e: None)
+        try:
+            transport.send(Request(1, "tools/list", None))
+            with pytest.raises(HttpStatusError) as info:
+                transport.send(Request(2, "tools/list", None))
+        finally:
+            transport.close()
+    assert [m.id for m in delivered] == [1]
+    assert info.value.detail == "HTTP status 503, retry after 1 s"
+    assert [r.rpc_id for r in scripted.received] == [1, 1, 2, 2]

@@ -11,7 +11,7 @@ import pytest
 
 from mcpbridge.oauth import flow
 from mcpbridge.oauth.errors import InvalidRecord
-from mcpbridge.vscode import args
+from mcpbridge.vscode import settings as args
 
 ROOT = Path(__file__).resolve().parents[1]
 REDIRECT = "http://127.0.0.1:41894/callback"

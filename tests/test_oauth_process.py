@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
+from conftest import WAIT
 from tests.harness import ROOT, Bridge, bridge_command, text_of
 from tests.oauth_peers import AuthServer, TestCA, browser_calls, browser_script, free_port, query_of, visit
 from tests.peers.scripted_http import ScriptedServer
 
-WAIT = 10.0
 TOKEN_KEY = "5e" * 32
 CLIENT_SECRET = "client-secret-93ab1c"
 HEADER_SECRET = "header-secret-77f0e2"

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from conftest import WAIT
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.oauth import receiver as receiver_module
 from mcpbridge.oauth.receiver import (
@@ -23,7 +24,6 @@ from mcpbridge.oauth.receiver import (
 )
 from tests.oauth_peers import free_port
 
-WAIT = 10.0
 STATE = "the-state-0123456789abcdefghijklmnopqrstuv"
 AUTH_URL = "https://as.example.com/authorize?state=" + STATE
 

@@ -17,11 +17,14 @@ from typing import Any
 
 import pytest
 
+from conftest import WAIT
+from mcpbridge.bridge import errortable
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled, McpError
 from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.oauth import flow
 from mcpbridge.oauth.authorizer import AuthorizedClient, OAuthAuthorizer, OAuthConfig
+from mcpbridge.oauth.config import ClientMetadataDocument, DynamicRegistration, PreRegistered, Registration
 from mcpbridge.oauth.errors import (
     AccessRefused,
     IssuerNotRegistered,
@@ -38,7 +41,6 @@ from mcpbridge.oauth.errors import (
 )
 from mcpbridge.oauth.signin import ConsentEnded, Gate, Opener, SignIn, SignInSettings
 from mcpbridge.oauth.store import EncryptedFileStore, IndexedStore, KeyringStore, MemoryStore, TokenStore
-from mcpbridge.vscode.args import ClientMetadataDocument, DynamicRegistration, PreRegistered, Registration
 from tests.oauth_keyring import FileKeyring
 from tests.oauth_peers import (
     AuthServer,
@@ -50,7 +52,6 @@ from tests.oauth_peers import (
     visit,
 )
 
-WAIT = 10.0
 CLIENT_SECRET = "client-secret-5d2f7e"
 
 
@@ -363,7 +364,7 @@ def test_a_step_up_that_gets_no_new_scope_fails_with_access_refused_after_one_at
         h.call("guarded")
     assert caught.value.detail == "HTTP status 403"
     assert len(auth.authorizations) == 2
-    error = caught.value.error_object()
+    error = errortable.error_from_sign_in(caught.value)
     assert error["data"] == {"cause": "access_refused", "detail": "HTTP status 403"}
 
 
@@ -394,7 +395,7 @@ def test_no_registration_at_all_names_the_options_and_the_redirect_uri_and_opens
     h = harness()
     with pytest.raises(RegistrationUnavailable) as caught:
         h.discover()
-    message = caught.value.error_object()["message"]
+    message = errortable.error_from_sign_in(caught.value)["message"]
     assert f"the redirect URI http://127.0.0.1:{h.port}/callback " in message
     assert "--client-id" in message and "--client-issuer" in message
     assert h.browser == [] and h.lines == []
@@ -458,7 +459,7 @@ def test_a_redirect_with_another_state_is_ignored_and_the_sign_in_times_out(harn
     h = harness(timeout=1)
     with pytest.raises(SignInTimeout) as caught:
         h.discover()
-    message = caught.value.error_object()["message"]
+    message = errortable.error_from_sign_in(caught.value)["message"]
     assert message.startswith("The sign-in did not complete in 1 s.")
     assert "--sign-in-timeout" in message and 'run "mcp-bridge-vscode logout <url>"' in message
     assert auth.token_requests == []
@@ -501,7 +502,8 @@ def test_a_sign_in_that_outlasts_a_shorter_discover_limit_reports_the_sign_in_ti
     h = harness(timeout=2)
     with pytest.raises(SignInTimeout) as caught:
         h.discover(timeout=1)
-    assert caught.value.error_object()["message"].startswith("The sign-in did not complete in 2 s.")
+    message = errortable.error_from_sign_in(caught.value)["message"]
+    assert message.startswith("The sign-in did not complete in 2 s.")
 
 
 def test_twenty_sign_ins_in_a_row_on_the_same_port(harness, auth):
@@ -595,7 +597,7 @@ def test_a_client_without_url_elicitation_gets_no_consent_and_nothing_opens(harn
         h.call("guarded")
     assert caught.value.detail == "no_consent"
     assert len(h.lines) == lines and len(h.browser) == 1
-    assert "restart" in caught.value.error_object()["message"].lower()
+    assert "restart" in errortable.error_from_sign_in(caught.value)["message"].lower()
 
 
 def test_canceling_the_call_cancels_the_elicitation_without_a_cooldown(harness, auth, ca):
@@ -624,7 +626,7 @@ def test_the_sandbox_fails_every_sign_in_at_once(harness, auth):
     h = harness(sandbox=True)
     with pytest.raises(Sandbox) as caught:
         h.discover()
-    assert "sandbox" in caught.value.error_object()["message"]
+    assert "sandbox" in errortable.error_from_sign_in(caught.value)["message"]
     assert h.lines == [] and h.browser == [] and auth.authorizations == []
 
 
@@ -669,7 +671,7 @@ def test_a_busy_redirect_port_names_the_port_and_the_option(harness, auth):
         h = harness(port=port)
         with pytest.raises(RedirectPortUnavailable) as caught:
             h.discover()
-    error = caught.value.error_object()
+    error = errortable.error_from_sign_in(caught.value)
     assert error["data"] == {"cause": "redirect_port_unavailable", "detail": "address_in_use"}
     assert f"port {port}." in error["message"] and "--redirect-port" in error["message"]
 
@@ -722,6 +724,6 @@ def test_errors_of_the_sign_in_name_no_url_and_no_secret(harness, auth):
     h = harness()
     with pytest.raises(SignInError) as caught:
         h.discover()
-    text = repr(caught.value.error_object())
+    text = repr(errortable.error_from_sign_in(caught.value))
     assert auth.url not in text and "127.0.0.1" not in text
     assert_no_secret(text, auth)

@@ -34,6 +34,7 @@ from ..mcp.jsonrpc import (
     PARSE_ERROR,
     URL_ELICITATION_REQUIRED,
 )
+from ..oauth.errors import SignInError
 
 _SEE_OUTPUT = "See the Output channel of the server."
 _REGISTER = (
@@ -287,6 +288,15 @@ def error_from_mcp(exc: McpError) -> dict[str, Any]:
     if exc.cause not in ERRORS:
         return internal_error(exc.detail)
     return error_object(exc.cause, exc.detail)
+
+
+def error_from_sign_in(exc: SignInError) -> dict[str, Any]:
+    """The error object that the client gets for a failed sign-in.
+
+    The row of the error's ``cause``, its ``detail``, and its ``placeholders`` filled
+    into the message.
+    """
+    return error_object(exc.cause, exc.detail, **exc.placeholders)
 
 
 def format_duration(seconds: float) -> str:

@@ -39,17 +39,17 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..mcp import jsonrpc
 from ..mcp.client import Client, Subscription
 from ..mcp.errors import Cancelled, Closed, McpError, RpcError
 from ..mcp.jsonrpc import Notification
+from ..mcp.text import format_duration
 from . import errortable, translate
-
-if TYPE_CHECKING:
-    from .frontend import Frontend, Slot
+from .output import Host, Slot
 
 log = logging.getLogger("mcpbridge.bridge")
 
@@ -83,9 +83,22 @@ class _Change:
 class Listener:
     """The listen stream of one connection; see the module docstring."""
 
-    def __init__(self, frontend: Frontend, client: Client, declared: translate.Declared) -> None:
-        self._frontend = frontend
+    def __init__(
+        self,
+        host: Host,
+        client: Client,
+        declared: translate.Declared,
+        *,
+        capabilities: dict[str, Any],
+        log_level: Callable[[], str | None],
+        shutdown_grace: float,
+    ) -> None:
+        """``capabilities``: the client's, for the upstream; ``log_level``: the client's level now."""
+        self._host = host
         self._client = client
+        self._capabilities = capabilities
+        self._log_level = log_level
+        self._shutdown_grace = shutdown_grace
         self._declared = declared
         self._commands: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._stop = threading.Event()
@@ -117,7 +130,7 @@ class Listener:
         """Cancel every stream and end the owner; waits at most the grace."""
         self._stop.set()
         self._commands.put(("stop", None))
-        self._owner.join(timeout=self._frontend.options.shutdown_grace)
+        self._owner.join(timeout=self._shutdown_grace)
         for thread in self._stream_threads:
             thread.join(timeout=0.5)
 
@@ -178,8 +191,8 @@ class Listener:
                 self._filter(uris),
                 on_event=functools.partial(self._on_event, stream),
                 on_ack=functools.partial(self._on_ack, stream),
-                capabilities=self._frontend.upstream_capabilities,
-                log_level=self._frontend.log_level,
+                capabilities=self._capabilities,
+                log_level=self._log_level(),
             )
         except McpError as exc:
             self._report_failure(stream, exc)
@@ -209,13 +222,13 @@ class Listener:
         uris = self._uris
         if change.subscribe:
             if change.uri in uris:
-                self._frontend.respond(change.slot, {})
+                self._host.respond(change.slot, {})
                 change.done.set()
                 return
             new = (*uris, change.uri)
         else:
             if change.uri not in uris:
-                self._frontend.respond(change.slot, {})
+                self._host.respond(change.slot, {})
                 change.done.set()
                 return
             new = tuple(u for u in uris if u != change.uri)
@@ -230,8 +243,8 @@ class Listener:
                 self._active = generation
                 return []
 
-            self._frontend.write_locked(activate)
-            self._frontend.respond(change.slot, {})
+            self._host.write_locked(activate)
+            self._host.respond(change.slot, {})
             if old is not None:
                 self._cancel(old, "the bridge replaced the listen stream")
             change.done.set()
@@ -266,7 +279,7 @@ class Listener:
             error = exc.error.to_obj()
         else:
             error = errortable.error_object(exc.cause, "subscriptions/listen")
-        self._frontend.respond_error(change.slot, error)
+        self._host.respond_error(change.slot, error)
 
     def _stream_ended(self, stream: _Stream, error: McpError | None) -> None:
         if stream is not self._current or stream.canceled_by_us or self._stop.is_set():
@@ -288,12 +301,15 @@ class Listener:
             self._stopped_reopening = True
             return
         if error is None:
-            log.info("the upstream server ended the listen stream. A new stream follows in %s.", _secs(wait))
+            log.info(
+                "the upstream server ended the listen stream. A new stream follows in %s.",
+                format_duration(wait),
+            )
         else:
             log.info(
                 "the listen stream ended: %s. A new stream follows in %s.",
                 error.detail or error.cause,
-                _secs(wait),
+                format_duration(wait),
             )
         self._current = None
         self._backoff = min(self._backoff * 2, MAX_BACKOFF)
@@ -328,7 +344,7 @@ class Listener:
                 out.extend(self._gap_frames(stream.uris))
             return out
 
-        self._frontend.write_locked(frames)
+        self._host.write_locked(frames)
 
     def _gap_frames(self, uris: tuple[str, ...]) -> list[bytes]:
         d = self._declared
@@ -360,14 +376,10 @@ class Listener:
         def frames() -> list[bytes]:
             return [data] if stream.generation == self._active else []
 
-        self._frontend.write_locked(frames)
+        self._host.write_locked(frames)
 
 
 def _response(slot: Slot, result: Any) -> bytes:
     if slot.done or slot.cancel.cancelled:
         return b""
     return jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "result": result})
-
-
-def _secs(seconds: float) -> str:
-    return errortable.format_duration(seconds)

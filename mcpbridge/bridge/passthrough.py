@@ -54,10 +54,10 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 from ..mcp.cancel import CancelToken
-from ..mcp.client import Client, DeadlineTimer
+from ..mcp.client import Client
 from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.framing import TooLong
 from ..mcp.jsonrpc import (
@@ -74,12 +74,15 @@ from ..mcp.jsonrpc import (
     RequestId,
     Response,
 )
+from ..mcp.peer import Entry, Outcome, Peer
+from ..mcp.rate import RateWindow
+from ..mcp.text import format_duration, printable
 from ..mcp.transport import OnFrameError, OnMessage, Transport
 from . import errortable, legacy, translate
+from .options import Options
+from .output import Host, Slot
+from .session import discover_error
 from .upstream import UPSTREAM_MAX_DEPTH, _write_child_stderr
-
-if TYPE_CHECKING:
-    from .frontend import Frontend, Slot
 
 __all__ = [
     "AUTO",
@@ -90,6 +93,7 @@ __all__ = [
     "LegacyUpstream",
     "OpenFailed",
     "StdioUpstream",
+    "falls_back",
     "means_legacy",
 ]
 
@@ -135,13 +139,16 @@ def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
     return isinstance(exc, RequestTimeout)
 
 
-def _duration(seconds: float) -> str:
-    return errortable.format_duration(seconds)
+def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None) -> bool:
+    """Whether a failed ``server/discover`` sends the bridge to the 2025-era ``upstream``.
 
-
-def _printable(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 64 else text[:61] + "..."
+    Never without such an upstream; see :func:`means_legacy`. The fallback writes one log line.
+    """
+    if upstream is None or not means_legacy(exc, protocol=protocol, over_http=upstream.over_http):
+        return False
+    detail = exc.error.message if isinstance(exc, RpcError) else exc.detail or exc.cause
+    log.info("server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25", printable(detail))
+    return True
 
 
 def _call(what: str, callback: Callable[[], None]) -> None:
@@ -369,26 +376,7 @@ class StdioUpstream:
 # ---------------------------------------------------------------------------------------------
 
 
-_Outcome = Response | ErrorResponse | McpError
-
-
-class _Call:
-    """One request of the bridge in flight; its fields change under the peer's lock."""
-
-    __slots__ = ("id", "method", "outcome", "interrupted", "reason", "token")
-
-    def __init__(self, request_id: int, method: str) -> None:
-        self.id = request_id
-        self.method = method
-        self.outcome: _Outcome | None = None
-        #: ``"cancel"`` or ``"timeout"`` when the caller stopped waiting.
-        self.interrupted: str | None = None
-        self.reason = ""
-        #: Given to :meth:`Transport.send`: fires on a cancellation or at the deadline.
-        self.token = CancelToken()
-
-
-class LegacyPeer:
+class LegacyPeer(Peer):
     """A raw JSON-RPC peer over a transport: integer ids, a pending table, deadlines.
 
     It adds nothing to the messages. The server's requests go to ``on_request``
@@ -403,23 +391,9 @@ class LegacyPeer:
         on_request: Callable[[Request], None],
         on_notification: Callable[[Notification], None],
     ) -> None:
-        self._transport = transport
+        super().__init__(transport, timer_name="mcpbridge-legacy-timer", logger=log)
         self._on_request = on_request
         self._on_notification = on_notification
-        self._cond = threading.Condition(threading.Lock())
-        self._pending: dict[RequestId, _Call] = {}
-        self._next_id = 1
-        self._closed: McpError | None = None
-        self._deadlines = DeadlineTimer("mcpbridge-legacy-timer")
-
-    @property
-    def gone(self) -> bool:
-        """True once the upstream process is gone for good."""
-        return self._transport.gone
-
-    @property
-    def exit_status(self) -> str | None:
-        return self._transport.exit_status
 
     def start(self) -> None:
         """Start the transport (a child process starts here).
@@ -427,13 +401,13 @@ class LegacyPeer:
         Raises:
             McpError: the transport did not start (``SpawnFailed`` for a command).
         """
-        self._deadlines.start()
+        self._timer.start()
         try:
             self._transport.start(self._on_message, self._on_frame_error, self._on_closed)
         except BaseException:
             with self._cond:
                 self._closed = Closed("the connection did not start")
-            self._deadlines.stop()
+            self._timer.stop()
             raise
 
     def request(
@@ -458,48 +432,18 @@ class LegacyPeer:
         with self._cond:
             if self._closed is not None:
                 raise Closed(self._closed.detail)
-            call = _Call(self._next_id, method)
-            self._next_id += 1
-            self._pending[call.id] = call
-        remove_cancel: Callable[[], None] | None = None
-        if cancel is not None:
-            token = cancel
-            remove_cancel = cancel.add_callback(lambda: self._interrupt(call, "cancel", token.reason))
+            entry = Entry(self._next_request_id_locked(), method, self._thread_condition())
+            self._pending[entry.id] = entry
+        message = Request(entry.id, method, params)
         deadline = time.monotonic() + timeout
-        remove_deadline = self._deadlines.add(deadline, lambda: self._interrupt(call, "timeout", ""))
-        sent = False
-        send_error: McpError | None = None
-        try:
-            with self._cond:
-                interrupted = call.interrupted is not None
-            if not interrupted:
-                message = Request(call.id, method, params)
-                try:
-                    self._transport.send(message, cancel=call.token)
-                    sent = True
-                except McpError as exc:
-                    send_error = exc
-            with self._cond:
-                if sent:
-                    self._cond.wait_for(
-                        lambda: call.outcome is not None or call.interrupted is not None,
-                        max(0.0, deadline - time.monotonic()),
-                    )
-                    if call.outcome is None and call.interrupted is None:
-                        call.interrupted = "timeout"
-                self._pending.pop(call.id, None)
-                outcome, why, reason = call.outcome, call.interrupted, call.reason
-        finally:
-            if remove_cancel is not None:
-                remove_cancel()
-            remove_deadline()
+        sent, send_error, outcome, why, reason = self._send_and_wait(entry, message, deadline, cancel)
         if outcome is None and why == "timeout":
             if sent or isinstance(send_error, Cancelled):
-                self._send_cancelled(call.id, f"no response in {_duration(timeout)}")
-            raise RequestTimeout(f"{method}: no response in {_duration(timeout)}")
+                self._send_cancelled(entry.id, f"no response in {format_duration(timeout)}")
+            raise RequestTimeout(f"{method}: no response in {format_duration(timeout)}")
         if outcome is None and why == "cancel":
             if sent or isinstance(send_error, Cancelled):
-                self._send_cancelled(call.id, reason or "the client canceled the request")
+                self._send_cancelled(entry.id, reason or "the client canceled the request")
             raise Cancelled(reason or None)
         if outcome is None:
             assert send_error is not None
@@ -520,16 +464,10 @@ class LegacyPeer:
         """Fail what is pending with ``Closed``, close the transport, stop the deadline thread."""
         with self._cond:
             first = self._closed is None
-            self._fail_all_locked(Closed("the connection to the upstream server is closed"))
+            self._fail_pending_locked(Closed("the connection to the upstream server is closed"))
         if first:
             self._transport.close(grace)
-            self._deadlines.stop()
-
-    def kill(self) -> None:
-        """Kill the upstream process group at once (a watchdog's last step)."""
-        kill = getattr(self._transport, "kill", None)
-        if callable(kill):
-            kill()
+            self._timer.stop()
 
     # ------------------------------------------------------------ internals
 
@@ -537,38 +475,11 @@ class LegacyPeer:
         try:
             self._transport.send(message)
         except McpError as exc:
-            log.debug("%s was not sent to the upstream server: %s", _printable(what), exc.cause)
+            log.debug("%s was not sent to the upstream server: %s", printable(what), exc.cause)
 
-    def _send_cancelled(self, request_id: RequestId, reason: str) -> None:
-        self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
-
-    def _interrupt(self, call: _Call, why: str, reason: str) -> None:
+    def _resolve(self, request_id: RequestId, outcome: Outcome) -> bool:
         with self._cond:
-            if call.outcome is not None or call.interrupted is not None:
-                return
-            call.interrupted = why
-            call.reason = reason
-            self._cond.notify_all()
-        call.token.cancel(reason or why)
-
-    def _resolve(self, request_id: RequestId, outcome: _Outcome) -> bool:
-        with self._cond:
-            call = self._pending.pop(request_id, None)
-            if call is None:
-                return False
-            if call.outcome is None and call.interrupted is None:
-                call.outcome = outcome
-                self._cond.notify_all()
-            return True
-
-    def _fail_all_locked(self, error: McpError) -> None:
-        if self._closed is None:
-            self._closed = error
-        for call in self._pending.values():
-            if call.outcome is None and call.interrupted is None:
-                call.outcome = Closed(error.detail) if isinstance(error, Closed) else error
-        self._pending.clear()
-        self._cond.notify_all()
+            return self._settle_locked(request_id, lambda _entry: outcome) is not None
 
     def _on_message(self, message: Message) -> None:
         if isinstance(message, (Response, ErrorResponse)):
@@ -576,7 +487,7 @@ class LegacyPeer:
                 log.debug("dropped an error response of the upstream server without an id")
             elif not self._resolve(message.id, message):
                 log.debug(
-                    "dropped a response to %s: no request with that id is pending", _printable(message.id)
+                    "dropped a response to %s: no request with that id is pending", printable(message.id)
                 )
         elif isinstance(message, Request):
             request = message
@@ -598,7 +509,7 @@ class LegacyPeer:
 
     def _on_closed(self, error: McpError | None) -> None:
         with self._cond:
-            self._fail_all_locked(error if error is not None else Closed("the connection is closed"))
+            self._fail_pending_locked(error if error is not None else Closed("the connection is closed"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -626,7 +537,7 @@ class _ProgressGate:
     def __init__(self, rate: int) -> None:
         self._rate = rate
         self._lock = threading.Lock()
-        #: token key -> [start of the current one-second window, notifications in it, requests]
+        #: token key -> [the rate window of the token, its requests in flight]
         self._tokens: dict[tuple[type, Any], list[Any]] = {}
 
     @staticmethod
@@ -635,16 +546,16 @@ class _ProgressGate:
 
     def open(self, token: translate.ProgressToken) -> None:
         with self._lock:
-            entry = self._tokens.setdefault(self._key(token), [0.0, 0, 0])
-            entry[2] += 1
+            entry = self._tokens.setdefault(self._key(token), [RateWindow(self._rate), 0])
+            entry[1] += 1
 
     def close(self, token: translate.ProgressToken) -> None:
         key = self._key(token)
         with self._lock:
             entry = self._tokens.get(key)
             if entry is not None:
-                entry[2] -= 1
-                if entry[2] <= 0:
+                entry[1] -= 1
+                if entry[1] <= 0:
                     del self._tokens[key]
 
     def admit(self, params: Any) -> bool:
@@ -652,25 +563,17 @@ class _ProgressGate:
         token = params.get("progressToken") if isinstance(params, dict) else None
         if not isinstance(token, (str, int, float)):
             return False
-        now = time.monotonic()
         with self._lock:
             entry = self._tokens.get(self._key(token))
-            if entry is None:
-                return False
-            if now - entry[0] >= 1.0:
-                entry[0] = now
-                entry[1] = 0
-            if entry[1] >= self._rate:
-                return False
-            entry[1] += 1
-            return True
+            return entry is not None and bool(entry[0].admit())
 
 
 class LegacyPassthrough:
     """Carry a 2025-era upstream connection for one front end; see the module docstring."""
 
-    def __init__(self, frontend: Frontend, upstream: LegacyUpstream) -> None:
-        self._frontend = frontend
+    def __init__(self, host: Host, upstream: LegacyUpstream, options: Options) -> None:
+        self._host = host
+        self._options = options
         self._upstream = upstream
         self._peer: LegacyPeer | None = None
         self._lock = threading.Lock()
@@ -678,7 +581,7 @@ class LegacyPassthrough:
         #: The ids of the server's requests in flight: ours (as the client sees them) to the server's.
         self._to_server: dict[str, RequestId] = {}
         self._to_client: dict[RequestId, str] = {}
-        self._progress = _ProgressGate(frontend.options.max_progress_rate)
+        self._progress = _ProgressGate(options.max_progress_rate)
         #: The revision that the upstream server chose in its initialize result.
         self.protocol_version: str | None = None
 
@@ -699,7 +602,7 @@ class LegacyPassthrough:
         Raises:
             OpenFailed: with the error for the client, or ``None`` when the client canceled.
         """
-        options = self._frontend.options
+        options = self._options
         timeout = options.timeouts.discover
         grace = options.shutdown_grace
         for attempt in (1, 2):
@@ -729,8 +632,6 @@ class LegacyPassthrough:
             except RequestTimeout as exc:
                 peer.close(grace)
                 if isinstance(probe_error, RequestTimeout):
-                    from .frontend import discover_error
-
                     raise OpenFailed(discover_error(probe_error, timeout)) from None
                 raise OpenFailed(errortable.error_object("timeout", exc.detail)) from None
             except McpError as exc:
@@ -738,7 +639,7 @@ class LegacyPassthrough:
                 raise OpenFailed(self._open_error(exc)) from None
             if isinstance(outcome, ErrorResponse):
                 peer.close(grace)
-                log.error("initialize failed: %s", _printable(outcome.error.message))
+                log.error("initialize failed: %s", printable(outcome.error.message))
                 raise OpenFailed(outcome.error.to_obj())
             result = outcome.result
             version = result.get("protocolVersion") if isinstance(result, dict) else None
@@ -746,7 +647,7 @@ class LegacyPassthrough:
                 peer.close(grace)
                 raise OpenFailed(self._open_error(InvalidResponse("initialize: the result is not valid")))
             self.protocol_version = version
-            log.info("the upstream server speaks MCP %s", _printable(version))
+            log.info("the upstream server speaks MCP %s", printable(version))
             return translate.initialize_icons(result, options.icon_rule)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -789,7 +690,7 @@ class LegacyPassthrough:
         """The work of a slot: carry one request of the client upstream and its answer back."""
         peer = self._peer
         assert peer is not None
-        options = self._frontend.options
+        options = self._options
         timeout = options.timeouts.call if request.method in _LONG_METHODS else options.timeouts.list
         params = request.params
         token = translate.progress_token(params.get("_meta")) if params is not None else None
@@ -804,26 +705,24 @@ class LegacyPassthrough:
         except McpError as exc:
             self._trace(slot, request.method, exc.cause, started)
             if isinstance(exc, Closed) and peer.gone:
-                self._frontend.respond_error(slot, errortable.error_object("upstream_exited"))
+                self._host.respond_error(slot, errortable.error_object("upstream_exited"))
             else:
-                self._frontend.respond_error(slot, errortable.error_from_mcp(exc))
+                self._host.respond_error(slot, errortable.error_from_mcp(exc))
             return
         finally:
             if token is not None:
                 self._progress.close(token)
         if isinstance(outcome, Response):
             self._trace(slot, request.method, "response", started)
-            self._frontend.respond(slot, self._shape(request.method, outcome.result), raw=outcome.raw)
+            self._host.respond(slot, self._shape(request.method, outcome.result), raw=outcome.raw)
         else:
             self._trace(slot, request.method, f"error {outcome.error.code}", started)
-            self._frontend.respond_error(slot, outcome.error.to_obj())
+            self._host.respond_error(slot, outcome.error.to_obj())
 
     def _shape(self, method: str, result: Any) -> Any:
         if method not in _SHAPED_METHODS or not isinstance(result, dict):
             return result
-        shaped, notes = translate.shape_legacy_result(
-            method, result, icon_rule=self._frontend.options.icon_rule
-        )
+        shaped, notes = translate.shape_legacy_result(method, result, icon_rule=self._options.icon_rule)
         for note in notes:
             log.info("%s", note)
         return shaped
@@ -831,8 +730,8 @@ class LegacyPassthrough:
     def _trace(self, slot: Slot, method: str, outcome: str, started: float) -> None:
         log.debug(
             "upstream request (%s, client request %s): %s after %d ms",
-            _printable(method),
-            _printable(slot.id),
+            printable(method),
+            printable(slot.id),
             outcome,
             int((time.monotonic() - started) * 1000),
         )
@@ -883,7 +782,7 @@ class LegacyPassthrough:
         with self._lock:
             self._to_server[client_id] = request.id
             self._to_client[request.id] = client_id
-        if self._frontend.write_request(client_id, request.method, request.params):
+        if self._host.write_request(client_id, request.method, request.params):
             return
         with self._lock:
             self._to_server.pop(client_id, None)
@@ -897,12 +796,12 @@ class LegacyPassthrough:
     def _on_server_notification(self, message: Notification) -> None:
         if message.method == "notifications/progress":
             if self._progress.admit(message.params):
-                self._frontend.write_notification(message.method, message.params)
+                self._host.write_notification(message.method, message.params)
             else:
                 log.debug("dropped a progress notification: over the rate, or for no request in flight")
             return
         if message.method != "notifications/cancelled":
-            self._frontend.write_notification(message.method, message.params)
+            self._host.write_notification(message.method, message.params)
             return
         server_id = legacy.parse_cancelled(message.params)
         with self._lock:
@@ -914,7 +813,7 @@ class LegacyPassthrough:
             return
         params = dict(message.params or {})
         params["requestId"] = client_id
-        self._frontend.write_notification("notifications/cancelled", params)
+        self._host.write_notification("notifications/cancelled", params)
 
     # ------------------------------------------------------------ lifecycle
 

@@ -18,11 +18,13 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from ..mcp.cancel import CancelToken
 from ..mcp.jsonrpc import RequestId
 from .input import BAD_LINE, ClientError
+from .output import Host
 
 __all__ = ["BAD_LINE", "ClientError", "PendingAnswers", "WaitEnded"]
 
@@ -103,6 +105,48 @@ class PendingAnswers:
             for request_id in ids:
                 self._entries.pop(request_id, None)
             return unanswered
+
+    def ask(
+        self,
+        output: Host,
+        requests: Sequence[tuple[str, dict[str, Any] | None]],
+        *,
+        timeout: float,
+        cancel: CancelToken,
+        closed_reason: Callable[[], str] | None = None,
+    ) -> list[Answer]:
+        """Send ``requests`` (method, params) to the client and wait for all their answers.
+
+        On a cancellation or the time limit, and at the end of the connection when
+        ``closed_reason`` gives the reason, the client gets ``notifications/cancelled``
+        for each request that has no answer.
+
+        Raises:
+            WaitEnded: ``canceled``, ``timeout`` or ``closed``.
+        """
+        ids = self.new_ids(len(requests))
+        try:
+            for request_id, (method, params) in zip(ids, requests, strict=True):
+                output.write_request(request_id, method, params)
+            try:
+                got = self.wait(ids, timeout=timeout, cancel=cancel)
+            except WaitEnded as ended:
+                if ended.reason == "timeout":
+                    text = "no answer in time"
+                elif ended.reason == "canceled":
+                    text = cancel.reason or "the client canceled the request"
+                elif closed_reason is not None:
+                    text = closed_reason()
+                else:
+                    raise
+                for request_id in self.remove(ids):
+                    output.write_notification(
+                        "notifications/cancelled", {"requestId": request_id, "reason": text}
+                    )
+                raise
+        finally:
+            self.remove(ids)
+        return [got[request_id] for request_id in ids]
 
     def close(self) -> None:
         """Wake every waiter; no wait succeeds any more unless already answered."""

@@ -66,11 +66,7 @@ Rules:
 
 from __future__ import annotations
 
-import copy
-import heapq
-import itertools
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -91,6 +87,7 @@ from .errors import (
     RpcError,
 )
 from .framing import TooLong
+from .ids import recover_id
 from .jsonrpc import (
     UNSUPPORTED_PROTOCOL_VERSION,
     ErrorResponse,
@@ -101,6 +98,8 @@ from .jsonrpc import (
     RequestId,
     Response,
 )
+from .peer import JOIN_TIMEOUT, Entry, Outcome, Peer, run_callback
+from .peer import fresh as _fresh
 from .protocol import (
     LISTEN_ACKNOWLEDGED,
     LOG_LEVELS,
@@ -113,6 +112,7 @@ from .protocol import (
     RESERVED_META_PREFIXES,
     SDK_OWNED_META_KEYS,
 )
+from .text import escaped, format_duration
 from .transport import Transport
 
 __all__ = ["Call", "Client", "Subscription"]
@@ -121,21 +121,9 @@ log = logging.getLogger("mcpbridge.upstream")
 
 #: Nesting of a message of the upstream server: deep tool schemas must survive.
 DEFAULT_MAX_DEPTH: Final = 200
-#: The timer thread's wait when no deadline is near (it wakes at once for a new one).
-IDLE_WAIT: Final = 60.0
 #: The slice of an unbounded :meth:`Subscription.wait_ended`.
 WAIT_SLICE: Final = 60.0
-#: The wait for each thread of the client at its close.
-JOIN_TIMEOUT: Final = 2.0
-#: The timer rebuilds its heap when more than half of it are removed deadlines.
-_COMPACT_AT: Final = 64
-
-_Outcome = Response | ErrorResponse | McpError
-
-# The id of an over-long response: at the start (``{"jsonrpc":"2.0","id":7,...``)
-# or as the last member (``...,"id":7}``, the TypeScript SDK's order).
-_HEAD_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
-_TAIL_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$')
+_Outcome = Outcome
 
 
 def _as_id(value: Any) -> RequestId | None:
@@ -145,73 +133,19 @@ def _as_id(value: Any) -> RequestId | None:
     return None
 
 
-def _duration(seconds: float) -> str:
-    """``"120 s"`` for whole seconds, else ``"1500 ms"``."""
-    if seconds == int(seconds):
-        return f"{int(seconds)} s"
-    return f"{round(seconds * 1000)} ms"
-
-
-def _fresh(error: McpError) -> McpError:
-    """A copy of ``error``, so that two threads never raise the same object."""
-    if isinstance(error, RpcError):
-        return RpcError(error.error, http_status=error.http_status)
-    try:
-        duplicate = copy.copy(error)
-    except Exception:  # noqa: BLE001 - an error class with an unusual constructor
-        return error
-    return duplicate if isinstance(duplicate, McpError) else error
-
-
-def _recover_id(line: TooLong) -> RequestId | None:
-    for pattern, text in ((_HEAD_ID, line.head), (_TAIL_ID, line.tail)):
-        match = pattern.search(text)
-        if match is not None:
-            try:
-                value = jsonrpc.parse_json(match.group(1), max_depth=1)
-            except FrameError:
-                continue
-            request_id = _as_id(value)
-            if request_id is not None:
-                return request_id
-    return None
-
-
 def _call(what: str, callback: Callable[[], None]) -> None:
     """Run a callback of the caller; an error in it must not stop the delivering thread."""
-    try:
-        callback()
-    except Exception as exc:  # noqa: BLE001 - the next message must still be routed
-        log.error("the callback for %s failed: %s", what, type(exc).__name__)
-        log.debug("the callback for %s failed", what, exc_info=True)
-
-
-def _printable(text: str) -> str:
-    return text[:64].encode("unicode_escape").decode("ascii")
+    run_callback(what, callback, log)
 
 
 def _nothing() -> None:
     pass
 
 
-class _Pending:
-    """One request in flight. Its fields change only under the client's lock."""
+class _Pending(Entry):
+    """One request of the client in flight, with its progress and log callbacks."""
 
-    __slots__ = (
-        "id",
-        "method",
-        "on_progress",
-        "on_log",
-        "outcome",
-        "interrupted",
-        "reason",
-        "_token",
-        "ready",
-        "on_done",
-        "notified",
-        "sent",
-        "removers",
-    )
+    __slots__ = ("on_progress", "on_log")
 
     def __init__(
         self,
@@ -221,117 +155,9 @@ class _Pending:
         on_log: Callable[[dict[str, Any]], None] | None,
         ready: threading.Condition | None,
     ) -> None:
-        self.id = request_id
-        self.method = method
+        super().__init__(request_id, method, ready)
         self.on_progress = on_progress
         self.on_log = on_log
-        self.outcome: _Outcome | None = None
-        #: ``"cancel"`` or ``"timeout"`` when the caller stopped waiting.
-        self.interrupted: str | None = None
-        self.reason = ""
-        self._token: CancelToken | None = None
-        #: The caller of this request sleeps here: the condition of its thread on the
-        #: client's lock. An answer wakes only its own caller, not every caller in flight.
-        #: ``None`` for a request of :meth:`Client.begin`, whose caller does not wait.
-        self.ready = ready
-        #: :meth:`Client.begin`: called once when the outcome is known; ``notified`` once it was.
-        self.on_done: Callable[[], None] | None = None
-        self.notified = False
-        self.sent = False
-        #: Remove the cancel callback and the deadline of a request of :meth:`Client.begin`.
-        self.removers: tuple[Callable[[], None], ...] = ()
-
-    @property
-    def token(self) -> CancelToken:
-        """Given to :meth:`Transport.send`: fires on a cancellation or at the deadline."""
-        token = self._token
-        if token is None:
-            token = self._token = CancelToken()
-        return token
-
-    def wake(self) -> None:
-        """Wake the caller that waits for this entry (under the client's lock)."""
-        if self.ready is not None:
-            self.ready.notify_all()
-
-    def settled_locked(self) -> bool:
-        """True once when a request of :meth:`Client.begin` has its outcome: then the caller notifies."""
-        if self.on_done is None or self.notified or (self.outcome is None and self.interrupted is None):
-            return False
-        self.notified = True
-        return True
-
-
-class DeadlineTimer:
-    """Fires callbacks at deadlines, on one thread named ``name``."""
-
-    def __init__(self, name: str = "mcpbridge-upstream-timer") -> None:
-        self._name = name
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._heap: list[tuple[float, int, list[Callable[[], None] | None]]] = []
-        self._removed = 0
-        self._seq = itertools.count()
-        self._stopped = False
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-        self._thread.start()
-
-    def add(self, deadline: float, callback: Callable[[], None]) -> Callable[[], None]:
-        """Run ``callback`` at ``deadline`` (a :func:`time.monotonic` value); returns a remover."""
-        cell: list[Callable[[], None] | None] = [callback]
-        with self._lock:
-            if self._stopped:
-                return lambda: None
-            if self._removed > _COMPACT_AT and self._removed * 2 > len(self._heap):
-                self._heap = [item for item in self._heap if item[2][0] is not None]
-                heapq.heapify(self._heap)
-                self._removed = 0
-            heapq.heappush(self._heap, (deadline, next(self._seq), cell))
-            if self._heap[0][2] is cell:
-                self._cond.notify()
-
-        def remove() -> None:
-            with self._lock:
-                if cell[0] is not None:
-                    cell[0] = None
-                    self._removed += 1
-
-        return remove
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopped = True
-            self._heap.clear()
-            self._cond.notify()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(JOIN_TIMEOUT)
-            if thread.is_alive():
-                log.warning("the timer thread did not stop in %s", _duration(JOIN_TIMEOUT))
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while True:
-                    if self._stopped:
-                        return
-                    while self._heap and self._heap[0][2][0] is None:
-                        heapq.heappop(self._heap)
-                        self._removed -= 1
-                    if not self._heap:
-                        self._cond.wait(IDLE_WAIT)
-                        continue
-                    delay = self._heap[0][0] - time.monotonic()
-                    if delay <= 0:
-                        break
-                    self._cond.wait(delay)
-                _, _, cell = heapq.heappop(self._heap)
-                callback, cell[0] = cell[0], None
-            if callback is not None:
-                _call("a deadline", callback)
 
 
 class Subscription:
@@ -395,7 +221,7 @@ class Subscription:
             if error is not None:
                 raise _fresh(error)
             raise InvalidResponse("subscriptions/listen: the stream ended before its acknowledgment")
-        raise RequestTimeout(f"subscriptions/listen: no acknowledgment in {_duration(timeout)}")
+        raise RequestTimeout(f"subscriptions/listen: no acknowledgment in {format_duration(timeout)}")
 
     def wait_ended(self, timeout: float | None) -> None:
         """Wait for the end of the stream; ``None`` waits as long as it takes.
@@ -412,7 +238,7 @@ class Subscription:
                 while not cond.wait_for(lambda: self._ended, WAIT_SLICE):
                     pass
             elif not cond.wait_for(lambda: self._ended, timeout):
-                raise RequestTimeout(f"subscriptions/listen: still open after {_duration(timeout)}")
+                raise RequestTimeout(f"subscriptions/listen: still open after {format_duration(timeout)}")
             error = self._error
         if error is not None:
             raise _fresh(error)
@@ -519,13 +345,13 @@ class Call:
         # Settled before on_done ran: these fields do not change any more.
         outcome, why, reason, sent = entry.outcome, entry.interrupted, entry.reason, entry.sent
         if why is not None and sent:
-            detail = f"no response in {_duration(self._timeout)}" if why == "timeout" else ""
+            detail = f"no response in {format_duration(self._timeout)}" if why == "timeout" else ""
             client._send_cancelled(entry.id, detail or reason or "the client canceled the request", wait=wait)
         self._taken = True
         name = "internal"
         try:
             if why == "timeout":
-                raise RequestTimeout(f"{entry.method}: no response in {_duration(self._timeout)}")
+                raise RequestTimeout(f"{entry.method}: no response in {format_duration(self._timeout)}")
             if why == "cancel":
                 raise Cancelled(reason or None)
             if outcome is None:
@@ -546,7 +372,7 @@ class Call:
                 _call("a trace", lambda: trace(entry.id, name, elapsed))
 
 
-class Client:
+class Client(Peer):
     """A client of one MCP 2026-07-28 server; see the module docstring.
 
     :param transport: the connection (stdio child, HTTP, memory link); the client owns it.
@@ -565,21 +391,14 @@ class Client:
         max_depth: int = DEFAULT_MAX_DEPTH,
         on_notification: Callable[[Notification], None] | None = None,
     ) -> None:
-        self._transport = transport
+        super().__init__(transport, timer_name="mcpbridge-upstream-timer", logger=log)
         self._client_info = client_info
         self.max_depth = max_depth
         self._on_notification = on_notification
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._local = threading.local()
-        self._timer = DeadlineTimer()
         # Guarded by _cond:
-        self._pending: dict[RequestId, _Pending] = {}
         self._streams: dict[RequestId, Subscription] = {}
-        self._next_id = 1
         self._started = False
         self._closing = False
-        self._closed: McpError | None = None
         self._listen_threads: list[threading.Thread] = []
         self._drops = DropLog(log)
 
@@ -588,16 +407,6 @@ class Client:
         return f"<Client {state}, {len(self._pending)} pending, {len(self._streams)} streams>"
 
     # ------------------------------------------------------------- lifecycle
-
-    @property
-    def gone(self) -> bool:
-        """True once the upstream server is gone for good (a child that closed its stdout)."""
-        return self._transport.gone
-
-    @property
-    def exit_status(self) -> str | None:
-        """How the upstream process ended (``"code 3"``, ``"signal 9"``), if known."""
-        return self._transport.exit_status
 
     def start(self) -> None:
         """Start the transport (a child process starts here) and the timer thread.
@@ -625,7 +434,7 @@ class Client:
         A child process gets ``grace`` seconds after the end of its stdin, then
         ``SIGTERM`` and ``grace`` seconds more, then ``SIGKILL``. Idempotent.
         """
-        done: list[_Pending] = []
+        done: list[Entry] = []
         with self._cond:
             if self._closing:
                 first = False
@@ -646,16 +455,7 @@ class Client:
             if thread is not current:
                 thread.join(JOIN_TIMEOUT)
                 if thread.is_alive():
-                    log.warning("%s did not stop in %s", thread.name, _duration(JOIN_TIMEOUT))
-
-    def kill(self) -> None:
-        """Kill the upstream process group at once (a watchdog's last step); waits for nothing.
-
-        Only the stdio transport has a process to kill; for others this does nothing.
-        """
-        kill = getattr(self._transport, "kill", None)
-        if callable(kill):
-            kill()
+                    log.warning("%s did not stop in %s", thread.name, format_duration(JOIN_TIMEOUT))
 
     # -------------------------------------------------------------- requests
 
@@ -937,7 +737,7 @@ class Client:
                     or key.startswith(RESERVED_META_PREFIXES)
                     or key in SDK_OWNED_META_KEYS
                 ):
-                    raise InvalidMeta(f"the _meta key {_printable(str(key))} belongs to the protocol layer")
+                    raise InvalidMeta(f"the _meta key {escaped(str(key))} belongs to the protocol layer")
                 meta[key] = value
         return meta
 
@@ -948,18 +748,6 @@ class Client:
             raise Closed("the client is closed")
         if not self._started:
             raise NotConnected("the client is not started")
-
-    def _thread_condition(self) -> threading.Condition:
-        """The condition on the client's lock that the calling thread waits on (made once per thread).
-
-        A thread waits for one request at a time; a wake-up meant for another of
-        its requests is harmless, because each wait checks its own entry.
-        """
-        ready: threading.Condition | None = getattr(self._local, "ready", None)
-        if ready is None:
-            ready = threading.Condition(self._lock)
-            self._local.ready = ready
-        return ready
 
     def _register(
         self,
@@ -973,24 +761,9 @@ class Client:
             if self._closed is not None or self._closing or not self._started:
                 self._check_open_locked()
             ready = self._thread_condition() if waits else None
-            entry = _Pending(self._next_id, method, on_progress, on_log, ready)
-            self._next_id += 1
+            entry = _Pending(self._next_request_id_locked(), method, on_progress, on_log, ready)
             self._pending[entry.id] = entry
         return entry
-
-    def _notify_done(self, entry: _Pending) -> None:
-        """Tell the caller of :meth:`begin` that its request has an outcome (no lock held)."""
-        # Dropped here: it refers to the call, which refers to the entry. Without the
-        # cycle the outcome (a large result and its line) goes as soon as the caller is done.
-        on_done, entry.on_done = entry.on_done, None
-        if on_done is not None:
-            _call("the end of a request", on_done)
-        # After the caller answered: a deadline or a cancellation that fires in between
-        # finds the outcome there and does nothing.
-        with self._lock:
-            removers, entry.removers = entry.removers, ()
-        for remove in removers:
-            remove()
 
     def _exchange(
         self,
@@ -1001,48 +774,11 @@ class Client:
         cancel: CancelToken | None,
         allow_input_required: bool,
     ) -> dict[str, Any]:
-        send_token = entry.token  # made before an interrupt can fire it
-        ready = entry.ready
-        assert ready is not None
-        remove_cancel: Callable[[], None] | None = None
-        if cancel is not None:
-            token = cancel
-            remove_cancel = cancel.add_callback(lambda: self._interrupt(entry, "cancel", token.reason))
-        remove_deadline = self._timer.add(deadline, lambda: self._interrupt(entry, "timeout", ""))
-        try:
-            sent = False
-            send_error: McpError | None = None
-            with self._cond:
-                interrupted_before = entry.interrupted is not None
-            if not interrupted_before:
-                outer = getattr(self._local, "entry", None)
-                self._local.entry = entry
-                try:
-                    self._transport.send(message, cancel=send_token)
-                    sent = True
-                except McpError as exc:
-                    send_error = exc
-                finally:
-                    self._local.entry = outer
-            with self._cond:
-                if sent:
-                    ready.wait_for(
-                        lambda: entry.outcome is not None or entry.interrupted is not None,
-                        max(0.0, deadline - time.monotonic()),
-                    )
-                    if entry.outcome is None and entry.interrupted is None:
-                        entry.interrupted = "timeout"
-                if self._pending.get(entry.id) is entry:
-                    del self._pending[entry.id]
-                outcome, why, reason = entry.outcome, entry.interrupted, entry.reason
-        finally:
-            if remove_cancel is not None:
-                remove_cancel()
-            remove_deadline()
+        sent, send_error, outcome, why, reason = self._send_and_wait(entry, message, deadline, cancel)
         if why == "timeout":
-            detail = f"{entry.method}: no response in {_duration(timeout)}"
+            detail = f"{entry.method}: no response in {format_duration(timeout)}"
             if sent:
-                self._send_cancelled(entry.id, f"no response in {_duration(timeout)}")
+                self._send_cancelled(entry.id, f"no response in {format_duration(timeout)}")
             raise RequestTimeout(detail)
         if why == "cancel":
             if sent:
@@ -1070,38 +806,6 @@ class Client:
             raise InvalidResponse(f"{method}: an input_required result where none is allowed")
         raise InvalidResponse(f"{method}: a result of an unknown resultType")
 
-    def _interrupt(self, entry: _Pending, why: str, reason: str) -> None:
-        """A cancellation or the deadline: wake the waiter, stop a send in progress."""
-        with self._lock:
-            if entry.outcome is not None or entry.interrupted is not None:
-                return
-            entry.interrupted = why
-            entry.reason = reason
-            if self._pending.get(entry.id) is entry:
-                del self._pending[entry.id]
-            entry.wake()
-            notify = entry.settled_locked()
-            token = entry._token
-        if token is not None:
-            token.cancel(reason or why)
-        if notify:
-            self._notify_done(entry)
-
-    def _send_cancelled(self, request_id: RequestId, reason: str, *, wait: bool = True) -> None:
-        """Tell the server that a request is over; ``wait=False`` raises WouldBlock instead of waiting."""
-        params: dict[str, Any] = {"requestId": request_id}
-        if reason:
-            params["reason"] = reason
-        try:
-            note = Notification("notifications/cancelled", params)
-            self._transport.send(note, cancel=None if wait else NO_WAIT)
-        except WouldBlock:
-            if not wait:
-                raise
-            log.debug("notifications/cancelled for %s was not sent: no room", request_id)
-        except McpError as exc:
-            log.debug("notifications/cancelled for %s was not sent: %s", request_id, exc.cause)
-
     def _send_listen(self, subscription: Subscription, message: Request) -> None:
         """The thread of one listen request: send it (over HTTP: for the life of the stream)."""
         with self._cond:
@@ -1124,18 +828,9 @@ class Client:
         if notify:
             self._send_cancelled(subscription.id, reason or "the client canceled the subscription")
 
-    def _fail_all_locked(self, error: McpError) -> list[_Pending]:
+    def _fail_all_locked(self, error: McpError) -> list[Entry]:
         """Fail every request and stream; return the requests of :meth:`begin` to notify (after the lock)."""
-        if self._closed is None:
-            self._closed = error
-        done: list[_Pending] = []
-        for entry in self._pending.values():
-            if entry.outcome is None and entry.interrupted is None:
-                entry.outcome = _fresh(error)
-            entry.wake()
-            if entry.settled_locked():
-                done.append(entry)
-        self._pending.clear()
+        done = self._fail_pending_locked(error)
         for subscription in list(self._streams.values()):
             subscription._finish_locked(_fresh(error))
         self._streams.clear()
@@ -1161,7 +856,7 @@ class Client:
                 logging.WARNING,
                 "requests of the upstream server",
                 "dropped the request %s of the upstream server: a server of revision %s sends none",
-                _printable(message.method),
+                escaped(message.method),
                 MODERN,
             )
 
@@ -1177,10 +872,8 @@ class Client:
             )
             return
         with self._lock:
-            entry = self._pending.pop(message.id, None)
+            entry = self._settle_locked(message.id, lambda _entry: message)
             if entry is not None:
-                entry.outcome = message
-                entry.wake()
                 notify = entry.settled_locked()
             else:
                 subscription = self._streams.get(message.id)
@@ -1205,7 +898,7 @@ class Client:
                 "dropped %s with the id %s: its request had ended "
                 "(a time limit, a cancellation, an earlier answer)",
                 what,
-                _printable(str(request_id)),
+                escaped(str(request_id)),
             )
         else:
             self._drops(
@@ -1213,22 +906,22 @@ class Client:
                 "responses to unknown ids",
                 "dropped %s with the id %s: the bridge sent no request with that id",
                 what,
-                _printable(str(request_id)),
+                escaped(str(request_id)),
             )
 
     def _on_frame_error(self, error: FrameError | TooLong) -> None:
         if isinstance(error, TooLong):
-            request_id = _recover_id(error)
+            request_id = recover_id(error.head, error.tail)
             what = f"a line of {error.size} bytes, over the limit"
         else:
             request_id = error.id
             what = f"a line that is not a valid message ({error.cause})"
         if request_id is not None:
             with self._lock:
-                entry = self._pending.pop(request_id, None)
+                entry = self._settle_locked(
+                    request_id, lambda found: InvalidResponse(f"{found.method}: the response is {what}")
+                )
                 if entry is not None:
-                    entry.outcome = InvalidResponse(f"{entry.method}: the response is {what}")
-                    entry.wake()
                     notify = entry.settled_locked()
                 else:
                     subscription = self._streams.get(request_id)
@@ -1274,7 +967,7 @@ class Client:
                     logging.DEBUG,
                     "notifications of closed listen streams",
                     "dropped %s for a listen stream that is not open",
-                    _printable(method),
+                    escaped(method),
                 )
             elif method == LISTEN_ACKNOWLEDGED:
                 self._on_acknowledged(subscription, params)
@@ -1296,14 +989,14 @@ class Client:
                 logging.DEBUG,
                 "notifications of the upstream server",
                 "dropped the notification %s of the upstream server",
-                _printable(method),
+                escaped(method),
             )
 
     def _on_progress(self, params: dict[str, Any]) -> None:
         token = _as_id(params.get("progressToken"))
         with self._cond:
             entry = self._pending.get(token) if token is not None else None
-            callback = entry.on_progress if entry is not None else None
+            callback = entry.on_progress if isinstance(entry, _Pending) else None
         if callback is None:
             self._drops(
                 logging.DEBUG,

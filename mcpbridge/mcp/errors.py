@@ -1,6 +1,8 @@
 """The errors of the MCP layer.
 
-Every error that can reach a peer is an :class:`McpError`. Each class names a
+Every error that can reach a peer is an :class:`McpError`, a
+:class:`~.errorbase.BridgeError` like every error of the package (see
+:mod:`.errorbase` for the tree). Each class names a
 ``cause`` (the snake_case name that the bridge's error table maps to a code and
 a message) and a default JSON-RPC ``code``. ``detail`` is a short text without
 secrets: a method name, a limit, an HTTP status.
@@ -10,11 +12,33 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from .errorbase import BridgeError, LocalFault, PeerFault, UsageFault
 from .jsonrpc import ErrorObject
 
+__all__ = [
+    "BridgeError",
+    "Cancelled",
+    "Closed",
+    "ConnectFailed",
+    "InvalidMeta",
+    "InvalidRequest",
+    "InvalidResponse",
+    "LocalFault",
+    "McpError",
+    "NotConnected",
+    "PeerFault",
+    "RequestTimeout",
+    "RpcError",
+    "SpawnFailed",
+    "TooManyRequests",
+    "TooManyRounds",
+    "TransportFailed",
+    "UsageFault",
+]
 
-class McpError(Exception):
-    """The root of the errors of :mod:`mcpbridge.mcp`."""
+
+class McpError(BridgeError):
+    """The root of the errors of :mod:`mcpbridge.mcp` that can reach a peer."""
 
     cause: ClassVar[str] = "internal"
     code: ClassVar[int] = -32603
@@ -25,25 +49,25 @@ class McpError(Exception):
         self.http_status = http_status
 
 
-class Closed(McpError):
+class Closed(McpError, PeerFault):
     """The connection closed, or the upstream process stopped."""
 
     cause = "closed"
 
 
-class TransportFailed(McpError):
+class TransportFailed(McpError, LocalFault):
     """Reading from or writing to the connection failed."""
 
     cause = "transport_failed"
 
 
-class InvalidResponse(McpError):
+class InvalidResponse(McpError, PeerFault):
     """The peer sent a response that is not valid."""
 
     cause = "invalid_response"
 
 
-class RequestTimeout(McpError):
+class RequestTimeout(McpError, PeerFault):
     """No response within the time limit of the request."""
 
     cause = "timeout"
@@ -55,51 +79,51 @@ class Cancelled(McpError):
     cause = "canceled"
 
 
-class InvalidMeta(McpError):
+class InvalidMeta(McpError, UsageFault):
     """The caller gave a ``_meta`` key that the protocol layer owns or refuses."""
 
     cause = "invalid_meta"
     code = -32602
 
 
-class InvalidRequest(McpError):
+class InvalidRequest(McpError, UsageFault):
     """The request cannot be sent, for example its params are not an object."""
 
     cause = "invalid_request"
     code = -32602
 
 
-class TooManyRounds(McpError):
+class TooManyRounds(McpError, PeerFault):
     """The server asked for input more times than the limit."""
 
     cause = "too_many_rounds"
 
 
-class NotConnected(McpError):
+class NotConnected(McpError, UsageFault):
     """The client has no connection."""
 
     cause = "not_connected"
 
 
-class SpawnFailed(McpError):
+class SpawnFailed(McpError, UsageFault):
     """The upstream command did not start."""
 
     cause = "spawn_failed"
 
 
-class ConnectFailed(McpError):
+class ConnectFailed(McpError, UsageFault):
     """The client for the upstream URL could not be made."""
 
     cause = "connect_failed"
 
 
-class TooManyRequests(McpError):
+class TooManyRequests(McpError, UsageFault):
     """The limit of requests in flight is reached."""
 
     cause = "too_many_requests"
 
 
-class RpcError(McpError):
+class RpcError(McpError, PeerFault):
     """The peer answered with a JSON-RPC error; ``error`` holds it unchanged."""
 
     cause = "rpc"

@@ -11,15 +11,13 @@ notifications that ends with the response. A notification is not sent at all:
 over HTTP the client cancels a request by closing its response, and the
 revision defines no other notification from the client.
 
-One :class:`~.httpconn.ConnectionPool` holds the keep-alive connections for
-all threads (:mod:`.httpconn`: a small HTTP/1.1 client, so that a call costs a
-few system calls and little Python). Each exchange registers itself on the
-cancel token of its request; a cancellation shuts down the socket of that one
-exchange at once, from the cancelling thread, whether the exchange waits for
-the response head or reads the stream. The pool tells the exchange which
-socket is its own and makes it forget that link before the connection goes
-back to the pool, so a late cancellation never touches a connection that
-serves another request.
+One :class:`~.httpwire.Wire` (urllib3) holds the keep-alive connections for
+all threads. Each exchange registers itself on the cancel token of its
+request; a cancellation shuts down the socket of that one exchange at once,
+from the cancelling thread, whether the exchange waits for the response head
+or reads the stream. The wire tells the exchange which socket is its own and
+makes it forget that link before the connection goes back to the pool, so a
+late cancellation never touches a connection that serves another request.
 
 Rules:
 
@@ -31,9 +29,17 @@ Rules:
   ``"HTTP status N"``); 401 and 403 go to the :class:`Authorizer` first.
 * ``max_response_bytes`` limits one JSON body and one event of a stream, never
   a whole stream: a listen stream may run for days.
+* A request is sent at most once by the wire. When its connection breaks after
+  it was written, a method without side effects (:data:`REISSUE_METHODS`) is
+  sent once more with a new id, as the revision says of a lost request; any
+  other fails with ``transport_failed`` and the client decides.
+* A 429 or 503 with a ``Retry-After`` of at most 30 s is waited for once (the
+  wait ends at a cancellation), then the request goes once more; a longer wait
+  is an :class:`HttpStatusError` that names it.
 * The connect timeout bounds the connection and the TLS handshake; the read
-  timeout bounds each wait for bytes (an idle limit, not a limit of the
-  request). TCP keep-alive finds a peer that vanished. The time limit of a
+  limit bounds each wait for bytes (an idle limit, not a limit of the request):
+  the time limit of the method (1 h for each round of ``tools/call``). TCP
+  keep-alive finds a peer that vanished. The time limit of a
   request belongs to the client, which fires the cancel token.
 * The transport learns the ``x-mcp-header`` markings of the tools from the
   ``tools/list`` results it carries and drops the tools whose markings are not
@@ -53,36 +59,55 @@ import base64
 import enum
 import itertools
 import logging
-import os
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, Final
 
-from . import httpconn, jsonrpc
+from . import jsonrpc
 from .cancel import CancelToken
 from .errors import (
     Cancelled,
     Closed,
-    ConnectFailed,
     InvalidRequest,
     InvalidResponse,
     McpError,
     NotConnected,
     TransportFailed,
 )
+from .httpwire import (
+    ACCEPT,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_READ_TIMEOUT,
+    Authorizer,
+    CaFileError,
+    Exchange,
+    HttpStatusError,
+    StreamBroken,
+    Why,
+    WireReading,
+    media_type,
+    open_wire,
+    parse_event,
+    proxy_for,
+    read_limit,
+    status_error,
+    tls_context,
+)
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
 from .protocol import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN
-from .sse import Event, EventTooLarge, SseParser
+from .sse import EventTooLarge, SseParser
 from .transport import OnFrameError, OnMessage, Transport
 
 if TYPE_CHECKING:
-    import ipaddress
     import ssl
+
+    from .httppool import WireResponse
 
 __all__ = [
     "Authorizer",
@@ -97,33 +122,15 @@ __all__ = [
     "filter_tools",
     "header_markings",
     "param_headers",
+    "parse_event",
     "proxy_for",
     "tls_context",
 ]
 
 log = logging.getLogger("mcpbridge.http")
 
-#: One JSON body, or one event of a stream: 64 MiB, the same as a line on stdio.
-DEFAULT_MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
-#: The TCP connection and the TLS handshake (precedent: mcp-remote, 10 s).
-DEFAULT_CONNECT_TIMEOUT: Final = 10.0
-#: The longest wait for the next bytes of a response. Servers send SSE keep-alives
-#: (the Python SDK every 15 s); mcp-remote uses 300 s for headers and body.
-DEFAULT_READ_TIMEOUT: Final = 300.0
-#: Connections kept alive for reuse; more may be open at one time.
-DEFAULT_POOL_SIZE: Final = 64
-#: TCP keep-alive: first probe after 60 s of silence, then every 15 s, 4 probes.
-KEEPALIVE_IDLE: Final = 60
-KEEPALIVE_INTERVAL: Final = 15
-KEEPALIVE_COUNT: Final = 4
-#: The largest piece read from the socket at one time.
-READ_CHUNK: Final = 64 * 1024
 #: Pages of the tool list that a refresh after ``-32020`` reads at most.
 REFRESH_MAX_PAGES: Final = 100
-#: Nesting of a message of the upstream server (the same as on stdio).
-DEFAULT_MAX_DEPTH: Final = 200
-
-ACCEPT: Final = "application/json, text/event-stream"
 #: The methods whose ``Mcp-Name`` header mirrors a parameter, and that parameter.
 NAME_PARAMS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 MARKING_KEY: Final = "x-mcp-header"
@@ -135,45 +142,6 @@ _PER_REQUEST_NAMES: Final = frozenset(
 )
 
 _ids = itertools.count(1)
-
-
-# ---------------------------------------------------------------------------------------------
-# Errors and the authorizer seam
-# ---------------------------------------------------------------------------------------------
-
-
-class HttpStatusError(InvalidResponse):
-    """An HTTP status without a JSON-RPC message: detail ``"HTTP status N"``.
-
-    ``http_status`` holds the status. ``retry_after`` holds the seconds of a
-    ``Retry-After`` header (429 and 503 send one), else ``None``.
-    """
-
-    def __init__(self, status: int, *, retry_after: float | None = None) -> None:
-        super().__init__(f"HTTP status {status}", http_status=status)
-        self.retry_after = retry_after
-
-    @property
-    def transient(self) -> bool:
-        """408, 429 and the 5xx statuses except 501: a later attempt can succeed."""
-        status = self.http_status or 0
-        return status in (408, 429) or (status >= 500 and status != 501)
-
-
-class CaFileError(ConnectFailed):
-    """The CA file of ``--ca-file`` cannot be used; ``detail`` tells why, without the path."""
-
-
-class Authorizer(Protocol):
-    """The seam of the sign-in: the transport asks it for headers and reports challenges."""
-
-    def headers(self) -> dict[str, str]:
-        """The headers of the next request, for example ``Authorization``."""
-        ...
-
-    def on_challenge(self, status: int, www_authenticate: str | None) -> bool:
-        """Handle a 401 or 403; return True to send the request once more with fresh headers."""
-        ...
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,264 +300,25 @@ def filter_tools(result: Any) -> tuple[Any, dict[str, dict[tuple[str, ...], str]
 
 
 # ---------------------------------------------------------------------------------------------
-# Trust and proxies
-# ---------------------------------------------------------------------------------------------
-
-
-def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
-    """A TLS client context: the trust store of the system, plus the PEM certificates of ``ca_file``.
-
-    Raises:
-        CaFileError: ``ca_file`` cannot be read or holds no certificate.
-    """
-    import ssl
-
-    context = ssl.create_default_context()
-    if ca_file is not None:
-        try:
-            context.load_verify_locations(cafile=ca_file)
-        except FileNotFoundError:
-            raise CaFileError("the file does not exist") from None
-        except ssl.SSLError:
-            raise CaFileError("the file holds no PEM certificate that can be used") from None
-        except OSError as exc:
-            raise CaFileError(f"the file cannot be read: {exc.strerror or type(exc).__name__}") from None
-    return context
-
-
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    host = host.lower().strip("[]")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _env(env: Mapping[str, str], name: str) -> tuple[str, str] | None:
-    for key in (name.lower(), name.upper()):
-        value = env.get(key, "").strip()
-        if value:
-            return key, value
-    return None
-
-
-def _bypassed(no_proxy: str, host: str, port: int) -> bool:
-    """Whether ``NO_PROXY`` names ``host`` (a suffix, ``*``, an address or a network, maybe with a port)."""
-    import ipaddress
-
-    try:
-        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
-    except ValueError:
-        address = None
-    for raw in no_proxy.split(","):
-        entry = raw.strip().lower()
-        if not entry:
-            continue
-        if entry == "*":
-            return True
-        entry_host, entry_port = entry, ""
-        if entry.startswith("["):
-            entry_host, _, rest = entry[1:].partition("]")
-            entry_port = rest[1:] if rest.startswith(":") else ""
-        elif entry.count(":") == 1:
-            entry_host, _, entry_port = entry.partition(":")
-        if entry_port and entry_port != str(port):
-            continue
-        if address is not None:
-            try:
-                if address in ipaddress.ip_network(entry_host, strict=False):
-                    return True
-            except ValueError:
-                pass
-            continue
-        entry_host = entry_host.lstrip("*").lstrip(".")
-        if entry_host and (host == entry_host or host.endswith("." + entry_host)):
-            return True
-    return False
-
-
-def proxy_for(url: str, env: Mapping[str, str]) -> tuple[str, str] | None:
-    """The proxy of ``url``: ``(variable name, proxy URL)``, or ``None`` for a direct connection.
-
-    ``https_proxy`` (or ``http_proxy`` for http), then ``all_proxy``, each in
-    lower case before upper case; ``no_proxy`` excludes hosts. A loopback host
-    never goes through a proxy. A proxy URL without a scheme means ``http://``.
-    """
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if not host or _is_loopback(host):
-        return None
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    no_proxy = _env(env, "no_proxy")
-    if no_proxy is not None and _bypassed(no_proxy[1], host, port):
-        return None
-    first = "https_proxy" if parts.scheme == "https" else "http_proxy"
-    for name in (first, "all_proxy"):
-        found = _env(env, name)
-        if found is not None:
-            key, value = found
-            return key, value if "://" in value else "http://" + value
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Exchanges: the link from a cancel token to the socket of one request
-# ---------------------------------------------------------------------------------------------
-
-#: Guards the socket and the aborted flag of each exchange. The socket shutdown happens
-#: under it, so an exchange can never shut a connection that the pool has given to another
-#: request; a shutdown is one short system call.
-_OWNER_LOCK = threading.Lock()
-
-
-class _Why(enum.Enum):
-    CANCEL = "cancel"
-    CLOSE = "close"
-
-
-class _Exchange:
-    """One request in flight and the socket under it: the :class:`~.httpconn.Binding` of the pool."""
-
-    __slots__ = ("sock", "aborted")
-
-    def __init__(self) -> None:
-        self.sock: socket.socket | None = None
-        self.aborted: _Why | None = None
-
-    def bind(self, sock: socket.socket) -> None:
-        with _OWNER_LOCK:
-            self.sock = sock
-            if self.aborted is not None:
-                _shutdown(sock)
-
-    def unbind(self) -> None:
-        with _OWNER_LOCK:
-            self.sock = None
-
-    def abort(self, why: _Why = _Why.CANCEL) -> None:
-        with _OWNER_LOCK:
-            if self.aborted is None:
-                self.aborted = why
-            _shutdown(self.sock)
-
-
-def _shutdown(sock: socket.socket | None) -> None:
-    if sock is not None:
-        try:
-            # The plain socket method: SSLSocket.shutdown would drop its TLS object
-            # under the feet of the thread that reads.
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-
-def _socket_options() -> list[tuple[int, int, int]]:
-    options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
-    idle = getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None)
-    if idle is not None:
-        options.append((socket.IPPROTO_TCP, idle, KEEPALIVE_IDLE))
-    for name, value in (("TCP_KEEPINTVL", KEEPALIVE_INTERVAL), ("TCP_KEEPCNT", KEEPALIVE_COUNT)):
-        number = getattr(socket, name, None)
-        if number is not None:
-            options.append((socket.IPPROTO_TCP, number, value))
-    return options
-
-
-# ---------------------------------------------------------------------------------------------
-# Errors of the I/O edge
-# ---------------------------------------------------------------------------------------------
-
-
-def _seconds(value: float) -> str:
-    return f"{int(value)} s" if value >= 1 and value == int(value) else f"{int(value * 1000)} ms"
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    """The exception and the errors it wraps."""
-    found: list[BaseException] = []
-    stack = [exc]
-    while stack and len(found) < 16:
-        item = stack.pop()
-        if any(item is seen for seen in found):
-            continue
-        found.append(item)
-        for inner in (getattr(item, "reason", None), item.__cause__, item.__context__, *item.args):
-            if isinstance(inner, BaseException):
-                stack.append(inner)
-    return found
-
-
-def _edge_error(exc: BaseException, *, connect_timeout: float, read_timeout: float) -> McpError:
-    """The error of a failed exchange; its detail never holds the URL."""
-    import ssl
-
-    chain = _chain(exc)
-
-    def has(*kinds: type[BaseException]) -> bool:
-        return any(isinstance(item, kinds) for item in chain)
-
-    for item in chain:
-        if isinstance(item, ssl.SSLCertVerificationError):
-            if item.verify_code in (62, 64):  # X509_V_ERR_HOSTNAME_MISMATCH, _IP_ADDRESS_MISMATCH
-                return TransportFailed("TLS: the certificate of the server is not for its host name")
-            return TransportFailed("TLS: the certificate of the server is not trusted")
-    if has(httpconn.ProxyRefused):
-        return TransportFailed("proxy: the proxy did not open a connection to the server")
-    if has(ssl.SSLError):
-        return TransportFailed("TLS: the handshake failed")
-    if has(socket.gaierror):
-        return TransportFailed("connect: the host name does not resolve")
-    if has(ConnectionRefusedError):
-        return TransportFailed("connect: the connection was refused")
-    if has(httpconn.ConnectTimeout):
-        return TransportFailed(f"connect: no connection in {_seconds(connect_timeout)}")
-    if has(httpconn.ConnectionFailed):
-        return TransportFailed("connect: the connection failed")
-    if has(TimeoutError):
-        return TransportFailed(f"read: no data in {_seconds(read_timeout)}")
-    if has(ConnectionResetError, BrokenPipeError):
-        return TransportFailed("the connection was reset")
-    if has(httpconn.UnsupportedEncoding):
-        return InvalidResponse("the content encoding of the response is not valid")
-    if has(httpconn.Disconnected):
-        return TransportFailed("the connection closed before the end of the response")
-    if has(httpconn.InvalidHttp):
-        return TransportFailed(f"the response is not valid HTTP/1.1: {exc}")
-    return TransportFailed(f"the request failed ({type(exc).__name__})")
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(int(value))
-    import email.utils
-
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _status_error(response: httpconn.Response) -> HttpStatusError:
-    return HttpStatusError(response.status, retry_after=_retry_after(response.header("Retry-After")))
-
-
-def _media_type(response: httpconn.Response) -> str:
-    return (response.header("Content-Type") or "").split(";", 1)[0].strip().lower()
-
-
-# ---------------------------------------------------------------------------------------------
 # The transport
 # ---------------------------------------------------------------------------------------------
+
+
+#: The methods without side effects: a request of one of them whose connection broke
+#: after it was written is sent once more, with a new id (the revision says such a
+#: request is lost). Any other request fails with ``transport_failed``.
+REISSUE_METHODS: Final = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/get",
+        "completion/complete",
+    }
+)
 
 
 class _Retry(enum.Enum):
@@ -601,118 +330,11 @@ class _Retry(enum.Enum):
 class _Attempts:
     auth: bool = False
     headers: bool = False
+    busy: bool = False
+    reissued: bool = False
 
 
-def make_pool(
-    url: str,
-    *,
-    ca_file: str | None = None,
-    ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
-    env: Mapping[str, str] | None = None,
-    pool_size: int = DEFAULT_POOL_SIZE,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-    read_timeout: float = DEFAULT_READ_TIMEOUT,
-    headers: Sequence[tuple[str, str | bytes]] = (),
-) -> httpconn.ConnectionPool:
-    """The keep-alive connections to ``url``, through the proxy of its environment.
-
-    The connections trust the system's CA certificates plus ``ca_file`` (the trust
-    store is read at the first TLS connection when neither is given), read nothing
-    from the environment but the proxy variables (loopback is never proxied), keep
-    no cookies and ask for no compression. ``headers`` go into every request.
-
-    Raises:
-        ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
-            other than http and https (the detail names the variable).
-        CaFileError: ``ca_file`` cannot be used.
-    """
-    scheme = urlsplit(url).scheme.lower()
-    if scheme not in ("http", "https"):
-        raise ConnectFailed("the URL does not use http or https")
-    context: ssl.SSLContext | Callable[[], ssl.SSLContext]
-    if ssl_context is not None:
-        context = ssl_context
-    elif ca_file is not None:
-        context = tls_context(ca_file)
-    else:
-        context = tls_context
-    proxy = proxy_for(url, os.environ if env is None else env)
-    proxy_url: str | None = None
-    if proxy is not None:
-        variable, proxy_url = proxy
-        if urlsplit(proxy_url).scheme.lower() not in ("http", "https"):
-            raise ConnectFailed(f"the proxy of {variable.upper()} does not use http or https")
-    return httpconn.ConnectionPool(
-        url,
-        ssl_context=context,
-        proxy=proxy_url,
-        headers=[
-            ("User-Agent", f"mcp-bridge-vscode/{_version()}"),
-            ("Accept-Encoding", "identity"),
-            *headers,
-        ],
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        socket_options=_socket_options(),
-        pool_size=pool_size,
-    )
-
-
-class _ExchangeReading:
-    """How both HTTP transports read the body of an answer and name an aborted exchange.
-
-    The transport gives ``_max_bytes``, ``_connect_timeout`` and ``_read_timeout``.
-    """
-
-    _max_bytes: int
-    _connect_timeout: float
-    _read_timeout: float
-
-    def _aborted(self, exchange: _Exchange, cancel: CancelToken | None) -> McpError:
-        if exchange.aborted is _Why.CLOSE:
-            return Closed("the connection to the upstream server is closed")
-        reason = cancel.reason if cancel is not None else ""
-        return Cancelled(reason or None)
-
-    def _body(self, response: httpconn.Response, exchange: _Exchange, cancel: CancelToken | None) -> bytes:
-        """The whole body (at most the limit); the connection goes back to the pool."""
-        try:
-            body = response.read_body(self._max_bytes)
-        except httpconn.BodyTooLarge:
-            raise InvalidResponse(
-                f"a response longer than {self._max_bytes} bytes", http_status=response.status
-            ) from None
-        except Exception as exc:
-            if exchange.aborted is not None:
-                raise self._aborted(exchange, cancel) from None
-            raise _edge_error(
-                exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
-            ) from None
-        if exchange.aborted is not None:
-            raise self._aborted(exchange, cancel)
-        return body
-
-    def _chunks(
-        self, response: httpconn.Response, exchange: _Exchange, cancel: CancelToken | None
-    ) -> Iterator[bytes]:
-        """The body as it arrives."""
-        while True:
-            try:
-                chunk = response.read1(READ_CHUNK)
-            except Exception as exc:
-                if exchange.aborted is not None:
-                    raise self._aborted(exchange, cancel) from None
-                raise _edge_error(
-                    exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
-                ) from None
-            if exchange.aborted is not None:
-                raise self._aborted(exchange, cancel)
-            if not chunk:
-                return
-            yield chunk
-
-
-class HttpTransport(_ExchangeReading, Transport):
+class HttpTransport(WireReading, Transport):
     """A client transport to one Streamable HTTP URL; see the module docstring.
 
     :param url: the ``http`` or ``https`` URL of the server.
@@ -723,7 +345,8 @@ class HttpTransport(_ExchangeReading, Transport):
     :param ssl_context: a context from :func:`tls_context` instead of ``ca_file``, or a
         function that makes it at the first TLS connection.
     :param connect_timeout: seconds for the connection and the TLS handshake.
-    :param read_timeout: the longest wait for the next bytes of a response.
+    :param read_timeout: the longest wait for the next bytes of any answer; by default each
+        method has its own (:data:`~.httpwire.METHOD_READ_LIMITS`).
     :param authorizer: asked for headers before each request and told of 401 and 403.
     :param env: the environment for the proxy variables (``os.environ`` by default).
 
@@ -742,7 +365,7 @@ class HttpTransport(_ExchangeReading, Transport):
         ca_file: str | None = None,
         ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        read_timeout: float | None = None,
         authorizer: Authorizer | None = None,
         env: Mapping[str, str] | None = None,
         max_depth: int = DEFAULT_MAX_DEPTH,
@@ -767,7 +390,7 @@ class HttpTransport(_ExchangeReading, Transport):
         self._read_timeout = read_timeout
         self._authorizer = authorizer
         self._max_depth = max_depth
-        self._pool = make_pool(
+        self._pool = open_wire(
             url,
             ca_file=ca_file,
             ssl_context=ssl_context,
@@ -779,7 +402,8 @@ class HttpTransport(_ExchangeReading, Transport):
         )
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._in_flight: set[_Exchange] = set()
+        self._in_flight: set[Exchange] = set()
+        self._waits: set[threading.Event] = set()
         self._closed = False
         self._pool_closed = False
         self._markings: dict[str, dict[tuple[str, ...], str]] = {}
@@ -829,8 +453,11 @@ class HttpTransport(_ExchangeReading, Transport):
         with self._lock:
             self._closed = True
             exchanges = list(self._in_flight)
+            waits = list(self._waits)
+        for woken in waits:
+            woken.set()
         for exchange in exchanges:
-            exchange.abort(_Why.CLOSE)
+            exchange.abort(Why.CLOSE)
 
     def close(self, grace: float = 2.0) -> None:
         """Abort the requests in flight, wait at most ``grace`` for them, close the pool."""
@@ -840,8 +467,11 @@ class HttpTransport(_ExchangeReading, Transport):
             self._pool_closed = True
             self._closed = True
             exchanges = list(self._in_flight)
+            waits = list(self._waits)
+        for woken in waits:
+            woken.set()
         for exchange in exchanges:
-            exchange.abort(_Why.CLOSE)
+            exchange.abort(Why.CLOSE)
         deadline = time.monotonic() + grace
         with self._idle:
             while self._in_flight:
@@ -860,8 +490,26 @@ class HttpTransport(_ExchangeReading, Transport):
     def _exchange(
         self, request: Request, cancel: CancelToken | None, deliver: OnMessage, attempts: _Attempts
     ) -> None:
+        sent = request
         while True:
-            retry = self._attempt(request, cancel, deliver, attempts)
+            try:
+                retry = self._attempt(sent, cancel, _same_id(request, sent, deliver), attempts)
+            except StreamBroken as exc:
+                if request.method not in REISSUE_METHODS or attempts.reissued or self._closed:
+                    raise
+                attempts.reissued = True
+                sent = Request(f"mcpbridge-again-{next(_ids)}", request.method, request.params)
+                log.info(
+                    "%s: the connection broke (%s), thus the bridge sends it once more with a new id",
+                    _loggable(request.method),
+                    exc.detail,
+                )
+                continue
+            except HttpStatusError as exc:
+                if not self._wait_busy(request.method, exc, cancel, waited=attempts.busy):
+                    raise
+                attempts.busy = True
+                continue
             if retry is None:
                 return
             if retry is _Retry.HEADERS:
@@ -873,19 +521,19 @@ class HttpTransport(_ExchangeReading, Transport):
         self, request: Request, cancel: CancelToken | None, deliver: OnMessage, attempts: _Attempts
     ) -> _Retry | None:
         """One POST. Returns what to retry, or None when the answer was delivered."""
-        exchange = _Exchange()
+        exchange = Exchange()
         remove = cancel.add_callback(exchange.abort) if cancel is not None else None
         with self._lock:
             if self._closed:
-                exchange.aborted = _Why.CLOSE
+                exchange.aborted = Why.CLOSE
             self._in_flight.add(exchange)
-        response: httpconn.Response | None = None
+        response: WireResponse | None = None
         try:
             if exchange.aborted is not None:
                 raise self._aborted(exchange, cancel)
             response = self._post(request, exchange, cancel)
             status = response.status
-            media = _media_type(response)
+            media = media_type(response)
             log.debug("%s: HTTP status %d (%s)", _loggable(request.method), status, media or "no body")
             if status in (401, 403) and self._authorizer is not None and not attempts.auth:
                 challenge = response.header("WWW-Authenticate")
@@ -898,7 +546,7 @@ class HttpTransport(_ExchangeReading, Transport):
                 return None
             if media == "application/json" and status not in (202, 204):
                 return self._read_json(request, response, exchange, cancel, deliver, attempts)
-            raise _status_error(response)
+            raise status_error(response)
         finally:
             if response is not None:
                 response.close()
@@ -908,22 +556,26 @@ class HttpTransport(_ExchangeReading, Transport):
                 self._in_flight.discard(exchange)
                 self._idle.notify_all()
 
-    def _post(self, request: Request, exchange: _Exchange, cancel: CancelToken | None) -> httpconn.Response:
+    def _post(self, request: Request, exchange: Exchange, cancel: CancelToken | None) -> WireResponse:
         try:
             body = jsonrpc.dumps(jsonrpc.to_obj(request))
         except (TypeError, ValueError):
             raise InvalidRequest("the message cannot be written as JSON") from None
         headers = self._request_headers(request)
         try:
-            return self._pool.request("POST", headers.items(), body, binding=exchange)
-        except httpconn.InvalidHeader:
-            raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
-        except Exception as exc:
+            return self._pool.request(
+                "POST",
+                headers.items(),
+                body,
+                exchange=exchange,
+                read_timeout=read_limit(request.method, self._read_timeout),
+            )
+        except McpError:
             if exchange.aborted is not None:
                 raise self._aborted(exchange, cancel) from None
-            raise _edge_error(
-                exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
-            ) from None
+            raise
+        except ValueError:
+            raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
 
     def _request_headers(self, request: Request) -> dict[str, str | bytes]:
         headers: dict[str, str | bytes] = dict(self._headers)
@@ -950,8 +602,8 @@ class HttpTransport(_ExchangeReading, Transport):
     def _read_json(
         self,
         request: Request,
-        response: httpconn.Response,
-        exchange: _Exchange,
+        response: WireResponse,
+        exchange: Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
         attempts: _Attempts,
@@ -966,7 +618,7 @@ class HttpTransport(_ExchangeReading, Transport):
                 raise InvalidResponse(
                     "the body is not a valid JSON-RPC message", http_status=status
                 ) from None
-            raise _status_error(response) from None
+            raise status_error(response) from None
         del body  # a large body is not kept while the message goes on
         if isinstance(message, ErrorResponse) and message.id in (None, request.id):
             if (
@@ -984,13 +636,13 @@ class HttpTransport(_ExchangeReading, Transport):
             return None
         if 200 <= status < 300:
             raise InvalidResponse("the body is not the response of the request", http_status=status)
-        raise _status_error(response)
+        raise status_error(response)
 
     def _read_stream(
         self,
         request: Request,
-        response: httpconn.Response,
-        exchange: _Exchange,
+        response: WireResponse,
+        exchange: Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
     ) -> None:
@@ -1077,29 +729,25 @@ class HttpTransport(_ExchangeReading, Transport):
         return True
 
 
-def parse_event(event: Event, max_depth: int) -> Message:
-    """The message of an SSE event, parsed from its bytes (a long event is never decoded whole).
+def _same_id(original: Request, sent: Request, deliver: OnMessage) -> OnMessage:
+    """``deliver``, with the response to ``sent`` under the id of ``original``."""
+    if sent is original:
+        return deliver
 
-    Data that is not UTF-8 is parsed as its text, with U+FFFD in place of the bad bytes.
+    def renamed(message: Message) -> None:
+        if isinstance(message, Response) and message.id == sent.id:
+            message = Response(original.id, message.result)
+        elif isinstance(message, ErrorResponse) and message.id == sent.id:
+            message = ErrorResponse(original.id, message.error)
+        deliver(message)
 
-    Raises:
-        FrameError: the event is not a usable message.
-    """
-    try:
-        return jsonrpc.parse(event.raw, max_depth=max_depth)
-    except FrameError:
-        text = event.data
-        if text.encode("utf-8", "surrogatepass") == event.raw:
-            raise
-    return jsonrpc.parse(text, max_depth=max_depth)
+    return renamed
+
+
+def _seconds(value: float) -> str:
+    return f"{int(value)} s" if value >= 1 and value == int(value) else f"{int(value * 1000)} ms"
 
 
 def _loggable(text: str) -> str:
     """A name from the server for a log line: at most 128 characters."""
     return text if len(text) <= 128 else text[:125] + "..."
-
-
-def _version() -> str:
-    from .. import __version__
-
-    return __version__

@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
+from .errorbase import PeerFault
+
 RequestId: TypeAlias = str | int
 
 PARSE_ERROR: Final = -32700
@@ -147,7 +149,7 @@ class ErrorResponse:
 Message: TypeAlias = Request | Notification | Response | ErrorResponse
 
 
-class FrameError(Exception):
+class FrameError(PeerFault):
     """A line that is not a usable JSON-RPC message.
 
     ``cause`` is one of ``parse_error``, ``too_deep``, ``invalid_request_shape``
@@ -249,14 +251,14 @@ def _parse_text(line: bytes | str, max_depth: int) -> Any:
         raw = line
         try:
             text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            raise FrameError("parse_error", detail="invalid UTF-8") from None
+        except UnicodeDecodeError as exc:
+            raise FrameError("parse_error", detail="invalid UTF-8") from exc
     else:
         text = line
         try:
             raw = line.encode("utf-8")
-        except UnicodeEncodeError:
-            raise FrameError("parse_error", detail="a lone surrogate") from None
+        except UnicodeEncodeError as exc:
+            raise FrameError("parse_error", detail="a lone surrogate") from exc
     # A lone backslash is found at memory speed; the two-character search is slower.
     if "\\" in text and "\\u" in text and _has_lone_surrogate(raw):
         raise FrameError("parse_error", detail="a lone surrogate escape")
@@ -277,7 +279,7 @@ def _parse_text(line: bytes | str, max_depth: int) -> Any:
     except RecursionError:
         raise FrameError("too_deep", detail=f"limit: {max_depth} levels") from None
     except (ValueError, TypeError) as exc:
-        raise FrameError("parse_error", detail=type(exc).__name__) from None
+        raise FrameError("parse_error", detail=type(exc).__name__) from exc
     if brackets > max_depth and _depth_exceeds(value, max_depth):
         raise FrameError("too_deep", id=_peek_id(value), detail=f"limit: {max_depth} levels")
     return value
@@ -371,8 +373,8 @@ def _parse_spliced(raw: bytes, max_depth: int, control_free: bool) -> tuple[Any,
     for index, (start, end) in enumerate(spans):
         try:
             values.append(str(view[start:end], "utf-8"))
-        except UnicodeDecodeError:
-            raise FrameError("parse_error", detail="invalid UTF-8") from None
+        except UnicodeDecodeError as exc:
+            raise FrameError("parse_error", detail="invalid UTF-8") from exc
         pieces += (raw[last:start], _CUT_MARK_TEXT, str(index).encode("ascii"))
         last = end
     pieces.append(raw[last:])

@@ -21,18 +21,24 @@ are raw JSON-RPC: the transport adds nothing to them, it only carries them.
   later message carries it and the negotiated ``MCP-Protocol-Version``.
 * After ``notifications/initialized``, the thread ``mcpbridge-legacy-http-stream``
   holds a ``GET`` stream open for the messages that the server sends on its own
-  (list changes, resource updates, requests). When the stream ends it opens a
-  new one with ``Last-Event-ID``, after the ``retry`` time of the server or one
-  second; failures back off up to 30 seconds. A server without such a stream
+  (list changes, resource updates, requests). The first GET carries no
+  ``Last-Event-ID``. When the stream ends it opens it again with the id of the
+  last event of that same stream (never the id of an event of a POST answer),
+  after the ``retry`` time of the server or one second; failures back off up to
+  30 seconds. A server without such a stream
   answers 405, and the thread ends.
 * A 404 on a message that carried a session id means that the session expired:
   the transport sends ``initialize`` again with the first parameters, then
   ``notifications/initialized``, and repeats the message once.
+* A 429 or 503 of a request with a ``Retry-After`` of at most 30 s is waited
+  for once, as in :mod:`.http`.
 * :meth:`close` posts what is queued (for at most its grace), then ends the
   session with ``DELETE``, as a polite client does.
 
-The TLS context, the proxy rules and the error texts are those of
-:mod:`.http`: no log line and no error holds the URL, a header value or a token.
+The wire is that of :mod:`.http` (:mod:`.httpwire`: urllib3, the TLS context,
+the proxy rules, a request sent at most once, the error texts); this transport
+sends nothing again by itself. No log line and no error holds the URL, a header
+value or a token.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from . import httpconn, jsonrpc
+from . import jsonrpc
 from .cancel import CancelToken
 from .errors import (
     Closed,
@@ -54,22 +60,22 @@ from .errors import (
     NotConnected,
     TransportFailed,
 )
-from .http import (
+from .httpwire import (
     ACCEPT,
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_POOL_SIZE,
-    DEFAULT_READ_TIMEOUT,
     Authorizer,
+    Exchange,
     HttpStatusError,
-    _edge_error,
-    _Exchange,
-    _ExchangeReading,
-    _media_type,
-    _Why,
-    make_pool,
+    Why,
+    WireReading,
+    media_type,
+    open_wire,
     parse_event,
+    read_limit,
+    status_error,
 )
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
 from .sse import EventTooLarge, SseParser
@@ -77,6 +83,8 @@ from .transport import OnFrameError, OnMessage, Transport
 
 if TYPE_CHECKING:
     import ssl
+
+    from .httppool import WireResponse
 
 __all__ = ["LegacyHttpTransport"]
 
@@ -109,7 +117,7 @@ class _Expired(Exception):
         self.session = session
 
 
-class LegacyHttpTransport(_ExchangeReading, Transport):
+class LegacyHttpTransport(WireReading, Transport):
     """A client transport to one 2025-11-25 Streamable HTTP URL; see the module docstring.
 
     The parameters are those of :class:`~.http.HttpTransport`.
@@ -129,7 +137,7 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         ca_file: str | None = None,
         ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        read_timeout: float | None = None,
         authorizer: Authorizer | None = None,
         env: Mapping[str, str] | None = None,
         max_depth: int = DEFAULT_MAX_DEPTH,
@@ -142,7 +150,7 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         self._read_timeout = read_timeout
         self._authorizer = authorizer
         self._max_depth = max_depth
-        self._http = make_pool(
+        self._http = open_wire(
             url,
             ca_file=ca_file,
             ssl_context=ssl_context,
@@ -154,7 +162,8 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
 
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._in_flight: set[_Exchange] = set()
+        self._in_flight: set[Exchange] = set()
+        self._waits: set[threading.Event] = set()
         self._closed = False
         self._close_started = False
         self._stopped = threading.Event()
@@ -162,7 +171,6 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         self._version: str | None = None
         self._init_params: dict[str, Any] | None = None
         self._renew_lock = threading.Lock()
-        self._last_event_id = ""
         self._listener: threading.Thread | None = None
         #: Set once the GET stream got its answer (or cannot get one).
         self._stream_ready = threading.Event()
@@ -231,9 +239,12 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         with self._lock:
             self._closed = True
             exchanges = list(self._in_flight)
+            waits = list(self._waits)
+        for woken in waits:
+            woken.set()
         self._stopped.set()
         for exchange in exchanges:
-            exchange.abort(_Why.CLOSE)
+            exchange.abort(Why.CLOSE)
 
     def close(self, grace: float = 2.0) -> None:
         """End the session (``DELETE``), abort what is in flight, stop the threads."""
@@ -247,12 +258,15 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         with self._lock:
             self._closed = True
             exchanges = list(self._in_flight)
+            waits = list(self._waits)
+        for woken in waits:
+            woken.set()
         self._stopped.set()
         self._stream_ready.set()
         with self._queue_ready:
             self._queue_ready.notify_all()
         for exchange in exchanges:
-            exchange.abort(_Why.CLOSE)
+            exchange.abort(Why.CLOSE)
         current = threading.current_thread()
         for thread in (self._poster, self._listener):
             if thread is not None and thread is not current:
@@ -269,10 +283,15 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         if request.method == "initialize" and isinstance(request.params, dict):
             self._init_params = request.params
         renewed = False
+        waited = False
         while True:
             try:
                 self._post(request, cancel, deliver)
                 return
+            except HttpStatusError as exc:
+                if not self._wait_busy(request.method, exc, cancel, waited=waited):
+                    raise
+                waited = True
             except _Expired as expired:
                 if renewed or request.method == "initialize":
                     raise HttpStatusError(404) from None
@@ -284,10 +303,10 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         challenged = False
         while True:
             session = self._session_id
-            exchange = _Exchange()
+            exchange = Exchange()
             remove = cancel.add_callback(exchange.abort) if cancel is not None else None
             self._track(exchange)
-            response: httpconn.Response | None = None
+            response: WireResponse | None = None
             try:
                 response = self._http_call("POST", message, exchange, cancel, session)
                 status = response.status
@@ -312,13 +331,13 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
     def _answer(
         self,
         message: Message,
-        response: httpconn.Response,
-        exchange: _Exchange,
+        response: WireResponse,
+        exchange: Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
     ) -> None:
         status = response.status
-        media = _media_type(response)
+        media = media_type(response)
         method = message.method if isinstance(message, (Request, Notification)) else "an answer"
         log.debug("%s: HTTP status %d (%s)", method[:128], status, media or "no body")
         if not isinstance(message, Request):
@@ -333,9 +352,9 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         if media == "application/json" and status not in (202, 204):
             self._read_json(message, response, exchange, cancel, deliver)
             return
-        raise HttpStatusError(status)
+        raise status_error(response)
 
-    def _remember_session(self, response: httpconn.Response) -> None:
+    def _remember_session(self, response: WireResponse) -> None:
         session = response.header(SESSION_HEADER)
         if session is not None and _visible_ascii(session):
             self._session_id = session
@@ -357,8 +376,8 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
     def _read_json(
         self,
         request: Request,
-        response: httpconn.Response,
-        exchange: _Exchange,
+        response: WireResponse,
+        exchange: Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
     ) -> None:
@@ -387,8 +406,8 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
     def _read_stream(
         self,
         request: Request,
-        response: httpconn.Response,
-        exchange: _Exchange,
+        response: WireResponse,
+        exchange: Exchange,
         cancel: CancelToken | None,
         deliver: OnMessage,
     ) -> None:
@@ -403,12 +422,13 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
 
     def _events(
         self,
-        response: httpconn.Response,
-        exchange: _Exchange,
+        response: WireResponse,
+        exchange: Exchange,
         cancel: CancelToken | None,
         parser: SseParser,
         *,
         strict: bool,
+        last_id: list[str] | None = None,
     ) -> Iterator[Message]:
         for chunk in self._chunks(response, exchange, cancel):
             try:
@@ -416,8 +436,8 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
             except EventTooLarge:
                 raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from None
             for event in events:
-                if event.last_event_id:
-                    self._last_event_id = event.last_event_id
+                if last_id is not None and event.last_event_id:
+                    last_id[0] = event.last_event_id
                 if event.type != "message" or not event.raw:
                     continue
                 try:
@@ -461,7 +481,8 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
                 "DELETE",
                 self._headers_for(session, accept=None).items(),
                 None,
-                timeouts=(min(self._connect_timeout, grace), grace),
+                connect_timeout=min(self._connect_timeout, grace),
+                read_timeout=grace,
             )
             response.close()
             log.debug("the end of the session: HTTP status %d", response.status)
@@ -518,10 +539,16 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
 
     def _listen(self) -> None:
         delay = STREAM_BACKOFF
+        # The id of the last event of this GET stream: sent as Last-Event-ID only to resume
+        # this same stream of this same session (2025-11-25, "Resumability and Redelivery").
+        last_id = [""]
+        stream_session: str | None = None
         while not self._stopped.is_set():
             session = self._session_id
+            if session != stream_session:
+                stream_session, last_id[0] = session, ""
             parser = SseParser(self._max_bytes)
-            outcome = self._listen_once(session, parser)
+            outcome = self._listen_once(session, parser, last_id)
             if outcome in ("unsupported", "expired", "closed"):
                 if outcome == "unsupported":
                     log.debug("the upstream server has no stream for the messages it sends on its own")
@@ -535,13 +562,13 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
             if self._stopped.wait(wait):
                 return
 
-    def _listen_once(self, session: str | None, parser: SseParser) -> str:
-        exchange = _Exchange()
+    def _listen_once(self, session: str | None, parser: SseParser, last_id: list[str]) -> str:
+        exchange = Exchange()
         self._track(exchange)
-        response: httpconn.Response | None = None
+        response: WireResponse | None = None
         try:
             try:
-                response = self._http_call("GET", None, exchange, None, session)
+                response = self._http_call("GET", None, exchange, None, session, resume=last_id[0])
             except McpError as exc:
                 if self._closed:
                     return "closed"
@@ -554,13 +581,13 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
                 return "unsupported"
             if status == 404 and session is not None:
                 return "expired"
-            if status != 200 or _media_type(response) != "text/event-stream":
+            if status != 200 or media_type(response) != "text/event-stream":
                 log.debug("the stream of the upstream server got HTTP status %d", status)
                 return "failed"
             deliver = self._on_message
             assert deliver is not None
             try:
-                for message in self._events(response, exchange, None, parser, strict=False):
+                for message in self._events(response, exchange, None, parser, strict=False, last_id=last_id):
                     deliver(message)
             except McpError as exc:
                 if self._closed:
@@ -591,16 +618,18 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
         self,
         verb: str,
         message: Message | None,
-        exchange: _Exchange,
+        exchange: Exchange,
         cancel: CancelToken | None,
         session: str | None,
-    ) -> httpconn.Response:
+        *,
+        resume: str = "",
+    ) -> WireResponse:
         if exchange.aborted is not None:
             raise self._aborted(exchange, cancel)
         if message is None:
             headers = self._headers_for(session, accept="text/event-stream")
-            if self._last_event_id:
-                headers["Last-Event-ID"] = self._last_event_id
+            if resume:
+                headers["Last-Event-ID"] = resume
             body = None
         else:
             headers = self._headers_for(session, accept=ACCEPT)
@@ -610,23 +639,28 @@ class LegacyHttpTransport(_ExchangeReading, Transport):
             except (TypeError, ValueError):
                 raise InvalidRequest("the message cannot be written as JSON") from None
         try:
-            return self._http.request(verb, headers.items(), body, binding=exchange)
-        except httpconn.InvalidHeader:
-            raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
-        except Exception as exc:
+            method = message.method if isinstance(message, (Request, Notification)) else ""
+            return self._http.request(
+                verb,
+                headers.items(),
+                body,
+                exchange=exchange,
+                read_timeout=read_limit(method, self._read_timeout),
+            )
+        except McpError:
             if exchange.aborted is not None:
                 raise self._aborted(exchange, cancel) from None
-            raise _edge_error(
-                exc, connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
-            ) from None
+            raise
+        except ValueError:
+            raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
 
-    def _track(self, exchange: _Exchange) -> None:
+    def _track(self, exchange: Exchange) -> None:
         with self._lock:
             if self._closed:
-                exchange.aborted = _Why.CLOSE
+                exchange.aborted = Why.CLOSE
             self._in_flight.add(exchange)
 
-    def _untrack(self, exchange: _Exchange) -> None:
+    def _untrack(self, exchange: Exchange) -> None:
         with self._idle:
             self._in_flight.discard(exchange)
             self._idle.notify_all()

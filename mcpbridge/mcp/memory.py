@@ -46,6 +46,17 @@ class _Link:
         self.server_on_message: OnMessage | None = None
         self.server_on_closed: Callable[[], None] | None = None
 
+    def deliver(self, message: Message, *, to_server: bool) -> None:
+        """Give ``message`` to the other end's ``on_message`` on this thread."""
+        with self.lock:
+            if self.closed:
+                raise Closed("the memory link is closed")
+            deliver = self.server_on_message if to_server else self.client_on_message
+        if deliver is None:
+            end = "server" if to_server else "client"
+            raise NotConnected(f"the {end} end of the memory link is not started")
+        deliver(message)
+
     def close(self) -> None:
         with self.lock:
             if self.closed:
@@ -82,14 +93,7 @@ class MemoryClientTransport(Transport):
             Closed: the link is closed.
             NotConnected: the server end is not started.
         """
-        link = self._link
-        with link.lock:
-            if link.closed:
-                raise Closed("the memory link is closed")
-            deliver = link.server_on_message
-        if deliver is None:
-            raise NotConnected("the server end of the memory link is not started")
-        deliver(message)
+        self._link.deliver(message, to_server=True)
 
     def close(self, grace: float = 2.0) -> None:
         """Close the link (both ends)."""
@@ -119,14 +123,7 @@ class MemoryServerTransport(ServerTransport):
             Closed: the link is closed.
             NotConnected: the client end is not started.
         """
-        link = self._link
-        with link.lock:
-            if link.closed:
-                raise Closed("the memory link is closed")
-            deliver = link.client_on_message
-        if deliver is None:
-            raise NotConnected("the client end of the memory link is not started")
-        deliver(message)
+        self._link.deliver(message, to_server=False)
 
     def close(self) -> None:
         """Close the link (both ends)."""

@@ -70,6 +70,7 @@ from typing import Any, Final, TypeVar, overload
 
 from . import protocol, state
 from .cancel import CancelToken
+from .errorbase import BridgeError
 from .errors import Cancelled, InvalidRequest, McpError
 from .framing import KEEP_BYTES, TooLong
 from .jsonrpc import (
@@ -138,7 +139,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 # --------------------------------------------------------------------- errors
 
 
-class RequestError(Exception):
+class RequestError(BridgeError):
     """Raise in a handler to answer with a JSON-RPC error."""
 
     def __init__(self, code: int, message: str, data: Any = NO_DATA) -> None:
@@ -159,7 +160,7 @@ class ResourceNotFound(RequestError):
         super().__init__(INVALID_PARAMS, "Resource not found", {"uri": uri})
 
 
-class ToolError(Exception):
+class ToolError(BridgeError):
     """Raise in a tool to answer with a result that has ``isError: true``.
 
     The message is the text of the result: the model reads it, so say what went
@@ -167,7 +168,7 @@ class ToolError(Exception):
     """
 
 
-class InputRequired(Exception):
+class InputRequired(BridgeError):
     """Raise in a tool, prompt or resource handler to ask the client for input.
 
     ``requests`` maps keys of your choice to input requests made with
@@ -1343,8 +1344,8 @@ def _decode_cursor(kind: str, cursor: Any, length: int) -> int:
         raise invalid
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-    except (binascii.Error, ValueError):
-        raise invalid from None
+    except (binascii.Error, ValueError) as exc:
+        raise invalid from exc
     prefix, _, number = text.partition(":")
     if prefix != kind or not number.isdigit() or _encode_cursor(kind, int(number)) != cursor:
         raise invalid
@@ -1658,7 +1659,7 @@ class ServerConnection:
                     request_state = self.server._signer.verify(params["requestState"], binding=binding)
                 except state.InvalidState as exc:
                     log.info("refused the requestState of request %r: %s", request.id, exc)
-                    raise RequestError(INVALID_PARAMS, "the requestState is not valid") from None
+                    raise RequestError(INVALID_PARAMS, "the requestState is not valid") from exc
         return Context(
             self, request, meta, active.cancel, target=target, input_responses=responses, state=request_state
         )

@@ -33,6 +33,8 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from .errorbase import PeerFault
+
 __all__ = ["Event", "EventTooLarge", "SseError", "SseParser"]
 
 #: Room for the field name and the colon of a line beside its value: a ``data:``
@@ -97,7 +99,7 @@ class Event:
         return f"Event(data={self.data!r}, type={self.type!r}, last_event_id={self.last_event_id!r})"
 
 
-class SseError(Exception):
+class SseError(PeerFault):
     """The event stream cannot be parsed further."""
 
 

@@ -34,6 +34,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from .errorbase import PeerFault
+
 #: How long a state stays valid, in seconds. A person answers a form in
 #: minutes; ten minutes is generous and still bounds a replay.
 STATE_TTL: Final = 600.0
@@ -46,7 +48,7 @@ _VERSION = "v1"
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
 
 
-class InvalidState(Exception):
+class InvalidState(PeerFault):
     """A ``requestState`` that is tampered with, expired, foreign or malformed.
 
     The message names the reason for the server's own log; the client only
@@ -67,8 +69,8 @@ def _b64decode(text: str) -> bytes:
     padded = text + "=" * (-len(text) % 4)
     try:
         data = base64.b64decode(padded, altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError):
-        raise InvalidState("the payload is not base64url") from None
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidState("the payload is not base64url") from exc
     if _b64encode(data) != text:
         raise InvalidState("the payload is not canonical base64url")
     return data
@@ -95,7 +97,7 @@ def sign(key: bytes, value: Any, *, now: float, binding: str = "", ttl: float = 
     try:
         payload_text = _b64encode(_encoder.encode(payload).encode("utf-8"))
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"the state is not a JSON value: {exc}") from None
+        raise ValueError(f"the state is not a JSON value: {exc}") from exc
     signed_text = f"{_VERSION}.{payload_text}"
     token = f"{signed_text}.{_mac(key, signed_text)}"
     if len(token) > MAX_TOKEN_CHARS:
@@ -126,8 +128,8 @@ def verify(key: bytes, token: Any, *, now: float, binding: str = "") -> Any:
     # From here on the payload is ours: it was signed with our key.
     try:
         payload = json.loads(_b64decode(parts[1]).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise InvalidState("the payload is not JSON") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidState("the payload is not JSON") from exc
     if not isinstance(payload, dict) or not isinstance(payload.get("e"), int) or "v" not in payload:
         raise InvalidState("the payload has an unknown form")
     if payload.get("b") != binding:

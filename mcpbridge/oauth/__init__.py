@@ -2,6 +2,7 @@
 
 Modules:
 
+* :mod:`.config`: the options of the sign-in and the kinds of client registration.
 * :mod:`.flow`: pure rules (PKCE, URL and metadata checks, records, token responses).
 * :mod:`.errors`: the errors of the sign-in, one class per cause of the error table.
 * :mod:`.web`: the HTTP client of the sign-in (metadata, registration, tokens).

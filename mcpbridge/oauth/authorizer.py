@@ -49,8 +49,8 @@ from ..mcp.errors import Cancelled, RequestTimeout
 from ..mcp.http import HttpStatusError
 from ..mcp.jsonrpc import Notification
 from ..mcp.transport import Transport
-from ..vscode.args import ClientMetadataDocument, PreRegistered, Registration
 from . import flow
+from .config import ClientMetadataDocument, PreRegistered, Registration, SignInOptions
 from .errors import (
     AccessRefused,
     InvalidClientMetadataUrl,
@@ -66,14 +66,12 @@ from .errors import (
 )
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
 from .receiver import PortBusy, probe
-from .signin import SignIn
+from .signin import Consent, SignIn
 from .store import IndexedStore, OpenedStore
 
 if TYPE_CHECKING:
     import ssl
 
-    from ..bridge.frontend import Frontend
-    from ..vscode.args import Settings
     from .web import WebClient
 
 __all__ = ["AuthorizedClient", "OAuthAuthorizer", "OAuthConfig", "OAuthSession", "start_oauth"]
@@ -232,7 +230,7 @@ class OAuthAuthorizer:
                         "the upstream server refused the request after the sign-in (HTTP status %d)",
                         exc.http_status,
                     )
-                    raise AccessRefused(f"HTTP status {exc.http_status}") from None
+                    raise AccessRefused(f"HTTP status {exc.http_status}") from exc
                 raise
             except RequestTimeout:
                 if scope.stopped is not None:
@@ -281,7 +279,7 @@ class OAuthAuthorizer:
         try:
             self.store.open()
         except StoreOpenError as exc:
-            raise SignInFailed(f"the token store did not open: {exc.detail}") from None
+            raise SignInFailed(f"the token store did not open: {exc.detail}") from exc
 
     def _from_index(self) -> Record | None:
         try:
@@ -495,7 +493,7 @@ class OAuthAuthorizer:
                 left = stored.without_tokens()
                 self._save(left)
                 return left
-            raise SignInFailed(f"refresh: {problem}") from None
+            raise SignInFailed(f"refresh: {problem}") from problem
         record = Record(
             stored.key,
             stored.registration,
@@ -551,12 +549,12 @@ class OAuthAuthorizer:
                 attempt = self.sign_in.attempt(
                     state=state, probe=digest, cancel=scope.cancel, deadline=scope.deadline
                 )
-            except PortBusy:
+            except PortBusy as exc:
                 if followed or not self._follow(digest, scope):
                     log.warning(
                         "the bridge cannot listen on the redirect port %d: it is in use", self.config.port
                     )
-                    raise RedirectPortUnavailable("address_in_use", port=self.config.port) from None
+                    raise RedirectPortUnavailable("address_in_use", port=self.config.port) from exc
                 followed = True
                 found = self._load(key)
                 if found is not None and found.usable(self._clock()) and found.access_token != used:
@@ -603,7 +601,7 @@ class OAuthAuthorizer:
                 log.warning("the token request of the sign-in failed: %s", problem)
                 if problem.drops_client:
                     self._delete(key)
-                raise SignInFailed(f"token request: {problem}") from None
+                raise SignInFailed(f"token request: {problem}") from problem
             record = Record(
                 key,
                 self._stored_registration(registration),
@@ -623,14 +621,14 @@ class OAuthAuthorizer:
             )
         except flow.RedirectProblem as exc:
             log.warning("the redirect of the sign-in is not valid: %s", exc)
-            raise SignInFailed(str(exc)) from None
-        except flow.AuthorizationDenied:
+            raise SignInFailed(str(exc)) from exc
+        except flow.AuthorizationDenied as exc:
             log.warning("the authorization server refused the access")
-            raise SignInDenied() from None
+            raise SignInDenied() from exc
         except flow.AuthorizationError as exc:
             detail = f"error {exc.code}" if exc.code else None
             log.warning("the authorization server sent an error for the sign-in: %s", detail or "unknown")
-            raise SignInAuthorizationError(detail) from None
+            raise SignInAuthorizationError(detail) from exc
 
     def _follow(self, digest: str, scope: _Scope) -> bool:
         """Wait for the sign-in of another process on the redirect port; False when there is none."""
@@ -711,26 +709,18 @@ class OAuthSession:
 
         return connect
 
-    def attach(self, frontend: Frontend) -> None:
-        """Let the sign-ins after ``notifications/initialized`` ask the client of ``frontend``."""
-        from .signin import FrontendConsent
+    def attach(self, consent: Consent) -> Callable[[], None]:
+        """Let the sign-ins after ``notifications/initialized`` ask the client through ``consent``.
 
+        Returns the hook of ``notifications/initialized`` of that client.
+        """
         gate = self.authorizer.sign_in.gate
-        gate.consent = FrontendConsent(frontend)
-        frontend.on_initialized = gate.client_initialized
-
-
-def secret_variables(settings: Settings) -> set[str]:
-    """The variables that a browser program must not get."""
-    from ..vscode.args import CLIENT_SECRET_VARIABLE, TOKEN_KEY_VARIABLE
-
-    names = {CLIENT_SECRET_VARIABLE, TOKEN_KEY_VARIABLE}
-    names.update(h.from_env for h in settings.headers if h.from_env)
-    return names
+        gate.consent = consent
+        return gate.client_initialized
 
 
 def start_oauth(
-    settings: Settings,
+    options: SignInOptions,
     *,
     ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext],
     env: Mapping[str, str],
@@ -748,13 +738,11 @@ def start_oauth(
     from .signin import Gate, Opener, SignInSettings
     from .store import DeferredStore, check_options, open_store
 
-    assert settings.url is not None and settings.registration is not None
-    check_options(settings.token_store, key=settings.token_key, key_file=settings.token_key_file, env=env)
+    check_options(options.token_store, key=options.token_key, key_file=options.token_key_file, env=env)
 
     def open_token_store() -> OpenedStore:
-        return open_store(
-            settings.token_store, key=settings.token_key, key_file=settings.token_key_file, env=env
-        )
+        key, key_file = options.token_key, options.token_key_file
+        return open_store(options.token_store, key=key, key_file=key_file, env=env)
 
     def make_web() -> WebClient:
         from .web import WebClient
@@ -764,14 +752,14 @@ def start_oauth(
 
     sign_in = SignIn(
         SignInSettings(
-            port=settings.redirect_port,
-            timeout=settings.sign_in_timeout,
-            no_browser=settings.no_browser,
+            port=options.redirect_port,
+            timeout=options.sign_in_timeout,
+            no_browser=options.no_browser,
             sandbox=env.get("SANDBOX_RUNTIME", "").strip() == "1",
         ),
         Gate(),
-        Opener(env, secret_variables(settings)),
+        Opener(env, options.secret_variables),
     )
-    config = OAuthConfig(settings.url, settings.account, settings.redirect_port, settings.registration)
+    config = OAuthConfig(options.url, options.account, options.redirect_port, options.registration)
     authorizer = OAuthAuthorizer(config, IndexedStore(DeferredStore(open_token_store)), make_web, sign_in)
     return OAuthSession(authorizer)

@@ -42,7 +42,7 @@ def discover_resource(web: WebClient, url: str, from_challenge: str | None) -> R
         try:
             answer = web.get_json(candidate)
         except WebError as exc:
-            raise SignInFailed(f"resource metadata: {exc}") from None
+            raise SignInFailed(f"resource metadata: {exc}") from exc
         if answer.status != 200 or answer.json is None:
             continue
         try:
@@ -67,7 +67,7 @@ def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
         try:
             answer = web.get_json(candidate)
         except WebError as exc:
-            raise SignInFailed(f"authorization server metadata: {exc}") from None
+            raise SignInFailed(f"authorization server metadata: {exc}") from exc
         if answer.status != 200 or answer.json is None:
             continue
         try:
@@ -94,11 +94,11 @@ def register(web: WebClient, server: ServerMetadata, redirect: str) -> ClientReg
     try:
         answer = web.post_json(endpoint, flow.registration_body(redirect, server))
     except WebError as exc:
-        raise SignInFailed(f"registration: {exc}") from None
+        raise SignInFailed(f"registration: {exc}") from exc
     try:
         registration = flow.parse_registration(answer.status, answer.json)
     except flow.RegistrationProblem as exc:
-        raise RegistrationFailed(str(exc), redirect_uri=redirect) from None
+        raise RegistrationFailed(str(exc), redirect_uri=redirect) from exc
     log.info("the authorization server registered the bridge as a client")
     return registration
 
@@ -115,7 +115,7 @@ def _token_request(
     try:
         answer = web.post_form(server.token_endpoint, body, headers)
     except WebError as exc:
-        raise SignInFailed(f"{what}: {exc}") from None
+        raise SignInFailed(f"{what}: {exc}") from exc
     return flow.parse_token_response(answer.status, answer.json, now)
 
 

@@ -1,10 +1,11 @@
 """The errors of the sign-in.
 
-Each class is one cause of the error table of the bridge
+Each class names one cause of the error table of the bridge
 (:data:`mcpbridge.bridge.errortable.ERRORS`). Some messages of that table have
 placeholders (``{seconds}``, ``{port}``, ``{redirect_uri}``, ``{name}``); a
-:class:`SignInError` carries their values and builds its error object with
-:meth:`SignInError.error_object`.
+:class:`SignInError` carries their values in ``placeholders``, and the error
+table builds the error object (:func:`mcpbridge.bridge.errortable.error_from_sign_in`):
+this layer does not know the table.
 
 ``detail`` is a short text without a secret, a token, a code or a URL: an error
 code of the authorization server, an HTTP status, the name of a failed check.
@@ -12,11 +13,13 @@ code of the authorization server, an HTTP status, the name of a failed check.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from ..mcp.errorbase import BridgeError, LocalFault
 from ..mcp.errors import McpError
 
 __all__ = [
+    "OAuthError",
     "AccessRefused",
     "BrowserLaunchFailed",
     "InvalidClientMetadataUrl",
@@ -39,7 +42,11 @@ __all__ = [
 ]
 
 
-class SignInError(McpError):
+class OAuthError(BridgeError):
+    """The root of the errors of :mod:`mcpbridge.oauth`."""
+
+
+class SignInError(McpError, OAuthError):
     """A sign-in that failed; the root of the sign-in causes."""
 
     cause: ClassVar[str] = "sign_in_failed"
@@ -48,12 +55,6 @@ class SignInError(McpError):
         super().__init__(detail)
         #: The values of the placeholders of the message of the cause.
         self.placeholders = placeholders
-
-    def error_object(self) -> dict[str, Any]:
-        """The JSON-RPC error object of the bridge for this failure."""
-        from ..bridge import errortable
-
-        return errortable.error_object(self.cause, self.detail, **self.placeholders)
 
 
 class SignInFailed(SignInError):
@@ -149,7 +150,7 @@ class Sandbox(SignInError):
     cause = "sandbox"
 
 
-class StoreError(Exception):
+class StoreError(OAuthError, LocalFault):
     """A token store failed. ``name`` is the kind of the failure, ``detail`` says more.
 
     Names: ``KeychainUnavailable``, ``KeychainLocked``, ``KeychainFailed``,
@@ -171,5 +172,5 @@ class StoreOpenError(StoreError):
     """A token store did not open: the executable exits with 2."""
 
 
-class InvalidRecord(Exception):
+class InvalidRecord(OAuthError, LocalFault):
     """A stored record that is not valid: tampered, moved, truncated, or of another key."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import json
 import re
 import struct
@@ -23,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
-from .errors import InvalidRecord
+from ..mcp.errorbase import PeerFault
+from .errors import InvalidRecord, OAuthError
 
 # ---------------------------------------------------------------------------------------------
 # Identity (part of the stored records: never change these)
@@ -218,8 +218,8 @@ def _required_str(obj: Mapping[str, Any], name: str) -> str:
 def _json_object(data: bytes) -> dict[str, Any]:
     try:
         obj = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise InvalidRecord("not JSON") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidRecord("not JSON") from exc
     if not isinstance(obj, dict):
         raise InvalidRecord("not a JSON object")
     return obj
@@ -333,17 +333,6 @@ _BAD_PERCENT: Final = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _IPV6_TEXT: Final = re.compile(r"[0-9A-Fa-f:.]+\Z")
 _PORT: Final = re.compile(r"[0-9]{1,5}\Z")
 _HOST: Final = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=%]+\Z")
-
-
-def is_loopback_host(host: str) -> bool:
-    """``localhost``, ``*.localhost``, 127.0.0.0/8 or ``[::1]``."""
-    host = host.lower().strip("[]")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _authority_problem(authority: str) -> str | None:
@@ -571,7 +560,7 @@ def parse_challenge(header: str | None) -> Challenge | None:
 # ---------------------------------------------------------------------------------------------
 
 
-class MetadataProblem(Exception):
+class MetadataProblem(OAuthError, PeerFault):
     """Metadata that the bridge cannot use; the message is a short name (``ResourceMismatch``)."""
 
 
@@ -740,15 +729,15 @@ class Redirect:
     iss: str | None
 
 
-class RedirectProblem(Exception):
+class RedirectProblem(OAuthError, PeerFault):
     """The redirect is not valid for this sign-in; the message is a short name."""
 
 
-class AuthorizationDenied(Exception):
+class AuthorizationDenied(OAuthError, PeerFault):
     """The authorization server answered ``access_denied``."""
 
 
-class AuthorizationError(Exception):
+class AuthorizationError(OAuthError, PeerFault):
     """Another error of the authorization server; ``code`` is kept when it is a plain code."""
 
     def __init__(self, code: str | None) -> None:
@@ -821,7 +810,7 @@ def parse_registration(status: int, doc: Any) -> ClientRegistration:
     return ClientRegistration(client_id, secret, method)
 
 
-class RegistrationProblem(Exception):
+class RegistrationProblem(OAuthError, PeerFault):
     """A refused registration; the message is the detail (``registration: HTTP status 400``)."""
 
 
@@ -864,7 +853,7 @@ class TokenResponse:
     scopes: tuple[str, ...] | None
 
 
-class TokenProblem(Exception):
+class TokenProblem(OAuthError, PeerFault):
     """A token request that failed.
 
     ``error`` is the OAuth error code when the server sent a plain one;

@@ -47,6 +47,8 @@ from typing import Final
 from urllib.parse import parse_qsl
 
 from ..mcp.cancel import CancelToken
+from ..mcp.errorbase import LocalFault, PeerFault
+from .errors import OAuthError
 from .flow import Redirect, b64url
 
 __all__ = [
@@ -103,19 +105,19 @@ LATE_PAGE: Final = _page(
 )
 
 
-class PortBusy(Exception):
+class PortBusy(OAuthError, LocalFault):
     """Another program listens on the redirect port."""
 
 
-class ListenFailed(Exception):
+class ListenFailed(OAuthError, LocalFault):
     """The receiver cannot listen on the redirect port for another reason."""
 
 
-class StartReused(Exception):
+class StartReused(OAuthError):
     """The start URL got a second request before the redirect."""
 
 
-class WaitEnded(Exception):
+class WaitEnded(OAuthError):
     """The wait ended without a redirect; ``reason`` is ``timeout``, ``canceled`` or ``stopped``."""
 
     def __init__(self, reason: str) -> None:
@@ -201,8 +203,8 @@ class Receiver:
         except OSError as exc:
             listener.close()
             if exc.errno in _IN_USE:
-                raise PortBusy() from None
-            raise ListenFailed(exc.strerror or type(exc).__name__) from None
+                raise PortBusy() from exc
+            raise ListenFailed(exc.strerror or type(exc).__name__) from exc
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -515,7 +517,7 @@ class Receiver:
                 return
 
 
-class _HeadTooLarge(Exception):
+class _HeadTooLarge(OAuthError, PeerFault):
     pass
 
 

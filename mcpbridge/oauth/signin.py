@@ -36,12 +36,13 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 from ..mcp.cancel import CancelToken
 from ..mcp.errors import Cancelled
 from . import flow
 from .errors import (
+    OAuthError,
     ReauthorizationRequired,
     RedirectPortUnavailable,
     Sandbox,
@@ -53,14 +54,10 @@ from .errors import (
 from .flow import Redirect
 from .receiver import ListenFailed, Receiver, StartReused, WaitEnded
 
-if TYPE_CHECKING:
-    from ..bridge.frontend import Frontend
-
 __all__ = [
     "Attempt",
     "Consent",
     "ConsentEnded",
-    "FrontendConsent",
     "Gate",
     "Opener",
     "SignIn",
@@ -166,7 +163,7 @@ def _reap() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-class ConsentEnded(Exception):
+class ConsentEnded(OAuthError):
     """The question to the client ended without an answer: ``canceled``, ``timeout`` or ``closed``."""
 
     def __init__(self, reason: str) -> None:
@@ -196,38 +193,6 @@ class Consent(Protocol):
     def complete(self, elicitation_id: str) -> None:
         """Tell the client that the elicitation is over."""
         ...
-
-
-class FrontendConsent:
-    """:class:`Consent` through the front end: ``elicitation/create`` in URL mode."""
-
-    def __init__(self, frontend: Frontend) -> None:
-        self._frontend = frontend
-
-    def url_elicitation(self) -> bool:
-        from ..bridge.input import ClientKinds
-
-        return ClientKinds.from_capabilities(self._frontend.client_capabilities).url
-
-    def new_elicitation_id(self) -> str:
-        return self._frontend.next_elicitation_id()
-
-    def ask(
-        self, url: str, message: str, elicitation_id: str, *, timeout: float, cancel: CancelToken
-    ) -> bool:
-        from ..bridge.pending import WaitEnded as PendingEnded
-
-        try:
-            return self._frontend.ask_url_consent(
-                url, message, elicitation_id, timeout=timeout, cancel=cancel
-            )
-        except PendingEnded as ended:
-            raise ConsentEnded(ended.reason) from None
-
-    def complete(self, elicitation_id: str) -> None:
-        from ..bridge.input import ELICITATION_COMPLETE
-
-        self._frontend.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
 
 
 class Gate:
@@ -362,7 +327,7 @@ class SignIn:
             receiver.listen()
         except ListenFailed as exc:
             log.warning("the bridge cannot listen on the redirect port %d: %s", settings.port, exc)
-            raise RedirectPortUnavailable("listen_failed", port=settings.port) from None
+            raise RedirectPortUnavailable("listen_failed", port=settings.port) from exc
         return Attempt(self, receiver, delivery, cancel, deadline)
 
 
@@ -458,10 +423,10 @@ class Attempt:
         except ConsentEnded as ended:
             if ended.reason == "canceled":
                 log.info("the sign-in stopped: the client canceled the request")
-                raise Cancelled(cancel.reason or None) from None
+                raise Cancelled(cancel.reason or None) from ended
             if ended.reason == "closed":
                 log.info("the sign-in stopped: the connection closed")
-                raise SignInFailed("closed") from None
+                raise SignInFailed("closed") from ended
             accepted = False
         if not accepted:
             log.info("the client did not open the URL of the sign-in")
@@ -474,21 +439,21 @@ class Attempt:
     def _wait_redirect(self, deadline: float, seconds: int, opened: bool) -> Redirect:
         try:
             return self.receiver.wait(deadline, self._cancel)
-        except StartReused:
+        except StartReused as exc:
             log.warning(
                 "the start URL of the sign-in received a second request, thus the bridge stopped the sign-in"
             )
-            raise SignInStartReused() from None
+            raise SignInStartReused() from exc
         except WaitEnded as ended:
             if ended.reason == "canceled":
                 reason = self._cancel.reason if self._cancel is not None else ""
                 log.info("the sign-in stopped: %s", reason or "the request was canceled")
-                raise Cancelled(reason or None) from None
+                raise Cancelled(reason or None) from ended
             if ended.reason == "stopped":
                 log.info("the sign-in stopped: the connection closed")
-                raise SignInFailed("closed") from None
+                raise SignInFailed("closed") from ended
             text = f"The sign-in did not complete in {seconds} s."
             if not opened:
                 text += " The browser did not open. Open the URL of the sign-in line in a browser."
             log.warning("%s", text)
-            raise SignInTimeout(seconds=seconds, name=flow.PROGRAM) from None
+            raise SignInTimeout(seconds=seconds, name=flow.PROGRAM) from ended

@@ -1,11 +1,13 @@
 """The HTTP client of the sign-in: metadata, registration and token requests.
 
-It has the trust, the proxy and the limits of the HTTP transport of the
-upstream server: the TLS context of the system plus ``--ca-file``,
-``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY`` (a loopback host never goes through
-a proxy), ``Accept-Encoding: identity``, no redirects, no cookies, no
-``.netrc``. A body is at most :data:`MAX_BODY_BYTES`. Each request is bounded
-by a connect and a read time limit.
+It has the trust, the proxy rules, the retry policy and the error texts of the
+HTTP transport of the upstream server (:mod:`mcpbridge.mcp.httpwire`): the TLS
+context of the system verifier plus ``--ca-file``,
+``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY`` as :func:`~mcpbridge.mcp.httpwire.proxy_for`
+resolves them (a loopback host never goes through a proxy), nothing sent twice,
+``Accept-Encoding: identity``, no redirects, no cookies, no ``.netrc``. A body
+is at most :data:`MAX_BODY_BYTES`. Each request is bounded by a connect and a
+read time limit.
 
 No error and no log line holds a URL, a form value or a token.
 """
@@ -19,7 +21,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-from ..mcp.http import proxy_for
+from ..mcp.httpwire import proxy_for
+from .errors import OAuthError
 
 if TYPE_CHECKING:
     import requests
@@ -34,7 +37,7 @@ CONNECT_TIMEOUT: Final = 10.0
 READ_TIMEOUT: Final = 30.0
 
 
-class WebError(Exception):
+class WebError(OAuthError):
     """A request of the sign-in that got no HTTP answer; the message is a short detail."""
 
 
@@ -105,6 +108,18 @@ class WebClient:
     def close(self) -> None:
         self._session.close()
 
+    def _describe(self, exc: BaseException) -> str:
+        """A detail of a failed request without the URL: the text of the HTTP transport's edge.
+
+        requests wraps the error of urllib3 as its first argument.
+        """
+        from ..mcp.httppool import edge_error
+
+        inner = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) else exc
+        connect, read = self._timeouts
+        error = edge_error(inner, connect_timeout=connect, read_timeout=read)
+        return error.detail or error.cause
+
     def _send(self, method: str, url: str, *, headers: Mapping[str, str], data: Any = None) -> WebResponse:
         import requests
 
@@ -126,7 +141,7 @@ class WebClient:
                 verify=True,
             )
         except requests.RequestException as exc:
-            raise WebError(_describe(exc)) from None
+            raise WebError(self._describe(exc)) from exc
         try:
             length = response.headers.get("Content-Length", "")
             if length.isdigit() and int(length) > MAX_BODY_BYTES:
@@ -140,54 +155,23 @@ class WebClient:
                         raise WebError(f"an answer longer than {MAX_BODY_BYTES} bytes")
                     chunks.append(chunk)
             except requests.RequestException as exc:
-                raise WebError(_describe(exc)) from None
+                raise WebError(self._describe(exc)) from exc
             media = (response.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
             return WebResponse(response.status_code, b"".join(chunks), media)
         finally:
             response.close()
 
 
-def _describe(exc: BaseException) -> str:
-    """A detail of a failed request without the URL (the texts of requests have it)."""
-    seen: list[BaseException] = []
-    stack: list[BaseException] = [exc]
-    while stack and len(seen) < 16:
-        item = stack.pop()
-        if any(item is s for s in seen):
-            continue
-        seen.append(item)
-        for inner in (getattr(item, "reason", None), item.__cause__, item.__context__, *item.args):
-            if isinstance(inner, BaseException):
-                stack.append(inner)
-    for item in seen:
-        if isinstance(item, ssl.SSLCertVerificationError):
-            return "TLS: the certificate of the server is not trusted"
-    names = {type(item).__name__ for item in seen}
-    if names & {"SSLError"}:
-        return "TLS: the handshake failed"
-    if names & {"ConnectTimeout", "ConnectTimeoutError"}:
-        return "connect: no connection in time"
-    if names & {"ReadTimeout", "ReadTimeoutError", "TimeoutError"}:
-        return "read: no data in time"
-    if names & {"ProxyError"}:
-        return "proxy: the proxy did not open a connection"
-    if names & {"ConnectionRefusedError"}:
-        return "connect: the connection was refused"
-    if names & {"NameResolutionError", "gaierror"}:
-        return "connect: the host name does not resolve"
-    if names & {"ConnectionError", "NewConnectionError", "ProtocolError"}:
-        return "connect: the connection failed"
-    return f"the request failed ({type(exc).__name__})"
-
-
 def _adapter(ssl_context: ssl.SSLContext) -> Any:
     import requests.adapters
+
+    from ..mcp.httppool import SEND_ONCE
 
     class Adapter(requests.adapters.HTTPAdapter):
         """One TLS context; no certifi bundle."""
 
         def __init__(self) -> None:
-            super().__init__(pool_connections=4, pool_maxsize=8, max_retries=0)
+            super().__init__(pool_connections=4, pool_maxsize=8, max_retries=SEND_ONCE)
 
         def init_poolmanager(
             self, connections: int, maxsize: int, block: bool = False, **kwargs: Any

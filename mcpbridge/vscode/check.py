@@ -38,7 +38,7 @@ from ..bridge.translate import client_capabilities_for_upstream
 from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.jsonrpc import METHOD_NOT_FOUND
 from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
-from . import args
+from . import settings as args
 
 __all__ = ["Report", "check", "run_check", "render_text"]
 
@@ -664,13 +664,11 @@ def _diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, s
 
 
 def _colors(stream: TextIO) -> Callable[[str, str], str] | None:
-    """Color the words of the report on a terminal (with typer), else nothing."""
+    """Color the words of the report on a terminal (with typer's styles), else nothing: a pipe,
+    a file and ``--json`` get plain text."""
     if not getattr(stream, "isatty", lambda: False)() or os.environ.get("NO_COLOR"):
         return None
-    try:
-        import typer
-    except ImportError:  # pragma: no cover - typer is a dependency
-        return None
+    import typer
 
     def color(text: str, name: str) -> str:
         return typer.style(text, fg=name, bold=name == "red")

@@ -35,7 +35,7 @@ from ..oauth.store import (
     read_key_file,
     token_directory,
 )
-from . import args
+from . import settings as args
 
 __all__ = ["logout"]
 

@@ -1,68 +1,23 @@
-"""The executable ``mcp-bridge-vscode``: command line, logging, exit codes and the watchdog.
+"""The command form: serve VS Code on stdio in front of an upstream command.
 
-Exit codes: 0 at the end of stdin (also before initialize, and after a failure
-of an upstream URL); 1 after the loss of the upstream command or an internal
-error; 2 for arguments that are not valid.
+``mcp-bridge-vscode [options] -- <command> [args...]``. The bridge exits with 0 at
+the end of stdin, and with 1 when the upstream command stops.
 """
 
 from __future__ import annotations
 
-import gc
-import logging
-import os
-import signal
 import sys
-import threading
-from collections.abc import Sequence
 
-from .. import __version__, log
-from . import args
-
-#: The watchdog stops the bridge this long after the end of stdin. VS Code sends
-#: SIGTERM 10 s after it closes stdin and kills the tree after 20 s.
-WATCHDOG_SECONDS = 8.0
-
-logger = logging.getLogger("mcpbridge.vscode")
+from .. import __version__
+from . import settings as args
+from .serving import serve
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Run the command line and exit the process with its code."""
-    code = run(list(sys.argv[1:] if argv is None else argv))
-    _exit(code)
+def main() -> None:
+    """The entry point of an installation made before the command line moved to :mod:`.cli`."""
+    from .cli import main as cli_main
 
-
-def run(argv: list[str]) -> int:
-    try:
-        parsed = args.parse(argv, os.environ)
-    except args.ArgError as exc:
-        log.write_line("vscode", "error", exc.diagnostic)
-        sys.stderr.write("\n" + args.USAGE)
-        sys.stderr.flush()
-        return exc.exit_code
-    if isinstance(parsed, args.ShowHelp):
-        sys.stdout.write(args.USAGE)
-        sys.stdout.flush()
-        return 0
-    if isinstance(parsed, args.ShowVersion):
-        sys.stdout.write(args.version_line(__version__))
-        sys.stdout.flush()
-        return 0
-    log.configure(parsed.log_level)
-    for warning in parsed.warnings:
-        logger.warning("%s", warning)
-    if parsed.form is args.Form.COMMAND:
-        return serve_command(parsed)
-    if parsed.form is args.Form.URL:
-        from .serve_url import serve_url
-
-        return serve_url(parsed)
-    if parsed.form is args.Form.LOGOUT:
-        from .logout import logout
-
-        return logout(parsed)
-    from .check import check
-
-    return check(parsed)
+    cli_main()
 
 
 def serve_command(settings: args.Settings) -> int:
@@ -83,150 +38,3 @@ def serve_command(settings: args.Settings) -> int:
     upstream = StdioUpstream(settings.command, max_line_bytes=settings.max_line_bytes)
     frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, upstream.connect, options, legacy=upstream)
     return serve(frontend, keep_freed_memory=True)
-
-
-def serve(frontend: object, *, keep_freed_memory: bool = False) -> int:
-    """Run the front end with the watchdog and SIGTERM; the exit code.
-
-    ``keep_freed_memory``: the large frames pass on one thread (the upstream reader
-    of the stdio form), so its heap keeps the memory of one large frame for the
-    next, and gives it back once they stop. Else every large block is returned at
-    once (with many slot threads, each heap would keep its own).
-    """
-    from ..bridge.frontend import Ended, Frontend
-
-    assert isinstance(frontend, Frontend)
-    watchdog = Watchdog(frontend)
-    frontend.on_eof = watchdog.arm
-    _stop_on_sigterm(frontend)
-    if keep_freed_memory:
-        _keep_large_blocks()
-        frontend.release_memory = _trim_heap
-    else:
-        _release_large_blocks()
-    _widen_stdio_pipes()
-    # What exists now (the modules, the settings) lives as long as the process: out of
-    # the collector's sight, a full collection walks only what the connection made.
-    gc.freeze()
-    ended = frontend.run()
-    return 1 if ended is Ended.UPSTREAM_LOST else 0
-
-
-def _widen_stdio_pipes() -> None:
-    """Let the pipes of stdin and stdout hold 1 MiB (Linux; 64 KiB by default).
-
-    A large result then goes to VS Code in 16 writes for 16 MiB, not 256 with a
-    wake-up of each side for each. Not a pipe, or over the system's limit: no change.
-    """
-    try:
-        import fcntl
-    except ImportError:  # not a POSIX system
-        return
-    for stream in (sys.stdin, sys.stdout):
-        try:
-            fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1024 * 1024)
-        except (OSError, ValueError, AttributeError):
-            pass
-
-
-def _release_large_blocks() -> None:
-    """Serve blocks of 128 KiB and more with mmap, so a freed 16 MiB frame goes back to the system.
-
-    glibc otherwise keeps such blocks in the heap of each thread that freed them, and a
-    few large results make the bridge's memory grow by several times their size.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
-def _keep_large_blocks() -> None:
-    """Serve blocks up to 32 MiB from the heap and keep them when freed, for the next large frame.
-
-    Fresh pages cost a page fault each (4 KiB): a 16 MiB frame in fresh memory costs
-    more than its parse. The watcher gives the memory back once the large frames stop
-    (:func:`_trim_heap`).
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        # One heap for all threads: malloc_trim gives back the free top of the main
-        # heap only (the threads take turns under the interpreter's lock anyway).
-        libc.mallopt(-8, 1)  # M_ARENA_MAX
-        libc.mallopt(-3, 32 * 1024 * 1024)  # M_MMAP_THRESHOLD: glibc's largest
-        libc.mallopt(-1, 128 * 1024 * 1024)  # M_TRIM_THRESHOLD: the heap keeps what it freed
-    except (OSError, AttributeError):
-        pass
-
-
-def _trim_heap() -> None:
-    """Give the free memory of every heap back to the system (glibc's ``malloc_trim``).
-
-    glibc keeps a freed large block for the next one, which then costs no fresh
-    pages (a page fault for each 4 KiB); the watcher calls this once the large
-    frames stopped.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
-def _stop_on_sigterm(frontend: object) -> None:
-    from ..bridge.frontend import Frontend
-
-    assert isinstance(frontend, Frontend)
-
-    def on_signal(signum: int, _frame: object) -> None:
-        threading.Thread(target=frontend.close, name="mcpbridge-sigterm", daemon=True).start()
-
-    try:
-        signal.signal(signal.SIGTERM, on_signal)
-    except ValueError:  # not the main thread
-        pass
-
-
-class Watchdog:
-    """A plain thread, armed at the end of stdin, that stops the process in bounded time."""
-
-    def __init__(self, frontend: object, seconds: float = WATCHDOG_SECONDS) -> None:
-        self._frontend = frontend
-        self._seconds = seconds
-        self._thread: threading.Thread | None = None
-
-    def arm(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="mcpbridge-watchdog", daemon=True)
-            self._thread.start()
-
-    def _run(self) -> None:
-        threading.Event().wait(self._seconds)
-        logger.warning(
-            "the bridge did not stop in %d s after the end of stdin, thus it stops now", int(self._seconds)
-        )
-        kill = getattr(self._frontend, "kill_upstream", None)
-        if kill is not None:
-            kill()
-        _exit(0)
-
-
-def _exit(code: int) -> None:
-    """Flush and leave at once: a stuck worker thread must not keep the process alive."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)

@@ -22,7 +22,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from .. import __version__
-from . import args
+from . import settings as args
 
 if TYPE_CHECKING:
     import ssl
@@ -60,11 +60,12 @@ class SharedContext:
 
 def serve_url(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of the upstream URL of ``settings``; return the exit code."""
+    from ..bridge import consent
     from ..bridge.frontend import Frontend, Options, Timeouts
     from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
     from ..bridge.upstream import transport_connector
-    from .main import serve
+    from .serving import serve
 
     assert settings.url is not None
     url = settings.url
@@ -85,7 +86,7 @@ def serve_url(settings: args.Settings) -> int:
         from ..oauth.errors import StoreOpenError
 
         try:
-            oauth = start_oauth(settings, ssl_context=context, env=os.environ)
+            oauth = start_oauth(settings.sign_in_options(), ssl_context=context, env=os.environ)
         except StoreOpenError as exc:
             logger.error("the token store did not open: %s", exc.detail)
             return EXIT_TOKEN_STORE
@@ -126,5 +127,5 @@ def serve_url(settings: args.Settings) -> int:
     legacy = LegacyTransports(make_legacy_transport, sign_in=authorizer)
     frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options, legacy=legacy)
     if oauth is not None:
-        oauth.attach(frontend)
+        consent.attach(oauth, frontend)
     return serve(frontend)

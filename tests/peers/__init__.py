@@ -10,10 +10,12 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from conftest import WAIT
+
 PEERS = Path(__file__).resolve().parent
-START_WAIT = 30.0
+START_WAIT = 3 * WAIT
 """The Python SDK takes a few seconds to import on a slow machine."""
-STOP_WAIT = 10.0
+STOP_WAIT = WAIT
 
 
 @contextlib.contextmanager

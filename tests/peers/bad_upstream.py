@@ -61,7 +61,8 @@ the server does not know are ignored.
 ``double``
     Two answers to the same request: "first", then "second".
 ``silent``
-    No answer; when the request is canceled, the answer "late" comes anyway.
+    No answer; when the request is canceled, the line ``bad_upstream: cancelled``
+    goes to stderr and the answer "late" comes anyway.
 ``stop_reading``
     The answer "stopped reading", then never a read of stdin again (the process
     stays alive until it is stopped).
@@ -228,6 +229,8 @@ def handle(message: Any, discover_mode: str) -> bool:
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
             if silent.pop(request_id, False):
+                sys.stderr.write("bad_upstream: cancelled\n")
+                sys.stderr.flush()
                 text_result(request_id, "late")
         return True
     request_id = message["id"]

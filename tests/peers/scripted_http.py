@@ -12,7 +12,7 @@ header), one behaviour per name:
 ``ok``                 a JSON result with the text ``ok``
 ``sse``                an SSE stream: comments, a progress notification, then the result
 ``status``             the HTTP status of ``arguments.status``, with a text body
-``retry_after``        429 with ``Retry-After: 7``
+``retry_after``        429 (or ``status``) with ``Retry-After: 120`` (or ``seconds``)
 ``rpc_error``          500 with a JSON-RPC error body (code -32603)
 ``rpc_error_no_id``    400 with a JSON-RPC error body whose id is null
 ``bad_json``           200 ``application/json`` with a body that is not JSON
@@ -43,7 +43,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-WAIT = 10.0
+from conftest import WAIT
+
 MAX_HEAD = 64 * 1024
 
 
@@ -384,7 +385,9 @@ _BEHAVIOURS: dict[str, Callable[[Exchange, dict[str, Any]], None]] = {
     "ok": lambda ex, _a: ex.text_result("ok"),
     "sse": _sse,
     "status": lambda ex, a: ex.body(int(a.get("status", 500)), b"upstream trouble\n", "text/plain"),
-    "retry_after": lambda ex, _a: ex.body(429, b"slow down\n", "text/plain", [("Retry-After", "7")]),
+    "retry_after": lambda ex, a: ex.body(
+        int(a.get("status", 429)), b"slow down\n", "text/plain", [("Retry-After", str(a.get("seconds", 120)))]
+    ),
     "rpc_error": lambda ex, _a: ex.error(-32603, "Internal trouble", 500),
     "rpc_error_no_id": lambda ex, _a: ex.error(-32700, "Parse error", 400, id=None),
     "bad_json": lambda ex, _a: ex.body(200, b'{"jsonrpc": "2.0", "id": ', "application/json"),

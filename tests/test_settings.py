@@ -1,4 +1,7 @@
-"""The command line of ``mcp-bridge-vscode`` (``mcpbridge.vscode.args``).
+"""The rules of the command line of ``mcp-bridge-vscode`` (``mcpbridge.vscode.settings``).
+
+The command lines go through ``cli.parse``: typer's parser, then the rules, as in the
+executable (``tests/test_cli.py`` runs the executable itself: help, version, usage errors).
 
 What the tests cover:
 
@@ -14,13 +17,12 @@ What the tests cover:
 * a property test: random command lines give a result or an ``ArgError`` and never
   leak the marker.
 
-Run them alone with ``pytest tests/test_args.py``.
+Run them alone with ``pytest tests/test_settings.py``.
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -29,9 +31,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpbridge.mcp import protocol
-from mcpbridge.vscode import args
-from mcpbridge.vscode.args import (
-    USAGE,
+from mcpbridge.vscode import settings as args
+from mcpbridge.vscode.cli import parse
+from mcpbridge.vscode.settings import (
     ArgError,
     ClientMetadataDocument,
     DynamicRegistration,
@@ -39,13 +41,9 @@ from mcpbridge.vscode.args import (
     Header,
     PreRegistered,
     Settings,
-    ShowHelp,
-    ShowVersion,
     default_name_for_command,
     default_name_for_url,
-    parse,
     upstream_url_hint,
-    version_line,
 )
 
 MARKER = "SECRETMARKER"
@@ -139,27 +137,6 @@ def test_the_arguments_after_double_dash_go_to_the_command_unchanged() -> None:
     argv = ["--", "server", "--help", "--name", "--", "https://example.com/mcp", "--version", "logout"]
     assert ok(argv).command == tuple(argv[1:])
     assert ok(["--", "logout"]).command == ("logout",)
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [["--help"], ["--log-level", "debug", "--help", "--version"], ["logout", "--help"], ["check", "--help"],
-     ["--header", "x-a:1", "--help"], ["--help", "--bogus"], ["--help", "server"]],
-)  # fmt: skip
-def test_help_answers_at_once_when_the_parser_meets_it(argv: list[str]) -> None:
-    assert isinstance(parse(argv, {}), ShowHelp)
-
-
-def test_help_tells_the_subcommand_it_followed() -> None:
-    assert parse(["logout", "--help"], {}) == ShowHelp("logout")
-    assert parse(["check", "--help"], {}) == ShowHelp("check")
-    assert parse(["--help"], {}) == ShowHelp(None)
-
-
-def test_version_answers_at_once_and_an_earlier_error_still_counts() -> None:
-    assert isinstance(parse(["--version", "--help"], {}), ShowVersion)
-    assert isinstance(parse(["--name", "x", "--version"], {}), ShowVersion)
-    assert error(["--bogus", "--version"]).kind == "unknown_option"
 
 
 @pytest.mark.parametrize("flag", ["--help", "--version", "--no-browser", "--all", "--json"])
@@ -527,7 +504,7 @@ def refusal(option: str, target: str) -> str:
 
 
 def test_the_table_of_the_tests_names_every_option_of_the_parser() -> None:
-    assert set(TAKES) | {"--help", "--version"} == set(args.OPTIONS)
+    assert set(TAKES) == set(args.OPTIONS)
 
 
 @pytest.mark.parametrize("target", sorted(EVERY))
@@ -1094,10 +1071,10 @@ def test_each_diagnostic_has_its_exact_text_and_no_value(argv: list[str], text: 
     assert MARKER not in e.diagnostic
 
 
-def test_an_error_renders_the_diagnostic_line_a_blank_line_and_the_usage_and_exits_2() -> None:
+def test_an_error_exits_2() -> None:
     e = error(["--bogus", "--", "x"])
     assert e.exit_code == 2 == ArgError.exit_code
-    assert e.render() == "mcp-bridge-vscode: vscode: error: the option --bogus is not known\n\n" + USAGE
+    assert e.diagnostic == "the option --bogus is not known"
 
 
 def test_the_repr_of_the_settings_holds_no_secret() -> None:
@@ -1255,53 +1232,7 @@ def test_the_conflicting_option_cases_exit_2_without_a_value_on_stderr(
     e = error(argv, env)
     assert (e.kind, e.option) == expected
     assert e.exit_code == 2
-    assert e.render().startswith("mcp-bridge-vscode: vscode: error: ")
-    assert PROCESS_MARKER not in e.render()
-
-
-# ---------------------------------------------------------------------------------------------
-# Usage and version
-# ---------------------------------------------------------------------------------------------
-
-
-def test_the_version_line() -> None:
-    assert version_line("0.1.0") == "mcp-bridge-vscode 0.1.0\n"
-
-
-def test_the_usage_documents_the_forms_every_option_the_defaults_and_the_variables() -> None:
-    assert USAGE.startswith("Usage: mcp-bridge-vscode ")
-    for text in [
-        "mcp-bridge-vscode [options] -- <command> [args...]",
-        "mcp-bridge-vscode [options] <url>",
-        "mcp-bridge-vscode logout [options] <url>",
-        "mcp-bridge-vscode logout [options] --all",
-        "mcp-bridge-vscode check [options]",
-        "The default is 60.",
-        "The default is 67108864 (64 MiB).",
-        "The default is 41894.",
-        "The default is 300.",
-        "The default is info.",
-        "default is auto",
-        '"default"',
-        "MCP_BRIDGE_CLIENT_SECRET",
-        "MCP_BRIDGE_TOKEN_KEY",
-        "HTTPS_PROXY",
-        "Exit codes:",
-    ]:
-        assert text in USAGE, text
-    for option in args.OPTIONS:
-        assert option in USAGE, option
-
-
-def test_the_usage_offers_no_switch_that_weakens_a_check_or_takes_a_secret() -> None:
-    for switch in ["--allow-http", "--insecure", "--headless", "--client-secret"]:
-        assert switch not in USAGE
-    assert re.search(r"--token-key(?!-file)", USAGE) is None
-
-
-def test_the_usage_fits_80_columns() -> None:
-    assert max(len(line) for line in USAGE.splitlines()) <= 80
-    assert USAGE.endswith("\n")
+    assert PROCESS_MARKER not in e.diagnostic
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1382,7 +1313,6 @@ def option_unit(draw: st.DrawFn, wild: bool = True) -> list[str]:
     """One option with its value. ``wild`` mixes in values that the option refuses."""
     kind = draw(st.sampled_from(["value", "inline", "flag", "header", "header-env"]))
     if kind == "flag":
-        # --help and --version end the parse at once; the other flags carry on.
         return [draw(st.sampled_from([*FLAGS, "--no-browser", "--all", "--json"] * 2))]
     if kind in ("value", "inline"):
         name = draw(st.sampled_from(VALUE_OPTIONS))
@@ -1424,7 +1354,7 @@ def check_never_leaks(argv: list[str], env: dict[str, str]) -> None:
         assert MARKER not in exc.diagnostic, (argv, exc.diagnostic)
         assert "\n" not in exc.diagnostic and "\r" not in exc.diagnostic
     else:
-        assert isinstance(result, (Settings, ShowHelp, ShowVersion))
+        assert isinstance(result, (Settings, str))
         if isinstance(result, Settings):
             assert MARKER not in repr(result.headers)
             if isinstance(result.registration, PreRegistered):
@@ -1470,4 +1400,4 @@ def test_arbitrary_text_never_raises_anything_but_an_arg_error(argv: list[str], 
         result = parse(argv, env)
     except ArgError:
         return
-    assert isinstance(result, (Settings, ShowHelp, ShowVersion))
+    assert isinstance(result, (Settings, str))

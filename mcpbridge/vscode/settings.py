@@ -1,9 +1,9 @@
-"""The command line of ``mcp-bridge-vscode``.
+"""The rules of the command line of ``mcp-bridge-vscode``.
 
-This module is pure: :func:`parse` takes the arguments and the environment as
-values and returns a :class:`Settings`, a :class:`ShowHelp` or a
-:class:`ShowVersion`, or raises :class:`ArgError`. It opens no file: the CA
-file and the key file are checked later, by the code that reads them.
+This module is pure: :func:`resolve` takes the words of a command line, as typer
+parsed them (:class:`Words`), and the environment as a mapping, and returns a frozen
+:class:`Settings` or raises :class:`ArgError`. It opens no file: the CA file and the
+key file are checked later, by the code that reads them.
 
 The forms::
 
@@ -13,26 +13,25 @@ The forms::
     mcp-bridge-vscode logout [options] --all
     mcp-bridge-vscode check [options] (-- <command> [args...] | <url>)
 
-Rules:
+Rules (the words themselves are parsed by :mod:`mcpbridge.vscode.cli`):
 
-* ``logout`` and ``check`` are subcommands only as the first argument.
-* Options come first. ``--opt value`` or ``--opt=value`` (split at the first
-  ``=``). A separate value never starts with ``--``, thus ``--name -- cmd`` is a
-  missing value and not the name ``--``. A flag with ``=value`` is an error.
-* The last occurrence of an option wins; each ``--header`` and ``--header-env``
-  adds one header.
+* The last occurrence of an option wins, yet each value is checked; each ``--header``
+  and ``--header-env`` adds one header.
 * ``--`` ends the options: the rest is the upstream command, unchanged.
-* An argument that is not an option is the URL only if it has ``://``, and then
-  it must be the last argument.
-* ``--help`` and ``--version`` answer at once when the parser meets them.
-* The parser first checks each value, then the form (which options it takes),
-  then the URL, then the environment and the options that exclude each other.
+* An argument that is not an option is the URL only if it has ``://``, and then it must
+  be the last argument.
+* The rules first check each value, then the form (which options it takes), then the
+  URL, then the environment and the options that exclude each other.
 
-A secret never goes on the command line, because VS Code writes the command
-line to its log and the process list shows it. Thus no diagnostic ever holds a
-value of the command line or of the environment: it names options, header
-names and variable names only. For the same reason, the fields of the results
-that can hold a secret are left out of their ``repr``.
+A secret never goes on the command line, because VS Code writes the command line to its
+log and the process list shows it. Thus no diagnostic ever holds a value of the command
+line or of the environment: it names options, header names and variable names only. For
+the same reason, the fields of the results that can hold a secret are left out of their
+``repr``.
+
+To add an option: add its row to :data:`OPTIONS` (the forms that take it and the check
+of its value), its field to :class:`Settings` and its line in :func:`_settings`, and its
+help line to ``cli.HELP``.
 """
 
 from __future__ import annotations
@@ -43,12 +42,21 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Final, TypeAlias, TypeVar, cast
+from typing import ClassVar, Final, TypeVar, cast
 
 from mcpbridge.mcp.protocol import MODERN
+from mcpbridge.oauth.config import (
+    CLIENT_SECRET_VARIABLE,
+    TOKEN_KEY_VARIABLE,
+    ClientMetadataDocument,
+    DynamicRegistration,
+    PreRegistered,
+    Registration,
+    SignInOptions,
+)
 
 __all__ = [
-    "USAGE",
+    "OPTIONS",
     "ArgError",
     "ClientMetadataDocument",
     "DynamicRegistration",
@@ -57,13 +65,15 @@ __all__ = [
     "PreRegistered",
     "Registration",
     "Settings",
-    "ShowHelp",
-    "ShowVersion",
+    "Words",
     "default_name_for_command",
     "default_name_for_url",
-    "parse",
+    "flag_with_value",
+    "missing_value",
+    "options_for",
+    "resolve",
+    "unknown_option",
     "upstream_url_hint",
-    "version_line",
 ]
 
 #: The name of the program, the tag of its log lines, and the last-resort server name.
@@ -103,11 +113,6 @@ DEFAULT_CLIENT_METADATA_URL: Final[str | None] = None
 #: ``--protocol``: the revision of the upstream server. ``auto`` finds it out.
 PROTOCOLS: Final = ("auto", MODERN, "legacy")
 DEFAULT_PROTOCOL: Final = "auto"
-
-#: The client secret of ``--client-id``. There is no option for it.
-CLIENT_SECRET_VARIABLE: Final = "MCP_BRIDGE_CLIENT_SECRET"
-#: The key of the file store, 64 hexadecimal digits. There is no option for it.
-TOKEN_KEY_VARIABLE: Final = "MCP_BRIDGE_TOKEN_KEY"
 
 #: Header names that ``--header`` and ``--header-env`` refuse (lower case): the HTTP client or
 #: the protocol layer sends them, or they change the connection. A second copy would make
@@ -166,35 +171,6 @@ class Header:
 
 
 @dataclass(frozen=True, slots=True)
-class PreRegistered:
-    """``--client-id``: a client that the authorization server issued."""
-
-    client_id: str
-    #: ``--client-issuer``, or ``None``: then the client binds to the first authorization
-    #: server the upstream server names. A client with a secret always has an issuer.
-    issuer: str | None
-    #: ``MCP_BRIDGE_CLIENT_SECRET`` (trimmed), or ``None`` for a public client.
-    client_secret: str | None = field(repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class ClientMetadataDocument:
-    """A client ID metadata document, used when the authorization server supports it."""
-
-    url: str
-    #: True for ``--client-metadata-url``, false for the document of the bridge.
-    explicit: bool
-
-
-@dataclass(frozen=True, slots=True)
-class DynamicRegistration:
-    """Dynamic client registration only (RFC 7591)."""
-
-
-Registration: TypeAlias = PreRegistered | ClientMetadataDocument | DynamicRegistration
-
-
-@dataclass(frozen=True, slots=True)
 class Settings:
     """The result of a valid command line that is not ``--help`` or ``--version``.
 
@@ -244,18 +220,36 @@ class Settings:
         """The redirect URI of the sign-in: always the literal loopback address."""
         return f"http://127.0.0.1:{self.redirect_port}/callback"
 
+    def sign_in_options(self) -> SignInOptions:
+        """The options of the sign-in; only for a URL with a sign-in (``registration`` is set)."""
+        assert self.url is not None and self.registration is not None
+        return SignInOptions(
+            url=self.url,
+            account=self.account,
+            redirect_port=self.redirect_port,
+            registration=self.registration,
+            token_store=self.token_store,
+            token_key=self.token_key,
+            token_key_file=self.token_key_file,
+            no_browser=self.no_browser,
+            sign_in_timeout=self.sign_in_timeout,
+            header_variables=frozenset(h.from_env for h in self.headers if h.from_env),
+        )
+
 
 @dataclass(frozen=True, slots=True)
-class ShowHelp:
-    """``--help``: write :data:`USAGE` on stdout and exit 0."""
+class Words:
+    """A command line after the parse of its words, before the rules."""
 
-    #: ``"logout"`` or ``"check"`` when the help was asked after that subcommand.
-    subcommand: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ShowVersion:
-    """``--version``: write :func:`version_line` on stdout and exit 0."""
+    #: ``"logout"``, ``"check"``, or ``None`` for the serve forms.
+    subcommand: str | None
+    #: Each option in command-line order: its name and its value, ``None`` for a flag given
+    #: without ``=``.
+    options: tuple[tuple[str, str | None], ...] = field(repr=False)
+    #: The arguments after the options that are not options (the URL is the only one).
+    positional: tuple[str, ...] = field(repr=False)
+    #: The words after ``--``, or ``None`` without ``--``.
+    command: tuple[str, ...] | None = field(repr=False)
 
 
 class ArgError(Exception):
@@ -275,15 +269,6 @@ class ArgError(Exception):
         self.diagnostic = diagnostic
         #: The option of the error, when it has one.
         self.option = option
-
-    def render(self) -> str:
-        """The whole text for stderr: the diagnostic line, a blank line and the usage."""
-        return f"{PROGRAM}: vscode: error: {self.diagnostic}\n\n{USAGE}"
-
-
-def version_line(version: str) -> str:
-    """The answer of ``--version``: ``mcp-bridge-vscode <version>`` and a newline."""
-    return f"{PROGRAM} {version}\n"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -636,8 +621,6 @@ class _Option:
 
 
 OPTIONS: Final[Mapping[str, _Option]] = {
-    "--help": _Option(_ALL_TARGETS),
-    "--version": _Option(_ALL_TARGETS),
     "--log-level": _Option(_ALL_TARGETS, _one_of(LOG_LEVELS, "use err, warn, info or debug")),
     "--name": _Option(_SERVE_AND_CHECK, _non_empty("the name cannot be empty")),
     "--discover-timeout": _Option(_SERVE_AND_CHECK, _number(1, MAX_SECONDS, _SECONDS_HINT)),
@@ -685,14 +668,21 @@ def _refusal(option: _Option, target: _Target) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _unknown_option(key: str) -> ArgError:
+def unknown_option(key: str) -> ArgError:
+    """The error of an option that is not known; ``key`` is the word up to its first ``=``."""
     if _SHOWN_OPTION.match(key):
         return ArgError("unknown_option", f"the option {key} is not known", key)
     return ArgError("unknown_option", 'an argument that starts with "-" is not a known option')
 
 
-def _missing_value(option: str) -> ArgError:
+def missing_value(option: str) -> ArgError:
+    """The error of an option without its value (a separate value never starts with ``--``)."""
     return ArgError("missing_value", f"the option {option} needs a value", option)
+
+
+def flag_with_value(option: str) -> ArgError:
+    """The error of a flag given with ``=value``."""
+    return _invalid_value(option, "the option takes no value")
 
 
 def _invalid_value(option: str, hint: str, header: str | None = None) -> ArgError:
@@ -786,62 +776,43 @@ def _parse_header(earlier: Sequence[_HeaderArg], option: str, value: str) -> _He
     return _HeaderArg(option, name, header_value)
 
 
-def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | ShowHelp | ShowVersion:
-    """Parse the arguments of the program (without the program name).
+def options_for(subcommand: str | None) -> list[str]:
+    """The options that the serve forms (``None``), ``logout`` or ``check`` take."""
+    targets = _SUBCOMMAND_TARGETS[subcommand]
+    return [name for name, option in OPTIONS.items() if option.targets & targets]
 
-    ``env`` is the environment of the process: the parser reads the variables of
+
+_SUBCOMMAND_TARGETS: Final[Mapping[str | None, frozenset[_Target]]] = {
+    None: frozenset({_Target.COMMAND, _Target.URL}),
+    "logout": _LOGOUT_ONLY,
+    "check": _CHECK_ONLY,
+}
+
+
+def resolve(words: Words, env: Mapping[str, str]) -> Settings:
+    """Apply the rules to ``words``.
+
+    ``env`` is the environment of the process: the rules read the variables of
     ``--header-env``, ``MCP_BRIDGE_CLIENT_SECRET`` and ``MCP_BRIDGE_TOKEN_KEY`` from it.
 
     Raises:
         ArgError: the command line is not valid, a variable of ``--header-env`` is missing
             or not valid, or ``MCP_BRIDGE_TOKEN_KEY`` is not valid.
     """
-    args = list(argv)
-    subcommand: str | None = None
-    if args and args[0] in ("logout", "check"):
-        subcommand, args = args[0], args[1:]
     raw = _Raw()
-    command: tuple[str, ...] | None = None
-    url: str | None = None
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            command = tuple(args[i + 1 :])
-            break
-        if len(arg) < 2 or not arg.startswith("-"):
-            # Never shown: a secret at a wrong place must not reach the log of VS Code.
-            if "://" not in arg:
-                raise _unexpected(_HINT_FORMS)
-            if i + 1 != len(args):
-                raise _unexpected(_HINT_URL_LAST)
-            url = arg
-            break
-        key, equals, inline = arg.partition("=")
+    for key, value in words.options:
         option = OPTIONS.get(key)
         if option is None:
-            raise _unknown_option(key)
+            raise unknown_option(key)
         if key not in raw.order:
             raw.order.append(key)
         if option.flag:
-            if equals:
-                raise _invalid_value(key, "the option takes no value")
-            if key == "--help":
-                return ShowHelp(subcommand)
-            if key == "--version":
-                return ShowVersion()
+            if value is not None:
+                raise flag_with_value(key)
             raw.values[key] = True
-            i += 1
-            continue
-        if equals:
-            value = inline
-        else:
-            # A separate value never starts with "--": `--name -- cmd` misses the name.
-            if i + 1 >= len(args) or args[i + 1].startswith("--"):
-                raise _missing_value(key)
-            i += 1
-            value = args[i]
-        if option.header:
+        elif value is None:
+            raise missing_value(key)
+        elif option.header:
             raw.headers.append(_parse_header(raw.headers, key, value))
         else:
             assert option.convert is not None
@@ -849,8 +820,15 @@ def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | ShowHelp | 
                 raw.values[key] = option.convert(value)
             except _Invalid as exc:
                 raise _invalid_value(key, exc.hint) from None
-        i += 1
-
+    url: str | None = None
+    for index, word in enumerate(words.positional):
+        # Never shown: a secret at a wrong place must not reach the log of VS Code.
+        if "://" not in word:
+            raise _unexpected(_HINT_FORMS)
+        if index + 1 != len(words.positional):
+            raise _unexpected(_HINT_URL_LAST)
+        url = word
+    subcommand, command = words.subcommand, words.command
     target = _target(subcommand, command, url, raw)
     for key in raw.order:
         if target not in OPTIONS[key].targets:
@@ -1044,131 +1022,3 @@ def _token_key(raw: _Raw, env: Mapping[str, str], token_store: str) -> bytes | N
             "--token-store",
         )
     return key
-
-
-# ---------------------------------------------------------------------------------------------
-# Usage
-# ---------------------------------------------------------------------------------------------
-
-_COLUMN = "\n" + " " * 31
-if DEFAULT_CLIENT_METADATA_URL is None:
-    _METADATA_DEFAULT = f"Without it, the bridge uses dynamic client{_COLUMN}registration."
-else:
-    _METADATA_DEFAULT = f"The default is the document of the bridge:{_COLUMN}{DEFAULT_CLIENT_METADATA_URL}"
-
-#: The text of ``--help``; it also follows each diagnostic on stderr.
-USAGE: Final = f"""\
-Usage: {PROGRAM} [options] -- <command> [args...]
-       {PROGRAM} [options] <url>
-       {PROGRAM} logout [options] <url>
-       {PROGRAM} logout [options] --all
-       {PROGRAM} check [options] -- <command> [args...]
-       {PROGRAM} check [options] <url>
-
-Connects VS Code (MCP revision 2025-11-25) to an MCP server of revision
-{MODERN}. VS Code starts the bridge and speaks to it over stdin and
-stdout. The bridge starts <command> as the upstream server and speaks to it
-over stdio, or it connects to the upstream server at <url> over Streamable
-HTTP. The URL uses https, or http with a loopback host such as 127.0.0.1.
-
-"logout" deletes the stored sign-in of the server at <url>, or every stored
-sign-in with --all. "check" connects to the upstream server one time, reports
-what it found, and exits.
-
-The options come first. An option takes its value from the next argument
-(--name x) or after an equals sign (--name=x). When an option occurs more than
-one time, the last value applies; each --header and --header-env adds one
-header. The arguments after "--" go to <command> without a change. The URL is
-the last argument. Never put a secret on the command line: VS Code writes the
-command line to its log, and the process list shows it.
-
-Options:
-  --name <name>                The server name for VS Code when the upstream
-                               server sends none. The default is the file name
-                               of <command> without its extension, or the host
-                               of <url>.
-  --log-level <level>          The level of the log lines on stderr: err, warn,
-                               info or debug. The default is {DEFAULT_LOG_LEVEL}.
-  --discover-timeout <s>       The time in seconds for the first answer of the
-                               upstream server, from 1 to {MAX_SECONDS}.
-                               The default is {DEFAULT_DISCOVER_TIMEOUT}.
-  --max-line-bytes <n>         The maximum length of one message from VS Code
-                               or from <command>, in bytes, from 1 to
-                               {MAX_BYTES_LIMIT}. The default is {DEFAULT_MAX_LINE_BYTES} (64 MiB).
-  --protocol <revision>        The revision of the upstream server:
-                               {MODERN}, legacy (2025-11-25) or auto.
-                               With auto, the bridge asks the server which
-                               revision it speaks. The default is {DEFAULT_PROTOCOL}.
-  --help                       Show this text and exit.
-  --version                    Show the version and exit.
-
-Options for <url>:
-  --header-env <name>=<var>    Send the header <name> with the value of the
-                               environment variable <var>. Use it for a secret,
-                               for example a static authorization header.
-  --header <name>:<value>      Send the header <name> with <value>. Do not use
-                               it for a secret.
-  --max-response-bytes <n>     The maximum length of one response or one event
-                               of the upstream server, in bytes, from 1 to
-                               {MAX_BYTES_LIMIT}. The default is {DEFAULT_MAX_RESPONSE_BYTES} (64 MiB).
-  --ca-file <path>             Also trust the CA certificates of this PEM file.
-                               The bridge always trusts the CA certificates of
-                               the system.
-
-Sign-in options for <url> (OAuth):
-  --client-id <id>             Use this client ID, which the authorization
-                               server issued. The client secret comes from the
-                               environment variable {CLIENT_SECRET_VARIABLE}.
-  --client-issuer <url>        The issuer of --client-id. A client with a secret
-                               needs it.
-  --client-metadata-url <url>  Use the client ID metadata document at this URL.
-                               {_METADATA_DEFAULT}
-  --redirect-port <port>       The port of the redirect URI
-                               http://127.0.0.1:<port>/callback, from 1 to
-                               65535. The default is {DEFAULT_REDIRECT_PORT}.
-  --account <label>            The account of the stored sign-in: 1 to {MAX_ACCOUNT_CHARS}
-                               letters, digits and . _ @ + -. The default is
-                               "{DEFAULT_ACCOUNT}".
-  --token-store <store>        Where the bridge keeps the tokens: auto,
-                               keychain, file or memory. The default is {DEFAULT_TOKEN_STORE}:
-                               the keychain, else the file store when it has
-                               a key, else the memory.
-  --token-key-file <path>      The file with the key of the file store: 64
-                               hexadecimal digits, readable by its owner only.
-  --no-browser                 Open no browser: write the sign-in URL to stderr.
-  --sign-in-timeout <s>        The time in seconds for the sign-in in the
-                               browser, from 1 to {MAX_SECONDS}.
-                               The default is {DEFAULT_SIGN_IN_TIMEOUT}.
-  A static authorization header and the sign-in options exclude each other.
-
-Options for logout:
-  --all                        Delete every stored sign-in, of each account.
-  logout also takes --account, --redirect-port, --token-store,
-  --token-key-file, --ca-file and --log-level.
-
-Options for check:
-  --json                       Write the report as one JSON object on stdout.
-  check also takes the options of the form that it checks.
-
-Environment variables:
-  {TOKEN_KEY_VARIABLE}         The key of the file store: 64 hexadecimal digits.
-  {CLIENT_SECRET_VARIABLE}     The client secret of --client-id.
-  HTTPS_PROXY, ALL_PROXY, NO_PROXY
-                               The proxy for <url> and the sign-in. Put the user
-                               and the password of the proxy into its URL. A
-                               loopback host never goes through the proxy.
-  BROWSER                      The program that opens the sign-in page.
-  SANDBOX_RUNTIME              "1" makes each sign-in fail at once.
-  XDG_STATE_HOME, HOME, LOCALAPPDATA
-                               Where the file store keeps its directory.
-
-Exit codes:
-  0  VS Code closed stdin. A failure of <url> does not stop the bridge.
-     logout: it deleted the sign-in, or there was nothing to delete.
-  1  The upstream command stopped, or an internal error.
-     logout: a deletion failed.
-  2  The arguments are not valid, a variable of --header-env is missing, the
-     --ca-file is not usable, or the token key options are not usable. (A token
-     store that does not open fails each request that needs a sign-in.)
-  check: 0 when the upstream server answered, 1 when it did not, 2 as above.
-"""

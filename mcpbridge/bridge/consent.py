@@ -1,0 +1,54 @@
+"""The consent of the client to a sign-in: :class:`mcpbridge.oauth.signin.Consent` through the front end.
+
+The sign-in (``mcpbridge.oauth``) asks the client only through the
+:class:`~mcpbridge.oauth.signin.Consent` protocol; this module fills it with
+the front end: a URL elicitation (``elicitation/create`` in URL mode) and its
+``notifications/elicitation/complete``. :func:`attach` gives one front end to
+the sign-in of the URL form.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..mcp.cancel import CancelToken
+from ..oauth.signin import ConsentEnded
+from .input import ELICITATION_COMPLETE, ClientKinds
+from .pending import WaitEnded
+
+if TYPE_CHECKING:
+    from ..oauth.authorizer import OAuthSession
+    from .frontend import Frontend
+
+__all__ = ["FrontendConsent", "attach"]
+
+
+class FrontendConsent:
+    """:class:`~mcpbridge.oauth.signin.Consent` through the front end: ``elicitation/create`` in URL mode."""
+
+    def __init__(self, frontend: Frontend) -> None:
+        self._frontend = frontend
+
+    def url_elicitation(self) -> bool:
+        return ClientKinds.from_capabilities(self._frontend.client_capabilities).url
+
+    def new_elicitation_id(self) -> str:
+        return self._frontend.next_elicitation_id()
+
+    def ask(
+        self, url: str, message: str, elicitation_id: str, *, timeout: float, cancel: CancelToken
+    ) -> bool:
+        try:
+            return self._frontend.ask_url_consent(
+                url, message, elicitation_id, timeout=timeout, cancel=cancel
+            )
+        except WaitEnded as ended:
+            raise ConsentEnded(ended.reason) from ended
+
+    def complete(self, elicitation_id: str) -> None:
+        self._frontend.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
+
+
+def attach(session: OAuthSession, frontend: Frontend) -> None:
+    """Let the sign-ins after ``notifications/initialized`` ask the client of ``frontend``."""
+    frontend.on_initialized = session.attach(FrontendConsent(frontend))

@@ -1,0 +1,59 @@
+"""The settings of a front end: its limits and time limits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..mcp.client import Client
+from ..mcp.jsonrpc import Notification
+from . import translate
+
+__all__ = ["Connect", "Options", "Timeouts"]
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Time limits in seconds (architecture: "Limits and time limits")."""
+
+    discover: float = 60.0
+    #: The list requests and completion/complete.
+    list: float = 120.0
+    #: The first round of prompts/get and resources/read.
+    read: float = 120.0
+    #: Each round of tools/call; VS Code's cancellation is the outer limit.
+    call: float = 3600.0
+    #: The client's answers to one round of input requests.
+    input: float = 3600.0
+
+
+@dataclass(frozen=True)
+class Options:
+    fallback_name: str
+    version: str
+    max_line_bytes: int = 64 * 1024 * 1024
+    #: Nesting of a client message.
+    max_depth: int = 64
+    #: Requests in flight; the reader refuses more at once.
+    max_in_flight: int = 256
+    #: The wait for the slots at the end.
+    shutdown_grace: float = 2.0
+    watch_interval: float = 0.2
+    #: Progress notifications of one request per second.
+    max_progress_rate: int = 50
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    icon_rule: translate.IconRule = translate.IconRule.ALL
+    #: ``--protocol``: ``auto`` falls back to a 2025-era upstream after a failed discover
+    #: (module passthrough), ``legacy`` skips the discover, ``2026-07-28`` never falls back.
+    #: Without a ``legacy`` upstream for the front end, each acts as ``2026-07-28``.
+    protocol: str = "auto"
+    #: The upstream's send never waits long (a child process on stdio): the reader sends
+    #: each forwarded request itself, and the thread that delivers the answer writes the
+    #: response, so a call costs no hand-off to a slot thread
+    #: (see :meth:`~.session.ModernSession.begin_forward`).
+    forward_on_reader: bool = False
+
+
+#: The factory of the upstream client: (client info, notification callback) -> a started Client.
+Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]

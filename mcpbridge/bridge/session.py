@@ -1,0 +1,479 @@
+"""The modern upstream session: forward a request of the client to a 2026-07-28 server.
+
+Theory of operation
+-------------------
+
+The front end gives each forwarded request of the client a slot and hands it
+to the :class:`UpstreamSession` of the connection: a :class:`ModernSession`
+over the :class:`~mcpbridge.mcp.client.Client` of a 2026-07-28 upstream, or the
+2025-era :class:`~.passthrough.LegacyPassthrough`.
+
+A :class:`ModernSession` sends the request upstream, round by round: an
+``input_required`` result sends the input requests of the upstream server to
+the client as the bridge's own ``b-`` requests (:class:`_Rounds`), and the next
+round goes upstream with their answers. The complete result gets the result
+rules (:func:`~.translate.shape_result`) and goes to the client once. Progress
+of every round reaches the client's progress token, rate limited.
+
+The **fast path** (``Options.forward_on_reader``): :meth:`ModernSession.begin_forward`
+sends the first round from the reader thread without waiting, and the thread that
+learns the outcome answers. Only what may block (the input rounds, the time limit,
+a send that found no room) goes on on a slot thread.
+
+The session speaks to the client only through its :class:`SessionHost`: the
+output, the ``b-`` pending table and the slots of the front end.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..mcp import jsonrpc
+from ..mcp.cancel import WouldBlock
+from ..mcp.client import Call, Client
+from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
+from ..mcp.jsonrpc import Notification, Request, RequestId
+from ..mcp.protocol import INPUT_METHODS
+from ..mcp.rate import RateWindow
+from ..mcp.text import format_duration, printable
+from ..oauth.errors import SignInError
+from . import errortable, translate
+from . import input as input_rules
+from .options import Options
+from .output import Host, Slot
+from .pending import PendingAnswers, WaitEnded
+
+__all__ = ["ModernSession", "SessionHost", "UpstreamSession", "discover_error", "forward_upstream_log"]
+
+log = logging.getLogger("mcpbridge.bridge")
+
+#: The words of the exchange log line for the result types of the upstream client.
+_OUTCOMES = {"complete": "response", "input_required": "input required"}
+
+#: The work of a slot: it runs on a slot thread and answers the slot.
+Work = Callable[[Slot, Request], None]
+
+
+class UpstreamSession(Protocol):
+    """The seam between the front end and the upstream server of one connection.
+
+    :class:`ModernSession` and :class:`~.passthrough.LegacyPassthrough` are the two.
+    """
+
+    def forward(self, slot: Slot, request: Request) -> None:
+        """The work of a slot: carry one request of the client upstream and answer the slot."""
+        ...
+
+    @property
+    def gone(self) -> bool:
+        """True once the upstream process is gone for good."""
+        ...
+
+    @property
+    def exit_status(self) -> str | None: ...
+
+    def close(self, grace: float = 2.0) -> None:
+        """Close the upstream connection (idempotent)."""
+        ...
+
+    def kill(self) -> None:
+        """Kill the upstream process group at once (the watchdog's last step)."""
+        ...
+
+
+class SessionHost(Protocol):
+    """What a session needs of the front end: its output, its ``b-`` table, its slots."""
+
+    @property
+    def options(self) -> Options: ...
+
+    @property
+    def output(self) -> Host: ...
+
+    @property
+    def pending(self) -> PendingAnswers: ...
+
+    @property
+    def log_level(self) -> str | None:
+        """The level of the client's last ``logging/setLevel``."""
+        ...
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]: ...
+
+    @property
+    def upstream_capabilities(self) -> dict[str, Any]: ...
+
+    @property
+    def upstream_lost(self) -> bool:
+        """True once the connection closes because the upstream server stopped."""
+        ...
+
+    def next_elicitation_id(self) -> str: ...
+
+    def submit(self, slot: Slot, request: Request, work: Work) -> None:
+        """Run ``work`` on a slot thread; the slot is released when it ends."""
+        ...
+
+    def release(self, slot: Slot) -> None:
+        """The slot ended without a slot thread."""
+        ...
+
+
+def forward_upstream_log(output: Host, level: str | None, message: Notification) -> None:
+    """A notification of the upstream that names no request: its log messages reach the client.
+
+    A log message below ``level`` (the client's last ``logging/setLevel``; ``None``:
+    none yet, nothing passes) and every other notification are dropped.
+    """
+    if message.method == "notifications/message":
+        params = translate.log_params(message.params)
+        if params is None or level is None:
+            return
+        if translate.log_passes(params["level"], level):
+            output.write_notification("notifications/message", params)
+    else:
+        log.debug("dropped the notification %s of the upstream server", printable(message.method))
+
+
+class ModernSession:
+    """Forward the requests of the client to a 2026-07-28 upstream; see the module docstring."""
+
+    def __init__(self, client: Client, host: SessionHost) -> None:
+        self.client = client
+        self._host = host
+        self.options = host.options
+
+    @property
+    def gone(self) -> bool:
+        return self.client.gone
+
+    @property
+    def exit_status(self) -> str | None:
+        return self.client.exit_status
+
+    def close(self, grace: float = 2.0) -> None:
+        self.client.close(grace)
+
+    def kill(self) -> None:
+        self.client.kill()
+
+    def _timeout_for(self, method: str, round_number: int) -> float:
+        timeouts = self.options.timeouts
+        if method == "tools/call":
+            return timeouts.call
+        if method in ("prompts/get", "resources/read"):
+            return timeouts.read if round_number == 1 else timeouts.call
+        return timeouts.list
+
+    def _tracer(
+        self, slot: Slot, method: str, round_number: int
+    ) -> Callable[[RequestId, str, float], None] | None:
+        """The debug line of one upstream exchange, or ``None`` when debug lines are off."""
+        if not log.isEnabledFor(logging.DEBUG):
+            return None
+
+        def trace(upstream_id: RequestId, outcome: str, seconds: float) -> None:
+            log.debug(
+                "upstream request %s (%s, round %d of client request %s): %s after %d ms",
+                upstream_id,
+                method,
+                round_number,
+                printable(slot.id),
+                _OUTCOMES.get(outcome, outcome),
+                int(seconds * 1000),
+            )
+
+        return trace
+
+    def begin_forward(self, slot: Slot, request: Request) -> bool:
+        """Send the first round of a forwarded request from the reader thread, without waiting.
+
+        The thread that learns the outcome (the upstream reader for an answer)
+        runs :meth:`_forward_done`. Returns False, with nothing sent, when the
+        upstream has no room for the request at once: then a slot thread sends it.
+        """
+        client = self.client
+        method = request.method
+        params, client_token, meta = translate.forward_params(request.params)
+        progress = (
+            _ProgressForwarder(self._host.output, client_token, self.options.max_progress_rate)
+            if client_token is not None
+            else None
+        )
+        try:
+            call = client.begin(
+                method,
+                params,
+                on_done=lambda call: self._forward_done(slot, request, call, progress),
+                timeout=self._timeout_for(method, 1),
+                cancel=slot.cancel,
+                capabilities=self._host.upstream_capabilities,
+                log_level=self._host.log_level,
+                meta=meta,
+                allow_input_required=method in INPUT_METHODS,
+                on_progress=progress,
+                trace=self._tracer(slot, method, 1),
+                raw=request.raw,
+            )
+        except McpError as exc:
+            self._host.output.respond_error(slot, self._error_for(exc, method))
+            self._host.release(slot)
+            return True
+        return call is not None
+
+    def _forward_done(
+        self, slot: Slot, request: Request, call: Call, progress: _ProgressForwarder | None
+    ) -> None:
+        """The outcome of the first round of :meth:`begin_forward`, on the thread that learned it.
+
+        A complete result or an error is answered here at once. What may block (the
+        input rounds, telling the upstream of a cancellation) goes on on a slot thread.
+        """
+        try:
+            if call.cancelled:
+                # The reader read the cancellation: tell the upstream without waiting, if it
+                # has room (else a slot thread does), and write nothing.
+                try:
+                    call.result(wait=False)
+                except WouldBlock:
+                    pass
+                except McpError:
+                    self._host.release(slot)
+                    return
+            if call.needs_thread:
+                first: Callable[[], dict[str, Any]] = call.result
+            else:
+                try:
+                    result = call.result()
+                except Cancelled:
+                    self._host.release(slot)
+                    return
+                except McpError as exc:
+                    self._host.output.respond_error(slot, self._error_for(exc, request.method))
+                    self._host.release(slot)
+                    return
+                if result.get("resultType") != "input_required":
+                    self._respond_result(slot, request.method, result, call.raw)
+                    self._host.release(slot)
+                    return
+
+                def first() -> dict[str, Any]:
+                    return result
+
+            self._host.submit(slot, request, lambda s, r: self.forward(s, r, first=first, progress=progress))
+        except Exception:  # noqa: BLE001 - a bug must not lose the request silently
+            log.exception("request %s (%s) failed inside the bridge", printable(slot.id), slot.method)
+            self._host.output.respond_error(slot, errortable.internal_error())
+            self._host.release(slot)
+
+    def _respond_result(
+        self, slot: Slot, method: str, result: dict[str, Any], raw: jsonrpc.RawStrings | None = None
+    ) -> None:
+        shaped, notes = translate.shape_result(method, result, icon_rule=self.options.icon_rule)
+        for note in notes:
+            log.info("%s", note)
+        self._host.output.respond(slot, shaped, raw=raw)
+
+    def forward(
+        self,
+        slot: Slot,
+        request: Request,
+        *,
+        first: Callable[[], dict[str, Any]] | None = None,
+        progress: _ProgressForwarder | None = None,
+    ) -> None:
+        """Forward a request on a slot thread: the rounds until a complete result.
+
+        ``first`` gives the outcome of a first round that :meth:`begin_forward` sent.
+        """
+        client = self.client
+        params, client_token, meta = translate.forward_params(request.params)
+        if progress is None and client_token is not None:
+            progress = _ProgressForwarder(self._host.output, client_token, self.options.max_progress_rate)
+        rounds = _Rounds(self._host, slot, request.method, params)
+        try:
+            while True:
+                round_number = rounds.session.rounds + 1
+                slot.waiting_for = "upstream"
+                if first is not None:
+                    result, first = first(), None
+                else:
+                    result = client.request(
+                        request.method,
+                        rounds.params,
+                        timeout=self._timeout_for(request.method, round_number),
+                        cancel=slot.cancel,
+                        capabilities=self._host.upstream_capabilities,
+                        log_level=self._host.log_level,
+                        meta=meta,
+                        allow_input_required=request.method in INPUT_METHODS,
+                        on_progress=progress,
+                        trace=self._tracer(slot, request.method, round_number),
+                    )
+                rounds.after_result(result)
+                if result.get("resultType") == "input_required":
+                    rounds.next_round(result)
+                    continue
+                self._respond_result(slot, request.method, result)
+                return
+        except Cancelled:
+            rounds.failed()
+        except McpError as exc:
+            rounds.failed()
+            if isinstance(exc, RpcError) and rounds.sent_state and exc.error.code == jsonrpc.INVALID_PARAMS:
+                self._refused_state(slot, request.method, exc)
+                return
+            self._host.output.respond_error(slot, self._error_for(exc, request.method))
+        except input_rules.ClientFailed as failure:
+            rounds.failed()
+            log.info(
+                "request %s (%s): the client answered an input request with an error: %s",
+                printable(slot.id),
+                request.method,
+                printable(failure.error.get("message", "")),
+            )
+            self._host.output.respond_error(slot, failure.error)
+        except input_rules.InputError as failure:
+            rounds.failed()
+            log.warning(
+                "request %s (%s): the input requests of the upstream server failed: %s",
+                printable(slot.id),
+                request.method,
+                failure.detail or failure.cause,
+            )
+            self._host.output.respond_error(slot, errortable.error_object(failure.cause, failure.detail))
+        except _Silent:
+            rounds.failed()
+
+    def _refused_state(self, slot: Slot, method: str, exc: RpcError) -> None:
+        """The upstream refused the requestState of a round (behaviour: refused state)."""
+        text = translate.refused_state_text(method, exc.error.message)
+        if method == "tools/call":
+            self._host.output.respond(slot, {"content": [{"type": "text", "text": text}], "isError": True})
+            return
+        error: dict[str, Any] = {"code": exc.error.code, "message": text}
+        if exc.error.data is not jsonrpc.NO_DATA:
+            error["data"] = exc.error.data
+        self._host.output.respond_error(slot, error)
+
+    def _error_for(self, exc: McpError, method: str) -> dict[str, Any]:
+        if isinstance(exc, SignInError):
+            return errortable.error_from_sign_in(exc)
+        if isinstance(exc, Closed) and self.client.gone:
+            return errortable.error_object("upstream_exited")
+        error = errortable.error_from_mcp(exc)
+        if isinstance(exc, RpcError):
+            return translate.legacy_error(method, error)
+        return error
+
+
+def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
+    """The error of a failed ``server/discover`` (error table: discover_failed)."""
+    if isinstance(exc, SignInError):
+        return errortable.error_from_sign_in(exc)
+    if isinstance(exc, RpcError):
+        error = errortable.error_object("discover_failed", exc.error.message)
+        if exc.error.code != jsonrpc.URL_ELICITATION_REQUIRED:
+            error["code"] = exc.error.code
+        return error
+    if isinstance(exc, RequestTimeout):
+        return errortable.error_object("discover_failed", f"no response in {format_duration(timeout)}")
+    detail = "server/discover"
+    if exc.http_status is not None:
+        detail += f", HTTP status {exc.http_status}"
+    return errortable.error_object(exc.cause, detail)
+
+
+class _Silent(Exception):
+    """The request ends without a response (the connection is closing)."""
+
+
+class _Rounds:
+    """The input rounds of one forwarded request: ask the client, check, retry upstream."""
+
+    def __init__(self, host: SessionHost, slot: Slot, method: str, params: dict[str, Any]) -> None:
+        self.host = host
+        self.slot = slot
+        self.method = method
+        self.original = params
+        self.params = params
+        self.sent_state = False
+        self.session = input_rules.Session(
+            input_rules.ClientKinds.from_capabilities(host.client_capabilities),
+            host.next_elicitation_id,
+        )
+
+    def after_result(self, result: dict[str, Any]) -> None:
+        """Complete the URL elicitations that the new result no longer asks for."""
+        for elicitation_id in self.session.completions_after_round(result):
+            self.host.output.write_notification(
+                input_rules.ELICITATION_COMPLETE, {"elicitationId": elicitation_id}
+            )
+
+    def failed(self) -> None:
+        for elicitation_id in self.session.completions_on_failure():
+            self.host.output.write_notification(
+                input_rules.ELICITATION_COMPLETE, {"elicitationId": elicitation_id}
+            )
+
+    def next_round(self, result: dict[str, Any]) -> None:
+        """Run one round: raises InputError, ClientFailed, Cancelled or _Silent on failure."""
+        planned = self.session.plan_round(result)
+        for warning in planned.warnings:
+            log.warning("%s", warning)
+        answers: dict[str, Any] = {}
+        if planned.outgoing:
+            answers = self._ask(planned.outgoing)
+        responses = self.session.input_responses(answers)
+        self.params = input_rules.retry_params(self.original, responses, planned.request_state)
+        self.sent_state = planned.request_state is not None
+
+    def _ask(self, outgoing: tuple[input_rules.Outgoing, ...]) -> dict[str, Any]:
+        host = self.host
+        self.slot.waiting_for = "client"
+        self.slot.next_report = time.monotonic() - self.slot.started + 10.0
+        timeout = host.options.timeouts.input
+        try:
+            got = host.pending.ask(
+                host.output,
+                [(request.method, request.params) for request in outgoing],
+                timeout=timeout,
+                cancel=self.slot.cancel,
+                closed_reason=self._closed_reason,
+            )
+        except WaitEnded as ended:
+            if ended.reason == "timeout":
+                raise input_rules.InputError(
+                    "input_timeout",
+                    f"no answers in {format_duration(timeout)} "
+                    f"(input requests of the round: {len(outgoing)})",
+                ) from None
+            if ended.reason == "canceled":
+                raise Cancelled() from None
+            raise _Silent() from None
+        finally:
+            self.slot.waiting_for = "upstream"
+        return {request.key: answer for request, answer in zip(outgoing, got, strict=True)}
+
+    def _closed_reason(self) -> str:
+        if self.host.upstream_lost:
+            return "the upstream server stopped"
+        return "the client closed the connection"
+
+
+class _ProgressForwarder:
+    """Give the upstream progress of a request to the client's progress token, rate limited."""
+
+    def __init__(self, host: Host, token: Any, rate: int) -> None:
+        self._host = host
+        self._token = token
+        self._window = RateWindow(rate)
+
+    def __call__(self, params: dict[str, Any]) -> None:
+        translated = translate.progress_params(self._token, params)
+        if translated is not None and self._window.admit():
+            self._host.write_notification("notifications/progress", translated)

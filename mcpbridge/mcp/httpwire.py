@@ -1,0 +1,634 @@
+"""The HTTP wire under both Streamable HTTP transports, on urllib3.
+
+Theory of operation
+-------------------
+
+:mod:`.http` (revision 2026-07-28) and :mod:`.legacy_http` (2025-11-25) send
+every message to one URL. :func:`open_wire` gives a :class:`Wire`: one urllib3
+keep-alive pool for that origin (or for its proxy), sized for
+:data:`DEFAULT_POOL_SIZE` requests in flight, that does one exchange at a time
+on each connection. Each exchange gives a :class:`WireResponse`, whose body is
+read whole (:meth:`WireResponse.read_body`) or as it arrives
+(:meth:`WireResponse.read1`).
+
+* urllib3 frames the messages: ``Content-Length``, ``chunked`` or the end of the
+  connection, ``gzip`` and ``deflate`` bodies decoded (the request asks for
+  ``identity``); interim (1xx) answers are skipped.
+* **Sent at most once.** The retry policy of every request (:data:`SEND_ONCE`)
+  sends nothing again: a pooled connection that the server closed is found
+  before the write and dropped (urllib3 checks it), and a connection idle for
+  more than :data:`IDLE_REUSE_LIMIT` is not reused (a server closes idle
+  connections after a few seconds, and would close one just as it is reused).
+  A request whose bytes may have reached the server fails with
+  :class:`StreamBroken`; the transport decides what to do (only a method
+  without side effects is sent again, with a new id).
+* Before each read of an answer's head and body, the socket asks for an
+  immediate acknowledgment (``TCP_QUICKACK`` on Linux). Linux otherwise delays
+  the ACK up to 40 ms, and a server that writes its head and its body apart
+  with Nagle's algorithm on (uvicorn, the Python SDK) waits for that ACK.
+* The connect timeout bounds the TCP connection, the proxy tunnel and the TLS
+  handshake; the read timeout bounds each wait for bytes (an idle limit: each
+  request may give its own). TCP keep-alive finds a peer that vanished.
+* Proxies: ``HTTPS_PROXY`` (``HTTP_PROXY`` for http), ``ALL_PROXY`` and
+  ``NO_PROXY`` (:func:`proxy_for`), through urllib3's :class:`~urllib3.ProxyManager`:
+  ``CONNECT`` for https, an https proxy spoken to over TLS, the user and
+  password of the proxy URL as ``Proxy-Authorization: Basic``. A loopback host
+  never goes through a proxy.
+* Trust: the certificate verifier of the operating system (``truststore``)
+  plus the PEM certificates of ``--ca-file`` (:func:`tls_context`). There is no
+  way to turn verification off.
+* Cancellation: each exchange gives an :class:`Exchange`; the connection tells
+  it its TCP socket as soon as it exists (before the TLS handshake) and forgets
+  the link before it goes back to the pool, so a cancellation from another
+  thread shuts that one socket down at once and never touches a connection that
+  serves another request.
+* Errors are mapped once, here (:func:`edge_error`): urllib3's exceptions become
+  :class:`~.errors.McpError` subclasses whose detail names the failing step
+  (connect, TLS, proxy, read) and never the URL; the cause is chained.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Protocol
+from urllib.parse import unquote, urlsplit
+
+from . import jsonrpc
+from .cancel import CancelToken
+from .errors import Cancelled, Closed, ConnectFailed, InvalidResponse, McpError, TransportFailed
+from .jsonrpc import FrameError, Message
+
+if TYPE_CHECKING:
+    import ssl
+
+    from .httppool import Wire, WireResponse
+    from .sse import Event
+
+__all__ = [
+    "ACCEPT",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_POOL_SIZE",
+    "DEFAULT_READ_TIMEOUT",
+    "Authorizer",
+    "CaFileError",
+    "ConnectError",
+    "Exchange",
+    "HttpStatusError",
+    "ProxyFailed",
+    "ReadTimedOut",
+    "StreamBroken",
+    "TlsFailed",
+    "Why",
+    "WireReading",
+    "media_type",
+    "open_wire",
+    "parse_event",
+    "proxy_for",
+    "read_limit",
+    "retry_after",
+    "status_error",
+    "tls_context",
+]
+
+log = logging.getLogger("mcpbridge.http")
+
+#: One JSON body, or one event of a stream: 64 MiB, the same as a line on stdio.
+DEFAULT_MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
+#: The TCP connection, the proxy tunnel and the TLS handshake (precedent: mcp-remote, 10 s).
+DEFAULT_CONNECT_TIMEOUT: Final = 10.0
+#: The longest wait for the next bytes of an answer of a method without its own limit
+#: (:data:`METHOD_READ_LIMITS`), and of a GET stream (which opens again after it).
+DEFAULT_READ_TIMEOUT: Final = 300.0
+#: The idle read limit of an exchange is the time limit of its method (the bridge's error
+#: table): 1 h for each round of tools/call, 120 s for the lists, completions and the first
+#: round of prompts/get and resources/read, 60 s for server/discover. TCP keep-alive finds
+#: a peer that vanished sooner.
+METHOD_READ_LIMITS: Final = {
+    "tools/call": 3600.0,
+    "server/discover": 60.0,
+    "tools/list": 120.0,
+    "prompts/list": 120.0,
+    "resources/list": 120.0,
+    "resources/templates/list": 120.0,
+    "completion/complete": 120.0,
+    "prompts/get": 120.0,
+    "resources/read": 120.0,
+}
+#: Requests in flight that the pool keeps a connection for; more may be open at one time.
+DEFAULT_POOL_SIZE: Final = 256
+#: A pooled connection idle for longer is closed rather than reused (servers close idle
+#: keep-alive connections after about 5 s: Node, uvicorn).
+IDLE_REUSE_LIMIT: Final = 4.0
+#: TCP keep-alive: first probe after 60 s of silence, then every 15 s, 4 probes.
+KEEPALIVE_IDLE: Final = 60
+KEEPALIVE_INTERVAL: Final = 15
+KEEPALIVE_COUNT: Final = 4
+#: The largest piece read from the socket at one time.
+READ_CHUNK: Final = 64 * 1024
+#: Nesting of a message of the upstream server (the same as on stdio).
+DEFAULT_MAX_DEPTH: Final = 200
+#: The most bytes of a body that :meth:`WireResponse.close` reads to keep its connection,
+#: and how long it waits for each piece (only bytes that are here already count).
+DRAIN_BYTES: Final = 64 * 1024
+DRAIN_WAIT: Final = 0.002
+
+ACCEPT: Final = "application/json, text/event-stream"
+#: The longest ``Retry-After`` of a 429 or 503 that a transport waits for, once.
+MAX_RETRY_AFTER: Final = 30.0
+
+#: Linux only: acknowledge the next segment at once (the flag does not stay set).
+_QUICKACK: Final = getattr(socket, "TCP_QUICKACK", None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------------
+
+
+class HttpStatusError(InvalidResponse):
+    """An HTTP status without a JSON-RPC message: detail ``"HTTP status N"``.
+
+    ``http_status`` holds the status. ``retry_after`` holds the seconds of a
+    ``Retry-After`` header (429 and 503 send one), else ``None``.
+    """
+
+    def __init__(self, status: int, *, retry_after: float | None = None, detail: str | None = None) -> None:
+        super().__init__(detail or f"HTTP status {status}", http_status=status)
+        self.retry_after = retry_after
+
+    @property
+    def transient(self) -> bool:
+        """408, 429 and the 5xx statuses except 501: a later attempt can succeed."""
+        status = self.http_status or 0
+        return status in (408, 429) or (status >= 500 and status != 501)
+
+
+class CaFileError(ConnectFailed):
+    """The CA file of ``--ca-file`` cannot be used; ``detail`` tells why, without the path."""
+
+
+class ConnectError(TransportFailed):
+    """No connection to the server: the name, the TCP connection, or its time limit."""
+
+
+class TlsFailed(TransportFailed):
+    """The TLS handshake with the server failed (its certificate, for example)."""
+
+
+class ProxyFailed(TransportFailed):
+    """The proxy failed: the connection to it, its TLS, or the tunnel it should open."""
+
+
+class ReadTimedOut(TransportFailed):
+    """No byte of the answer came within the read limit of the request."""
+
+
+class StreamBroken(TransportFailed):
+    """The connection ended or was reset after the request was written: it may have run."""
+
+
+class Authorizer(Protocol):
+    """The seam of the sign-in: the transport asks it for headers and reports challenges."""
+
+    def headers(self) -> dict[str, str]:
+        """The headers of the next request, for example ``Authorization``."""
+        ...
+
+    def on_challenge(self, status: int, www_authenticate: str | None) -> bool:
+        """Handle a 401 or 403; return True to send the request once more with fresh headers."""
+        ...
+
+
+def seconds_text(value: float) -> str:
+    """A duration for a message: ``"7 s"`` or ``"300 ms"``."""
+    return f"{int(value)} s" if value >= 1 and value == int(value) else f"{int(value * 1000)} ms"
+
+
+def retry_after(value: str | None) -> float | None:
+    """The seconds of a ``Retry-After`` value (seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(int(value))
+    import email.utils
+
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def status_error(response: WireResponse) -> HttpStatusError:
+    """The error of an answer whose status carries no JSON-RPC message."""
+    return HttpStatusError(response.status, retry_after=retry_after(response.header("Retry-After")))
+
+
+def read_limit(method: str, fixed: float | None) -> float:
+    """The idle read limit of an exchange of ``method``: ``fixed`` when given, else the method's."""
+    if fixed is not None:
+        return fixed
+    return METHOD_READ_LIMITS.get(method, DEFAULT_READ_TIMEOUT)
+
+
+def media_type(response: WireResponse) -> str:
+    return (response.header("Content-Type") or "").split(";", 1)[0].strip().lower()
+
+
+# ---------------------------------------------------------------------------------------------
+# Trust and proxies
+# ---------------------------------------------------------------------------------------------
+
+
+def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
+    """A TLS client context: the verifier of the system (``truststore``) plus the certificates of ``ca_file``.
+
+    Raises:
+        CaFileError: ``ca_file`` cannot be read or holds no certificate.
+    """
+    import ssl
+
+    import truststore
+
+    context: ssl.SSLContext = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if ca_file is not None:
+        try:
+            context.load_verify_locations(cafile=ca_file)
+        except FileNotFoundError:
+            raise CaFileError("the file does not exist") from None
+        except ssl.SSLError:
+            raise CaFileError("the file holds no PEM certificate that can be used") from None
+        except OSError as exc:
+            raise CaFileError(f"the file cannot be read: {exc.strerror or type(exc).__name__}") from None
+    return context
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    host = host.lower().strip("[]")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _env(env: Mapping[str, str], name: str) -> tuple[str, str] | None:
+    for key in (name.lower(), name.upper()):
+        value = env.get(key, "").strip()
+        if value:
+            return key, value
+    return None
+
+
+def _bypassed(no_proxy: str, host: str, port: int) -> bool:
+    """Whether ``NO_PROXY`` names ``host`` (a suffix, ``*``, an address or a network, maybe with a port)."""
+    import ipaddress
+
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for raw in no_proxy.split(","):
+        entry = raw.strip().lower()
+        if not entry:
+            continue
+        if entry == "*":
+            return True
+        entry_host, entry_port = entry, ""
+        if entry.startswith("["):
+            entry_host, _, rest = entry[1:].partition("]")
+            entry_port = rest[1:] if rest.startswith(":") else ""
+        elif entry.count(":") == 1:
+            entry_host, _, entry_port = entry.partition(":")
+        if entry_port and entry_port != str(port):
+            continue
+        if address is not None:
+            try:
+                if address in ipaddress.ip_network(entry_host, strict=False):
+                    return True
+            except ValueError:
+                pass
+            continue
+        entry_host = entry_host.lstrip("*").lstrip(".")
+        if entry_host and (host == entry_host or host.endswith("." + entry_host)):
+            return True
+    return False
+
+
+def proxy_for(url: str, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """The proxy of ``url``: ``(variable name, proxy URL)``, or ``None`` for a direct connection.
+
+    ``https_proxy`` (or ``http_proxy`` for http), then ``all_proxy``, each in
+    lower case before upper case; ``no_proxy`` excludes hosts. A loopback host
+    never goes through a proxy. A proxy URL without a scheme means ``http://``.
+    """
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if not host or _is_loopback(host):
+        return None
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    no_proxy = _env(env, "no_proxy")
+    if no_proxy is not None and _bypassed(no_proxy[1], host, port):
+        return None
+    first = "https_proxy" if parts.scheme == "https" else "http_proxy"
+    for name in (first, "all_proxy"):
+        found = _env(env, name)
+        if found is not None:
+            key, value = found
+            return key, value if "://" in value else "http://" + value
+    return None
+
+
+def checked_proxy(url: str, env: Mapping[str, str]) -> str | None:
+    """The proxy URL of ``url`` (:func:`proxy_for`), or None.
+
+    Raises:
+        ConnectFailed: the proxy variable has a scheme other than http and https
+            (the detail names the variable).
+    """
+    found = proxy_for(url, env)
+    if found is None:
+        return None
+    variable, proxy_url = found
+    if urlsplit(proxy_url).scheme.lower() not in ("http", "https"):
+        raise ConnectFailed(f"the proxy of {variable.upper()} does not use http or https")
+    return proxy_url
+
+
+def proxy_parts(proxy_url: str) -> tuple[str, dict[str, str]]:
+    """The proxy URL without its user and password, and its ``Proxy-Authorization`` header."""
+    parts = urlsplit(proxy_url)
+    scheme = parts.scheme.lower()
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port or (443 if scheme == "https" else 80)
+    headers: dict[str, str] = {}
+    if parts.username is not None:
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        headers["Proxy-Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+    return f"{scheme}://{host}:{port}", headers
+
+
+# ---------------------------------------------------------------------------------------------
+# Exchanges: the link from a cancel token to the socket of one request
+# ---------------------------------------------------------------------------------------------
+
+#: Guards the socket and the aborted flag of each exchange. The socket shutdown happens
+#: under it, so an exchange can never shut a connection that the pool has given to another
+#: request; a shutdown is one short system call.
+_OWNER_LOCK = threading.Lock()
+
+
+class Why(enum.Enum):
+    CANCEL = "cancel"
+    CLOSE = "close"
+
+
+class Exchange:
+    """One request in flight and the TCP socket under it."""
+
+    __slots__ = ("sock", "aborted")
+
+    def __init__(self) -> None:
+        self.sock: socket.socket | None = None
+        self.aborted: Why | None = None
+
+    def bind(self, sock: socket.socket) -> None:
+        with _OWNER_LOCK:
+            self.sock = sock
+            if self.aborted is not None:
+                _shutdown(sock)
+
+    def unbind(self) -> None:
+        with _OWNER_LOCK:
+            self.sock = None
+
+    def abort(self, why: Why = Why.CANCEL) -> None:
+        with _OWNER_LOCK:
+            if self.aborted is None:
+                self.aborted = why
+            _shutdown(self.sock)
+
+
+def _shutdown(sock: socket.socket | None) -> None:
+    if sock is not None:
+        try:
+            # The plain socket method: SSLSocket.shutdown would drop its TLS object
+            # under the feet of the thread that reads.
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def quickack(sock: Any) -> None:
+    if _QUICKACK is not None and isinstance(sock, socket.socket):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+        except OSError:
+            pass
+
+
+def socket_options() -> list[tuple[int, int, int]]:
+    options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    idle = getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None)
+    if idle is not None:
+        options.append((socket.IPPROTO_TCP, idle, KEEPALIVE_IDLE))
+    for name, value in (("TCP_KEEPINTVL", KEEPALIVE_INTERVAL), ("TCP_KEEPCNT", KEEPALIVE_COUNT)):
+        number = getattr(socket, name, None)
+        if number is not None:
+            options.append((socket.IPPROTO_TCP, number, value))
+    return options
+
+
+class BodyTooLarge(Exception):
+    """The body is longer than the limit of :meth:`~.httppool.WireResponse.read_body`."""
+
+
+def open_wire(
+    url: str,
+    *,
+    ca_file: str | None = None,
+    ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
+    env: Mapping[str, str] | None = None,
+    pool_size: int = DEFAULT_POOL_SIZE,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    read_timeout: float | None = None,
+    headers: Sequence[tuple[str, str | bytes]] = (),
+) -> Wire:
+    """The keep-alive connections to ``url``, through the proxy of its environment.
+
+    The connections trust the system's verifier plus ``ca_file`` (the context is made
+    at the first TLS connection when neither is given), read nothing from the
+    environment but the proxy variables (loopback is never proxied), keep no cookies
+    and ask for no compression. ``headers`` go into every request.
+
+    Raises:
+        ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
+            other than http and https (the detail names the variable).
+        CaFileError: ``ca_file`` cannot be used.
+    """
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ConnectFailed("the URL does not use http or https")
+    context: ssl.SSLContext | Callable[[], ssl.SSLContext]
+    if ssl_context is not None:
+        context = ssl_context
+    elif ca_file is not None:
+        context = tls_context(ca_file)
+    else:
+        context = tls_context
+    proxy = checked_proxy(url, os.environ if env is None else env)
+    from .httppool import Wire
+
+    return Wire(
+        url,
+        ssl_context=context,
+        proxy=proxy,
+        headers=[
+            ("User-Agent", f"mcp-bridge-vscode/{_version()}"),
+            ("Accept-Encoding", "identity"),
+            *headers,
+        ],
+        connect_timeout=connect_timeout,
+        read_timeout=DEFAULT_READ_TIMEOUT if read_timeout is None else read_timeout,
+        pool_size=pool_size,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading answers: shared by both transports
+# ---------------------------------------------------------------------------------------------
+
+
+class WireReading:
+    """How both HTTP transports read the body of an answer and name an aborted exchange.
+
+    The transport gives ``_max_bytes``, ``_lock``, ``_closed`` and ``_waits`` (the waits
+    after a busy answer, which its close ends).
+    """
+
+    _max_bytes: int
+    _lock: threading.Lock
+    _closed: bool
+    _waits: set[threading.Event]
+
+    def _wait_busy(
+        self, method: str, error: HttpStatusError, cancel: CancelToken | None, *, waited: bool
+    ) -> bool:
+        """After a 429 or 503: wait for its ``Retry-After`` once when short; tell whether to retry.
+
+        Raises:
+            HttpStatusError: a second busy answer, or a longer wait, named in the detail.
+            Cancelled, Closed: the wait was cut short.
+        """
+        status, seconds = error.http_status, error.retry_after
+        if status not in (429, 503) or seconds is None:
+            return False
+        if seconds > MAX_RETRY_AFTER or waited:
+            raise HttpStatusError(
+                status,
+                retry_after=seconds,
+                detail=f"HTTP status {status}, retry after {seconds_text(seconds)}",
+            ) from error
+        log.info(
+            "%s: the upstream server answered HTTP status %d, thus the bridge waits %s and sends it again",
+            method[:128],
+            status,
+            seconds_text(seconds),
+        )
+        woken = threading.Event()
+        remove = cancel.add_callback(woken.set) if cancel is not None else None
+        with self._lock:
+            self._waits.add(woken)
+            stopped = self._closed
+        try:
+            if not stopped:
+                woken.wait(seconds)
+        finally:
+            with self._lock:
+                self._waits.discard(woken)
+            if remove is not None:
+                remove()
+        if self._closed:
+            raise Closed("the connection to the upstream server is closed")
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled(cancel.reason or None)
+        return True
+
+    def _aborted(self, exchange: Exchange, cancel: CancelToken | None) -> McpError:
+        if exchange.aborted is Why.CLOSE:
+            return Closed("the connection to the upstream server is closed")
+        reason = cancel.reason if cancel is not None else ""
+        return Cancelled(reason or None)
+
+    def _body(self, response: WireResponse, exchange: Exchange, cancel: CancelToken | None) -> bytes:
+        """The whole body (at most the limit); the connection goes back to the pool."""
+        try:
+            body = response.read_body(self._max_bytes)
+        except BodyTooLarge:
+            raise InvalidResponse(
+                f"a response longer than {self._max_bytes} bytes", http_status=response.status
+            ) from None
+        except McpError:
+            if exchange.aborted is not None:
+                raise self._aborted(exchange, cancel) from None
+            raise
+        if exchange.aborted is not None:
+            raise self._aborted(exchange, cancel)
+        return body
+
+    def _chunks(
+        self, response: WireResponse, exchange: Exchange, cancel: CancelToken | None
+    ) -> Iterator[bytes]:
+        """The body as it arrives."""
+        while True:
+            try:
+                chunk = response.read1(READ_CHUNK)
+            except McpError:
+                if exchange.aborted is not None:
+                    raise self._aborted(exchange, cancel) from None
+                raise
+            if exchange.aborted is not None:
+                raise self._aborted(exchange, cancel)
+            if not chunk:
+                return
+            yield chunk
+
+
+def parse_event(event: Event, max_depth: int) -> Message:
+    """The message of an SSE event, parsed from its bytes (a long event is never decoded whole).
+
+    Data that is not UTF-8 is parsed as its text, with U+FFFD in place of the bad bytes.
+
+    Raises:
+        FrameError: the event is not a usable message.
+    """
+    try:
+        return jsonrpc.parse(event.raw, max_depth=max_depth)
+    except FrameError:
+        text = event.data
+        if text.encode("utf-8", "surrogatepass") == event.raw:
+            raise
+    return jsonrpc.parse(text, max_depth=max_depth)
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__

@@ -1,0 +1,180 @@
+"""The id of a line that is too long to parse, from its first and last bytes.
+
+Pure: no I/O. The front end, the passthrough and the upstream client keep the
+first and the last bytes of an over-long line (:class:`~.framing.TooLong`) and
+find its id here, so a request gets its error (or its failure) instead of a
+time-out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .jsonrpc import RequestId
+
+__all__ = ["recover_id"]
+
+# JSON white space. A line never holds "\n", but the tail can end with "\r".
+_SPACE = b" \t\r\n"
+_INTEGER = re.compile(rb"-?(?:0|[1-9][0-9]*)")
+_DIGITS = b"0123456789"
+
+
+def recover_id(head: bytes, tail: bytes) -> RequestId | None:
+    """The id of a line that is too long to parse, from its first and last bytes.
+
+    VS Code writes ``"id"`` near the start of a message; the TypeScript SDK 1.x writes it
+    as the last member (``...,"id":5}``). The function tries the head, then the tail,
+    and never parses the whole line. It takes only a member of the top-level object:
+    an ``"id"`` inside ``params`` does not count. The id is a string or an integer;
+    any other value, or a value that the kept bytes cut, gives ``None``.
+    """
+    found = _head_id(head)
+    if found is None:
+        found = _tail_id(tail)
+    return found
+
+
+def _string_end(text: bytes, start: int) -> int | None:
+    """The index after the closing quote of the string that opens at ``text[start]``."""
+    k = start + 1
+    while k < len(text):
+        byte = text[k]
+        if byte == 0x5C:  # a backslash escapes the next byte
+            k += 2
+        elif byte == 0x22:
+            return k + 1
+        else:
+            k += 1
+    return None
+
+
+def _skip_space(text: bytes, i: int) -> int:
+    while i < len(text) and text[i] in _SPACE:
+        i += 1
+    return i
+
+
+def _skip_space_back(text: bytes, end: int) -> int:
+    while end > 0 and text[end - 1] in _SPACE:
+        end -= 1
+    return end
+
+
+def _decode_string(raw: bytes) -> str | None:
+    """The text of the JSON string ``raw`` (with its quotes), if it can be written back.
+
+    A lone surrogate escape decodes to a text that is not UTF-8; such an id could not go
+    into the error response, so it is no id.
+    """
+    try:
+        value = json.loads(raw)
+        if isinstance(value, str):
+            value.encode("utf-8")
+            return value
+    except (ValueError, UnicodeError):
+        pass
+    return None
+
+
+def _head_id(text: bytes) -> RequestId | None:
+    """The ``id`` member of the top-level object that ``text`` starts."""
+    i = _skip_space(text, 0)
+    if i >= len(text) or text[i] != 0x7B:  # "{"
+        return None
+    i += 1
+    depth = 1
+    expect_key = True
+    while i < len(text):
+        byte = text[i]
+        if byte == 0x22:  # a string: a key at depth 1, or a value to skip
+            end = _string_end(text, i)
+            if end is None:
+                return None
+            if depth == 1 and expect_key:
+                expect_key = False
+                if text[i:end] == b'"id"':
+                    j = _skip_space(text, end)
+                    if j >= len(text) or text[j] != 0x3A:  # ":"
+                        return None
+                    return _id_value(text, _skip_space(text, j + 1))
+            i = end
+            continue
+        if byte in b"{[":
+            depth += 1
+        elif byte in b"}]":
+            depth -= 1
+            if depth == 0:
+                return None
+        elif byte == 0x2C and depth == 1:  # ","
+            expect_key = True
+        i += 1
+    return None
+
+
+def _id_value(text: bytes, start: int) -> RequestId | None:
+    """The id that starts at ``text[start]``; ``None`` if the text cuts it."""
+    if start >= len(text):
+        return None
+    if text[start] == 0x22:
+        end = _string_end(text, start)
+        return None if end is None else _decode_string(text[start:end])
+    match = _INTEGER.match(text, start)
+    if match is None:
+        return None
+    end = match.end()
+    # The number must end inside the kept bytes, and must not go on as a fraction or an
+    # exponent (or as digits after a leading zero, which JSON does not allow).
+    if end >= len(text) or text[end] in b".eE" or text[end] in _DIGITS:
+        return None
+    return int(match.group())
+
+
+def _tail_id(text: bytes) -> RequestId | None:
+    """The ``id`` member that ends the top-level object: ``...,"id":<value>}``.
+
+    The text must end with ``"id"``, a colon, the value, one ``}`` and optional white
+    space, and a ``,`` or ``{`` must come before ``"id"``. An ``id`` in a nested object
+    has more than one ``}`` after it and does not count. A string id must have no escape
+    sequence: from the end, the quote before an escaped quote cannot be told apart.
+    """
+    end = _skip_space_back(text, len(text))
+    if end == 0 or text[end - 1] != 0x7D:  # "}"
+        return None
+    end = _skip_space_back(text, end - 1)
+    if end == 0:
+        return None
+    value: RequestId
+    if text[end - 1] == 0x22:
+        start = text.rfind(b'"', 0, end - 1)
+        if start < 0:
+            return None
+        inner = text[start + 1 : end - 1]
+        if b"\\" in inner or any(byte < 0x20 for byte in inner):
+            return None
+        try:
+            value = inner.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    else:
+        start = end
+        while start > 0 and text[start - 1] in _DIGITS:
+            start -= 1
+        if start > 0 and text[start - 1] == 0x2D:  # "-"
+            start -= 1
+        if _INTEGER.fullmatch(text, start, end) is None:
+            return None
+        value = int(text[start:end])
+    # A colon and the key "id" come before the value, and a "," or "{" before the key.
+    # A fraction or an exponent puts a different byte before the digits.
+    i = _skip_space_back(text, start)
+    if i == 0 or text[i - 1] != 0x3A:
+        return None
+    i = _skip_space_back(text, i - 1)
+    if i < 4 or text[i - 4 : i] != b'"id"':
+        return None
+    i = _skip_space_back(text, i - 4)
+    if i == 0 or text[i - 1] not in b",{":
+        return None
+    return value

@@ -1,0 +1,525 @@
+"""The executable ``mcp-bridge-vscode``: one typer app.
+
+The serve forms are the default command, thus the entries of VS Code's ``mcp.json``
+need no subcommand word::
+
+    mcp-bridge-vscode [options] -- <command> [args...]
+    mcp-bridge-vscode [options] <url>
+    mcp-bridge-vscode logout [options] (<url> | --all)
+    mcp-bridge-vscode check [options] (-- <command> [args...] | <url>)
+
+``check`` and ``logout`` are subcommands only as the first word. typer (click under
+it) parses the words, writes the help and the shell completion; the rules of the values
+live in :mod:`mcpbridge.vscode.settings`. Each command declares every option, and hides
+from its help the ones that its forms do not take: then the rules, not the parser, refuse
+them, with the reason.
+
+Two rules of the words come before click's parser (:func:`_split`): the first ``--``
+ends the options and the rest goes to the upstream command unchanged, and a separate
+value never starts with ``--`` (``--name -- cmd`` misses the name).
+
+Exit codes: 0 at the end of stdin; 1 after the loss of the upstream command or an
+internal error; 2 for arguments that are not valid (one line with the problem and one
+line that points to ``--help`` on stderr).
+
+To add an option: its rule in :data:`settings.OPTIONS` and its help line in :data:`HELP`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Final, Optional
+
+import typer
+
+# typer (0.29 and later) carries its own copy of click.
+from typer._click.core import Command, Context
+from typer._click.exceptions import NoSuchOption, UsageError
+from typer.core import TyperCommand, TyperGroup, TyperOption
+
+from .. import __version__, log
+from ..mcp.protocol import MODERN
+from ..oauth.config import CLIENT_SECRET_VARIABLE, TOKEN_KEY_VARIABLE
+from . import settings
+from .settings import PROGRAM, ArgError, Settings, Words
+
+__all__ = ["HELP", "app", "main", "parse", "run"]
+
+logger = logging.getLogger("mcpbridge.vscode")
+
+#: The groups of ``--help``.
+GENERAL: Final = "Options"
+URL_PANEL: Final = "Options for <url>"
+SIGN_IN: Final = "Sign-in options for <url> (OAuth)"
+LOGOUT: Final = "Options for logout"
+CHECK: Final = "Options for check"
+
+_M = settings.MAX_SECONDS
+_B = settings.MAX_BYTES_LIMIT
+if settings.DEFAULT_CLIENT_METADATA_URL is None:
+    _METADATA_DEFAULT = "Without it, the bridge uses dynamic client registration."
+else:  # pragma: no cover - the bridge publishes no document yet
+    _METADATA_DEFAULT = f"The default is the document of the bridge: {settings.DEFAULT_CLIENT_METADATA_URL}"
+
+#: For each option of :data:`settings.OPTIONS`: its group in ``--help``, the name of its
+#: value (``None`` for a flag) and its help.
+HELP: Final[dict[str, tuple[str, str | None, str]]] = {
+    "--name": (
+        GENERAL,
+        "<name>",
+        "The server name for VS Code when the upstream server sends none. The default is the file "
+        "name of <command> without its extension, or the host of <url>.",
+    ),
+    "--log-level": (
+        GENERAL,
+        "<level>",
+        "The level of the log lines on stderr: err, warn, info or debug. "
+        f"The default is {settings.DEFAULT_LOG_LEVEL}.",
+    ),
+    "--discover-timeout": (
+        GENERAL,
+        "<s>",
+        f"The time in seconds for the first answer of the upstream server, from 1 to {_M}. "
+        f"The default is {settings.DEFAULT_DISCOVER_TIMEOUT}.",
+    ),
+    "--max-line-bytes": (
+        GENERAL,
+        "<n>",
+        f"The maximum length of one message from VS Code or from <command>, in bytes, from 1 to {_B}. "
+        f"The default is {settings.DEFAULT_MAX_LINE_BYTES} (64 MiB).",
+    ),
+    "--protocol": (
+        GENERAL,
+        "<revision>",
+        f"The revision of the upstream server: {MODERN}, legacy (2025-11-25) or auto. With auto, "
+        f"the bridge asks the server which revision it speaks. The default is {settings.DEFAULT_PROTOCOL}.",
+    ),
+    "--header-env": (
+        URL_PANEL,
+        "<name>=<var>",
+        "Send the header <name> with the value of the environment variable <var>. Use it for a secret, "
+        "for example a static authorization header.",
+    ),
+    "--header": (
+        URL_PANEL,
+        "<name>:<value>",
+        "Send the header <name> with <value>. Do not use it for a secret.",
+    ),
+    "--max-response-bytes": (
+        URL_PANEL,
+        "<n>",
+        f"The maximum length of one response or one event of the upstream server, in bytes, from 1 to {_B}. "
+        f"The default is {settings.DEFAULT_MAX_RESPONSE_BYTES} (64 MiB).",
+    ),
+    "--ca-file": (
+        URL_PANEL,
+        "<path>",
+        "Also trust the CA certificates of this PEM file. The bridge always trusts the CA certificates "
+        "of the system.",
+    ),
+    "--client-id": (
+        SIGN_IN,
+        "<id>",
+        "Use this client ID, which the authorization server issued. The client secret comes from the "
+        f"environment variable {CLIENT_SECRET_VARIABLE}.",
+    ),
+    "--client-issuer": (SIGN_IN, "<url>", "The issuer of --client-id. A client with a secret needs it."),
+    "--client-metadata-url": (
+        SIGN_IN,
+        "<url>",
+        f"Use the client ID metadata document at this URL. {_METADATA_DEFAULT}",
+    ),
+    "--redirect-port": (
+        SIGN_IN,
+        "<port>",
+        "The port of the redirect URI http://127.0.0.1:<port>/callback, from 1 to 65535. "
+        f"The default is {settings.DEFAULT_REDIRECT_PORT}.",
+    ),
+    "--account": (
+        SIGN_IN,
+        "<label>",
+        f"The account of the stored sign-in: 1 to {settings.MAX_ACCOUNT_CHARS} letters, digits and "
+        f'. _ @ + -. The default is "{settings.DEFAULT_ACCOUNT}".',
+    ),
+    "--token-store": (
+        SIGN_IN,
+        "<store>",
+        "Where the bridge keeps the tokens: auto, keychain, file or memory. The default is "
+        f"{settings.DEFAULT_TOKEN_STORE}: the keychain, else the file store when it has a key, "
+        "else the memory.",
+    ),
+    "--token-key-file": (
+        SIGN_IN,
+        "<path>",
+        "The file with the key of the file store: 64 hexadecimal digits, readable by its owner only.",
+    ),
+    "--no-browser": (SIGN_IN, None, "Open no browser: write the sign-in URL to stderr."),
+    "--sign-in-timeout": (
+        SIGN_IN,
+        "<s>",
+        f"The time in seconds for the sign-in in the browser, from 1 to {_M}. "
+        f"The default is {settings.DEFAULT_SIGN_IN_TIMEOUT}.",
+    ),
+    "--all": (LOGOUT, None, "Delete every stored sign-in, of each account."),
+    "--json": (CHECK, None, "Write the report as one JSON object on stdout."),
+}
+
+
+def _paragraphs(text: str) -> str:
+    """``text`` with each paragraph on one line: the help wraps it to the terminal."""
+    return "\n\n".join(" ".join(paragraph.split("\n")) for paragraph in text.strip().split("\n\n"))
+
+
+_PROGRAM_HELP = _paragraphs(
+    f"""
+Connect VS Code (MCP revision 2025-11-25) to an MCP server of revision {MODERN}.
+
+VS Code starts the bridge and speaks to it over stdin and stdout. The bridge starts <command> as the
+upstream server and speaks to it over stdio, or it connects to the upstream server at <url> over
+Streamable HTTP. The URL uses https, or http with a loopback host such as 127.0.0.1.
+
+The options come first: --name x or --name=x. When an option occurs more than one time, the last
+value applies; each --header and --header-env adds one header. The arguments after "--" go to
+<command> without a change. The URL is the last argument. Never put a secret on the command line:
+VS Code writes the command line to its log, and the process list shows it. A static authorization
+header and the sign-in options exclude each other.
+"""
+)
+
+_EPILOG = "\n".join(
+    [
+        "[bold]Environment variables[/bold]",
+        f"{TOKEN_KEY_VARIABLE}: the key of the file store, 64 hexadecimal digits.",
+        f"{CLIENT_SECRET_VARIABLE}: the client secret of --client-id.",
+        "HTTPS_PROXY, ALL_PROXY, NO_PROXY: the proxy for <url> and the sign-in. Put the user and the "
+        "password of the proxy into its URL. A loopback host never goes through the proxy.",
+        "BROWSER: the program that opens the sign-in page.",
+        'SANDBOX_RUNTIME: "1" makes each sign-in fail at once.',
+        "XDG_STATE_HOME, HOME, LOCALAPPDATA: where the file store keeps its directory.",
+        "",
+        "[bold]Exit codes[/bold]",
+        "0: VS Code closed stdin. A failure of <url> does not stop the bridge.",
+        "1: the upstream command stopped, or an internal error.",
+        "2: the arguments are not valid, a variable of --header-env is missing, the --ca-file is not usable, "
+        "or the token key options are not usable. (A token store that does not open fails each request "
+        "that needs a sign-in.)",
+        "check: 0 when the upstream server answered, 1 when it did not, 2 as above.",
+    ]
+)
+
+_CHECK_HELP = _paragraphs(
+    """
+Connect to the upstream server one time, report what it found, and exit.
+
+check takes the options of the form that it checks. Exit codes: 0 when the upstream server
+answered, 1 when it did not, 2 when the arguments are not valid.
+"""
+)
+
+_LOGOUT_HELP = _paragraphs(
+    """
+Delete the stored sign-in of the server at <url>, or every stored sign-in with --all.
+
+Exit codes: 0 when it deleted the sign-in or there was nothing to delete, 1 when a deletion
+failed, 2 when the arguments are not valid or a token store that was asked for does not open.
+"""
+)
+
+#: The options that answer at once when the parser meets them; the rest of the words then
+#: does not count.
+_AT_ONCE: Final = frozenset({"--help", "--version"})
+#: The options of the shell completion (typer's); they take the words as they are.
+_COMPLETION: Final = frozenset({"--install-completion", "--show-completion"})
+_WORDS_KEY: Final = "mcpbridge.words"
+_AT_ONCE_KEY: Final = "mcpbridge.at-once"
+_UPSTREAM: Final = "upstream"
+
+
+# ---------------------------------------------------------------------------------------------
+# The words
+# ---------------------------------------------------------------------------------------------
+
+
+def _split(
+    args: Sequence[str], takes_value: Callable[[str], bool | None]
+) -> tuple[list[str], tuple[str, ...] | None]:
+    """The words for click's parser, and the upstream command after ``--`` (``None`` without it).
+
+    ``takes_value(option)`` is true for an option with a value, false for a flag and ``None``
+    for an unknown option. Stops at the first word that is not an option: the rules then
+    refuse any ``--`` after it (the URL is the last argument).
+    """
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == "--":
+            return list(args[:index]), tuple(args[index + 1 :])
+        if len(word) < 2 or not word.startswith("-"):
+            break
+        key, equals, _value = word.partition("=")
+        if key in _AT_ONCE:
+            if equals:
+                raise settings.flag_with_value(key)
+            return list(args[: index + 1]), None
+        if key in _COMPLETION:
+            break
+        kind = takes_value(key)
+        if kind is None:
+            raise settings.unknown_option(key)
+        if not kind and equals:
+            raise settings.flag_with_value(key)
+        if kind and not equals:
+            # A separate value never starts with "--": `--name -- cmd` misses the name.
+            if index + 1 >= len(args) or args[index + 1].startswith("--"):
+                raise settings.missing_value(key)
+            index += 1
+        index += 1
+    return list(args), None
+
+
+def _read_words(command: Command, ctx: Context, args: Sequence[str], subcommand: str | None) -> list[str]:
+    """Parse ``args`` with the parser of ``command``; keep the :class:`Words` in ``ctx.meta``."""
+    options = {name: p for p in command.params if isinstance(p, TyperOption) for name in p.opts}
+
+    def takes_value(key: str) -> bool | None:
+        param = options.get(key)
+        return None if param is None else not param.is_flag
+
+    head, upstream = _split(args, takes_value)
+    values, _rest, order = command.make_parser(ctx).parse_args(list(head))
+    pending: dict[str, list[Any]] = {}
+    occurrences: list[tuple[str, str | None]] = []
+    for param in order:
+        if not isinstance(param, TyperOption) or param.name is None:
+            continue
+        name = param.opts[0]
+        if name in _AT_ONCE:
+            ctx.meta[_AT_ONCE_KEY] = name
+            continue
+        if param.is_flag:
+            occurrences.append((name, None))
+            continue
+        if param.name not in pending:
+            pending[param.name] = list(values.get(param.name) or ())
+        occurrences.append((name, str(pending[param.name].pop(0))))
+    positional = tuple(str(word) for word in values.get(_UPSTREAM) or ())
+    ctx.meta[_WORDS_KEY] = Words(subcommand, tuple(occurrences), positional, upstream)
+    return head
+
+
+def _parse(command: Command, ctx: Context, args: list[str], subcommand: str | None) -> list[str]:
+    """Read the words of ``args`` into ``ctx.meta``; answer ``--help`` and ``--version`` at once.
+
+    click's parser splits the words; the values are left to the rules: typer's own conversion
+    of a value would load pydantic, which costs more than the whole start of the bridge.
+    """
+    _read_words(command, ctx, args, subcommand)
+    at_once = ctx.meta.get(_AT_ONCE_KEY)
+    if at_once is not None:
+        for param in command.get_params(ctx):
+            if at_once in param.opts and param.name is not None:
+                param.handle_parse_result(ctx, {param.name: True}, [])  # writes and exits
+    return []
+
+
+def _completion(args: Sequence[str]) -> bool:
+    """The words ask for the completion script or its installation."""
+    return any(word.partition("=")[0] in _COMPLETION for word in args)
+
+
+class _Program(TyperGroup):
+    """The program: the serve forms, unless the first word names a subcommand."""
+
+    def get_params(self, ctx: Context) -> list[Any]:
+        params = super().get_params(ctx)
+        if ctx.command is not self:  # the usage line of a subcommand: no upstream of the program
+            return [param for param in params if param.name != _UPSTREAM]
+        return params
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        if args and args[0] in self.commands:
+            ctx._protected_args, ctx.args = [args[0]], list(args[1:])
+            return ctx.args
+        if ctx.resilient_parsing or _completion(args):  # shell completion: typer's own way
+            return super().parse_args(ctx, args)
+        return _parse(self, ctx, args, None)
+
+
+class _Subcommand(TyperCommand):
+    """``check`` or ``logout``."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        if ctx.resilient_parsing:
+            return super().parse_args(ctx, args)
+        return _parse(self, ctx, args, self.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# The app
+# ---------------------------------------------------------------------------------------------
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"{PROGRAM} {__version__}")
+        raise typer.Exit(0)
+
+
+def _signature(subcommand: str | None) -> inspect.Signature:
+    """The parameters of a command for typer: every option, hidden where the form refuses it."""
+    shown = set(settings.options_for(subcommand))
+    kind = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("ctx", kind, annotation=typer.Context)]
+    for number, name in enumerate(settings.OPTIONS):
+        panel, metavar, text = HELP[name]
+        hidden = name not in shown
+        annotation: object
+        if metavar is None:
+            info = typer.Option(
+                name, metavar="", help=text, rich_help_panel=panel, hidden=hidden, show_default=False
+            )
+            annotation, default = Annotated[bool, info], False
+        else:
+            info = typer.Option(
+                name, metavar=metavar, help=text, rich_help_panel=panel, hidden=hidden, show_default=False
+            )
+            annotation, default = Annotated[Optional[list[str]], info], None  # noqa: UP045 (typer reads it)
+        params.append(inspect.Parameter(f"option_{number}", kind, default=default, annotation=annotation))
+    version = typer.Option(
+        "--version",
+        metavar="",
+        callback=_show_version,
+        is_eager=True,
+        help="Show the version and exit.",
+        rich_help_panel=GENERAL,
+    )
+    params.append(inspect.Parameter("version", kind, default=False, annotation=Annotated[bool, version]))
+    metavar = "<url>" if subcommand == "logout" else "<url> | -- <command> [args...]"
+    upstream = typer.Argument(metavar=metavar, show_default=False, hidden=True)
+    params.append(
+        inspect.Parameter(_UPSTREAM, kind, default=None, annotation=Annotated[Optional[list[str]], upstream])  # noqa: UP045
+    )
+    return inspect.Signature(params)
+
+
+def _command(subcommand: str | None) -> Callable[..., Any]:
+    """The function of a command; typer reads its parameters from its signature."""
+
+    def run_command(**params: Any) -> int | None:
+        ctx = params["ctx"]
+        assert isinstance(ctx, Context)
+        if subcommand is None and ctx.invoked_subcommand is not None:
+            return None
+        return run_settings(settings.resolve(ctx.meta[_WORDS_KEY], os.environ))
+
+    run_command.__signature__ = _signature(subcommand)  # type: ignore[attr-defined]
+    return run_command
+
+
+app: Final = typer.Typer(
+    name=PROGRAM,
+    cls=_Program,
+    help=_PROGRAM_HELP,
+    epilog=_EPILOG,
+    options_metavar="[options]",
+    subcommand_metavar="",
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["--help"]},
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode="rich",
+)
+app.callback()(_command(None))
+app.command("check", cls=_Subcommand, help=_CHECK_HELP, options_metavar="[options]")(_command("check"))
+app.command("logout", cls=_Subcommand, help=_LOGOUT_HELP, options_metavar="[options]")(_command("logout"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the command line and exit the process with its code."""
+    from .serving import exit_now
+
+    exit_now(run(list(sys.argv[1:] if argv is None else argv)))
+
+
+def run(argv: list[str]) -> int:
+    """Run the command line; the exit code."""
+    subcommand = argv[0] if argv and argv[0] in ("check", "logout") else None
+    try:
+        result = typer.main.get_command(app).main(argv, prog_name=PROGRAM, standalone_mode=False)
+    except ArgError as exc:
+        return _usage_error(exc.diagnostic, subcommand)
+    except UsageError as exc:
+        return _usage_error(_diagnostic(exc), subcommand)
+    except typer.Abort:
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def _diagnostic(exc: UsageError) -> str:
+    """The text of an error of click's parser, in the words of the rules (never a value)."""
+    if isinstance(exc, NoSuchOption):
+        return settings.unknown_option(exc.option_name).diagnostic
+    return exc.format_message()
+
+
+def _usage_error(diagnostic: str, subcommand: str | None) -> int:
+    """Two lines on stderr: the problem, and where the usage is."""
+    log.write_line("vscode", "error", diagnostic)
+    where = f"{PROGRAM} {subcommand} --help" if subcommand else f"{PROGRAM} --help"
+    log.write_line("vscode", "error", f'see "{where}"')
+    return ArgError.exit_code
+
+
+def run_settings(parsed: Settings) -> int:
+    """Run the form of ``parsed``; the exit code."""
+    log.configure(parsed.log_level)
+    for warning in parsed.warnings:
+        logger.warning("%s", warning)
+    if parsed.form is settings.Form.COMMAND:
+        from .main import serve_command
+
+        return serve_command(parsed)
+    if parsed.form is settings.Form.URL:
+        from .serve_url import serve_url
+
+        return serve_url(parsed)
+    if parsed.form is settings.Form.LOGOUT:
+        from .logout import logout
+
+        return logout(parsed)
+    from .check import check
+
+    return check(parsed)
+
+
+def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | str:
+    """The :class:`Settings` of ``argv``, as the executable finds them, without running anything;
+    ``"--help"`` or ``"--version"`` when the executable answers with the help or the version.
+
+    Raises:
+        ArgError: as the executable reports it (also for the parser's own errors).
+    """
+    args = list(argv)
+    subcommand = args[0] if args and args[0] in ("check", "logout") else None
+    group = typer.main.get_command(app)
+    assert isinstance(group, _Program)
+    command: Command = group.commands[subcommand] if subcommand else group
+    rest = args[1:] if subcommand else args
+    ctx = command.make_context(PROGRAM, [], resilient_parsing=True)
+    try:
+        _read_words(command, ctx, rest, subcommand)
+    except UsageError as exc:
+        raise ArgError("usage", _diagnostic(exc)) from None
+    at_once = ctx.meta.get(_AT_ONCE_KEY)
+    if isinstance(at_once, str):
+        return at_once
+    return settings.resolve(ctx.meta[_WORDS_KEY], env)

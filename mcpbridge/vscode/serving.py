@@ -1,0 +1,167 @@
+"""The wiring that both serve forms share: the watchdog, SIGTERM, the pipes, the heap, the exit.
+
+:func:`serve` runs a :class:`~mcpbridge.bridge.frontend.Frontend` until VS Code closes
+stdin (exit code 0) or the upstream command stops (exit code 1).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import signal
+import sys
+import threading
+
+#: The watchdog stops the bridge this long after the end of stdin. VS Code sends
+#: SIGTERM 10 s after it closes stdin and kills the tree after 20 s.
+WATCHDOG_SECONDS = 8.0
+
+logger = logging.getLogger("mcpbridge.vscode")
+
+
+def serve(frontend: object, *, keep_freed_memory: bool = False) -> int:
+    """Run the front end with the watchdog and SIGTERM; the exit code.
+
+    ``keep_freed_memory``: the large frames pass on one thread (the upstream reader
+    of the stdio form), so its heap keeps the memory of one large frame for the
+    next, and gives it back once they stop. Else every large block is returned at
+    once (with many slot threads, each heap would keep its own).
+    """
+    from ..bridge.frontend import Ended, Frontend
+
+    assert isinstance(frontend, Frontend)
+    watchdog = Watchdog(frontend)
+    frontend.on_eof = watchdog.arm
+    _stop_on_sigterm(frontend)
+    if keep_freed_memory:
+        _keep_large_blocks()
+        frontend.release_memory = _trim_heap
+    else:
+        _release_large_blocks()
+    _widen_stdio_pipes()
+    # What exists now (the modules, the settings) lives as long as the process: out of
+    # the collector's sight, a full collection walks only what the connection made.
+    gc.freeze()
+    ended = frontend.run()
+    return 1 if ended is Ended.UPSTREAM_LOST else 0
+
+
+def _widen_stdio_pipes() -> None:
+    """Let the pipes of stdin and stdout hold 1 MiB (Linux; 64 KiB by default).
+
+    A large result then goes to VS Code in 16 writes for 16 MiB, not 256 with a
+    wake-up of each side for each. Not a pipe, or over the system's limit: no change.
+    """
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        return
+    for stream in (sys.stdin, sys.stdout):
+        try:
+            fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1024 * 1024)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def _release_large_blocks() -> None:
+    """Serve blocks of 128 KiB and more with mmap, so a freed 16 MiB frame goes back to the system.
+
+    glibc otherwise keeps such blocks in the heap of each thread that freed them, and a
+    few large results make the bridge's memory grow by several times their size.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+def _keep_large_blocks() -> None:
+    """Serve blocks up to 32 MiB from the heap and keep them when freed, for the next large frame.
+
+    Fresh pages cost a page fault each (4 KiB): a 16 MiB frame in fresh memory costs
+    more than its parse. The watcher gives the memory back once the large frames stop
+    (:func:`_trim_heap`).
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        # One heap for all threads: malloc_trim gives back the free top of the main
+        # heap only (the threads take turns under the interpreter's lock anyway).
+        libc.mallopt(-8, 1)  # M_ARENA_MAX
+        libc.mallopt(-3, 32 * 1024 * 1024)  # M_MMAP_THRESHOLD: glibc's largest
+        libc.mallopt(-1, 128 * 1024 * 1024)  # M_TRIM_THRESHOLD: the heap keeps what it freed
+    except (OSError, AttributeError):
+        pass
+
+
+def _trim_heap() -> None:
+    """Give the free memory of every heap back to the system (glibc's ``malloc_trim``).
+
+    glibc keeps a freed large block for the next one, which then costs no fresh
+    pages (a page fault for each 4 KiB); the watcher calls this once the large
+    frames stopped.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _stop_on_sigterm(frontend: object) -> None:
+    from ..bridge.frontend import Frontend
+
+    assert isinstance(frontend, Frontend)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        threading.Thread(target=frontend.close, name="mcpbridge-sigterm", daemon=True).start()
+
+    try:
+        signal.signal(signal.SIGTERM, on_signal)
+    except ValueError:  # not the main thread
+        pass
+
+
+class Watchdog:
+    """A plain thread, armed at the end of stdin, that stops the process in bounded time."""
+
+    def __init__(self, frontend: object, seconds: float = WATCHDOG_SECONDS) -> None:
+        self._frontend = frontend
+        self._seconds = seconds
+        self._thread: threading.Thread | None = None
+
+    def arm(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="mcpbridge-watchdog", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        threading.Event().wait(self._seconds)
+        logger.warning(
+            "the bridge did not stop in %d s after the end of stdin, thus it stops now", int(self._seconds)
+        )
+        kill = getattr(self._frontend, "kill_upstream", None)
+        if kill is not None:
+            kill()
+        exit_now(0)
+
+
+def exit_now(code: int) -> None:
+    """Flush and leave at once: a stuck worker thread must not keep the process alive."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

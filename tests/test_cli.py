@@ -1,0 +1,188 @@
+"""The executable ``mcp-bridge-vscode`` on typer, run as ``python -m mcpbridge``.
+
+The rules of the values are tested in ``tests/test_settings.py``; here the real process:
+the ``mcp.json`` examples of the README, ``--`` with options after it, the URL form with
+every option it takes, the help of the program and of each subcommand, ``--version``, a
+usage error, the completion script for bash, and a secret in ``--header``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trustme
+
+from tests.harness import FIXTURE, ROOT, WAIT, Bridge, bridge_command
+
+SECRET = "cli-secret-5d2e"
+URL = "https://mcp.example.com/mcp"
+
+
+def run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        bridge_command(*argv), capture_output=True, text=True, timeout=WAIT, cwd=ROOT, env=full_env
+    )
+
+
+def readme_servers() -> dict[str, dict[str, object]]:
+    text = (ROOT / "README.rst").read_text(encoding="utf-8")
+    start = text.index('    {\n      "servers"')
+    end = text.index("\n    }\n", start) + len("\n    }\n")
+    block = "\n".join(line[4:] for line in text[start:end].splitlines())
+    servers = json.loads(block)["servers"]
+    assert isinstance(servers, dict) and len(servers) == 2
+    return servers
+
+
+def answers_ping_and_exits_0(command: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """Ping the bridge, close its stdin; its stderr lines."""
+    with Bridge(command, env) as bridge:
+        response = bridge.request("ping")
+        assert response["result"] == {}
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        return list(bridge.stderr_lines)
+
+
+def test_the_readme_mcp_json_examples_start_the_bridge_without_a_subcommand() -> None:
+    servers = readme_servers()
+    for name, server in servers.items():
+        assert server["command"] == "mcp-bridge-vscode", name
+        args = [str(word) for word in server["args"]]  # type: ignore[attr-defined]
+        if "--" in args:
+            # The README's command, with a real server in the place of "my_server".
+            assert args == ["--", "python", "-m", "my_server"]
+            args = ["--", sys.executable, str(FIXTURE)]
+        lines = answers_ping_and_exits_0(bridge_command(*args))
+        assert not any(": error: " in line for line in lines), lines
+
+
+def test_the_words_after_double_dash_go_to_the_upstream_command_unchanged(tmp_path: Path) -> None:
+    out = tmp_path / "argv.json"
+    script = "import json, sys; open(sys.argv[1], 'w').write(json.dumps(sys.argv[2:]))"
+    words = ["--name", "x", "--help", "--", "--version", "check", "https://a.example/mcp", "--bogus=1"]
+    # check starts the upstream command once; this one writes its arguments and stops.
+    done = run("check", "--name", "files", "--", sys.executable, "-c", script, str(out), *words)
+    assert done.returncode == 1, done.stderr
+    assert json.loads(out.read_text(encoding="utf-8")) == words
+
+
+def test_the_url_form_takes_every_option_of_a_url(tmp_path: Path) -> None:
+    key_file = tmp_path / "token.key"
+    key_file.write_text("ab" * 32 + "\n", encoding="utf-8")
+    key_file.chmod(0o600)
+    ca_file = tmp_path / "ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(ca_file))
+    argv = [
+        "--name", "remote", "--log-level", "debug", "--discover-timeout", "5", "--max-line-bytes", "65536",
+        "--protocol", "auto", "--header", "x-tenant:blue", "--header-env", "x-api-key=CLI_TEST_KEY",
+        "--max-response-bytes=65536", "--client-id", "bridge-client", "--client-issuer", "https://as.example",
+        "--redirect-port", "41999", "--account", "work", "--token-store", "file",
+        "--token-key-file", str(key_file), "--no-browser", "--sign-in-timeout", "30",
+        "--ca-file", str(ca_file), URL,
+    ]  # fmt: skip
+    lines = answers_ping_and_exits_0(bridge_command(*argv), {"CLI_TEST_KEY": SECRET})
+    assert not any(": error: " in line for line in lines), lines
+    assert not any(SECRET in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown", "hidden"),
+    [
+        (
+            [],
+            ["--name", "--header-env", "--client-id", "--version", "check", "logout", "Exit codes"],
+            ["--json"],
+        ),
+        (["check"], ["--json", "--name", "--header-env"], ["--all"]),
+        (["logout"], ["--all", "--account", "--token-store"], ["--name", "--json", "--header"]),
+    ],
+)
+def test_the_program_and_each_subcommand_have_their_help(
+    argv: list[str], shown: list[str], hidden: list[str]
+) -> None:
+    done = run(*argv, "--help", env={"COLUMNS": "120"})
+    assert (done.returncode, done.stderr) == (0, "")
+    prefix = " ".join(["mcp-bridge-vscode", *argv])
+    assert f"Usage: {prefix} " in done.stdout
+    for text in shown:
+        assert text in done.stdout, text
+    for text in hidden:
+        assert re.search(rf"{re.escape(text)}\b(?!-)", done.stdout) is None, text
+
+
+def test_the_help_offers_no_switch_that_weakens_a_check_or_takes_a_secret() -> None:
+    text = run("--help", env={"COLUMNS": "120"}).stdout
+    for switch in ["--allow-http", "--insecure", "--headless", "--client-secret"]:
+        assert switch not in text
+    assert re.search(r"--token-key(?!-file)", text) is None
+
+
+def test_version_goes_to_stdout_with_exit_0() -> None:
+    done = run("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "mcp-bridge-vscode 0.1.0\n", "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "first", "help_of"),
+    [
+        (["--bogus", "--", SECRET], "the option --bogus is not known", ""),
+        ([f"--bogus={SECRET}", URL], "the option --bogus is not known", ""),
+        ([f"-x{SECRET}", URL], 'an argument that starts with "-" is not a known option', ""),
+        (["--name", "--", SECRET], "the option --name needs a value", ""),
+        ([f"--no-browser={SECRET}", URL],
+         "the value of --no-browser is not valid: the option takes no value", ""),
+        (["check", "--discover-timeout", SECRET, URL], "the value of --discover-timeout is not valid: "
+         "use a number of seconds from 1 to 4294967295", " check"),
+        (["logout", "--name", SECRET, URL], "the option --name cannot be used here: logout does not take it",
+         " logout"),
+        ([SECRET], 'an argument is not an option: give the URL of the upstream server, or put the upstream '
+         'command after "--"', ""),
+    ],
+)  # fmt: skip
+def test_a_usage_error_is_two_lines_on_stderr_and_exit_2_without_the_value(
+    argv: list[str], first: str, help_of: str
+) -> None:
+    done = run(*argv)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"mcp-bridge-vscode: vscode: error: {first}",
+        f'mcp-bridge-vscode: vscode: error: see "mcp-bridge-vscode{help_of} --help"',
+    ]
+    assert SECRET not in done.stderr
+
+
+def test_the_bash_completion_script_and_its_answers() -> None:
+    done = run("--show-completion", "bash")
+    assert done.returncode == 0
+    assert "complete -o default -F _mcp_bridge_vscode_completion mcp-bridge-vscode" in done.stdout
+    assert "_MCP_BRIDGE_VSCODE_COMPLETE=complete_bash" in done.stdout
+    answers = run(
+        env={"_MCP_BRIDGE_VSCODE_COMPLETE": "complete_bash", "COMP_WORDS": "mcp-bridge-vscode --token-s",
+             "COMP_CWORD": "1"}
+    )  # fmt: skip
+    assert (answers.returncode, answers.stdout.split()) == (0, ["--token-store"])
+    logout = run(
+        env={"_MCP_BRIDGE_VSCODE_COMPLETE": "complete_bash", "COMP_WORDS": "mcp-bridge-vscode logout --a",
+             "COMP_CWORD": "2"}
+    )  # fmt: skip
+    assert sorted(logout.stdout.split()) == ["--account", "--all"]
+
+
+def test_a_secret_header_on_the_command_line_gives_a_warning_without_its_value() -> None:
+    lines = answers_ping_and_exits_0(bridge_command("--header", f"Authorization: Bearer {SECRET}", URL))
+    warning = (
+        "mcp-bridge-vscode: vscode: warning: the value of the header Authorization is on the command line. "
+        "VS Code writes the command line to its log, and the process list shows it. Use --header-env.\n"
+    )
+    assert warning in lines
+    assert not any(SECRET in line for line in lines)

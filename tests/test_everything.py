@@ -1,0 +1,150 @@
+"""The real ``@modelcontextprotocol/server-everything`` behind the bridge, over stdio and HTTP.
+
+server-everything (2026.8.31, the 2025-era TypeScript SDK) sends messages outside any
+request: after ``notifications/initialized`` it registers a tool (a tool list change)
+and asks the client for its roots (``roots/list``), then logs what it got; a resource
+subscription is acknowledged with a log message, ``toggle-subscriber-updates`` sends
+``notifications/resources/updated`` at once, and ``gzip-file-as-resource`` adds a
+resource (a resource list change). Through the bridge, each of them
+must reach the client (VS Code's side), over the server's stdio and over its
+Streamable HTTP transport (whose GET stream carries them).
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import NodePeers
+from tests.harness import WAIT, Bridge, bridge_command
+
+pytestmark = [pytest.mark.interop]
+
+ROOTS = [{"uri": "file:///work/project", "name": "project"}]
+SUBSCRIBED = "demo://resource/static/document/architecture.md"
+HELLO = "data:text/plain;base64,aGVsbG8="
+
+
+def _everything(node: NodePeers) -> Path:
+    entry = node.node_modules / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+    assert entry.is_file(), "server-everything is not installed: run `make node`"
+    return entry
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def everything_url(node: NodePeers) -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [str(node.node22), str(_everything(node)), "streamableHttp"],
+        env={"PATH": "/usr/bin:/bin", "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + WAIT * 3
+        for line in proc.stderr:  # the server says when it listens
+            if b"listening on port" in line:
+                break
+            assert time.monotonic() < deadline, "server-everything did not start"
+        else:
+            pytest.fail("server-everything ended before it listened")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        if proc.stderr is not None:
+            proc.stderr.close()
+        proc.terminate()
+        try:
+            proc.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(WAIT)
+
+
+class Client:
+    """The client side of the bridge: answers ``roots/list`` and records every frame."""
+
+    def __init__(self, bridge: Bridge) -> None:
+        self.bridge = bridge
+        self.frames: list[dict[str, Any]] = []
+
+    def until(self, predicate: Any, timeout: float = WAIT * 2) -> dict[str, Any]:
+        for frame in self.frames:
+            if predicate(frame):
+                return frame
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"not seen; frames: {[f.get('method', f.get('id')) for f in self.frames]}"
+            frame = self.bridge.next_frame(remaining)
+            self.frames.append(frame)
+            if frame.get("method") == "roots/list" and "id" in frame:
+                self.bridge.send({"jsonrpc": "2.0", "id": frame["id"], "result": {"roots": ROOTS}})
+            if predicate(frame):
+                return frame
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        request_id = self.bridge.request_async(method, params)
+        return self.until(lambda f: f.get("id") == request_id and "method" not in f)
+
+
+def _notification(method: str, contains: str = "") -> Any:
+    def match(frame: dict[str, Any]) -> bool:
+        return frame.get("method") == method and "id" not in frame and contains in str(frame.get("params"))
+
+    return match
+
+
+def _run(command: list[str], *, stdio: bool) -> None:
+    with Bridge(command) as bridge:
+        client = Client(bridge)
+        answer = bridge.initialize()
+        assert answer["result"]["serverInfo"]["name"] == "mcp-servers/everything"
+        if stdio:
+            # The tool it registers while it handles notifications/initialized. Over HTTP the
+            # server sends that one before any GET stream is open and drops it, as it does for
+            # a client that talks to it directly.
+            client.until(_notification("notifications/tools/list_changed"))
+        # After initialized: the server's roots/list, and a log line of the roots it got.
+        client.until(lambda f: f.get("method") == "roots/list" and "id" in f)
+        client.until(_notification("notifications/message", "Roots updated: 1 root(s)"))
+        roots = client.request("tools/call", {"name": "get-roots-list", "arguments": {}})
+        assert "Current MCP Roots (1 total)" in roots["result"]["content"][0]["text"]
+        # A subscription: its log message, then the update.
+        assert client.request("resources/subscribe", {"uri": SUBSCRIBED})["result"] == {}
+        client.until(_notification("notifications/message", "Received Subscribe Resource request"))
+        toggled = client.request("tools/call", {"name": "toggle-subscriber-updates", "arguments": {}})
+        assert "Started simulated resource updated" in toggled["result"]["content"][0]["text"]
+        updated = client.until(_notification("notifications/resources/updated"))
+        assert updated["params"]["uri"] == SUBSCRIBED
+        client.request("tools/call", {"name": "toggle-subscriber-updates", "arguments": {}})
+        # A resource of the session: the server's resource list changes.
+        gzipped = client.request(
+            "tools/call",
+            {"name": "gzip-file-as-resource", "arguments": {"name": "hello.gz", "data": HELLO}},
+        )
+        assert gzipped["result"]["content"][0]["type"] == "resource_link"
+        client.until(_notification("notifications/resources/list_changed"))
+        bridge.close_stdin()
+        assert bridge.wait_exit(WAIT * 2) == 0
+
+
+def test_messages_outside_requests_reach_the_client_over_stdio(node: NodePeers) -> None:
+    _run(bridge_command(upstream=[str(node.node22), str(_everything(node)), "stdio"]), stdio=True)
+
+
+def test_messages_outside_requests_reach_the_client_over_streamable_http(everything_url: str) -> None:
+    _run(bridge_command(everything_url), stdio=False)

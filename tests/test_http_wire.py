@@ -1,0 +1,307 @@
+"""The HTTP wire (urllib3 under both transports) against scripted bad servers on 127.0.0.1.
+
+Each case is a server that misbehaves in one way; the request fails alone with a named
+error (or succeeds when the framing is valid), and the next request still works.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from mcpbridge.mcp.errors import InvalidResponse
+from mcpbridge.mcp.http import HttpTransport
+from mcpbridge.mcp.httpwire import ReadTimedOut, StreamBroken
+from mcpbridge.mcp.jsonrpc import Response
+from tests.conftest import WAIT
+from tests.peers.scripted_http import Exchange, ScriptedServer
+from tests.test_http_transport import Inbox, Sender, call, open_transport, text_of
+
+
+def _result(ex: Exchange, text: str) -> bytes:
+    result = {"resultType": "complete", "content": [{"type": "text", "text": text}]}
+    return json.dumps({"jsonrpc": "2.0", "id": ex.request.rpc_id, "result": result}).encode()
+
+
+def _misbehave(ex: Exchange) -> None:
+    tool = ex.request.params.get("name")
+    body = _result(ex, f"{tool} " + "w" * 50_000)
+    json_head = [("Content-Type", "application/json")]
+    if tool == "reset_in_body":
+        ex.head(200, [*json_head, ("Content-Length", str(len(body)))])
+        ex.send(body[:1000])
+        ex.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        ex.close()
+    elif tool == "short_body":
+        ex.head(200, [*json_head, ("Content-Length", str(len(body)))])
+        ex.send(body[:1000])
+        ex.close()
+    elif tool == "stall_in_body":
+        ex.head(200, [*json_head, ("Content-Length", str(len(body)))])
+        ex.send(body[:1000])
+        ex.wait_released()
+        ex.close()
+    elif tool == "bad_chunk_size":
+        ex.head(200, [*json_head, ("Transfer-Encoding", "chunked")])
+        ex.send(b"zz\r\n" + body[:10] + b"\r\n0\r\n\r\n")
+        ex.keep_alive = False
+    elif tool == "short_chunk":
+        ex.head(200, [*json_head, ("Transfer-Encoding", "chunked")])
+        ex.send(b"%x\r\n%s" % (len(body) + 500, body))
+        ex.close()
+    elif tool == "gzip":
+        packed = gzip.compress(body)
+        ex.head(200, [*json_head, ("Content-Encoding", "gzip"), ("Content-Length", str(len(packed)))])
+        ex.send(packed)
+    elif tool == "bad_gzip":
+        packed = b"\x1f\x8b\x08\x00" + b"not gzip at all" * 10
+        ex.head(200, [*json_head, ("Content-Encoding", "gzip"), ("Content-Length", str(len(packed)))])
+        ex.send(packed)
+    elif tool == "interim":
+        ex.send(b"HTTP/1.1 100 Continue\r\n\r\n")
+        ex.send(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
+        ex.send(b"HTTP/1.1 102 Processing\r\n\r\n")
+        ex.head(200, [*json_head, ("Content-Length", str(len(body)))])
+        ex.send(body)
+    elif tool == "huge":
+        size = int(ex.request.params["arguments"]["size"])
+        ex.head(200, [*json_head, ("Content-Length", str(size))])
+        ex.close()  # refused by its length: nothing of the body is needed
+    elif tool == "huge_chunked":
+        ex.head(200, [*json_head, ("Transfer-Encoding", "chunked")])
+        piece = b"x" * (1024 * 1024)
+        try:
+            while True:
+                ex.send(b"%x\r\n%s\r\n" % (len(piece), piece))
+        except OSError:
+            ex.keep_alive = False
+    else:
+        ex.text_result("ok")
+
+
+@pytest.fixture
+def bad() -> Iterator[tuple[HttpTransport, Inbox, ScriptedServer]]:
+    with ScriptedServer(_misbehave) as server:
+        inbox = Inbox()
+        transport = open_transport(server.url(), inbox, read_timeout=5.0)
+        try:
+            yield transport, inbox, server
+        finally:
+            server.release.set()
+            transport.close()
+
+
+def _then_ok(transport: HttpTransport, inbox: Inbox) -> None:
+    inbox.clear()
+    transport.send(call("after", "ok"))
+    assert [text_of(m) for m in inbox.messages] == ["ok"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "detail"),
+    [
+        ("reset_in_body", "the connection was reset"),
+        ("short_body", "the connection closed before the end of the response"),
+        # http.client reads a chunk size that is not hex as the end of the body.
+        ("bad_chunk_size", "the connection closed before the end of the response"),
+        ("short_chunk", "the connection closed before the end of the response"),
+    ],
+)
+def test_a_broken_body_fails_the_call_alone_with_a_named_error(bad, tool, detail):
+    transport, inbox, server = bad
+    with pytest.raises(StreamBroken) as info:
+        transport.send(call(1, tool))
+    assert info.value.cause == "transport_failed"
+    assert info.value.detail in (detail, "the connection was reset")
+    if tool != "reset_in_body":
+        assert info.value.detail == detail
+    assert info.value.__cause__ is not None  # the error of urllib3 is chained
+    assert [r.rpc_id for r in server.received] == [1]  # a tools/call is never sent again
+    _then_ok(transport, inbox)
+
+
+def test_a_stall_in_the_middle_of_the_body_fires_the_read_limit(bad):
+    transport, inbox, server = bad
+    short = open_transport(server.url(), inbox, read_timeout=0.3)
+    try:
+        with pytest.raises(ReadTimedOut) as info:
+            short.send(call(1, "stall_in_body"))
+        assert info.value.cause == "transport_failed"
+        assert info.value.detail == "read: no data in 300 ms"
+    finally:
+        server.release.set()
+        short.close()
+    _then_ok(transport, inbox)
+
+
+def test_gzip_and_interim_answers_are_decoded_and_skipped(bad):
+    transport, inbox, server = bad
+    transport.send(call(1, "gzip"))
+    transport.send(call(2, "interim"))
+    transport.send(call(3, "gzip"))
+    texts = [text_of(m) for m in inbox.messages]
+    assert [t.split()[0] for t in texts] == ["gzip", "interim", "gzip"]
+    assert all(t.endswith("w" * 50_000) for t in texts)
+    assert server.connections == 1  # each answer was read to its end and the connection kept
+    assert all(r.header("Accept-Encoding") == "identity" for r in server.received)
+
+
+def test_a_body_that_does_not_decode_is_an_invalid_response(bad):
+    transport, inbox, _server = bad
+    with pytest.raises(InvalidResponse) as info:
+        transport.send(call(1, "bad_gzip"))
+    assert info.value.detail == "the content encoding of the response is not valid"
+    _then_ok(transport, inbox)
+
+
+def test_an_answer_of_64_mib_and_one_byte_is_refused_by_the_limit(bad):
+    transport, inbox, _server = bad
+    limit = 64 * 1024 * 1024
+    with pytest.raises(InvalidResponse) as info:
+        transport.send(call(1, "huge", {"size": limit + 1}))
+    assert info.value.detail == f"a response longer than {limit} bytes"
+    with pytest.raises(InvalidResponse) as info:
+        transport.send(call(2, "huge_chunked"))
+    assert info.value.detail == f"a response longer than {limit} bytes"
+    _then_ok(transport, inbox)
+
+
+def test_100_concurrent_requests_share_one_pool_without_closing_connections() -> None:
+    together = threading.Barrier(100)
+
+    def all_at_once(ex: Exchange) -> None:
+        together.wait(WAIT)
+        ex.text_result("ok")
+
+    with ScriptedServer(all_at_once) as server:
+        inbox = Inbox()
+        transport = open_transport(server.url(), inbox)
+        try:
+            for wave in range(2):
+                senders = [Sender(transport, call(wave * 1000 + n, "ok")) for n in range(100)]
+                assert all(s.join() is None for s in senders)
+        finally:
+            transport.close()
+    answers = [m for m in inbox.messages if isinstance(m, Response)]
+    assert len(answers) == 200
+    assert server.connections == 100  # the second wave reused all 100
+
+
+def test_a_connection_idle_longer_than_the_reuse_limit_is_not_reused(monkeypatch) -> None:
+    from mcpbridge.mcp import httppool
+
+    clock = [1000.0]
+    monkeypatch.setattr(httppool.time, "monotonic", lambda: clock[0])
+    with ScriptedServer(_misbehave) as server:
+        inbox = Inbox()
+        transport = open_transport(server.url(), inbox)
+        try:
+            transport.send(call(1, "ok"))
+            clock[0] += 1.0
+            transport.send(call(2, "ok"))  # reused: idle 1 s
+            clock[0] += 60.0
+            transport.send(call(3, "ok"))  # idle 60 s: a new connection
+        finally:
+            transport.close()
+    assert server.connections == 2
+
+
+def test_the_read_limit_of_an_exchange_is_the_time_limit_of_its_method(monkeypatch) -> None:
+    from mcpbridge.mcp import httpwire
+
+    assert httpwire.read_limit("tools/call", None) == 3600.0
+    assert httpwire.read_limit("tools/list", None) == 120.0
+    assert httpwire.read_limit("server/discover", None) == 60.0
+    assert httpwire.read_limit("ping", None) == httpwire.DEFAULT_READ_TIMEOUT
+    assert httpwire.read_limit("tools/call", 0.5) == 0.5  # a fixed limit (tests, embedding)
+    # The transport applies the limit of the method it sends.
+    monkeypatch.setitem(httpwire.METHOD_READ_LIMITS, "tools/call", 0.3)
+    with ScriptedServer(_misbehave) as server:
+        inbox = Inbox()
+        transport = open_transport(server.url(), inbox)
+        try:
+            with pytest.raises(ReadTimedOut) as info:
+                transport.send(call(1, "stall_in_body"))
+            assert info.value.detail == "read: no data in 300 ms"
+        finally:
+            server.release.set()
+            transport.close()
+
+
+class RefusingProxy:
+    """A proxy on loopback that answers every CONNECT with 407 and records the heads."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.heads: list[bytes] = []
+        self.thread = threading.Thread(target=self._serve, name="test-refusing-proxy", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            with client:
+                client.settimeout(WAIT)
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    data = client.recv(4096)
+                    if not data:
+                        break
+                    head += data
+                self.heads.append(head)
+                client.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+
+    def close(self) -> None:
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
+        self.thread.join(WAIT)
+
+
+def test_a_proxy_that_refuses_the_tunnel_is_named_with_its_status_and_without_the_url() -> None:
+    from mcpbridge.mcp.httpwire import ProxyFailed
+
+    proxy = RefusingProxy()
+    url = "https://upstream.example:8443/secret-path"
+    try:
+        transport = open_transport(url, Inbox(), env={"HTTPS_PROXY": f"http://u:p@127.0.0.1:{proxy.port}"})
+        try:
+            with pytest.raises(ProxyFailed) as info:
+                transport.send(call(1, "ok"))
+        finally:
+            transport.close()
+    finally:
+        proxy.close()
+    assert info.value.cause == "transport_failed"
+    assert info.value.detail == "proxy: the proxy did not open a tunnel (HTTP status 407)"
+    assert "secret-path" not in str(info.value) and "upstream.example" not in str(info.value)
+    assert proxy.heads[0].startswith(b"CONNECT upstream.example:8443 HTTP/1.")
+    assert len(proxy.heads) == 1  # sent once
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_proxy_that_does_not_listen_is_a_proxy_failure(scheme: str) -> None:
+    from mcpbridge.mcp.httpwire import ProxyFailed
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {"HTTPS_PROXY": f"http://127.0.0.1:{port}", "HTTP_PROXY": f"http://127.0.0.1:{port}"}
+    transport = open_transport(f"{scheme}://upstream.example/mcp", Inbox(), env=env)
+    try:
+        with pytest.raises(ProxyFailed) as info:
+            transport.send(call(1, "ok"))
+    finally:
+        transport.close()
+    assert info.value.detail == "proxy: the connection to the proxy failed"

@@ -1,0 +1,250 @@
+"""The structure of the package: the layers, and the one tree of its errors.
+
+Each module imports its own layer or a lower one, and no modules import each other.
+
+From the bottom: ``mcpbridge.mcp`` and ``mcpbridge.log``; ``mcpbridge.oauth``;
+``mcpbridge.bridge``; ``mcpbridge.embed``, ``mcpbridge.vscode``, the examples and
+the demo modules on top. Every import counts: at the top of a module, inside a
+function, and under ``TYPE_CHECKING``. The imports are read from the source with
+:mod:`ast`, so a module that fails to import still gets checked.
+
+Every exception class of the package roots in
+:class:`mcpbridge.mcp.errorbase.BridgeError`.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from mcpbridge.mcp.errorbase import BridgeError
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "mcpbridge"
+
+#: The layer of each top-level part of the package; a higher number is a higher layer.
+LAYERS: dict[str, int] = {
+    "mcpbridge": 0,  # the package itself: only __version__
+    "mcpbridge.mcp": 0,
+    "mcpbridge.log": 0,
+    "mcpbridge.oauth": 1,
+    "mcpbridge.bridge": 2,
+    "mcpbridge.embed": 3,
+    "mcpbridge.vscode": 3,
+    "mcpbridge.examples": 3,
+    "mcpbridge.demo": 3,
+    "mcpbridge.demo_session": 3,
+    "mcpbridge.__main__": 3,
+}
+
+#: Upward imports that other work in progress removes, as (importer, imported). The test
+#: fails when one of them no longer occurs, so that this list only shrinks.
+PENDING_UPWARD: frozenset[tuple[str, str]] = frozenset()
+
+#: Module cycles that other work in progress removes, each as its sorted module names.
+#: The test fails when one of them no longer occurs, so that this list only shrinks.
+PENDING_CYCLES: frozenset[tuple[str, ...]] = frozenset(
+    {
+        ("mcpbridge.mcp.httppool", "mcpbridge.mcp.httpwire"),
+        ("mcpbridge.vscode.cli", "mcpbridge.vscode.main"),
+    }
+)
+
+#: Exception classes outside the tree, in modules that other work in progress changes.
+PENDING_ROOTS: frozenset[str] = frozenset(
+    {
+        "mcpbridge.bridge.input.RoundFailed",
+        "mcpbridge.bridge.input.SchemaError",
+        "mcpbridge.bridge.legacy.InvalidParams",
+        "mcpbridge.bridge.passthrough.OpenFailed",
+        "mcpbridge.bridge.pending.WaitEnded",
+        "mcpbridge.bridge.session._Silent",
+        "mcpbridge.mcp.http.InvalidMarking",
+        "mcpbridge.mcp.httppool._ProxyStep",
+        "mcpbridge.mcp.httpwire.BodyTooLarge",
+        "mcpbridge.mcp.legacy_http._Expired",
+        "mcpbridge.vscode.settings.ArgError",
+        "mcpbridge.vscode.settings._Invalid",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    path: Path
+
+    @property
+    def is_package(self) -> bool:
+        return self.path.name == "__init__.py"
+
+
+def modules() -> dict[str, Module]:
+    """Every module of the package by dotted name."""
+    found: dict[str, Module] = {}
+    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE_ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        name = ".".join(parts)
+        found[name] = Module(name, path)
+    return found
+
+
+def layer_of(name: str) -> int:
+    """The layer of the module ``name``: the entry of :data:`LAYERS` with the longest prefix."""
+    best = ""
+    for prefix in LAYERS:
+        if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > len(best):
+            best = prefix
+    if not best:
+        raise AssertionError(f"{name} belongs to no layer: add it to LAYERS in {Path(__file__).name}")
+    return LAYERS[best]
+
+
+def imported_names(module: Module, known: dict[str, Module]) -> Iterator[str]:
+    """The modules of the package that ``module`` imports, anywhere in its source."""
+    tree = ast.parse(module.path.read_text(encoding="utf-8"), str(module.path))
+    package = module.name if module.is_package else module.name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "mcpbridge" or alias.name.startswith("mcpbridge."):
+                    yield alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                if node.level > 1:
+                    base_parts = base_parts[: -(node.level - 1)]
+                base = ".".join(base_parts)
+                if node.module:
+                    base = f"{base}.{node.module}"
+            else:
+                base = node.module or ""
+                if base != "mcpbridge" and not base.startswith("mcpbridge."):
+                    continue
+            for alias in node.names:
+                # ``from package import module`` imports the module; else a name of ``base``.
+                candidate = f"{base}.{alias.name}"
+                yield candidate if candidate in known else base
+
+
+def import_graph() -> dict[str, set[str]]:
+    known = modules()
+    graph: dict[str, set[str]] = {}
+    for name, module in known.items():
+        targets = set()
+        for target in imported_names(module, known):
+            if target not in known:
+                raise AssertionError(f"{name} imports {target}, which is not a module of the package")
+            if target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
+    """The cycles of ``graph``: its strongly connected parts with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    parts: list[tuple[str, ...]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                part.append(member)
+                if member == node:
+                    break
+            if len(part) > 1:
+                parts.append(tuple(sorted(part)))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return parts
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph()
+
+
+def test_the_check_finds_the_modules_of_every_layer(graph: dict[str, set[str]]) -> None:
+    assert len(graph) >= 40, f"found only {len(graph)} modules under {PACKAGE_ROOT}"
+    for name in ("mcpbridge.mcp.client", "mcpbridge.log", "mcpbridge.oauth.signin", "mcpbridge.vscode.main"):
+        assert name in graph
+    assert {layer_of(name) for name in graph} == {0, 1, 2, 3}
+    # The check sees imports inside functions and under TYPE_CHECKING.
+    assert "mcpbridge.bridge.frontend" in graph["mcpbridge.bridge.consent"]
+    assert "mcpbridge.bridge.frontend" in graph["mcpbridge.vscode.serve_url"]
+
+
+def test_every_module_imports_only_its_own_layer_or_lower_ones(graph: dict[str, set[str]]) -> None:
+    upward = {
+        (name, target)
+        for name, targets in graph.items()
+        for target in targets
+        if layer_of(target) > layer_of(name)
+    }
+    assert sorted(upward - PENDING_UPWARD) == []
+    assert sorted(PENDING_UPWARD - upward) == [], "remove the fixed imports from PENDING_UPWARD"
+
+
+def test_no_modules_import_each_other(graph: dict[str, set[str]]) -> None:
+    cycles = set(strongly_connected(graph))
+    assert sorted(cycles - PENDING_CYCLES) == []
+    assert sorted(PENDING_CYCLES - cycles) == [], "remove the fixed cycles from PENDING_CYCLES"
+
+
+def test_the_check_finds_an_upward_import_and_a_cycle() -> None:
+    fake = {"mcpbridge.mcp.a": {"mcpbridge.bridge.b"}, "mcpbridge.bridge.b": {"mcpbridge.mcp.a"}}
+    assert layer_of("mcpbridge.mcp.a") < layer_of("mcpbridge.bridge.b")
+    assert strongly_connected(fake) == [("mcpbridge.bridge.b", "mcpbridge.mcp.a")]
+    assert strongly_connected({"a": {"b"}, "b": set()}) == []
+
+
+def exception_classes() -> dict[str, type[BaseException]]:
+    """Every exception class that a module of the package defines, by dotted name."""
+    found: dict[str, type[BaseException]] = {}
+    for name in modules():
+        if name.endswith("__main__"):
+            continue
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            if inspect.isclass(value) and issubclass(value, BaseException) and value.__module__ == name:
+                found[f"{name}.{value.__qualname__}"] = value
+    return found
+
+
+def test_every_error_of_the_package_roots_in_bridge_error() -> None:
+    classes = exception_classes()
+    assert len(classes) >= 40, f"found only {len(classes)} exception classes"
+    # A class outside the tree whose bases all come from outside the package: re-rooting it
+    # also re-roots its subclasses.
+    outside = {
+        name
+        for name, cls in classes.items()
+        if not issubclass(cls, BridgeError)
+        and not any(base.__module__.startswith("mcpbridge.") for base in cls.__bases__)
+    }
+    assert sorted(outside - PENDING_ROOTS) == []
+    assert sorted(PENDING_ROOTS - outside) == [], "remove the re-rooted classes from PENDING_ROOTS"
