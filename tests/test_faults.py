@@ -236,8 +236,29 @@ def test_unknown_and_invalid_notifications_and_requests_of_the_upstream_never_re
         assert_serves(bridge)
         stderr = finish(bridge)
         assert not [frame for frame in bridge.seen + bridge.drain() if "method" in frame]
-    assert "dropped the request sampling/createMessage of the upstream server" in stderr
-    assert "dropped a progress notification for no request in flight" in stderr
+    lines = stderr.splitlines()
+    warning = "mcp-bridge-vscode: upstream: warning: "
+    assert (
+        warning + "dropped the request sampling/createMessage of the upstream server: a server of "
+        "revision 2026-07-28 sends none"
+    ) in lines
+    assert "upstream: debug: dropped a progress notification for no request in flight" in stderr
+    # The two log messages that are not valid: one warning, one count.
+    assert (
+        "mcp-bridge-vscode: bridge: warning: dropped a notifications/message of the upstream server that "
+        "is not valid (a level, the data and a string logger are needed)"
+    ) in lines
+    assert (
+        "mcp-bridge-vscode: bridge: warning: dropped log messages that are not valid since the last such "
+        "line: 1 more"
+    ) in lines
+    assert (
+        warning
+        + "the upstream server wrote a message of 86 bytes that is not valid (params is not an object), "
+        "and the bridge dropped it"
+    ) in lines
+    assert "bridge: debug: dropped the notification notifications/unknown of the upstream server" in stderr
+    assert "no level" not in stderr and "bad level" not in stderr
 
 
 def test_a_second_answer_to_one_request_is_dropped_and_the_client_gets_the_first() -> None:

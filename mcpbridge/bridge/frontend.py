@@ -66,11 +66,13 @@ from ..mcp.text import printable
 from . import errortable, legacy, translate
 from . import input as input_rules
 from .notify import Listener
+from .notify import flush_drops as listen_drops
 from .options import Connect, Options, Timeouts
 from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
 from .passthrough import LegacyPassthrough, LegacyUpstream, OpenFailed, falls_back
 from .pending import BAD_LINE, ClientError, PendingAnswers
 from .session import ModernSession, UpstreamSession, discover_error, forward_upstream_log
+from .session import flush_drops as session_drops
 
 __all__ = [
     "LARGE_FRAME_BYTES",
@@ -173,6 +175,8 @@ class Frontend:
         while not self._ended.wait(_MAIN_WAIT_SLICE):
             pass
         self._stop.set()
+        session_drops()
+        listen_drops()
         watcher.join(timeout=self.options.watch_interval * 5)
         if self._end_reason is Ended.EOF:
             reader.join(timeout=1.0)

@@ -58,6 +58,7 @@ from typing import Any, Final, Protocol
 
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
+from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.framing import TooLong
 from ..mcp.jsonrpc import (
@@ -484,11 +485,10 @@ class LegacyPeer(Peer):
     def _on_message(self, message: Message) -> None:
         if isinstance(message, (Response, ErrorResponse)):
             if message.id is None:
-                log.debug("dropped an error response of the upstream server without an id")
+                assert isinstance(message, ErrorResponse)
+                self._drop_error_without_id(message.error.code)
             elif not self._resolve(message.id, message):
-                log.debug(
-                    "dropped a response to %s: no request with that id is pending", printable(message.id)
-                )
+                self._drop_unmatched("a response", message.id)
         elif isinstance(message, Request):
             request = message
             _call(message.method, lambda: self._on_request(request))
@@ -503,11 +503,13 @@ class LegacyPeer(Peer):
         else:
             request_id = error.id
             what = f"a line that is not a valid message ({error.cause})"
-        if request_id is not None and self._resolve(request_id, InvalidResponse(f"the response is {what}")):
-            return
-        log.debug("dropped %s from the upstream server", what)
+        if request_id is None:
+            self._drops(logging.WARNING, "lines without an id", "dropped %s from the upstream server", what)
+        elif not self._resolve(request_id, InvalidResponse(f"the response is {what}")):
+            self._drop_unmatched(what, request_id)
 
     def _on_closed(self, error: McpError | None) -> None:
+        self._drops.flush()
         with self._cond:
             self._fail_pending_locked(error if error is not None else Closed("the connection is closed"))
 
@@ -582,6 +584,7 @@ class LegacyPassthrough:
         self._to_server: dict[str, RequestId] = {}
         self._to_client: dict[RequestId, str] = {}
         self._progress = _ProgressGate(options.max_progress_rate)
+        self._drops = DropLog(log)
         #: The revision that the upstream server chose in its initialize result.
         self.protocol_version: str | None = None
 
@@ -798,7 +801,11 @@ class LegacyPassthrough:
             if self._progress.admit(message.params):
                 self._host.write_notification(message.method, message.params)
             else:
-                log.debug("dropped a progress notification: over the rate, or for no request in flight")
+                self._drops(
+                    logging.DEBUG,
+                    "progress notifications over the rate or for no request",
+                    "dropped a progress notification: over the rate, or for no request in flight",
+                )
             return
         if message.method != "notifications/cancelled":
             self._host.write_notification(message.method, message.params)
@@ -809,7 +816,11 @@ class LegacyPassthrough:
             if client_id is not None:
                 self._to_server.pop(client_id, None)
         if client_id is None:
-            log.debug("dropped a notifications/cancelled of the upstream server for no request in flight")
+            self._drops(
+                logging.DEBUG,
+                "late cancellations",
+                "dropped a notifications/cancelled of the upstream server for no request in flight",
+            )
             return
         params = dict(message.params or {})
         params["requestId"] = client_id

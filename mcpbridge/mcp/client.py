@@ -74,7 +74,6 @@ from typing import Any, Final
 
 from . import jsonrpc
 from .cancel import NO_WAIT, CancelToken, WouldBlock
-from .droplog import DropLog
 from .errors import (
     Cancelled,
     Closed,
@@ -400,7 +399,6 @@ class Client(Peer):
         self._started = False
         self._closing = False
         self._listen_threads: list[threading.Thread] = []
-        self._drops = DropLog(log)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed is not None else "open" if self._started else "new"
@@ -863,13 +861,7 @@ class Client(Peer):
     def _on_response(self, message: Response | ErrorResponse) -> None:
         if message.id is None:
             assert isinstance(message, ErrorResponse)
-            self._drops(
-                logging.WARNING,
-                "error responses without an id",
-                "dropped an error response without an id (error %d): the upstream server could not tell "
-                "which request it answers",
-                message.error.code,
-            )
+            self._drop_error_without_id(message.error.code)
             return
         with self._lock:
             entry = self._settle_locked(message.id, lambda _entry: message)
@@ -886,28 +878,6 @@ class Client(Peer):
             return
         if notify:
             self._notify_done(entry)
-
-    def _drop_unmatched(self, what: str, request_id: RequestId) -> None:
-        """Log ``what`` with an id that no pending request has: late (debug), or never sent (warning)."""
-        with self._lock:
-            sent = isinstance(request_id, int) and 0 < request_id < self._next_id
-        if sent:
-            self._drops(
-                logging.DEBUG,
-                "late responses",
-                "dropped %s with the id %s: its request had ended "
-                "(a time limit, a cancellation, an earlier answer)",
-                what,
-                escaped(str(request_id)),
-            )
-        else:
-            self._drops(
-                logging.WARNING,
-                "responses to unknown ids",
-                "dropped %s with the id %s: the bridge sent no request with that id",
-                what,
-                escaped(str(request_id)),
-            )
 
     def _on_frame_error(self, error: FrameError | TooLong) -> None:
         if isinstance(error, TooLong):
@@ -1001,7 +971,7 @@ class Client(Peer):
             self._drops(
                 logging.DEBUG,
                 "late progress notifications",
-                "dropped a progress notification for no request in flight",
+                "dropped a progress notification for no request in flight that asked for progress",
             )
             return
         _call("notifications/progress", lambda: callback(params))
