@@ -308,7 +308,29 @@ def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on
         assert bridge.request("ping")["result"] == {}
         assert error_of(bridge.request("tools/list")) == (-32600, "not_initialized")
         assert error_of(bridge.initialize()) == error_of(response)  # a new initialize tries again
-        finish(bridge)
+        stderr = finish(bridge)
+    line = "mcp-bridge-vscode: bridge: error: the upstream server exited during server/discover (code 3)"
+    assert stderr.splitlines().count(line) == 2
+
+
+@pytest.mark.parametrize(
+    ("upstream", "options", "line"),
+    [
+        (bad_upstream("--discover", "exit"), (), "exited during server/discover (code 4)"),
+        (["sh", "-c", "kill -9 $$"], (), "exited during server/discover (signal 9)"),
+        (["sh", "-c", "exit 3"], ("--protocol", "legacy"), "exited during initialize (code 3)"),
+    ],
+    ids=["exit-during-discover", "killed-during-discover", "exit-during-initialize"],
+)
+def test_an_upstream_that_stops_during_the_handshake_gets_one_error_line_with_its_exit(
+    upstream: list[str], options: tuple[str, ...], line: str
+) -> None:
+    with Bridge(bridge_command(*options, upstream=upstream)) as bridge:
+        response = bridge.initialize()
+        assert error_of(response) in ((-32603, "closed"), (-32603, "upstream_exited"))
+        stderr = finish(bridge)
+    errors = [text for text in stderr.splitlines() if ": error: " in text]
+    assert errors == [f"mcp-bridge-vscode: bridge: error: the upstream server {line}"]
 
 
 def test_an_upstream_that_never_answers_discover_gives_discover_failed_after_the_time_limit() -> None:

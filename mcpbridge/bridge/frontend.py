@@ -51,7 +51,7 @@ from typing import Any, BinaryIO
 from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
-from ..mcp.errors import Cancelled, McpError
+from ..mcp.errors import Cancelled, Closed, McpError
 from ..mcp.framing import LineReader, TooLong
 from ..mcp.jsonrpc import (
     ErrorResponse,
@@ -69,7 +69,7 @@ from .notify import Listener
 from .notify import flush_drops as listen_drops
 from .options import Connect, Options, Timeouts
 from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
-from .passthrough import LegacyPassthrough, LegacyUpstream, OpenFailed, falls_back
+from .passthrough import LegacyPassthrough, LegacyUpstream, OpenFailed, falls_back, stopped_during
 from .pending import BAD_LINE, ClientError, PendingAnswers
 from .session import ModernSession, UpstreamSession, discover_error, forward_upstream_log
 from .session import flush_drops as session_drops
@@ -465,7 +465,10 @@ class Frontend:
             if isinstance(exc, Cancelled):
                 return
             error = discover_error(exc, self.options.timeouts.discover)
-            log.error("server/discover failed: %s", error["data"].get("detail", error["data"]["cause"]))
+            if isinstance(exc, Closed):
+                log.error("%s", stopped_during("server/discover", client.exit_status))
+            else:
+                log.error("server/discover failed: %s", error["data"].get("detail", error["data"]["cause"]))
             self.output.respond_error(slot, error)
             return
         init = translate.initialize_result(

@@ -140,6 +140,13 @@ def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
     return isinstance(exc, RequestTimeout)
 
 
+def stopped_during(step: str, exit_status: str | None) -> str:
+    """The log line of an upstream server that stopped during ``step``, with its exit code or signal."""
+    if exit_status is not None:
+        return f"the upstream server exited during {step} ({exit_status})"
+    return f"the upstream server closed the connection during {step}"
+
+
 def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None) -> bool:
     """Whether a failed ``server/discover`` sends the bridge to the 2025-era ``upstream``.
 
@@ -631,7 +638,8 @@ class LegacyPassthrough:
                         "the upstream server closed after server/discover, thus the bridge starts it again"
                     )
                     continue
-                raise OpenFailed(self._open_error(Closed())) from None
+                log.error("%s", stopped_during("initialize", peer.exit_status))
+                raise OpenFailed(errortable.error_object(Closed.cause, "initialize")) from None
             except RequestTimeout as exc:
                 peer.close(grace)
                 if isinstance(probe_error, RequestTimeout):
