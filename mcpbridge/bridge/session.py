@@ -58,6 +58,7 @@ def flush_drops() -> None:
     """Tell the counts of the drops that no line has told yet (at the end of the connection)."""
     _drops.flush()
 
+
 #: The words of the exchange log line for the result types of the upstream client.
 _OUTCOMES = {"complete": "response", "input_required": "input required"}
 
