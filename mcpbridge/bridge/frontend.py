@@ -62,7 +62,7 @@ from ..mcp.jsonrpc import (
     Response,
 )
 from ..mcp.protocol import MODERN
-from ..mcp.text import printable
+from ..mcp.text import format_duration, printable
 from . import errortable, legacy, translate
 from . import input as input_rules
 from .notify import Listener
@@ -151,6 +151,8 @@ class Frontend:
         self._stop = threading.Event()
         self._ended = threading.Event()
         self._end_reason = Ended.EOF
+        #: The client read nothing for too long (see :meth:`_output_stalled`).
+        self._stalled = False
         self._listener: Any = None
         self._elicitation_ids = _Counter("elicitation-")
         #: Called at the end of the input, before the shutdown (the executable arms its watchdog).
@@ -168,6 +170,7 @@ class Frontend:
         """Serve until the end of the input or the loss of the upstream server."""
         reader = threading.Thread(target=self._read_loop, name="mcpbridge-reader", daemon=True)
         watcher = threading.Thread(target=self._watch_loop, name="mcpbridge-watcher", daemon=True)
+        self.output.set_reader(reader)
         reader.start()
         watcher.start()
         # In slices: Python runs a signal handler (SIGTERM) only in the main thread and only
@@ -592,6 +595,10 @@ class Frontend:
             if upstream is not None and upstream.gone and self._state is State.READY:
                 self._upstream_lost(upstream)
                 return
+            stalled = self.output.waiting()
+            if stalled >= self.options.output_stall_timeout:
+                self._output_stalled(stalled)
+                return
             self._report_long_requests()
             self._large_frames.release_when_quiet(self.release_memory)
 
@@ -630,6 +637,16 @@ class Frontend:
         self._end_slots()
         client.close(self.options.shutdown_grace)
         self._finish(Ended.UPSTREAM_LOST)
+
+    def _output_stalled(self, seconds: float) -> None:
+        """The client has read nothing for too long while output waits: end as at the end of input."""
+        log.error(
+            "the client has read nothing for %s while output waits for it, thus the bridge ends the "
+            "connection",
+            format_duration(float(int(seconds))),
+        )
+        self._stalled = True
+        self.close()
 
     # ------------------------------------------------------------ shutdown
 
@@ -675,7 +692,7 @@ class Frontend:
         if self._listener is not None:
             self._listener.stop()
         self._wait_for_slots(self.options.shutdown_grace)
-        self.output.close()
+        self.output.close(0.0 if self._stalled else self.options.shutdown_grace)
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _wait_for_slots(self, grace: float) -> None:

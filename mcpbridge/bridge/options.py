@@ -10,7 +10,11 @@ from ..mcp.client import Client
 from ..mcp.jsonrpc import Notification
 from . import translate
 
-__all__ = ["Connect", "Options", "Timeouts"]
+__all__ = ["OUTPUT_STALL_TIMEOUT", "Connect", "Options", "Timeouts"]
+
+#: The longest time the client may read nothing while output waits for it: then the
+#: bridge ends the connection as at the end of its input.
+OUTPUT_STALL_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ class Options:
     #: response, so a call costs no hand-off to a slot thread
     #: (see :meth:`~.session.ModernSession.begin_forward`).
     forward_on_reader: bool = False
+    #: See :data:`OUTPUT_STALL_TIMEOUT`.
+    output_stall_timeout: float = OUTPUT_STALL_TIMEOUT
 
 
 #: The factory of the upstream client: (client info, notification callback) -> a started Client.
