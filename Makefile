@@ -54,9 +54,13 @@ conformance: $(PY_STAMP) $(NODE_STAMP) $(LEGACY_STAMP)
 demo: $(PY_STAMP)
 	$(PY) -m mcpbridge.demo_session
 
+# mypy checks the package as Linux, Windows and macOS see it (sys.platform branches, the
+# modules that exist on one system only); each system keeps its own cache.
 lint: $(PY_STAMP)
 	$(PY) -m ruff check mcpbridge tests scripts
 	$(PY) -m mypy mcpbridge
+	$(PY) -m mypy --platform win32 --cache-dir .mypy_cache/platform-win32 mcpbridge
+	$(PY) -m mypy --platform darwin --cache-dir .mypy_cache/platform-darwin mcpbridge
 
 bench: $(PY_STAMP)
 	$(PY) scripts/bench.py

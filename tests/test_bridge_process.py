@@ -31,12 +31,22 @@ def wait_gone(pid: int, timeout: float = WAIT) -> bool:
         os.close(fd)
 
 
+def is_guardian(pid: int) -> bool:
+    """The guardian of the upstream's process group (a ``/bin/sh`` named ``mcpbridge-guardian``)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"mcpbridge-guardian" in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
 def upstream_pid(bridge: Bridge) -> int:
     out = subprocess.run(
         ["pgrep", "-P", str(bridge.proc.pid)], capture_output=True, text=True, check=False
     ).stdout.split()
-    assert len(out) == 1, out
-    return int(out[0])
+    upstream = [pid for pid in out if not is_guardian(int(pid))]
+    assert len(upstream) == 1, out
+    return int(upstream[0])
 
 
 def test_version_and_help_go_to_stdout_with_exit_0() -> None:

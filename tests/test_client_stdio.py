@@ -259,10 +259,17 @@ def test_a_child_that_closes_its_stdout_is_gone_while_it_still_runs(
     assert transport.exit_status == "code 0"
 
 
+#: The writers of the child's stdin: the system's (``poll`` here) and the thread writer of Windows.
+WRITERS = pytest.mark.parametrize("threaded_writer", [None, True], ids=["system-writer", "thread-writer"])
+
+
+@WRITERS
 def test_a_child_that_stops_reading_its_stdin_fails_a_send_in_bounded_time(
-    transports: list[StdioChildTransport],
+    transports: list[StdioChildTransport], threaded_writer: bool | None
 ) -> None:
-    transport, inbox = started(transports, write_timeout=0.3, max_queued_bytes=1024)
+    transport, inbox = started(
+        transports, write_timeout=0.3, max_queued_bytes=1024, threaded_writer=threaded_writer
+    )
     transport.send(request("test/stop-reading"))
     assert isinstance(inbox.next(), Response)
     blob = "x" * (256 * 1024)
@@ -282,6 +289,33 @@ def test_a_child_that_stops_reading_its_stdin_fails_a_send_in_bounded_time(
     transport.close(grace=0.2)
     assert time.monotonic() - started_at < WAIT
     assert transport.exit_status is not None
+
+
+@WRITERS
+def test_frames_of_every_size_reach_the_child_whole_and_in_order(
+    transports: list[StdioChildTransport], threaded_writer: bool | None
+) -> None:
+    transport, inbox = started(transports, threaded_writer=threaded_writer)
+    sizes = [0, 1, 70_000, 3 * 1024 * 1024, 5]
+    for n, size in enumerate(sizes):
+        transport.send(request("test/echo", id=n + 1, blob="y" * size))
+    for n, size in enumerate(sizes):
+        reply = inbox.next()
+        assert isinstance(reply, Response) and reply.id == n + 1
+        assert len(reply.result["params"]["blob"]) == size
+    transport.close(grace=WAIT)
+    assert transport.exit_status == "code 0"
+
+
+def test_the_thread_writer_is_the_one_of_windows() -> None:
+    from mcpbridge.platform import ThreadPipeWriter, windows
+
+    read_end, write_end = os.pipe()
+    try:
+        assert isinstance(windows.pipe_writer(write_end), ThreadPipeWriter)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def test_stderr_lines_go_to_the_sink_in_order(transports: list[StdioChildTransport]) -> None:
@@ -471,6 +505,33 @@ def test_the_server_transport_delivers_lines_in_order_and_reports_the_end(pipes:
     # The depth limit of the server side is 64 levels.
     error = pipes.errors.get_nowait()
     assert isinstance(error, FrameError) and error.cause == "too_deep" and error.id == 2
+    transport.close()
+
+
+def test_windows_input_a_bom_at_the_start_and_crlf_lines_is_read_and_a_later_bom_is_not(
+    pipes: Pipes,
+) -> None:
+    transport = pipes.transport()
+    pipes.client_out.write(b'\xef\xbb\xbf{"jsonrpc":"2.0","id":1,"method":"a"}\r\n')
+    pipes.client_out.write(b'{"jsonrpc":"2.0","id":2,"method":"b"}\r\n\r\n')
+    pipes.client_out.write(b'\xef\xbb\xbf{"jsonrpc":"2.0","id":3,"method":"c"}\r\n')
+    pipes.client_out.close()
+    assert pipes.messages.get(timeout=WAIT) == Request(1, "a")
+    assert pipes.messages.get(timeout=WAIT) == Request(2, "b")
+    error = pipes.errors.get(timeout=WAIT)
+    assert isinstance(error, FrameError) and error.cause == "parse_error"
+    assert pipes.closed.wait(WAIT)
+    assert pipes.messages.empty()
+    transport.close()
+
+
+def test_a_bom_alone_on_the_first_line_is_a_blank_line(pipes: Pipes) -> None:
+    transport = pipes.transport()
+    pipes.client_out.write(b'\xef\xbb\xbf\r\n{"jsonrpc":"2.0","id":1,"method":"a"}\n')
+    pipes.client_out.close()
+    assert pipes.messages.get(timeout=WAIT) == Request(1, "a")
+    assert pipes.closed.wait(WAIT)
+    assert pipes.errors.empty()
     transport.close()
 
 

@@ -84,7 +84,8 @@ def error_of(response: dict[str, Any]) -> tuple[int, str]:
 
 
 def children_of(pid: int) -> list[int]:
-    """The child processes of ``pid`` (from every thread's ``children`` file)."""
+    """The child processes of ``pid`` (from every thread's ``children`` file), but the guardian
+    of the upstream's process group (a ``/bin/sh`` named ``mcpbridge-guardian``)."""
     found: list[int] = []
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -92,7 +93,15 @@ def children_of(pid: int) -> list[int]:
                 found += [int(p) for p in f.read().split()]
         except OSError:
             continue
-    return found
+    return [child for child in found if not _is_guardian(child)]
+
+
+def _is_guardian(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"mcpbridge-guardian" in f.read().split(b"\0")
+    except OSError:
+        return False
 
 
 def wait_gone(pid: int, timeout: float = WAIT) -> bool:

@@ -955,6 +955,26 @@ def test_https_works_with_the_ca_of_ca_file(ca, ca_file):
     assert [text_of(m) for m in inbox.messages if isinstance(m, Response)] == ["ok", "ok"]
 
 
+def test_cancel_of_an_https_call_shuts_its_tls_connection_at_once(ca, ca_file):
+    with tls_server(ca, "127.0.0.1", "localhost") as server:
+        inbox = Inbox()
+        transport = open_transport(server.url("localhost"), inbox, ca_file=ca_file)
+        try:
+            transport.send(call(1, "ok"))  # a pooled TLS connection
+            for tool in ("stall_head", "stall_body"):
+                cancel = CancelToken()
+                sender = Sender(transport, call(tool, tool), cancel)
+                assert not sender.done.wait(0.2)
+                cancel.cancel("stop")
+                assert isinstance(sender.join(2.0), Cancelled)
+            inbox.clear()
+            transport.send(call(2, "ok"))
+            assert [text_of(m) for m in inbox.messages] == ["ok"]
+        finally:
+            server.release.set()
+            transport.close()
+
+
 def test_an_untrusted_certificate_is_a_transport_failure(ca):
     with tls_server(ca, "127.0.0.1") as server:
         transport = open_transport(server.url(), Inbox())

@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "mcpbridge": 0,  # the package itself: only __version__
     "mcpbridge.mcp": 0,
     "mcpbridge.log": 0,
+    "mcpbridge.platform": 0,
     "mcpbridge.oauth": 1,
     "mcpbridge.bridge": 2,
     "mcpbridge.embed": 3,

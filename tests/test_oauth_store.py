@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import stat
@@ -11,10 +12,14 @@ from pathlib import Path
 
 import keyring
 import pytest
+from keyring.backend import KeyringBackend
+from keyring.errors import PasswordDeleteError
 
 from mcpbridge.oauth import flow
 from mcpbridge.oauth.errors import InvalidRecord, StoreError, StoreOpenError
 from mcpbridge.oauth.store import (
+    CREDENTIAL_BLOB_BYTES,
+    WINDOWS_PART_CHARS,
     DeferredStore,
     EncryptedFileStore,
     FallbackStore,
@@ -25,6 +30,7 @@ from mcpbridge.oauth.store import (
     TokenStore,
     UnavailableStore,
     check_options,
+    keychain_part_chars,
     open_store,
     read_key_file,
     token_directory,
@@ -33,6 +39,7 @@ from mcpbridge.oauth.testing import URL, TokenStoreContract, sample_record
 from tests.oauth_keyring import FileKeyring
 
 KEY = bytes(range(32))
+WAIT_FOR_KEYCHAIN = 10.0
 OTHER_KEY = bytes(range(1, 33))
 
 
@@ -64,6 +71,39 @@ class TestKeyringStore(TokenStoreContract):
         return KeyringStore(FileKeyring(tmp_path / "keyring.json"))
 
 
+class CredentialManagerKeyring(KeyringBackend):
+    """A keyring backend with the limit of the Windows Credential Manager.
+
+    keyring's WinVaultKeyring hands the password to ``CredWrite`` as UTF-16, and a
+    credential blob over 2,560 bytes fails there (pywin32 raises its ``error``, an
+    exception outside keyring's, like the ``OSError`` here).
+    """
+
+    priority = 1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.entries.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        if len(password.encode("utf-16-le")) > CREDENTIAL_BLOB_BYTES:
+            raise OSError(1783, "CredWrite: the stub received bad data")
+        self.entries[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        if self.entries.pop((service, username), None) is None:
+            raise PasswordDeleteError("not found")
+
+
+class TestKeyringStoreWithTheCredentialManagerLimit(TokenStoreContract):
+    @pytest.fixture
+    def store(self) -> TokenStore:
+        return KeyringStore(CredentialManagerKeyring(), part_chars=WINDOWS_PART_CHARS)
+
+
 class TestAutoStoreAfterTheKeychainStopped(TokenStoreContract):
     @pytest.fixture
     def store(self, tmp_path: Path, file_store: EncryptedFileStore) -> TokenStore:
@@ -73,6 +113,83 @@ class TestAutoStoreAfterTheKeychainStopped(TokenStoreContract):
 
 
 # ----------------------------------------------------------------------------- the keychain
+
+
+def large_record(n: int = 0, size: int = 6000) -> flow.Record:
+    """A record over the Credential Manager's limit: the JWT tokens of some servers are this long."""
+    return dataclasses.replace(
+        sample_record(n), access_token="a" * size, refresh_token="r" * max(1, size // 2)
+    )
+
+
+def test_a_record_over_the_credential_manager_limit_is_refused_whole():
+    backend = CredentialManagerKeyring()
+    record = large_record()
+    with pytest.raises(StoreError):
+        KeyringStore(backend).put(record.key, flow.record_to_json(record))
+    assert backend.entries == {}
+
+
+@pytest.mark.parametrize("size", [1, WINDOWS_PART_CHARS, WINDOWS_PART_CHARS * 3, 60_000])
+def test_a_record_of_any_size_survives_a_restart_under_the_credential_manager_limit(size):
+    backend = CredentialManagerKeyring()
+    record = large_record(size=size)
+    KeyringStore(backend, part_chars=WINDOWS_PART_CHARS).put(record.key, flow.record_to_json(record))
+    assert all(len(p.encode("utf-16-le")) <= CREDENTIAL_BLOB_BYTES for p in backend.entries.values())
+    # The next start of the bridge: a new store over the same credentials.
+    restarted = IndexedStore(KeyringStore(backend, part_chars=WINDOWS_PART_CHARS))
+    assert restarted.load(record.key) == record
+
+
+def test_a_split_record_replaced_by_a_small_one_or_deleted_leaves_no_part():
+    backend = CredentialManagerKeyring()
+    store = KeyringStore(backend, part_chars=WINDOWS_PART_CHARS)
+    record = large_record()
+    store.put(record.key, flow.record_to_json(record))
+    assert len(backend.entries) > 2
+    small = sample_record()
+    store.put(small.key, flow.record_to_json(small))
+    assert list(backend.entries) == [(flow.KEYCHAIN_SERVICE, small.key.digest().hex())]
+    store.put(record.key, flow.record_to_json(record))
+    assert store.delete(record.key) is True
+    assert backend.entries == {}
+
+
+@pytest.mark.parametrize("damage", ["missing", "changed"])
+def test_a_split_record_with_a_bad_part_is_damaged_and_deleted(damage, caplog):
+    backend = CredentialManagerKeyring()
+    store = KeyringStore(backend, part_chars=WINDOWS_PART_CHARS)
+    record = large_record()
+    store.put(record.key, flow.record_to_json(record))
+    part = (flow.KEYCHAIN_SERVICE, record.key.digest().hex() + "/2")
+    if damage == "missing":
+        del backend.entries[part]
+    else:
+        backend.entries[part] = "x" + backend.entries[part][1:]
+    with pytest.raises(InvalidRecord):
+        store.get(record.key)
+    caplog.set_level(logging.WARNING, logger="mcpbridge.oauth")
+    assert IndexedStore(store).load(record.key) is None
+    assert "a stored sign-in is not valid" in caplog.text
+    assert backend.entries == {}
+
+
+class WinVaultKeyring(CredentialManagerKeyring):
+    """Named as keyring's backend of the Windows Credential Manager."""
+
+
+class ChainerBackend(CredentialManagerKeyring):
+    def __init__(self, backends: list[KeyringBackend]) -> None:
+        super().__init__()
+        self.backends = backends
+
+
+def test_the_credential_manager_limit_applies_on_windows_and_to_its_backend():
+    assert keychain_part_chars(CredentialManagerKeyring(), "win32") == WINDOWS_PART_CHARS == 1280
+    assert keychain_part_chars(WinVaultKeyring(), "linux") == WINDOWS_PART_CHARS
+    assert keychain_part_chars(ChainerBackend([FileKeyring(os.devnull), WinVaultKeyring()]), "linux") == 1280
+    assert keychain_part_chars(FileKeyring(os.devnull), "darwin") is None
+    assert keychain_part_chars(FileKeyring(os.devnull), "linux") is None
 
 
 def test_the_keychain_keeps_each_record_under_the_service_and_the_hex_digest_of_its_key(tmp_path):
@@ -315,6 +432,21 @@ def test_the_token_directory_follows_xdg_state_home_then_home_then_localappdata(
     assert caught.value.name == "NoTokenDirectory"
 
 
+def test_the_token_directory_of_each_system():
+    env = {"XDG_STATE_HOME": "/s", "HOME": "/Users/u", "LOCALAPPDATA": "C:\\Users\\u\\AppData\\Local"}
+    assert token_directory(env, platform="linux") == Path("/s/mcpbridge/vscode/tokens")
+    assert token_directory(env, platform="darwin") == Path(
+        "/Users/u/Library/Application Support/mcpbridge/vscode/tokens"
+    )
+    assert token_directory(env, platform="win32") == Path(
+        "C:\\Users\\u\\AppData\\Local", "mcpbridge", "vscode", "tokens"
+    )
+    for system, missing in (("darwin", {"XDG_STATE_HOME": "/s"}), ("win32", {"HOME": "/h"})):
+        with pytest.raises(StoreOpenError) as caught:
+            token_directory(missing, platform=system)
+        assert caught.value.name == "NoTokenDirectory"
+
+
 # ------------------------------------------------------------------------- opening stores
 
 
@@ -338,7 +470,29 @@ def test_auto_takes_the_keychain_when_it_answers(tmp_path, state_env):
 def test_auto_without_keychain_takes_the_files_when_a_key_is_set(state_env):
     opened = open_store("auto", key=KEY, key_file=None, env=state_env, keychain=unavailable)
     assert isinstance(opened.store, EncryptedFileStore)
-    assert opened.line == f"the tokens are in encrypted files in {token_directory(state_env)}"
+    assert opened.line == (
+        f"the keychain is not available (no backend): the tokens are in encrypted files in "
+        f"{token_directory(state_env)}"
+    )
+
+
+def test_auto_with_a_locked_keychain_takes_the_files_and_says_why_in_one_line(tmp_path, state_env):
+    locked = FileKeyring(tmp_path / "k.json", mode="locked")
+
+    def keychain() -> TokenStore:
+        store = KeyringStore(locked, timeout=WAIT_FOR_KEYCHAIN)
+        try:
+            store.get(flow.index_key())
+        except StoreError as exc:
+            raise StoreOpenError(exc.name, exc.detail) from None
+        return store
+
+    opened = open_store("auto", key=KEY, key_file=None, env=state_env, keychain=keychain)
+    assert isinstance(opened.store, EncryptedFileStore)
+    assert opened.line == (
+        f"the keychain is locked: the tokens are in encrypted files in {token_directory(state_env)}"
+    )
+    assert "\n" not in opened.line
 
 
 def test_auto_without_keychain_and_key_keeps_the_tokens_in_memory_and_says_why(state_env):
@@ -475,3 +629,110 @@ def test_a_deferred_store_that_does_not_open_raises_the_same_error_each_time_and
     assert calls == [1]
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert errors == ["the token store did not open: the keychain is locked"]
+
+
+# --------------------------------------------------------------- two bridges, one index
+
+#: A bridge that saves sign-ins: argv is the repository, the token directory, the first record
+#: number and the count. It starts at the line "go" on its stdin, so both writers run at once.
+SAVER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from mcpbridge.oauth.store import EncryptedFileStore, IndexedStore
+from mcpbridge.oauth.testing import URL, sample_record
+store = IndexedStore(EncryptedFileStore.open(Path(sys.argv[2]), bytes(range(32))))
+first, count = int(sys.argv[3]), int(sys.argv[4])
+print("ready", flush=True)
+assert sys.stdin.readline() == "go\\n"
+for n in range(first, first + count):
+    store.save(sample_record(n), f"{URL}/{n}")
+print("done", flush=True)
+"""
+
+
+def test_two_bridges_that_save_at_once_lose_no_index_entry(tmp_path, caplog):
+    directory = tmp_path / "tokens"
+    count = 60
+    savers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                SAVER,
+                str(Path(__file__).resolve().parents[1]),
+                str(directory),
+                str(first),
+                str(count),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for first in (0, 1000)
+    ]
+    try:
+        for saver in savers:
+            assert saver.stdout is not None and saver.stdout.readline() == "ready\n"
+        for saver in savers:
+            assert saver.stdin is not None
+            saver.stdin.write("go\n")
+            saver.stdin.flush()
+        for saver in savers:
+            assert saver.stdout is not None and saver.stdout.readline() == "done\n"
+            assert saver.wait(30) == 0
+    finally:
+        for saver in savers:
+            saver.kill()
+            saver.wait(30)
+            for stream in (saver.stdin, saver.stdout):
+                if stream is not None:
+                    stream.close()
+    indexed = IndexedStore(EncryptedFileStore.open(directory, KEY))
+    urls = sorted(e.url for e in indexed.entries())
+    expected = sorted(f"{URL}/{n}" for first in (0, 1000) for n in range(first, first + count))
+    assert urls == expected
+    assert (directory.parent / "index.lock").exists()
+
+
+def test_the_keychain_shares_the_lock_file_of_the_state_directory(tmp_path, state_env):
+    keychain = KeyringStore(FileKeyring(tmp_path / "k.json"))
+    opened = open_store("auto", key=None, key_file=None, env=state_env, keychain=lambda: keychain)
+    assert opened.store.lock_path == token_directory(state_env).parent / "index.lock"
+    IndexedStore(opened.store).save(sample_record(), URL)
+    assert opened.store.lock_path is not None and opened.store.lock_path.exists()
+    assert MemoryStore().lock_path is None
+
+
+def test_an_index_whose_lock_stays_taken_fails_in_bounded_time_and_keeps_the_record(
+    file_store, caplog, monkeypatch
+):
+    import mcpbridge.oauth.store as store_module
+
+    monkeypatch.setattr(store_module, "INDEX_LOCK_TIMEOUT", 0.2)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+            "print('held', flush=True); sys.stdin.read()",
+            str(file_store.lock_path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        caplog.set_level(logging.WARNING, logger="mcpbridge.oauth")
+        record = sample_record()
+        indexed = IndexedStore(file_store)
+        indexed.save(record, URL)
+        assert indexed.load(record.key) == record
+        assert "another bridge held the index for 0.2 s" in caplog.text
+        assert file_store.get(flow.index_key()) is None
+    finally:
+        assert holder.stdin is not None and holder.stdout is not None
+        holder.stdin.close()
+        holder.wait(30)
+        holder.stdout.close()

@@ -9,6 +9,10 @@ SDK writes it last).
 The reader takes no more of the stream than the line it returns (``readline``
 with a limit), so another reader can go on where it stopped. A line of many
 megabytes arrives in pieces, which are joined once at its end.
+A line may end with ``\r\n`` (the newline of Windows). A UTF-8 byte order mark
+at the very start of the stream (what some Windows tools write first) is
+skipped, as RFC 8259 allows a JSON parser to do; anywhere else it stays, and the
+line is not valid JSON.
 Each piece is looked at for control characters on the way (see
 :attr:`LineReader.control_free`): that work is done while the writer of the line
 is still writing, not after it.
@@ -25,6 +29,8 @@ KEEP_BYTES = 256
 READ_BYTES = 64 * 1024
 #: Each further read of a long line asks for at most this much.
 LONG_READ_BYTES = 1024 * 1024
+#: The UTF-8 byte order mark.
+BOM = b"\xef\xbb\xbf"
 #: Every byte but the control characters (below 0x20), for ``bytes.translate``.
 _NOT_CONTROL = bytes(range(0x20, 0x100))
 
@@ -43,7 +49,8 @@ class LineReader:
 
     ``next()`` returns the line without its ``\\n`` (and without a ``\\r``
     before it), a :class:`TooLong` for a line over the limit, or ``None`` at the
-    end of the stream. Blank lines are skipped.
+    end of the stream. Blank lines are skipped, and so is a byte order mark at
+    the start of the stream.
 
     :attr:`control_free` tells whether the line that was returned last is known
     to hold no control character (no byte below 0x20): the parser of a long line
@@ -55,6 +62,7 @@ class LineReader:
             raise ValueError("max_line_bytes must be at least 1")
         self._piece = stream.readline
         self._max = max_line_bytes
+        self._at_start = True
         #: True when the last line is known to hold no byte below 0x20 (only a long
         #: line is looked at, piece by piece, as it arrives); False when unknown.
         self.control_free = False
@@ -64,6 +72,10 @@ class LineReader:
         self.control_free = False
         while True:
             line = self._read_line()
+            if self._at_start:
+                self._at_start = False
+                if isinstance(line, bytes) and line.startswith(BOM):
+                    line = line[len(BOM) :]
             if line is None or isinstance(line, TooLong):
                 return line
             if line.endswith(b"\r"):

@@ -227,6 +227,17 @@ class _TlsConnection(_Wired, HTTPSConnection):
         if self.ssl_context is None and factory is not None:
             self.ssl_context = factory()
         super().connect()
+        # The TLS socket took over the file descriptor of the TCP socket (which is detached
+        # now): the exchange and QUICKACK use it from here on. Through an https proxy, the
+        # descriptor is under the proxy's TLS socket.
+        sock: Any = self.sock
+        while sock is not None and not isinstance(sock, socket.socket):
+            sock = getattr(sock, "socket", None)
+        if sock is not None:
+            self.tcp = sock
+            exchange = getattr(_sending, "exchange", None)
+            if exchange is not None:
+                exchange.bind(sock)
 
 
 class _PoolMixin:

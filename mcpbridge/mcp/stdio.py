@@ -7,9 +7,9 @@ Theory of operation
 owns it until :meth:`~StdioChildTransport.close` has reaped it. Four threads
 work for one child, each with one job:
 
-* ``mcpbridge-upstream-reaper`` starts the child and waits for its exit. The
-  child gets ``SIGKILL`` when the bridge dies (Linux: the parent-death signal),
-  and Linux sends that signal when the *thread* that started the child ends.
+* ``mcpbridge-upstream-reaper`` starts the child and waits for its exit. On
+  Linux the child gets ``SIGKILL`` when the bridge dies (the parent-death
+  signal), and Linux sends that signal when the *thread* that started the child ends.
   So the thread that starts the child is the one that lives exactly as long as
   the child: it records the exit status and ends after the child.
 * ``mcpbridge-upstream-reader`` reads the lines of the child's stdout, parses
@@ -23,7 +23,8 @@ work for one child, each with one job:
   The queue holds whole frames, so a frame is never half written by a caller
   that gave up. When the queue is empty, :meth:`send` writes the frame itself
   to the pipe, which does not block: it takes what it has room for, and the
-  rest goes to the queue. A small request thus costs no wake-up of the writer.
+  rest goes to the queue (the thread writer of Windows queues it all). A
+  small request thus costs no wake-up of the writer.
   A caller that must never wait (a reader thread) sends with
   :data:`~.cancel.NO_WAIT`: a frame that finds no room raises
   :class:`~.cancel.WouldBlock` at once instead.
@@ -31,20 +32,19 @@ work for one child, each with one job:
   ``stderr_sink`` (it reads them even without a sink, so that a chatty child
   never blocks on a full stderr pipe).
 
-The child runs in its own process group (a new session). The shutdown closes
-its stdin, waits ``grace``, sends ``SIGTERM`` to the group, waits ``grace``,
-sends ``SIGKILL`` to the group and reaps the child. Then it sends ``SIGKILL``
-to the group once more, for the processes that the server started and left
-behind. No zombie and no orphan survive a close.
+The child is started, stopped and written to through :mod:`mcpbridge.platform`:
+on POSIX it runs in its own process group, on Windows in a new process group
+inside a job object. The shutdown closes its stdin, waits ``grace``, asks the
+tree to stop (``SIGTERM`` to the group; Ctrl-Break on Windows), waits ``grace``,
+kills the tree (``SIGKILL`` to the group; the end of the job) and reaps the
+child. Then it kills the tree once more, for the processes that the server
+started and left behind. No zombie and no orphan survive a close. What ends the
+tree when the bridge itself is killed is told in :mod:`mcpbridge.platform.posix`
+and :mod:`mcpbridge.platform.windows`.
 
-The parent-death signal is set in a ``preexec_fn``: a small ``prctl`` call
-through :mod:`ctypes` between ``fork`` and ``exec``. Python warns that a
-``preexec_fn`` is not safe in a process with threads, because the child may
-need a lock that another thread held at the fork. ``prctl`` takes no lock and
-allocates nothing, so the risk is the one of any ``fork`` in a threaded
-process, and the gain is that an upstream server never outlives a killed
-bridge. On other systems there is no such signal; a server still sees the end
-of its stdin when the bridge dies.
+The writer writes with ``poll`` on a non-blocking pipe on POSIX; on Windows,
+which has no ``poll`` for pipes, with blocking writes on its own thread
+(``threaded_writer``). Either way a sender waits at most ``write_timeout``.
 
 :class:`StdioServerTransport` is the other side: our own server on this
 process's stdin and stdout, with a reader thread (``mcpbridge-server-reader``)
@@ -57,16 +57,14 @@ import functools
 import logging
 import os
 import re
-import select
-import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, BinaryIO, Final, cast
 
+from .. import platform
 from . import jsonrpc
 from .cancel import NO_WAIT, CancelToken, WouldBlock
 from .droplog import DROP_LOG_INTERVAL, DropLog
@@ -100,8 +98,6 @@ EXIT_STATUS_WAIT: Final = 1.0
 #: The buffer of the pipes of the child. A large line is read in pieces of this
 #: size; the default (8 KiB) makes a 16 MiB line cost thousands of reads.
 READ_BUFFER_BYTES: Final = 1024 * 1024
-#: The size asked for the pipe of the child's stdout (Linux's default is 64 KiB).
-PIPE_BYTES: Final = 1024 * 1024
 #: The longest stderr line passed on whole; a longer one is cut.
 STDERR_MAX_LINE_BYTES: Final = 64 * 1024
 #: The writer's wait for room in the pipe before it checks for a close again.
@@ -116,39 +112,6 @@ KILL_WAIT: Final = 5.0
 JOIN_TIMEOUT: Final = 2.0
 #: The longest wait of :meth:`StdioServerTransport.send` for a frame of another thread.
 OUTPUT_LOCK_TIMEOUT: Final = 30.0
-
-_PR_SET_PDEATHSIG: Final = 1
-
-
-def _parent_death_hook() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes Linux kill the child when its parent thread ends."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-    kill = int(signal.SIGKILL)
-
-    def set_parent_death_signal() -> None:
-        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
-
-    return set_parent_death_signal
-
-
-def _widen_pipe(fd: int) -> None:
-    """Let the pipe hold :data:`PIPE_BYTES` (Linux), so a large line needs fewer wake-ups."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
-    except (ImportError, OSError):
-        pass  # not Linux, or over the limit of the system: the pipe keeps its size
-
 
 def _describe_status(returncode: int) -> str:
     return f"signal {-returncode}" if returncode < 0 else f"code {returncode}"
@@ -238,6 +201,8 @@ class StdioChildTransport(Transport):
         on the stderr thread. ``None`` drops them.
     :param write_timeout: the longest wait of :meth:`send` for room in the queue.
     :param max_queued_bytes: the bytes of frames that may wait for the child.
+    :param threaded_writer: write with blocking writes on the writer thread (the
+        way of Windows) instead of ``poll``; ``None``: the way of the system.
     """
 
     def __init__(
@@ -252,6 +217,7 @@ class StdioChildTransport(Transport):
         write_timeout: float = WRITE_TIMEOUT,
         max_queued_bytes: int = MAX_QUEUED_BYTES,
         drop_log_interval: float = DROP_LOG_INTERVAL,
+        threaded_writer: bool | None = None,
     ) -> None:
         if max_line_bytes < 1:
             raise ValueError("max_line_bytes must be at least 1")
@@ -264,8 +230,10 @@ class StdioChildTransport(Transport):
         self._write_timeout = write_timeout
         self._max_queued = max_queued_bytes
         self._drops = DropLog(log, interval=drop_log_interval)
+        self._threaded_writer = threaded_writer
 
         self._proc: subprocess.Popen[bytes] | None = None
+        self._tree: platform.ProcessTree | None = None
         self._spawn_error: McpError | None = None
         self._spawned = threading.Event()
         self._exited = threading.Event()
@@ -284,8 +252,9 @@ class StdioChildTransport(Transport):
         self._queued_bytes = 0
         self._stopping = False
         self._write_error: McpError | None = None
-        #: The child's stdin while the writer thread owns it open (guarded by _queue_ready's lock).
-        self._stdin_fd: int | None = None
+        #: The writer of the child's stdin while the writer thread owns it open (guarded by
+        #: _queue_ready's lock).
+        self._stdin_writer: platform.PipeWriter | None = None
 
     # ------------------------------------------------------------------ seam
 
@@ -421,13 +390,11 @@ class StdioChildTransport(Transport):
 
     def _write_now(self, data: bytes) -> memoryview | None:
         """Write what the pipe takes at once, under the queue lock; return the rest (``None``: all)."""
-        fd = self._stdin_fd
-        if fd is None:
+        writer = self._stdin_writer
+        if writer is None:
             return memoryview(data)
         try:
-            written = os.write(fd, data)
-        except BlockingIOError:
-            return memoryview(data)
+            written = writer.write_some(memoryview(data))
         except OSError as exc:
             # As in the writer thread: the child closed its stdin or exited.
             log.debug("writing to the upstream server failed: %s", type(exc).__name__)
@@ -444,7 +411,7 @@ class StdioChildTransport(Transport):
         """
         with self._close_lock:
             self._closing = True
-        self._signal_group(signal.SIGKILL)
+        self._kill_tree()
 
     def close(self, grace: float = 2.0) -> None:
         """Stop the child and the threads; see the module docstring.
@@ -469,18 +436,7 @@ class StdioChildTransport(Transport):
     def _reap(self) -> None:
         """Start the child, then wait for its exit (the thread of the parent-death signal)."""
         try:
-            proc = subprocess.Popen(
-                self._argv,
-                bufsize=READ_BUFFER_BYTES,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self._env,
-                cwd=self._cwd,
-                start_new_session=True,
-                preexec_fn=_parent_death_hook(),
-                close_fds=True,
-            )
+            tree = platform.spawn(self._argv, env=self._env, cwd=self._cwd, bufsize=READ_BUFFER_BYTES)
         except OSError as exc:
             name = os.path.basename(self._argv[0]) or "the upstream command"
             self._spawn_error = SpawnFailed(f"{name}: {exc.strerror or type(exc).__name__}")
@@ -490,15 +446,17 @@ class StdioChildTransport(Transport):
             self._spawn_error = SpawnFailed(f"the upstream command is not valid ({type(exc).__name__})")
             self._spawned.set()
             return
+        proc = tree.proc
+        self._tree = tree
         self._proc = proc
         assert proc.stdin is not None and proc.stdout is not None
-        _widen_pipe(proc.stdout.fileno())
-        os.set_blocking(proc.stdin.fileno(), False)
+        platform.widen_pipe(proc.stdout.fileno())
+        writer = platform.pipe_writer(proc.stdin.fileno(), threaded=self._threaded_writer)
         with self._queue_ready:
-            self._stdin_fd = proc.stdin.fileno()
+            self._stdin_writer = writer
         self._spawned.set()
         if self._closing:  # start() gave up waiting, or kill() came first
-            self._signal_group(signal.SIGKILL)
+            self._kill_tree()
         # A blocking wait: the close escalates to SIGKILL, so the child ends and
         # so does this wait. Popen.wait(timeout) would poll with sleeps.
         returncode = proc.wait()
@@ -595,9 +553,7 @@ class StdioChildTransport(Transport):
     def _write_frames(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdin is not None
         stdin = proc.stdin
-        fd = stdin.fileno()
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT)
+        writer = self._stdin_writer
         try:
             while True:
                 with self._queue_ready:
@@ -607,7 +563,7 @@ class StdioChildTransport(Transport):
                         return
                     frame = self._queue[0]
                 try:
-                    if not self._write_all(fd, frame, poller):
+                    if writer is None or not writer.write_all(frame, lambda: self._stopping):
                         return
                 except OSError as exc:
                     # EPIPE: the child closed its stdin or exited. Its output ends
@@ -626,25 +582,11 @@ class StdioChildTransport(Transport):
                     self._queue_ready.notify_all()
         finally:
             with self._queue_ready:
-                self._stdin_fd = None
+                self._stdin_writer = None
             try:
                 stdin.close()
             except OSError:
                 pass
-
-    def _write_all(self, fd: int, frame: memoryview, poller: select.poll) -> bool:
-        """Write one frame; False when a close stopped the write."""
-        view = memoryview(frame)
-        while view:
-            if self._stopping:
-                return False
-            try:
-                written = os.write(fd, view)
-            except BlockingIOError:
-                poller.poll(POLL_SLICE * 1000)
-                continue
-            view = view[written:]
-        return True
 
     def _wake_senders(self) -> None:
         with self._queue_ready:
@@ -652,16 +594,15 @@ class StdioChildTransport(Transport):
 
     # -------------------------------------------------------------- shutdown
 
-    def _signal_group(self, sig: signal.Signals) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
-        except OSError as exc:
-            log.debug("signal %s to the upstream process group failed: %s", sig.name, type(exc).__name__)
+    def _terminate_tree(self) -> None:
+        tree = self._tree
+        if tree is not None:
+            tree.terminate()
+
+    def _kill_tree(self) -> None:
+        tree = self._tree
+        if tree is not None:
+            tree.kill()
 
     def _shut_down(self, grace: float) -> None:
         if not self._spawned.is_set() and not self._threads:
@@ -679,15 +620,18 @@ class StdioChildTransport(Transport):
                 thread.join(POLL_SLICE * 4 + JOIN_TIMEOUT)
         if self._proc is not None:
             if not self._exited.wait(grace):
-                log.debug("the upstream server did not exit in %g s: SIGTERM", grace)
-                self._signal_group(signal.SIGTERM)
+                log.debug("the upstream server did not exit in %g s: it is asked to stop", grace)
+                self._terminate_tree()
                 if not self._exited.wait(grace):
-                    log.debug("the upstream server did not exit after SIGTERM: SIGKILL")
-                    self._signal_group(signal.SIGKILL)
+                    log.debug("the upstream server did not stop when asked: it is killed")
+                    self._kill_tree()
                     if not self._exited.wait(KILL_WAIT):
-                        log.warning("the upstream server did not exit after SIGKILL")
+                        log.warning("the upstream server did not exit after it was killed")
             # The processes that the server started and left behind.
-            self._signal_group(signal.SIGKILL)
+            self._kill_tree()
+            tree = self._tree
+            if tree is not None:
+                tree.release()
         stuck = []
         for thread in self._threads:
             if thread is current:

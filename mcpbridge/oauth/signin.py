@@ -28,7 +28,6 @@ from __future__ import annotations
 import enum
 import logging
 import math
-import os
 import subprocess
 import sys
 import threading
@@ -98,7 +97,10 @@ class Opener:
     ``xdg-open``, with the URL as the only argument, without a shell, with
     stdin and stdout on the null device, and without the secret variables in
     its environment. A program that exits with a status other than 0 within
-    :data:`OPENER_WAIT` seconds failed; one that still runs succeeded.
+    :data:`OPENER_WAIT` seconds failed; one that still runs succeeded. On
+    Windows it calls ``ShellExecuteW`` with the URL as one argument (never
+    ``cmd /c start``), after it removed the secret variables from the
+    environment of the bridge, which the browser inherits.
 
     :param env: the environment of the bridge.
     :param secret_names: the variables that the program must not get.
@@ -108,25 +110,23 @@ class Opener:
         self, env: Mapping[str, str], secret_names: Collection[str], *, wait: float = OPENER_WAIT
     ) -> None:
         self._env = {k: v for k, v in env.items() if k not in secret_names}
+        self._secret_names = frozenset(secret_names)
         self._wait = wait
 
     def open(self, url: str) -> bool:
         """Open ``url``; tell whether that worked."""
-        if sys.platform == "win32":  # pragma: no cover - POSIX is the tested platform
-            startfile = getattr(os, "startfile", None)
+        from .. import platform  # the command of each system: see platform.browser_command
+
+        command = platform.browser_command(url, self._env, sys.platform)
+        if command[0] == platform.SHELL_EXECUTE:
             try:
-                if startfile is None:
-                    return False
-                startfile(url)
-                return True
+                platform.shell_open(url, forget=self._secret_names)
             except OSError:
                 return False
-        program = self._env.get("BROWSER", "").strip()
-        if not program:
-            program = "open" if sys.platform == "darwin" else "xdg-open"
+            return True
         try:
             child = subprocess.Popen(
-                [program, url],
+                command,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 env=self._env,

@@ -31,6 +31,7 @@ with the options without opening anything.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -40,11 +41,12 @@ import stat
 import sys
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from .. import platform
 from . import flow
 from .errors import InvalidRecord, StoreError, StoreOpenError
 from .flow import IndexEntry, Record, RecordKey
@@ -71,6 +73,8 @@ log = logging.getLogger("mcpbridge.oauth")
 MAX_RECORD_BYTES: Final = 1024 * 1024
 #: The time limit of one answer of the keychain (a Secret Service can hang).
 KEYCHAIN_TIMEOUT: Final = 25.0
+#: The longest wait for the lock of the index that another bridge holds.
+INDEX_LOCK_TIMEOUT: Final = 10.0
 
 _MAGIC: Final = b"MCPT\x01"
 _NONCE_BYTES: Final = 12
@@ -86,6 +90,9 @@ class TokenStore(ABC):
 
     #: ``keychain``, ``file`` or ``memory``.
     kind: str = ""
+    #: The lock file that serializes the changes of the index between processes
+    #: (``None``: the store is not shared with other processes).
+    lock_path: Path | None = None
 
     @abstractmethod
     def get(self, key: RecordKey) -> bytes | None:
@@ -214,21 +221,60 @@ def _keychain_error(exc: BaseException) -> StoreError:
     return StoreError("KeychainUnavailable", f"the keychain is not available ({name})")
 
 
+#: The Windows Credential Manager keeps at most 2,560 bytes in the blob of a credential, and
+#: keyring's WinVaultKeyring stores a password as UTF-16: 2 bytes for each character.
+CREDENTIAL_BLOB_BYTES: Final = 2560
+#: The longest password of one Credential Manager entry, in characters (records are ASCII).
+WINDOWS_PART_CHARS: Final = CREDENTIAL_BLOB_BYTES // 2
+#: The start of an entry that tells where the parts of a split record are.
+_PARTS_PREFIX: Final = "mcpbridge-parts:1:"
+
+
+def keychain_part_chars(backend: Any, system: str = sys.platform) -> int | None:
+    """The longest password that the keychain ``backend`` keeps in one entry; ``None``: no limit.
+
+    The Windows Credential Manager (keyring's ``WinVaultKeyring``, also inside a
+    chain of backends) has :data:`WINDOWS_PART_CHARS`; so has every backend on Windows.
+    """
+    if system == "win32":
+        return WINDOWS_PART_CHARS
+    for candidate in [backend, *getattr(backend, "backends", ())]:
+        if type(candidate).__name__ == "WinVaultKeyring":
+            return WINDOWS_PART_CHARS
+    return None
+
+
 class KeyringStore(TokenStore):
     """The keychain of the host through ``keyring``: one entry per record.
 
     The service is :data:`~.flow.KEYCHAIN_SERVICE`; the user name of an entry is
     the hex digest of its record key, and its password the record.
+
+    A keychain with a limit per entry (``part_chars``: the Windows Credential
+    Manager) gets a record that does not fit in parts: the entries ``<digest>/1``,
+    ``<digest>/2``... hold its pieces, written first, and the entry of the record
+    holds ``mcpbridge-parts:1:<count>:<SHA-256 of the record>``, written last. A
+    part that is missing or does not match makes the record damaged.
     """
 
     kind = "keychain"
 
     def __init__(
-        self, backend: Any, service: str = flow.KEYCHAIN_SERVICE, timeout: float = KEYCHAIN_TIMEOUT
+        self,
+        backend: Any,
+        service: str = flow.KEYCHAIN_SERVICE,
+        timeout: float = KEYCHAIN_TIMEOUT,
+        *,
+        part_chars: int | None = None,
     ) -> None:
+        if part_chars is not None and part_chars <= len(_PARTS_PREFIX) + 80:
+            raise ValueError("part_chars is too small for the entry of a split record")
         self._backend = backend
         self._service = service
         self._timeout = timeout
+        self._part_chars = part_chars
+        #: Set by :func:`open_store` from the state directory, when there is one.
+        self.lock_path: Path | None = None
 
     @classmethod
     def open(cls, service: str = flow.KEYCHAIN_SERVICE, timeout: float = KEYCHAIN_TIMEOUT) -> KeyringStore:
@@ -251,7 +297,7 @@ class KeyringStore(TokenStore):
             raise StoreOpenError(error.name, error.detail) from None
         if isinstance(backend, fail.Keyring) or _priority(backend) <= 0:
             raise StoreOpenError("KeychainUnavailable", "the keychain is not available (no backend)")
-        store = cls(backend, service, timeout)
+        store = cls(backend, service, timeout, part_chars=keychain_part_chars(backend))
         try:
             store.get(flow.index_key())
         except StoreError as exc:
@@ -264,24 +310,17 @@ class KeyringStore(TokenStore):
         except BaseException as exc:  # noqa: BLE001 - mapped to the failures of the store
             raise _keychain_error(exc) from None
 
-    def get(self, key: RecordKey) -> bytes | None:
-        user = key.digest().hex()
+    def _get_text(self, user: str) -> str | None:
         text = self._call(lambda: self._backend.get_password(self._service, user))
-        if text is None:
-            return None
-        if not isinstance(text, str):
+        if text is not None and not isinstance(text, str):
             raise InvalidRecord("not a text")
-        return text.encode("utf-8")
+        return text
 
-    def put(self, key: RecordKey, data: bytes) -> None:
-        user = key.digest().hex()
-        text = data.decode("ascii")
+    def _set_text(self, user: str, text: str) -> None:
         self._call(lambda: self._backend.set_password(self._service, user, text))
 
-    def delete(self, key: RecordKey) -> bool:
+    def _delete_entry(self, user: str) -> bool:
         from keyring.errors import PasswordDeleteError
-
-        user = key.digest().hex()
 
         def remove() -> bool:
             try:
@@ -291,6 +330,78 @@ class KeyringStore(TokenStore):
             return True
 
         return self._call(remove)
+
+    @staticmethod
+    def _parts_of(text: str | None) -> tuple[int, str] | None:
+        """The count and the digest of a split record's entry; ``None`` for a whole record.
+
+        Raises:
+            InvalidRecord: the entry starts as one of a split record but is not valid.
+        """
+        if text is None or not text.startswith(_PARTS_PREFIX):
+            return None
+        count, _, digest = text[len(_PARTS_PREFIX) :].partition(":")
+        if not count.isdigit() or not 1 <= int(count) <= MAX_RECORD_BYTES or len(digest) != 64:
+            raise InvalidRecord("the entry of a split record is not valid")
+        return int(count), digest
+
+    def get(self, key: RecordKey) -> bytes | None:
+        user = key.digest().hex()
+        text = self._get_text(user)
+        if text is None:
+            return None
+        parts = self._parts_of(text)
+        if parts is None:
+            return text.encode("utf-8")
+        count, digest = parts
+        pieces: list[str] = []
+        for n in range(1, count + 1):
+            piece = self._get_text(f"{user}/{n}")
+            if piece is None:
+                raise InvalidRecord("a part of a split record is missing")
+            pieces.append(piece)
+        data = "".join(pieces).encode("utf-8")
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise InvalidRecord("the parts of a split record do not match")
+        return data
+
+    def put(self, key: RecordKey, data: bytes) -> None:
+        user = key.digest().hex()
+        text = data.decode("ascii")
+        limit = self._part_chars
+        if limit is None:
+            self._set_text(user, text)
+            return
+        try:
+            old = self._parts_of(self._get_text(user))
+        except InvalidRecord:
+            old = None
+        count = 0
+        if len(text) <= limit:
+            self._set_text(user, text)
+        else:
+            pieces = [text[i : i + limit] for i in range(0, len(text), limit)]
+            for n, piece in enumerate(pieces, start=1):
+                self._set_text(f"{user}/{n}", piece)
+            count = len(pieces)
+            self._set_text(user, f"{_PARTS_PREFIX}{count}:{hashlib.sha256(data).hexdigest()}")
+        if old is not None:
+            for n in range(count + 1, old[0] + 1):
+                self._delete_entry(f"{user}/{n}")
+
+    def delete(self, key: RecordKey) -> bool:
+        user = key.digest().hex()
+        parts = None
+        if self._part_chars is not None:
+            try:
+                parts = self._parts_of(self._get_text(user))
+            except InvalidRecord:
+                parts = None
+        existed = self._delete_entry(user)
+        if parts is not None:
+            for n in range(1, parts[0] + 1):
+                self._delete_entry(f"{user}/{n}")
+        return existed
 
     def describe(self) -> str:
         return f'the tokens are in the keychain of the host (service "{self._service}")'
@@ -323,8 +434,8 @@ def _hkdf(key: bytes, info: bytes, length: int = 32) -> bytes:
 def token_directory(env: Mapping[str, str], *, platform: str = sys.platform) -> Path:
     """``<state dir>/mcpbridge/vscode/tokens``.
 
-    The state directory is ``%LOCALAPPDATA%`` on Windows, else ``$XDG_STATE_HOME``
-    (when absolute) or ``~/.local/state``.
+    The state directory is ``%LOCALAPPDATA%`` on Windows, ``~/Library/Application
+    Support`` on macOS, else ``$XDG_STATE_HOME`` (when absolute) or ``~/.local/state``.
 
     Raises:
         StoreOpenError: ``NoTokenDirectory``.
@@ -334,6 +445,11 @@ def token_directory(env: Mapping[str, str], *, platform: str = sys.platform) -> 
         if not base:
             raise StoreOpenError("NoTokenDirectory", "no directory for the tokens: LOCALAPPDATA is not set")
         return Path(base, *flow.TOKEN_DIRECTORY_PARTS)
+    if platform == "darwin":
+        home = env.get("HOME", "")
+        if not home or not os.path.isabs(home):
+            raise StoreOpenError("NoTokenDirectory", "no directory for the tokens: HOME is not set")
+        return Path(home, "Library", "Application Support", *flow.TOKEN_DIRECTORY_PARTS)
     state = env.get("XDG_STATE_HOME", "")
     if state and os.path.isabs(state):
         return Path(state, *flow.TOKEN_DIRECTORY_PARTS)
@@ -407,13 +523,17 @@ class EncryptedFileStore(TokenStore):
         if len(key) != 32:
             raise ValueError("the token key has 32 bytes")
         self.directory = directory
+        self.lock_path: Path | None = directory.parent / "index.lock"
         self._encryption_key = _hkdf(key, b"encryption")
         self._name_key = _hkdf(key, b"file name")
         self._lock = threading.Lock()
 
     @classmethod
     def open(cls, directory: Path, key: bytes) -> EncryptedFileStore:
-        """Make the directory private (0700) and check that AES-GCM is there.
+        """Make the directory private and check that AES-GCM is there.
+
+        Private is mode 0700 on POSIX; on Windows a protected ACL that allows the
+        user of the bridge only (no entry inherited from the parent folders).
 
         Raises:
             StoreOpenError: ``FileStoreFailed``.
@@ -431,7 +551,9 @@ class EncryptedFileStore(TokenStore):
             info = os.lstat(directory)
             if not stat.S_ISDIR(info.st_mode):
                 raise StoreOpenError("FileStoreFailed", f"{directory} is not a directory")
-            if sys.platform != "win32" and stat.S_IMODE(info.st_mode) != 0o700:
+            if sys.platform == "win32":
+                platform.protect_directory(directory)
+            elif stat.S_IMODE(info.st_mode) != 0o700:
                 os.chmod(directory, 0o700)
         except OSError as exc:
             raise StoreOpenError(
@@ -540,6 +662,10 @@ class FallbackStore(TokenStore):
     def kind(self) -> str:  # type: ignore[override]
         return self._current().kind
 
+    @property
+    def lock_path(self) -> Path | None:  # type: ignore[override]
+        return self._current().lock_path
+
     def _current(self) -> TokenStore:
         with self._lock:
             return self._next if self._next is not None else self._primary
@@ -597,6 +723,15 @@ def _file_key(key: bytes | None, key_file: str | None, directory: Path) -> bytes
     return key
 
 
+def _share_index_lock(store: TokenStore, env: Mapping[str, str]) -> None:
+    """Give the keychain the lock file of the index: ``<state dir>/mcpbridge/vscode/index.lock``."""
+    if isinstance(store, KeyringStore) and store.lock_path is None:
+        try:
+            store.lock_path = token_directory(env).parent / "index.lock"
+        except StoreOpenError:
+            log.debug("no state directory: the index of the keychain is not locked between processes")
+
+
 def open_store(
     mode: str,
     *,
@@ -618,6 +753,7 @@ def open_store(
         return OpenedStore(MemoryStore(_MEMORY_EXPLICIT), _MEMORY_EXPLICIT)
     if mode == "keychain":
         store = keychain()
+        _share_index_lock(store, env)
         return OpenedStore(store, store.describe())
     if mode == "file":
         directory = token_directory(env)
@@ -663,7 +799,7 @@ def open_store(
                 "Each start needs a new sign-in"
             )
             return MemoryStore(text), text
-        return store, store.describe()
+        return store, f"{reason}: {store.describe()}"
 
     try:
         primary = keychain()
@@ -675,6 +811,7 @@ def open_store(
     if key_file is not None:
         # A key file that cannot be used is an error also while the keychain works.
         read_key_file(key_file, token_directory(env))
+    _share_index_lock(primary, env)
 
     def make_next() -> TokenStore:
         return after_keychain(StoreError("KeychainUnavailable", "it stopped to answer"))[0]
@@ -749,6 +886,10 @@ class DeferredStore(TokenStore):
     def kind(self) -> str:  # type: ignore[override]
         return self.open().store.kind
 
+    @property
+    def lock_path(self) -> Path | None:  # type: ignore[override]
+        return self.open().store.lock_path
+
     def get(self, key: RecordKey) -> bytes | None:
         return self.open().store.get(key)
 
@@ -772,6 +913,11 @@ class IndexedStore:
 
     Damaged records are deleted; a damaged index is ignored with a warning. A
     failure of the index never fails the save of a record.
+
+    Each change of the index reads it, changes it and writes it back under the
+    lock file of the store (:attr:`TokenStore.lock_path`), so two bridges that
+    save at once lose no entry. The wait for the lock is bounded
+    (:data:`INDEX_LOCK_TIMEOUT`); the system frees the lock of a killed bridge.
     """
 
     def __init__(self, store: TokenStore) -> None:
@@ -816,10 +962,11 @@ class IndexedStore:
         entry = IndexEntry(url, record.key.issuer, record.key.resource, record.key.client)
         with self._lock:
             try:
-                entries = self._entries()
-                if entries and entries[-1] == entry:
-                    return
-                self._write(flow.index_with(entries, entry))
+                with self._shared():
+                    entries = self._entries()
+                    if entries and entries[-1] == entry:
+                        return
+                    self._write(flow.index_with(entries, entry))
             except StoreError as exc:
                 log.warning("cannot add the sign-in to the index of the stored sign-ins: %s", exc.detail)
 
@@ -832,10 +979,11 @@ class IndexedStore:
         existed = self.store.delete(key)
         with self._lock:
             try:
-                entries = self._entries()
-                kept = flow.index_without(entries, key)
-                if len(kept) != len(entries):
-                    self._write(kept)
+                with self._shared():
+                    entries = self._entries()
+                    kept = flow.index_without(entries, key)
+                    if len(kept) != len(entries):
+                        self._write(kept)
             except StoreError as exc:
                 log.warning("cannot update the index of the stored sign-ins: %s", exc.detail)
         return existed
@@ -850,8 +998,35 @@ class IndexedStore:
             return self._entries()
 
     def delete_index(self) -> None:
-        with self._lock:
+        with self._lock, self._shared():
             self.store.delete(flow.index_key())
+
+    @contextlib.contextmanager
+    def _shared(self) -> Iterator[None]:
+        """Hold the lock file of the store, if it has one.
+
+        Raises:
+            StoreError: ``IndexLocked``: the lock stayed taken, or its file cannot be made.
+        """
+        path = self.store.lock_path
+        if path is None:
+            yield
+            return
+        try:
+            lock = platform.file_lock(path, INDEX_LOCK_TIMEOUT)
+            lock.__enter__()
+        except platform.LockTimeout:
+            raise StoreError(
+                "IndexLocked", f"another bridge held the index for {INDEX_LOCK_TIMEOUT:g} s"
+            ) from None
+        except OSError as exc:
+            raise StoreError(
+                "IndexLocked", f"the lock of the index cannot be made ({exc.strerror or type(exc).__name__})"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.__exit__(None, None, None)
 
     def _entries(self) -> list[IndexEntry]:
         try:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import signal
 import sys
 import threading
+
+from .. import platform
 
 #: The watchdog stops the bridge this long after the end of stdin. VS Code sends
 #: SIGTERM 10 s after it closes stdin and kills the tree after 20 s.
@@ -34,6 +35,7 @@ def serve(frontend: object, *, keep_freed_memory: bool = False) -> int:
     watchdog = Watchdog(frontend)
     frontend.on_eof = watchdog.arm
     _stop_on_sigterm(frontend)
+    platform.binary_stdio()
     if keep_freed_memory:
         _keep_large_blocks()
         frontend.release_memory = _trim_heap
@@ -47,19 +49,19 @@ def serve(frontend: object, *, keep_freed_memory: bool = False) -> int:
     return 1 if ended is Ended.UPSTREAM_LOST else 0
 
 
+#: The heap tuning below speaks to glibc (a plain bool: the other systems type-check the calls too).
+_GLIBC_LINUX: bool = sys.platform.startswith("linux")
+
+
 def _widen_stdio_pipes() -> None:
     """Let the pipes of stdin and stdout hold 1 MiB (Linux; 64 KiB by default).
 
     A large result then goes to VS Code in 16 writes for 16 MiB, not 256 with a
     wake-up of each side for each. Not a pipe, or over the system's limit: no change.
     """
-    try:
-        import fcntl
-    except ImportError:  # not a POSIX system
-        return
     for stream in (sys.stdin, sys.stdout):
         try:
-            fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1024 * 1024)
+            platform.widen_pipe(stream.fileno())
         except (OSError, ValueError, AttributeError):
             pass
 
@@ -70,7 +72,7 @@ def _release_large_blocks() -> None:
     glibc otherwise keeps such blocks in the heap of each thread that freed them, and a
     few large results make the bridge's memory grow by several times their size.
     """
-    if not sys.platform.startswith("linux"):
+    if not _GLIBC_LINUX:
         return
     try:
         import ctypes
@@ -87,7 +89,7 @@ def _keep_large_blocks() -> None:
     more than its parse. The watcher gives the memory back once the large frames stop
     (:func:`_trim_heap`).
     """
-    if not sys.platform.startswith("linux"):
+    if not _GLIBC_LINUX:
         return
     try:
         import ctypes
@@ -109,7 +111,7 @@ def _trim_heap() -> None:
     pages (a page fault for each 4 KiB); the watcher calls this once the large
     frames stopped.
     """
-    if not sys.platform.startswith("linux"):
+    if not _GLIBC_LINUX:
         return
     try:
         import ctypes
@@ -120,17 +122,11 @@ def _trim_heap() -> None:
 
 
 def _stop_on_sigterm(frontend: object) -> None:
+    """SIGTERM (POSIX), Ctrl-Break and the close of the console (Windows) stop the front end."""
     from ..bridge.frontend import Frontend
 
     assert isinstance(frontend, Frontend)
-
-    def on_signal(signum: int, _frame: object) -> None:
-        threading.Thread(target=frontend.close, name="mcpbridge-sigterm", daemon=True).start()
-
-    try:
-        signal.signal(signal.SIGTERM, on_signal)
-    except ValueError:  # not the main thread
-        pass
+    platform.on_terminate(frontend.close)
 
 
 class Watchdog:

@@ -97,6 +97,10 @@ class Exchange:
         self.sock.sendall(data)
 
     def head(self, status: int, headers: list[tuple[str, str]], *, reason: str = "Status") -> None:
+        if not self.keep_alive and not any(k.lower() == "connection" for k, _ in headers):
+            # A handler that closed the exchange before its answer says so (RFC 9112, 9.6):
+            # a client must not send another request on a connection that ends.
+            headers = [*headers, ("Connection", "close")]
         lines = [f"HTTP/1.1 {status} {reason}"] + [f"{k}: {v}" for k, v in headers]
         self.send(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
 

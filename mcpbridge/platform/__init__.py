@@ -1,0 +1,91 @@
+"""The differences between the systems, behind one interface; the bottom layer, beside ``mcp``.
+
+* :func:`spawn` starts an upstream command as a :class:`ProcessTree`: POSIX puts
+  it in its own process group with a guardian that ends the group when the
+  bridge ends; Windows puts it in a new process group inside a job object that
+  ends with the bridge. :meth:`ProcessTree.terminate`, :meth:`ProcessTree.kill`
+  and :meth:`ProcessTree.release` stop it.
+* :func:`pipe_writer` writes to the child's stdin: with ``poll`` on POSIX, with
+  blocking writes on the writer thread on Windows (and on POSIX on request).
+* :func:`widen_pipe`, :func:`binary_stdio`: the pipes and our own stdio.
+* :func:`on_terminate`: ``SIGTERM`` on POSIX; Ctrl-Break and the close of the
+  console on Windows.
+* :func:`browser_command`: the program that opens a URL on each system.
+* :func:`file_lock`: a lock file shared by the processes of the user.
+
+Nothing here imports a module of one system on another: :mod:`.posix` is loaded
+on POSIX, :mod:`.windows` on Windows.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Collection
+from pathlib import Path
+
+from .common import (
+    SHELL_EXECUTE,
+    FileLock,
+    LockTimeout,
+    PipeWriter,
+    ProcessTree,
+    ThreadPipeWriter,
+    browser_command,
+)
+
+if sys.platform == "win32":
+    from .windows import binary_stdio, on_terminate, pipe_writer, spawn, try_lock, unlock, widen_pipe
+else:
+    from .posix import binary_stdio, on_terminate, pipe_writer, spawn, try_lock, unlock, widen_pipe
+
+__all__ = [
+    "SHELL_EXECUTE",
+    "FileLock",
+    "LockTimeout",
+    "PipeWriter",
+    "ProcessTree",
+    "ThreadPipeWriter",
+    "binary_stdio",
+    "browser_command",
+    "file_lock",
+    "on_terminate",
+    "pipe_writer",
+    "protect_directory",
+    "shell_open",
+    "spawn",
+    "widen_pipe",
+]
+
+
+def shell_open(url: str, *, forget: Collection[str] = ()) -> None:
+    """Windows: open ``url`` with ``ShellExecuteW`` (see :func:`.windows.shell_open`).
+
+    Raises:
+        OSError: the URL did not open, or this is not Windows.
+    """
+    if sys.platform == "win32":
+        from .windows import shell_open as windows_shell_open
+
+        windows_shell_open(url, forget=forget)
+    else:
+        raise OSError("ShellExecuteW exists on Windows only")
+
+
+def protect_directory(path: Path) -> None:
+    """Make ``path`` private to the user: mode 0700 on POSIX; on Windows a protected ACL.
+
+    Raises:
+        OSError: the permissions did not change.
+    """
+    if sys.platform == "win32":
+        from .windows import protect_directory as windows_protect_directory
+
+        windows_protect_directory(path)
+    else:
+        os.chmod(path, 0o700)
+
+
+def file_lock(path: Path, timeout: float) -> FileLock:
+    """An exclusive lock on ``path`` between processes, waiting at most ``timeout`` seconds."""
+    return FileLock(path, timeout, try_lock, unlock)

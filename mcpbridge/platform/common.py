@@ -1,0 +1,205 @@
+"""The parts of the platform layer that are the same on every system.
+
+* :class:`ProcessTree`: the interface of a started upstream command and the
+  processes it starts (its process group on POSIX, its job object on Windows).
+* :class:`PipeWriter` and :class:`ThreadPipeWriter`: writing to the child's
+  stdin. The thread writer does plain blocking writes on the writer thread;
+  the bound on the wait of a sender is the queue of the transport, which waits
+  for room at most its write timeout, and a writer that stays blocked is freed
+  when the close ends the child. It needs no ``poll``, so it runs on Windows,
+  and the tests run it on Linux too.
+* :func:`browser_command`: the program that opens a URL, per system; a pure
+  function.
+* :class:`FileLock`: a lock file shared by processes, with a bounded wait.
+
+Nothing here imports a module that exists on one system only.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Final
+
+from ..mcp.errorbase import LocalFault
+
+__all__ = [
+    "LOCK_RETRY",
+    "FileLock",
+    "LockTimeout",
+    "PipeWriter",
+    "SHELL_EXECUTE",
+    "ProcessTree",
+    "ThreadPipeWriter",
+    "browser_command",
+]
+
+#: The largest piece that the thread writer writes at once: between pieces it
+#: looks whether the transport stops.
+WRITE_PIECE: Final = 64 * 1024
+#: The wait between two attempts to take a lock that another process holds.
+LOCK_RETRY: Final = 0.02
+
+
+class ProcessTree(ABC):
+    """A started upstream command and the processes that it starts."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @abstractmethod
+    def terminate(self) -> None:
+        """Ask the tree to stop (POSIX: ``SIGTERM`` to the group; Windows: Ctrl-Break to the group)."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """End every process of the tree at once (POSIX: ``SIGKILL`` to the group; Windows: the job)."""
+
+    @abstractmethod
+    def release(self) -> None:
+        """After the last :meth:`kill`: free what guards the tree (the guardian, the job handle)."""
+
+
+class PipeWriter(ABC):
+    """Writes the frames of the transport to the child's stdin."""
+
+    @abstractmethod
+    def write_some(self, data: memoryview) -> int:
+        """Write what the pipe takes without waiting; the bytes written (0: none).
+
+        Raises:
+            OSError: the child closed its stdin or exited.
+        """
+
+    @abstractmethod
+    def write_all(self, data: memoryview, stopped: Callable[[], bool]) -> bool:
+        """Write all of ``data`` (on the writer thread); False when ``stopped()`` ended the write.
+
+        Raises:
+            OSError: the child closed its stdin or exited.
+        """
+
+
+class ThreadPipeWriter(PipeWriter):
+    """Blocking writes on the writer thread; see the module docstring."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def write_some(self, data: memoryview) -> int:
+        # A blocking pipe cannot tell whether a write would wait: the writer thread writes.
+        return 0
+
+    def write_all(self, data: memoryview, stopped: Callable[[], bool]) -> bool:
+        view = data
+        while view:
+            if stopped():
+                return False
+            written = os.write(self._fd, view[:WRITE_PIECE])
+            view = view[written:]
+        return True
+
+
+# ---------------------------------------------------------------------------------------------
+# The browser
+# ---------------------------------------------------------------------------------------------
+
+
+#: The marker of :func:`browser_command` for Windows: ``os.startfile(url)`` (``ShellExecuteW``).
+SHELL_EXECUTE: Final = "ShellExecuteW"
+
+
+def browser_command(url: str, env: Mapping[str, str], system: str) -> list[str]:
+    """The command that opens ``url`` in the browser on ``system`` (a ``sys.platform`` value).
+
+    Windows: ``[SHELL_EXECUTE, url]``, which the opener passes to ``ShellExecuteW``
+    (``os.startfile``) with the URL as one argument, never through ``cmd /c start``
+    (which cuts a URL at its first ``&``). Elsewhere ``$BROWSER`` when it is set
+    and not empty, else ``open`` on macOS and ``xdg-open`` on other systems, with
+    the URL as the only argument; the caller starts it without a shell.
+    """
+    if system == "win32":
+        return [SHELL_EXECUTE, url]
+    program = env.get("BROWSER", "").strip()
+    if not program:
+        program = "open" if system == "darwin" else "xdg-open"
+    return [program, url]
+
+
+# ---------------------------------------------------------------------------------------------
+# A lock file
+# ---------------------------------------------------------------------------------------------
+
+
+class LockTimeout(LocalFault, OSError):
+    """Another process held the lock for the whole wait."""
+
+
+class FileLock:
+    """An exclusive lock on a file, shared by the processes of the user.
+
+    ``try_lock(fd)`` takes the lock without waiting (True) or tells that another
+    process holds it (False); ``unlock(fd)`` frees it. The system ends the lock
+    with the process, so a killed holder never blocks the others.
+
+    :param path: the lock file (created, mode 0600, with its folder, mode 0700).
+    :param timeout: the longest wait for the lock; then :class:`LockTimeout`.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        timeout: float,
+        try_lock: Callable[[int], bool],
+        unlock: Callable[[int], None],
+    ) -> None:
+        self.path = path
+        self._timeout = timeout
+        self._try_lock = try_lock
+        self._unlock = unlock
+        self._fd: int | None = None
+        # Two threads of one process: the lock of the system would be shared by them.
+        self._thread_lock = threading.Lock()
+
+    def __enter__(self) -> FileLock:
+        if not self._thread_lock.acquire(timeout=self._timeout):
+            raise LockTimeout(f"the lock {self.path.name} stayed taken for {self._timeout:g} s")
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                deadline = time.monotonic() + self._timeout
+                waiter = threading.Event()
+                while not self._try_lock(fd):
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise LockTimeout(f"the lock {self.path.name} stayed taken for {self._timeout:g} s")
+                    waiter.wait(min(LOCK_RETRY, remaining))
+            except BaseException:
+                os.close(fd)
+                raise
+            self._fd = fd
+        except BaseException:
+            self._thread_lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        fd, self._fd = self._fd, None
+        try:
+            if fd is not None:
+                try:
+                    self._unlock(fd)
+                finally:
+                    os.close(fd)
+        finally:
+            self._thread_lock.release()
