@@ -10,7 +10,9 @@ response, then never reads the bridge's stdout again. The upstream is
 from __future__ import annotations
 
 import json
+import os
 import queue
+import select
 import subprocess
 import sys
 import threading
@@ -154,3 +156,44 @@ def test_a_client_that_stops_reading_does_not_stop_the_reader_and_the_bridge_end
         except OSError:
             pass
     assert not [text for text in stderr.lines if "Traceback" in text]
+
+
+def test_the_output_keeps_the_order_of_its_frames_and_only_the_reader_never_waits() -> None:
+    """The :class:`Output` over a real pipe that nobody reads for a while."""
+    from mcpbridge.bridge.output import Output
+
+    read_fd, write_fd = os.pipe()
+    reader_end = os.fdopen(read_fd, "rb")
+    writer_end = os.fdopen(write_fd, "wb")
+    output = Output(writer_end)
+    big = b"x" * (2 * 1024 * 1024)  # more than any pipe holds
+    written = threading.Event()
+
+    def slot() -> None:
+        assert output.write_frame(b'{"n":1,"pad":"' + big + b'"}\n')
+        written.set()
+
+    def reader() -> None:
+        assert output.write_frame(b'{"n":2}\n') and output.write_frame(b'{"n":3}\n')
+
+    # A slot thread writes a frame larger than the pipe: it waits until the frame is read.
+    slot_thread = threading.Thread(target=slot, name="test-slot")
+    slot_thread.start()
+    poller = select.poll()
+    poller.register(read_fd, select.POLLIN)
+    assert poller.poll(WAIT * 1000), "the slot did not start to write"
+    # The reader's frames queue behind it and return at once, while nobody reads.
+    reader_thread = threading.Thread(target=reader, name="test-reader")
+    output.set_reader(reader_thread)
+    reader_thread.start()
+    reader_thread.join(WAIT)
+    assert not reader_thread.is_alive() and not written.is_set()
+    # The client reads: every frame arrives once, in the order of the queue.
+    lines = [reader_end.readline() for _ in range(3)]
+    slot_thread.join(WAIT)
+    assert written.is_set()
+    assert [json.loads(line)["n"] for line in lines] == [1, 2, 3]
+    output.close(WAIT)
+    assert output.waiting() == 0.0 and not output.write_frame(b"{}\n")
+    writer_end.close()
+    reader_end.close()
