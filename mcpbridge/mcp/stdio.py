@@ -113,6 +113,7 @@ JOIN_TIMEOUT: Final = 2.0
 #: The longest wait of :meth:`StdioServerTransport.send` for a frame of another thread.
 OUTPUT_LOCK_TIMEOUT: Final = 30.0
 
+
 def _describe_status(returncode: int) -> str:
     return f"signal {-returncode}" if returncode < 0 else f"code {returncode}"
 
