@@ -16,9 +16,16 @@ from typing import Any
 import pytest
 import trustme
 
-from conftest import REPO_ROOT, WAIT
-from harness import fixture_command
+from conftest import REPO_ROOT, WAIT, NodePeers
+from harness import VSCODE_CAPABILITIES, Bridge, bridge_command, fixture_command, text_of
+from mcpbridge.mcp.protocol import META_CLIENT_CAPABILITIES
+from peers import running_py_http_server
 from peers.legacy import legacy_command, running_legacy_http_server
+
+#: The 2026-07-28 server of the Python SDK ``mcp==2.3.0``: it speaks both eras on stdio.
+DUAL_ERA_PEER = REPO_ROOT / "tests" / "peers" / "py_modern_stdio_server.py"
+#: A TypeScript SDK server that offers tools by the client's capabilities, as server-everything does.
+CAPABILITY_SERVER = REPO_ROOT / "tests" / "interop" / "capability_server.mjs"
 
 #: The access token of the stored sign-in of the test.
 TOKEN = "token-8d1f-secret"
@@ -66,10 +73,12 @@ def test_check_finds_a_2025_era_command_and_counts_what_it_offers() -> None:
         "tools/list",
         "prompts/list",
         "resources/list",
+        "resources/templates/list",
     ]
     assert all(isinstance(step["ms"], int) and step["ok"] for step in report["steps"])
     assert report["counts"]["tools"] >= 10 and report["counts"]["prompts"] == 1
-    assert report["counts"]["resources"] == 1
+    assert report["counts"]["resources"] == 1 and report["counts"]["resourceTemplates"] == 0
+    assert report["alsoSpeaks"] is None and report["notes"] == []
     assert report["signIn"]["state"] == "not used" and report["problems"] == []
 
 
@@ -113,6 +122,87 @@ def test_check_with_protocol_2026_07_28_names_the_option_for_a_2025_era_server()
     assert "--protocol" in report["problems"][0]["fix"]
 
 
+def test_check_declares_what_vs_code_declares_and_counts_what_vs_code_would_see(node: NodePeers) -> None:
+    # The server registers a tool for each client capability at notifications/initialized.
+    code, report = check_json("--", str(node.node22), str(CAPABILITY_SERVER))
+    assert code == 0, report
+    assert report["era"] == "2025-11-25"
+    assert step_names(report) == [
+        "start",
+        "server/discover",
+        "initialize",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+    ]
+    # "always", and one for each of roots, sampling, form and URL elicitation.
+    assert report["counts"] == {"tools": 5, "resources": 0, "resourceTemplates": 1}
+
+
+def test_check_names_protocol_legacy_for_a_server_of_both_eras() -> None:
+    code, report = check_json("--", sys.executable, str(DUAL_ERA_PEER))
+    assert code == 0 and report["ok"] is True
+    assert report["era"] == "2026-07-28" and report["alsoSpeaks"] == "2025-11-25"
+    assert report["steps"][-1]["step"] == "initialize (2025 era)"
+    assert report["counts"]["resourceTemplates"] == 0 and report["problems"] == []
+    [note] = report["notes"]
+    assert "both eras" in note["note"] and "ctx.elicit()" in note["note"]
+    assert "--protocol legacy" in note["fix"]
+
+    code, out, _err = run_check("--", sys.executable, str(DUAL_ERA_PEER))
+    assert code == 0
+    assert "Era:        MCP 2026-07-28 and 2025-11-25: the bridge translates 2026-07-28 for VS Code " in out
+    assert "Notes:" in out and "--protocol legacy" in out
+
+
+def test_check_names_protocol_legacy_for_a_url_of_both_eras() -> None:
+    with running_py_http_server() as url:
+        code, report = check_json(url)
+    assert code == 0 and report["era"] == "2026-07-28" and report["alsoSpeaks"] == "2025-11-25"
+    assert "--protocol legacy" in report["notes"][0]["fix"]
+
+
+def test_check_of_a_server_of_2026_07_28_only_has_no_note() -> None:
+    code, report = check_json("--", *fixture_command())
+    assert code == 0
+    assert report["alsoSpeaks"] is None and report["notes"] == []
+    last = report["steps"][-1]
+    assert last["step"] == "initialize (2025 era)" and last["ok"] is True
+    assert last["outcome"].endswith(": 2026-07-28 only")
+
+
+@pytest.mark.parametrize(
+    ("protocol", "expected"),
+    [("auto", None), ("legacy", "Hello, Ada.")],
+)
+def test_a_tool_of_the_2025_era_on_a_server_of_both_eras_needs_protocol_legacy(
+    protocol: str, expected: str | None
+) -> None:
+    """What the note of the check says: ``ctx.elicit()`` works only through ``--protocol legacy``."""
+    with Bridge(
+        bridge_command("--protocol", protocol, upstream=[sys.executable, str(DUAL_ERA_PEER)])
+    ) as bridge:
+        assert "result" in bridge.initialize()
+        call = bridge.request_async("tools/call", {"name": "ask_name_2025", "arguments": {}})
+        if protocol == "legacy":
+            ask = bridge.wait_frame(lambda frame: frame.get("method") == "elicitation/create")
+            assert str(ask["id"]).startswith("u-")
+            bridge.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": ask["id"],
+                    "result": {"action": "accept", "content": {"name": "Ada"}},
+                }
+            )
+        response = bridge.wait_response(call, timeout=30.0)
+    if protocol == "legacy":
+        assert text_of(response) == expected
+    else:
+        # The SDK refuses the request that 2026-07-28 has no channel for (FastMCP: "unavailable").
+        assert response["error"]["code"] == -32600, response
+        assert "elicitation/create" in response["error"]["message"]
+
+
 def test_check_writes_a_report_for_a_person_without_json() -> None:
     code, out, _err = run_check("--", *legacy_command())
     assert code == 0
@@ -141,6 +231,19 @@ def test_check_finds_a_2025_era_url_and_reports_the_connection(tmp_path: Path) -
     assert report["signIn"]["state"] == "none"
 
 
+def test_the_text_report_of_a_url_without_a_proxy_says_so(tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "MCP_BRIDGE_TOKEN_KEY": "ab" * 32}
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        env[name] = ""
+    with running_legacy_http_server() as url:
+        code, out, _err = run_check("--token-store", "file", url, env=env)
+    assert code == 0
+    lines = out.splitlines()
+    assert "Proxy:      none: a direct connection" in lines
+    [sign_in] = [line for line in lines if line.startswith("Sign-in:")]
+    assert sign_in.startswith("Sign-in:    no stored sign-in")
+
+
 class _Tls:
     """A small 2026-07-28 server over https with a certificate of a test CA."""
 
@@ -151,6 +254,9 @@ class _Tls:
         ca.cert_pem.write_to_path(str(self.ca_file))
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         cert.configure_cert(context)
+        #: Each request that the server got.
+        self.seen: list[dict[str, Any]] = []
+        seen = self.seen
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -160,6 +266,7 @@ class _Tls:
 
             def do_POST(self) -> None:
                 message = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                seen.append(message)
                 if self.path == "/locked" and self.headers.get("Authorization") != f"Bearer {TOKEN}":
                     self._send(401, b"", {"WWW-Authenticate": 'Bearer realm="mcp"'})
                     return
@@ -217,6 +324,18 @@ def test_check_of_an_untrusted_certificate_names_ca_file_and_works_with_it(tls_s
     assert report["era"] == "2026-07-28" and report["server"] == {"name": "tls-server", "version": "2"}
     assert report["counts"] == {"tools": 1}
     assert report["ca"] == {"state": "system and file", "file": str(tls_server.ca_file)}
+    # Each request of 2026-07-28 declares VS Code's capabilities, mapped to that revision.
+    modern = [message for message in tls_server.seen if message["method"] != "initialize"]
+    assert [message["method"] for message in modern][-2:] == ["server/discover", "tools/list"]
+    for message in modern[-2:]:
+        assert message["params"]["_meta"][META_CLIENT_CAPABILITIES] == {
+            "roots": {},
+            "sampling": {},
+            "elicitation": {"form": {}, "url": {}},
+        }
+    # The check asked whether the server speaks the 2025 era too, with VS Code's own capabilities.
+    assert tls_server.seen[-1]["method"] == "initialize"
+    assert tls_server.seen[-1]["params"]["capabilities"] == VSCODE_CAPABILITIES
 
 
 def test_check_of_a_server_that_needs_a_sign_in_tells_how_to_sign_in(tls_server: _Tls) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import select
@@ -106,15 +107,28 @@ needs_pidfd = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="needs os
 # -------------------------------------------------------------- the child
 
 
-def test_messages_arrive_in_order_and_frame_errors_apart(transports: list[StdioChildTransport]) -> None:
+def test_messages_arrive_in_order_and_frame_errors_apart(
+    transports: list[StdioChildTransport], caplog: pytest.LogCaptureFixture
+) -> None:
     transport, inbox = started(transports, max_line_bytes=512)
-    lines = ["garbage", '{"jsonrpc":"2.0","id":{id},"result":{"n":1}}', "x" * 600, "[]"]
-    transport.send(request("test/raw", lines=lines, answer=True))
-    assert inbox.next() == Response(1, {"n": 1})
-    assert inbox.next() == Response(1, {"resultType": "complete", "method": "test/raw"})
-    errors = [inbox.frame_errors.get(timeout=WAIT) for _ in range(3)]
-    assert [type(e) for e in errors] == [FrameError, TooLong, FrameError]
-    assert isinstance(errors[1], TooLong) and errors[1].size == 600
+    lines = ["garbage", '{"jsonrpc":"2.0","id":{id},"result":{"n":1}}', "x" * 600, "[]", '{"id":{id},"x":']
+    with caplog.at_level(logging.WARNING, "mcpbridge.upstream"):
+        transport.send(request("test/raw", lines=lines, answer=True))
+        assert inbox.next() == Response(1, {"n": 1})
+        assert inbox.next() == Response(1, {"resultType": "complete", "method": "test/raw"})
+    # A line over the limit, and one that names a request, go to the consumer.
+    errors = [inbox.frame_errors.get(timeout=WAIT) for _ in range(2)]
+    assert isinstance(errors[0], TooLong) and errors[0].size == 600
+    assert isinstance(errors[1], FrameError) and errors[1].id == 1
+    # The lines that name no request are logged by the transport, without their content.
+    warnings = [record.getMessage() for record in caplog.records if record.name == "mcpbridge.upstream"]
+    assert warnings == [
+        "the upstream server wrote a line of 7 bytes that is not JSON (JSONDecodeError) on stdout, and the "
+        "bridge dropped it: the output of a server other than its messages belongs on stderr",
+        "the upstream server wrote a message of 2 bytes that is not valid (the message is not an object), "
+        "and the bridge dropped it",
+    ]
+    assert inbox.frame_errors.empty()
     assert not transport.gone
 
 

@@ -3,9 +3,9 @@
 The upstream here is ``tests/peers/bad_upstream.py``, a raw server that writes what a
 correct server never would, or the fixture server when a real server is needed. Each
 misbehavior either fails the one request it concerns with the error of the error table,
-or is dropped with a debug line; after each the bridge still serves (a ping and a good
-call), every stdout line is a valid 2025-11-25 frame, and the bridge exits 0 at the end
-of stdin with no traceback on stderr.
+or is dropped with one log line (a warning, or a debug line for a late answer); after
+each the bridge still serves (a ping and a good call), every stdout line is a valid
+2025-11-25 frame, and the bridge exits 0 at the end of stdin with no traceback on stderr.
 """
 
 from __future__ import annotations
@@ -121,23 +121,47 @@ def wait_gone(pid: int, timeout: float = WAIT) -> bool:
 # --------------------------------------------------------------------------- bad input of the upstream
 
 
-def test_garbage_lines_of_the_upstream_are_dropped_with_a_debug_line_and_the_call_completes() -> None:
+def test_garbage_lines_of_the_upstream_get_one_warning_of_each_kind_and_a_count_and_the_call_completes() -> (
+    None
+):
     with serving() as bridge:
         assert text_of(call(bridge, "garbage")) == "garbage survived"
         assert_serves(bridge)
         stderr = finish(bridge)
-    assert "upstream: debug: dropped a line that is not a valid message (parse_error)" in stderr
-    assert "upstream: debug: dropped a line that is not a valid message (invalid_request_shape)" in stderr
+    lines = stderr.splitlines()
+    # "not json" first: 8 bytes; the three lines that are not JSON get one warning and a count.
+    assert (
+        "mcp-bridge-vscode: upstream: warning: the upstream server wrote a line of 8 bytes that is not JSON "
+        "(JSONDecodeError) on stdout, and the bridge dropped it: the output of a server other than its "
+        "messages belongs on stderr"
+    ) in lines
+    warning = "mcp-bridge-vscode: upstream: warning: "
+    assert warning + "dropped lines that are not JSON since the last such line: 2 more" in lines
+    # "[1,2,3]" first: 7 bytes; the four that are JSON but not messages likewise.
+    assert (
+        "mcp-bridge-vscode: upstream: warning: the upstream server wrote a message of 7 bytes that is not "
+        "valid (the message is not an object), and the bridge dropped it"
+    ) in lines
+    assert warning + "dropped messages that are not valid since the last such line: 3 more" in lines
+    assert len([line for line in lines if "that is not" in line or line.endswith(" more")]) == 4
+    assert "not json" not in stderr and "a string" not in stderr
 
 
-def test_answers_to_unknown_ids_are_dropped_with_a_debug_line() -> None:
+def test_answers_to_unknown_ids_are_dropped_with_one_warning_and_a_count() -> None:
     with serving() as bridge:
         assert text_of(call(bridge, "unknown_id")) == "unknown ids survived"
         assert_serves(bridge)
         stderr = finish(bridge)
-    assert "dropped a response to 424242: no request with that id is pending" in stderr
-    assert "dropped a response to nobody: no request with that id is pending" in stderr
-    assert "dropped an error response without an id" in stderr
+    lines = stderr.splitlines()
+    prefix = "mcp-bridge-vscode: upstream: warning: "
+    assert prefix + "dropped a response with the id 424242: the bridge sent no request with that id" in lines
+    assert "nobody" not in stderr  # the second one is counted
+    assert prefix + "dropped responses to unknown ids since the last such line: 1 more" in lines
+    assert (
+        prefix + "dropped an error response without an id (error -32603): the upstream server could not "
+        "tell which request it answers"
+    ) in lines
+    assert prefix + "dropped error responses without an id since the last such line: 1 more" in lines
 
 
 @pytest.mark.parametrize(
@@ -190,11 +214,12 @@ def test_an_answer_over_the_line_limit_fails_its_request_with_invalid_response(i
     assert "x" * 100 not in stderr
 
 
-def test_a_line_over_the_limit_without_an_id_is_dropped_with_a_debug_line() -> None:
+def test_a_line_over_the_limit_without_an_id_is_dropped_with_a_warning() -> None:
     with serving() as bridge:
         assert text_of(call(bridge, "too_long_anonymous", {"bytes": 3 * MAX_LINE})) == "long line survived"
         assert_serves(bridge)
         stderr = finish(bridge)
+    assert "upstream: warning: dropped a line of " in stderr
     assert "over the limit from the upstream server" in stderr
 
 
@@ -220,8 +245,29 @@ def test_unknown_and_invalid_notifications_and_requests_of_the_upstream_never_re
         assert_serves(bridge)
         stderr = finish(bridge)
         assert not [frame for frame in bridge.seen + bridge.drain() if "method" in frame]
-    assert "dropped the request sampling/createMessage of the upstream server" in stderr
-    assert "dropped a progress notification for no request in flight" in stderr
+    lines = stderr.splitlines()
+    warning = "mcp-bridge-vscode: upstream: warning: "
+    assert (
+        warning + "dropped the request sampling/createMessage of the upstream server: a server of "
+        "revision 2026-07-28 sends none"
+    ) in lines
+    assert "upstream: debug: dropped a progress notification for no request in flight" in stderr
+    # The two log messages that are not valid: one warning, one count.
+    assert (
+        "mcp-bridge-vscode: bridge: warning: dropped a notifications/message of the upstream server that "
+        "is not valid (a level, the data and a string logger are needed)"
+    ) in lines
+    assert (
+        "mcp-bridge-vscode: bridge: warning: dropped log messages that are not valid since the last such "
+        "line: 1 more"
+    ) in lines
+    assert (
+        warning
+        + "the upstream server wrote a message of 86 bytes that is not valid (params is not an object), "
+        "and the bridge dropped it"
+    ) in lines
+    assert "bridge: debug: dropped the notification notifications/unknown of the upstream server" in stderr
+    assert "no level" not in stderr and "bad level" not in stderr
 
 
 def test_a_second_answer_to_one_request_is_dropped_and_the_client_gets_the_first() -> None:
@@ -232,7 +278,8 @@ def test_a_second_answer_to_one_request_is_dropped_and_the_client_gets_the_first
         stderr = finish(bridge)
         frames = bridge.seen + bridge.drain()
     assert [frame for frame in frames if frame.get("id") == first["id"]] == [first]
-    assert "no request with that id is pending" in stderr
+    assert "upstream: debug: dropped a response with the id " in stderr
+    assert ": its request had ended (a time limit, a cancellation, an earlier answer)" in stderr
 
 
 def test_a_canceled_call_gets_no_response_and_the_late_answer_of_the_upstream_is_dropped() -> None:
@@ -244,7 +291,7 @@ def test_a_canceled_call_gets_no_response_and_the_late_answer_of_the_upstream_is
         stderr = finish(bridge)
         frames = bridge.seen + bridge.drain()
     assert not [frame for frame in frames if frame.get("id") == silent]
-    assert "no request with that id is pending" in stderr
+    assert ": its request had ended (a time limit, a cancellation, an earlier answer)" in stderr
 
 
 # --------------------------------------------------------------------------- faults of the upstream process
@@ -270,7 +317,29 @@ def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on
         assert bridge.request("ping")["result"] == {}
         assert error_of(bridge.request("tools/list")) == (-32600, "not_initialized")
         assert error_of(bridge.initialize()) == error_of(response)  # a new initialize tries again
-        finish(bridge)
+        stderr = finish(bridge)
+    line = "mcp-bridge-vscode: bridge: error: the upstream server exited during server/discover (code 3)"
+    assert stderr.splitlines().count(line) == 2
+
+
+@pytest.mark.parametrize(
+    ("upstream", "options", "line"),
+    [
+        (bad_upstream("--discover", "exit"), (), "exited during server/discover (code 4)"),
+        (["sh", "-c", "kill -9 $$"], (), "exited during server/discover (signal 9)"),
+        (["sh", "-c", "exit 3"], ("--protocol", "legacy"), "exited during initialize (code 3)"),
+    ],
+    ids=["exit-during-discover", "killed-during-discover", "exit-during-initialize"],
+)
+def test_an_upstream_that_stops_during_the_handshake_gets_one_error_line_with_its_exit(
+    upstream: list[str], options: tuple[str, ...], line: str
+) -> None:
+    with Bridge(bridge_command(*options, upstream=upstream)) as bridge:
+        response = bridge.initialize()
+        assert error_of(response) in ((-32603, "closed"), (-32603, "upstream_exited"))
+        stderr = finish(bridge)
+    errors = [text for text in stderr.splitlines() if ": error: " in text]
+    assert errors == [f"mcp-bridge-vscode: bridge: error: the upstream server {line}"]
 
 
 def test_an_upstream_that_never_answers_discover_gives_discover_failed_after_the_time_limit() -> None:

@@ -188,7 +188,12 @@ def check_report(*arguments: str) -> dict[str, Any]:
 @pytest.mark.parametrize(("ttl", "expected"), [(LONG_TTL, int(LONG_TTL)), ("0", 0)])
 def test_check_reports_how_long_the_bridge_keeps_each_list(ttl: str, expected: int) -> None:
     report = check_report(*fixture_command("--ttl-ms", ttl))
-    assert report["listTtlMs"] == {"tools": expected, "prompts": expected, "resources": expected}
+    assert report["listTtlMs"] == {
+        "tools": expected,
+        "prompts": expected,
+        "resources": expected,
+        "resourceTemplates": expected,
+    }
 
 
 @pytest.mark.interop

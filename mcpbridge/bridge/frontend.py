@@ -60,7 +60,7 @@ from typing import Any, BinaryIO
 from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
-from ..mcp.errors import Cancelled, McpError
+from ..mcp.errors import Cancelled, Closed, McpError
 from ..mcp.framing import LineReader, TooLong
 from ..mcp.jsonrpc import (
     ErrorResponse,
@@ -71,16 +71,18 @@ from ..mcp.jsonrpc import (
     Response,
 )
 from ..mcp.protocol import MODERN
-from ..mcp.text import printable
+from ..mcp.text import format_duration, printable
 from . import errortable, legacy, translate
 from . import input as input_rules
 from .listrules import ListRules
 from .notify import Listener
+from .notify import flush_drops as listen_drops
 from .options import Connect, Options, Timeouts
 from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
-from .passthrough import LegacyPassthrough, LegacyUpstream, OpenFailed, falls_back
+from .passthrough import LegacyPassthrough, LegacyUpstream, OpenFailed, falls_back, stopped_during
 from .pending import BAD_LINE, ClientError, PendingAnswers
 from .session import ModernSession, UpstreamSession, discover_error, forward_upstream_log
+from .session import flush_drops as session_drops
 
 __all__ = [
     "LARGE_FRAME_BYTES",
@@ -161,6 +163,8 @@ class Frontend:
         self._stop = threading.Event()
         self._ended = threading.Event()
         self._end_reason = Ended.EOF
+        #: The client read nothing for too long (see :meth:`_output_stalled`).
+        self._stalled = False
         self._listener: Any = None
         self._elicitation_ids = _Counter("elicitation-")
         #: Called at the end of the input, before the shutdown (the executable arms its watchdog).
@@ -178,6 +182,7 @@ class Frontend:
         """Serve until the end of the input or the loss of the upstream server."""
         reader = threading.Thread(target=self._read_loop, name="mcpbridge-reader", daemon=True)
         watcher = threading.Thread(target=self._watch_loop, name="mcpbridge-watcher", daemon=True)
+        self.output.set_reader(reader)
         reader.start()
         watcher.start()
         # In slices: Python runs a signal handler (SIGTERM) only in the main thread and only
@@ -185,6 +190,8 @@ class Frontend:
         while not self._ended.wait(_MAIN_WAIT_SLICE):
             pass
         self._stop.set()
+        session_drops()
+        listen_drops()
         watcher.join(timeout=self.options.watch_interval * 5)
         if self._end_reason is Ended.EOF:
             reader.join(timeout=1.0)
@@ -485,7 +492,10 @@ class Frontend:
             if isinstance(exc, Cancelled):
                 return
             error = discover_error(exc, self.options.timeouts.discover)
-            log.error("server/discover failed: %s", error["data"].get("detail", error["data"]["cause"]))
+            if isinstance(exc, Closed):
+                log.error("%s", stopped_during("server/discover", client.exit_status))
+            else:
+                log.error("server/discover failed: %s", error["data"].get("detail", error["data"]["cause"]))
             self.output.respond_error(slot, error)
             return
         init = translate.initialize_result(
@@ -610,6 +620,10 @@ class Frontend:
             if upstream is not None and upstream.gone and self._state is State.READY:
                 self._upstream_lost(upstream)
                 return
+            stalled = self.output.waiting()
+            if stalled >= self.options.output_stall_timeout:
+                self._output_stalled(stalled)
+                return
             self._report_long_requests()
             self._large_frames.release_when_quiet(self.release_memory)
 
@@ -648,6 +662,16 @@ class Frontend:
         self._end_slots()
         client.close(self.options.shutdown_grace)
         self._finish(Ended.UPSTREAM_LOST)
+
+    def _output_stalled(self, seconds: float) -> None:
+        """The client has read nothing for too long while output waits: end as at the end of input."""
+        log.error(
+            "the client has read nothing for %s while output waits for it, thus the bridge ends the "
+            "connection",
+            format_duration(float(int(seconds))),
+        )
+        self._stalled = True
+        self.close()
 
     # ------------------------------------------------------------ shutdown
 
@@ -694,7 +718,7 @@ class Frontend:
             self._listener.stop()
         self.lists.clear("the end of the connection")
         self._wait_for_slots(self.options.shutdown_grace)
-        self.output.close()
+        self.output.close(0.0 if self._stalled else self.options.shutdown_grace)
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _wait_for_slots(self, grace: float) -> None:

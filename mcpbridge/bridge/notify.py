@@ -45,14 +45,23 @@ from typing import Any
 
 from ..mcp import jsonrpc
 from ..mcp.client import Client, Subscription
+from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, Closed, McpError, RpcError
 from ..mcp.jsonrpc import Notification
-from ..mcp.text import format_duration
+from ..mcp.text import format_duration, printable
 from . import errortable, translate
 from .listrules import ListRules
 from .output import Host, Slot
 
 log = logging.getLogger("mcpbridge.bridge")
+#: The events of the listen streams that the bridge drops (one process serves one connection).
+_drops = DropLog(log)
+
+
+def flush_drops() -> None:
+    """Tell the counts of the drops that no line has told yet (at the end of the connection)."""
+    _drops.flush()
+
 
 FIRST_BACKOFF = 0.5
 MAX_BACKOFF = 30.0
@@ -372,7 +381,20 @@ class Listener:
     def _on_event(self, stream: _Stream, event: Notification) -> None:
         translated = translate.listen_event(event.method, event.params)
         if translated is None:
-            log.debug("dropped the notification %s of the upstream server", event.method[:64])
+            if event.method in translate.LISTEN_EVENTS:
+                _drops(
+                    logging.WARNING,
+                    "listen events that are not valid",
+                    "dropped a %s of the upstream server that is not valid (its params)",
+                    printable(event.method),
+                )
+            else:
+                _drops(
+                    logging.DEBUG,
+                    "other notifications of listen streams",
+                    "dropped the notification %s of a listen stream: not one for the client",
+                    printable(event.method),
+                )
             return
         method, params = translated
         self._lists.list_changed(method)  # before the client can ask for the list again

@@ -11,7 +11,11 @@ from ..mcp.jsonrpc import Notification
 from . import translate
 from .lists import ToolFilter
 
-__all__ = ["Connect", "Options", "Timeouts"]
+__all__ = ["OUTPUT_STALL_TIMEOUT", "Connect", "Options", "Timeouts"]
+
+#: The longest time the client may read nothing while output waits for it: then the
+#: bridge ends the connection as at the end of its input.
+OUTPUT_STALL_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class Options:
     forward_on_reader: bool = False
     #: ``--allow-tool`` and ``--deny-tool``: the tools that the client never sees.
     tool_filter: ToolFilter = ToolFilter()
+    #: See :data:`OUTPUT_STALL_TIMEOUT`.
+    output_stall_timeout: float = OUTPUT_STALL_TIMEOUT
 
 
 #: The factory of the upstream client: (client info, notification callback) -> a started Client.

@@ -3,13 +3,32 @@
 Theory of operation
 -------------------
 
-Every frame for the client goes out through one :class:`Output` as one line,
-under its lock, and is flushed. After the output closes (the end of the
-connection, or a write that failed) nothing more is written.
+Every frame for the client goes out through one :class:`Output` as one line.
+A frame joins the *queue* under the output lock, so the order of the queue is
+the order of the checks made with it; one thread at a time holds the *pen* and
+writes the queue in order. After the output closes (the end of the connection,
+or a write that failed) nothing more is written.
+
+A thread that writes a frame waits until it is written, as a blocking write
+would, and writes the queue itself when the pen is free: a response costs no
+hand-off. Only the client's reader thread (:meth:`Output.set_reader`) never
+waits: its frames (the answers to ``ping``, the errors of bad lines) join the
+queue, and when the pen is free the ``mcpbridge-output`` thread takes it. So a
+client that stops reading its input never stops the reader: it still reads the
+cancellations and the answers to the bridge's requests. A thread that wrote its
+own frame hands the rest of the queue to that thread too, so that nobody writes
+for others for ever.
+
+The writes go to the file descriptor of the stream, in pieces of at most
+:data:`WRITE_CHUNK_BYTES`; each piece written is progress. :meth:`Output.waiting`
+tells how long output has waited without progress: the front end ends a
+connection whose client reads nothing for
+:data:`~.options.OUTPUT_STALL_TIMEOUT`.
 
 A :class:`Slot` is one request of the client in flight. Its response is written
 once: the check that it may still write (not written yet, not canceled) and the
-write are one step under the lock, so a canceled request gets no response.
+joining of the queue are one step under the lock, so a canceled request gets no
+response.
 
 The parts that speak to the client without owning the connection (the listen
 stream, the input rounds, the 2025-era passthrough) see the output only
@@ -18,11 +37,14 @@ through :class:`Host`, the architecture's ``notify.Host`` and ``input.Peer``.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Final, Protocol
 
 from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
@@ -36,6 +58,10 @@ log = logging.getLogger("mcpbridge.bridge")
 LARGE_FRAME_BYTES = 256 * 1024
 #: The quiet time after the last large frame before the free memory goes back to the system.
 QUIET_SECONDS = 1.0
+#: The most bytes of one write to the client: each piece written counts as progress.
+WRITE_CHUNK_BYTES: Final = 1024 * 1024
+#: The wait of :meth:`Output.close` for the ``mcpbridge-output`` thread.
+JOIN_TIMEOUT: Final = 1.0
 
 
 class Slot:
@@ -130,58 +156,177 @@ class Output:
 
     def __init__(self, stream: BinaryIO, on_large_frame: Callable[[], None] | None = None) -> None:
         self._out = stream
+        self._fd = _descriptor(stream)
         self._lock = threading.Lock()
-        self._closed = False
+        self._cond = threading.Condition(self._lock)
         self._on_large_frame = on_large_frame
+        self._reader: threading.Thread | None = None
+        self._writer: threading.Thread | None = None
+        self._sequence = itertools.count(1)
+        # Guarded by _cond:
+        self._closed = False
+        #: The frames that wait for the pen, each with its number.
+        self._queue: deque[tuple[int, Sequence[jsonrpc.Piece]]] = deque()
+        #: The number of the last frame that is written (or dropped at the close).
+        self._done = 0
+        #: A thread holds the pen: it writes the queue.
+        self._writing = False
+        #: The pen is the ``mcpbridge-output`` thread's to take.
+        self._handed_over = False
+        #: When output began to wait, or the last piece was written (while the pen is held).
+        self._progress_at = 0.0
+        #: A write failed: the output closed.
+        self._failed = False
 
     @property
     def closed(self) -> bool:
         return self._closed
 
-    def close(self) -> None:
-        """Write nothing from now on."""
-        with self._lock:
-            self._closed = True
+    def set_reader(self, thread: threading.Thread) -> None:
+        """The client's reader thread: its frames never make it wait (see the module docstring)."""
+        self._reader = thread
 
-    def _emit_locked(self, pieces: Sequence[jsonrpc.Piece]) -> bool:
-        """Write ``pieces`` in order and flush; the caller holds the lock and checked ``_closed``."""
-        out = self._out
+    def waiting(self) -> float:
+        """The seconds output has waited for the client without a piece written; 0 when idle."""
+        with self._lock:
+            if not self._writing or self._closed:
+                return 0.0
+            return max(0.0, time.monotonic() - self._progress_at)
+
+    def close(self, grace: float = 0.0) -> None:
+        """Write nothing from now on, after at most ``grace`` seconds for the frames queued before."""
+        deadline = time.monotonic() + grace
+        with self._cond:
+            while self._queue and not self._closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+            if self._queue:
+                log.debug("dropped %d frames for the client at the close of the output", len(self._queue))
+            self._closed = True
+            self._queue.clear()
+            self._cond.notify_all()
+            writer, busy = self._writer, self._writing and self._handed_over
+        if writer is not None and not busy:
+            writer.join(JOIN_TIMEOUT)
+
+    def _submit_locked(self, pieces: Sequence[jsonrpc.Piece]) -> bool:
+        """Queue ``pieces`` and write or wait (see the module docstring); the caller holds the lock.
+
+        True when the frame is written, or (the reader) queued.
+        """
+        number = next(self._sequence)
+        self._queue.append((number, pieces))
+        if not self._writing:
+            self._writing = True
+            self._progress_at = time.monotonic()
+            if threading.current_thread() is self._reader:
+                self._hand_over_locked()
+                return True
+            self._cond.release()
+            try:
+                self._write_queue(until=number)
+            finally:
+                self._cond.acquire()
+            return self._done >= number and not self._failed
+        if threading.current_thread() is self._reader:
+            return True
+        while self._done < number and not self._closed:
+            self._cond.wait()
+        return self._done >= number and not self._failed
+
+    def _hand_over_locked(self) -> None:
+        """Give the pen to the ``mcpbridge-output`` thread (started at the first hand-over)."""
+        self._handed_over = True
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write_loop, name="mcpbridge-output", daemon=True)
+            self._writer.start()
+        self._cond.notify_all()
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._handed_over and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+            self._write_queue(until=None)
+
+    def _write_queue(self, until: int | None) -> None:
+        """Write the queue in order while holding the pen: up to the frame ``until``, then hand
+        the rest over; or (``None``, the output thread) until it is empty. Releases the pen."""
+        while True:
+            with self._cond:
+                if self._closed or not self._queue:
+                    self._writing = False
+                    self._handed_over = False
+                    self._cond.notify_all()
+                    return
+                if until is not None and self._done >= until:
+                    self._hand_over_locked()
+                    return
+                number, pieces = self._queue.popleft()
+            ok = self._write_pieces(pieces)
+            with self._cond:
+                if not ok:
+                    self._failed = True
+                    self._closed = True
+                    self._queue.clear()
+                    self._writing = False
+                    self._handed_over = False
+                self._done = max(self._done, number)
+                self._cond.notify_all()
+                if not ok:
+                    return
+
+    def _write_pieces(self, pieces: Sequence[jsonrpc.Piece]) -> bool:
+        """Write one frame and flush, piece by piece; False when the stream failed."""
+        out, fd = self._out, self._fd
         try:
             for piece in pieces:
-                out.write(piece)
-            out.flush()
+                view = memoryview(piece)
+                while view:
+                    if fd is None:
+                        out.write(view[:WRITE_CHUNK_BYTES])
+                        written = min(len(view), WRITE_CHUNK_BYTES)
+                    else:
+                        written = os.write(fd, view[:WRITE_CHUNK_BYTES])
+                    view = view[written:]
+                    self._progress_at = time.monotonic()
+            if fd is None:
+                out.flush()
         except (OSError, ValueError):
-            self._closed = True
             return False
         return True
 
     def write_frame(self, data: bytes | list[jsonrpc.Piece], slot: Slot | None = None) -> bool:
-        """Write one frame (its bytes, or its pieces in order) and flush, under the output lock.
+        """Write one frame (its bytes, or its pieces in order) and flush.
 
         With a ``slot`` the frame is its response: written once, never for a canceled slot.
         """
-        with self._lock:
+        with self._cond:
             if self._closed:
                 return False
             if slot is not None:
                 if slot.done or slot.cancel.cancelled:
                     return False
                 slot.done = True
-            return self._emit_locked(data if isinstance(data, list) else (data,))
+            return self._submit_locked(data if isinstance(data, list) else (data,))
 
     def write_locked(self, frames: Callable[[], list[bytes]]) -> bool:
-        """Call ``frames()`` under the output lock and write what it returns, in one step.
+        """Call ``frames()`` under the output lock and queue what it returns, in one step.
 
         The listener uses it to compare a stream's generation and write its
         events atomically; ``frames`` must not block or take another lock.
         """
-        with self._lock:
+        with self._cond:
             if self._closed:
                 return False
             data = b"".join(frames())
             if not data:
                 return False
-            return self._emit_locked((data,))
+            return self._submit_locked((data,))
 
     def write(self, message: jsonrpc.Message) -> None:
         self.write_frame(jsonrpc.serialize(message))
@@ -226,3 +371,18 @@ class Output:
 
     def respond_error(self, slot: Slot, error: dict[str, Any]) -> bool:
         return self.write_frame(jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "error": error}), slot)
+
+
+def _descriptor(stream: BinaryIO) -> int | None:
+    """The file descriptor under ``stream`` (its buffer flushed once), or ``None`` (a stream in memory).
+
+    The output writes to the descriptor itself: a write that waits for the client
+    then holds no lock of the stream, so a flush at the exit of the process never
+    waits for it.
+    """
+    try:
+        fd = stream.fileno()
+        stream.flush()
+    except (OSError, ValueError, AttributeError):
+        return None
+    return fd

@@ -25,10 +25,12 @@ bridge only carries the messages:
   ``notifications/initialized`` and root changes from the client. Progress is
   limited to the rate of the front end (50 a second for each token) and reaches
   the client only for a request in flight that asked for it.
-* The client gets what it needs of the modern path's result rules
-  (:func:`~.translate.shape_result`): VS Code's schema quirks of ``tools/list``,
-  a string-or-nothing ``nextCursor``, and the icon rule of the front end (only
-  ``data:`` icons from a server at a URL, its ``serverInfo`` icons included).
+* A result goes to the client as the server wrote it, but for what VS Code needs of
+  every server (:func:`~.translate.shape_legacy_result`): the schema repairs of
+  ``tools/list``, a string-or-nothing ``nextCursor``, and the icon rule of the front
+  end (only ``data:`` icons from a server at a URL, its ``serverInfo`` icons
+  included). The translation's own rules (a text copy of ``structuredContent``, the
+  2026-07-28 members) are not for a 2025-era result.
   A line of the client that answers a ``u-`` request but cannot be read
   answers the server with an error, so that its request does not wait forever.
 
@@ -56,6 +58,7 @@ from typing import Any, Final, Protocol
 
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
+from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.framing import TooLong
 from ..mcp.jsonrpc import (
@@ -112,7 +115,7 @@ LEGACY_HTTP_STATUSES: Final = frozenset({400, 404, 405})
 SERVER_REQUEST_PREFIX: Final = "u-"
 #: The methods that may wait for the client's answers to the server's requests.
 _LONG_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-#: The results that get the front end's result rules (schema quirks, cursor, icons).
+#: The results that get VS Code's rules of every era (schema repairs, cursor, icons).
 _SHAPED_METHODS: Final = frozenset(
     {"tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list"}
 )
@@ -136,6 +139,13 @@ def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
     if over_http:
         return isinstance(exc, InvalidResponse) and exc.http_status in LEGACY_HTTP_STATUSES
     return isinstance(exc, RequestTimeout)
+
+
+def stopped_during(step: str, exit_status: str | None) -> str:
+    """The log line of an upstream server that stopped during ``step``, with its exit code or signal."""
+    if exit_status is not None:
+        return f"the upstream server exited during {step} ({exit_status})"
+    return f"the upstream server closed the connection during {step}"
 
 
 def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None) -> bool:
@@ -483,11 +493,10 @@ class LegacyPeer(Peer):
     def _on_message(self, message: Message) -> None:
         if isinstance(message, (Response, ErrorResponse)):
             if message.id is None:
-                log.debug("dropped an error response of the upstream server without an id")
+                assert isinstance(message, ErrorResponse)
+                self._drop_error_without_id(message.error.code)
             elif not self._resolve(message.id, message):
-                log.debug(
-                    "dropped a response to %s: no request with that id is pending", printable(message.id)
-                )
+                self._drop_unmatched("a response", message.id)
         elif isinstance(message, Request):
             request = message
             _call(message.method, lambda: self._on_request(request))
@@ -502,11 +511,13 @@ class LegacyPeer(Peer):
         else:
             request_id = error.id
             what = f"a line that is not a valid message ({error.cause})"
-        if request_id is not None and self._resolve(request_id, InvalidResponse(f"the response is {what}")):
-            return
-        log.debug("dropped %s from the upstream server", what)
+        if request_id is None:
+            self._drops(logging.WARNING, "lines without an id", "dropped %s from the upstream server", what)
+        elif not self._resolve(request_id, InvalidResponse(f"the response is {what}")):
+            self._drop_unmatched(what, request_id)
 
     def _on_closed(self, error: McpError | None) -> None:
+        self._drops.flush()
         with self._cond:
             self._fail_pending_locked(error if error is not None else Closed("the connection is closed"))
 
@@ -585,6 +596,7 @@ class LegacyPassthrough:
         self._to_server: dict[str, RequestId] = {}
         self._to_client: dict[RequestId, str] = {}
         self._progress = _ProgressGate(options.max_progress_rate)
+        self._drops = DropLog(log)
         #: The revision that the upstream server chose in its initialize result.
         self.protocol_version: str | None = None
 
@@ -631,7 +643,8 @@ class LegacyPassthrough:
                         "the upstream server closed after server/discover, thus the bridge starts it again"
                     )
                     continue
-                raise OpenFailed(self._open_error(Closed())) from None
+                log.error("%s", stopped_during("initialize", peer.exit_status))
+                raise OpenFailed(errortable.error_object(Closed.cause, "initialize")) from None
             except RequestTimeout as exc:
                 peer.close(grace)
                 if isinstance(probe_error, RequestTimeout):
@@ -728,7 +741,7 @@ class LegacyPassthrough:
             return result
         # The tool filter; a 2025-era result has no ttlMs, so nothing is cached.
         result = self._lists.page(method, params, result, cache=False)
-        shaped, notes = translate.shape_result(method, result, icon_rule=self._options.icon_rule)
+        shaped, notes = translate.shape_legacy_result(method, result, icon_rule=self._options.icon_rule)
         for note in notes:
             log.info("%s", note)
         return shaped
@@ -804,7 +817,11 @@ class LegacyPassthrough:
             if self._progress.admit(message.params):
                 self._host.write_notification(message.method, message.params)
             else:
-                log.debug("dropped a progress notification: over the rate, or for no request in flight")
+                self._drops(
+                    logging.DEBUG,
+                    "progress notifications over the rate or for no request",
+                    "dropped a progress notification: over the rate, or for no request in flight",
+                )
             return
         if message.method != "notifications/cancelled":
             self._host.write_notification(message.method, message.params)
@@ -815,7 +832,11 @@ class LegacyPassthrough:
             if client_id is not None:
                 self._to_server.pop(client_id, None)
         if client_id is None:
-            log.debug("dropped a notifications/cancelled of the upstream server for no request in flight")
+            self._drops(
+                logging.DEBUG,
+                "late cancellations",
+                "dropped a notifications/cancelled of the upstream server for no request in flight",
+            )
             return
         params = dict(message.params or {})
         params["requestId"] = client_id

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from ..mcp import jsonrpc
 from ..mcp.cancel import WouldBlock
 from ..mcp.client import Call, Client
+from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import Notification, Request, RequestId
 from ..mcp.protocol import INPUT_METHODS
@@ -50,6 +51,14 @@ from .pending import PendingAnswers, WaitEnded
 __all__ = ["ModernSession", "SessionHost", "UpstreamSession", "discover_error", "forward_upstream_log"]
 
 log = logging.getLogger("mcpbridge.bridge")
+#: The notifications of the upstream that the bridge drops (one process serves one connection).
+_drops = DropLog(log)
+
+
+def flush_drops() -> None:
+    """Tell the counts of the drops that no line has told yet (at the end of the connection)."""
+    _drops.flush()
+
 
 #: The words of the exchange log line for the result types of the upstream client.
 _OUTCOMES = {"complete": "response", "input_required": "input required"}
@@ -137,12 +146,23 @@ def forward_upstream_log(output: Host, level: str | None, message: Notification)
     """
     if message.method == "notifications/message":
         params = translate.log_params(message.params)
-        if params is None or level is None:
+        if params is None:
+            _drops(
+                logging.WARNING,
+                "log messages that are not valid",
+                "dropped a notifications/message of the upstream server that is not valid "
+                "(a level, the data and a string logger are needed)",
+            )
             return
-        if translate.log_passes(params["level"], level):
+        if level is not None and translate.log_passes(params["level"], level):
             output.write_notification("notifications/message", params)
     else:
-        log.debug("dropped the notification %s of the upstream server", printable(message.method))
+        _drops(
+            logging.DEBUG,
+            "notifications that no request names",
+            "dropped the notification %s of the upstream server: it names no request",
+            printable(message.method),
+        )
 
 
 class ModernSession:
@@ -501,8 +521,23 @@ class _ProgressForwarder:
         self._host = host
         self._token = token
         self._window = RateWindow(rate)
+        self._rate = rate
 
     def __call__(self, params: dict[str, Any]) -> None:
         translated = translate.progress_params(self._token, params)
-        if translated is not None and self._window.admit():
+        if translated is None:
+            _drops(
+                logging.WARNING,
+                "progress notifications that are not valid",
+                "dropped a progress notification of the upstream server that is not valid "
+                "(a finite progress number is needed)",
+            )
+        elif self._window.admit():
             self._host.write_notification("notifications/progress", translated)
+        else:
+            _drops(
+                logging.DEBUG,
+                "progress notifications over the rate",
+                "dropped a progress notification over the rate of %d a second",
+                self._rate,
+            )

@@ -12,7 +12,8 @@ Rules:
   :func:`initialize_result`). A member with a shape that the schema does not allow is
   dropped, never repaired. The bridge never declares tasks or the Tasks extension.
 * A complete result is shaped for 2025-11-25 by :func:`shape_result`. An input
-  required result is never shaped: it drives the input rounds.
+  required result is never shaped: it drives the input rounds. A result of a 2025-era
+  server keeps its shape but for VS Code's needs (:func:`shape_legacy_result`).
 * Whatever the upstream server sends is checked before the client sees it: icons of a
   remote server (:class:`IconRule`), log messages, progress and listen events. A value
   that does not have its shape is dropped.
@@ -637,6 +638,36 @@ def shape_result(
         out["tools"], notes = _shape_tools(out["tools"])
     if icon_rule is not IconRule.ALL:
         _apply_icon_rule(method, out, icon_rule)
+    return out, notes
+
+
+def shape_legacy_result(
+    method: str, result: dict[str, Any], *, icon_rule: IconRule
+) -> tuple[dict[str, Any], list[str]]:
+    """The result of a 2025-era upstream server for the client: as the server wrote it,
+    but for the rules of :func:`shape_result` that VS Code needs of every server:
+
+    * rule 2: a list result loses a ``nextCursor`` that is not a string;
+    * rule 3: the schema repairs of ``tools/list``;
+    * rule 5: the icon rule.
+
+    Rules 1 and 4 translate 2026-07-28 and stay out: no member goes away, and a
+    ``tools/call`` result gets neither a ``content`` array nor a text copy of its
+    ``structuredContent`` (a 2025-era server wrote it for a client of its own era).
+    Returns ``result`` itself when nothing changes, and the notes of the schema repairs.
+    """
+    if not _is_object(result):
+        return result, []
+    out = dict(result)
+    if "nextCursor" in out and method in LIST_METHODS and not isinstance(out["nextCursor"], str):
+        del out["nextCursor"]
+    notes: list[str] = []
+    if method == "tools/list" and isinstance(out.get("tools"), list):
+        out["tools"], notes = _shape_tools(out["tools"])
+    if icon_rule is not IconRule.ALL:
+        _apply_icon_rule(method, out, icon_rule)
+    if out.keys() == result.keys() and all(out[key] is result[key] for key in out):
+        return result, notes
     return out, notes
 
 

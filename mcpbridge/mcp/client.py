@@ -838,6 +838,7 @@ class Client(Peer):
     # ------------------------------------------------- delivery (any thread)
 
     def _on_closed(self, error: McpError | None) -> None:
+        self._drops.flush()
         with self._cond:
             done = self._fail_all_locked(error if error is not None else Closed("the connection is closed"))
         for entry in done:
@@ -849,12 +850,18 @@ class Client(Peer):
         elif isinstance(message, Notification):
             self._on_notification_message(message)
         else:
-            log.debug("dropped the request %s of the upstream server", escaped(message.method))
+            self._drops(
+                logging.WARNING,
+                "requests of the upstream server",
+                "dropped the request %s of the upstream server: a server of revision %s sends none",
+                escaped(message.method),
+                MODERN,
+            )
 
     def _on_response(self, message: Response | ErrorResponse) -> None:
         if message.id is None:
             assert isinstance(message, ErrorResponse)
-            log.debug("dropped an error response without an id (error %d)", message.error.code)
+            self._drop_error_without_id(message.error.code)
             return
         with self._lock:
             entry = self._settle_locked(message.id, lambda _entry: message)
@@ -867,9 +874,7 @@ class Client(Peer):
                     subscription._finish_locked(error)
                     return
         if entry is None:
-            log.debug(
-                "dropped a response to %s: no request with that id is pending", escaped(str(message.id))
-            )
+            self._drop_unmatched("a response", message.id)
             return
         if notify:
             self._notify_done(entry)
@@ -899,7 +904,10 @@ class Client(Peer):
                 if notify:
                     self._notify_done(entry)
                 return
-        log.debug("dropped %s from the upstream server", what)
+        if request_id is not None:
+            self._drop_unmatched(what, request_id)
+        else:
+            self._drops(logging.WARNING, "lines without an id", "dropped %s from the upstream server", what)
 
     def _on_notification_message(self, message: Notification) -> None:
         params = message.params if message.params is not None else {}
@@ -915,7 +923,9 @@ class Client(Peer):
                     # The server tore the stream down: a graceful end, as with its result.
                     subscription._finish_locked(None)
                     return
-            log.debug("dropped a notifications/cancelled for no listen stream")
+            self._drops(
+                logging.DEBUG, "late cancellations", "dropped a notifications/cancelled for no listen stream"
+            )
             return
         meta = params.get("_meta")
         subscription_id = _as_id(meta.get(META_SUBSCRIPTION_ID)) if isinstance(meta, dict) else None
@@ -923,7 +933,12 @@ class Client(Peer):
             with self._cond:
                 subscription = self._streams.get(subscription_id)
             if subscription is None:
-                log.debug("dropped %s for a listen stream that is not open", escaped(method))
+                self._drops(
+                    logging.DEBUG,
+                    "notifications of closed listen streams",
+                    "dropped %s for a listen stream that is not open",
+                    escaped(method),
+                )
             elif method == LISTEN_ACKNOWLEDGED:
                 self._on_acknowledged(subscription, params)
             else:
@@ -940,7 +955,12 @@ class Client(Peer):
         if notification_callback is not None:
             _call(method, lambda: notification_callback(message))
         else:
-            log.debug("dropped the notification %s of the upstream server", escaped(method))
+            self._drops(
+                logging.DEBUG,
+                "notifications of the upstream server",
+                "dropped the notification %s of the upstream server",
+                escaped(method),
+            )
 
     def _on_progress(self, params: dict[str, Any]) -> None:
         token = _as_id(params.get("progressToken"))
@@ -948,7 +968,11 @@ class Client(Peer):
             entry = self._pending.get(token) if token is not None else None
             callback = entry.on_progress if isinstance(entry, _Pending) else None
         if callback is None:
-            log.debug("dropped a progress notification for no request in flight")
+            self._drops(
+                logging.DEBUG,
+                "late progress notifications",
+                "dropped a progress notification for no request in flight that asked for progress",
+            )
             return
         _call("notifications/progress", lambda: callback(params))
 

@@ -34,9 +34,10 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from .cancel import NO_WAIT, CancelToken, WouldBlock
+from .droplog import DropLog
 from .errors import McpError, RpcError
 from .jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
-from .text import format_duration
+from .text import escaped, format_duration
 from .transport import Transport
 
 __all__ = ["DeadlineTimer", "Entry", "Outcome", "Peer", "fresh", "run_callback"]
@@ -221,6 +222,8 @@ class Peer:
         self._pending: dict[RequestId, Entry] = {}
         self._next_id = 1
         self._closed: McpError | None = None
+        #: What the peer drops, one line per kind at most every 10 s (:class:`~.droplog.DropLog`).
+        self._drops = DropLog(logger)
 
     @property
     def gone(self) -> bool:
@@ -252,6 +255,41 @@ class Peer:
             ready = threading.Condition(self._lock)
             self._local.ready = ready
         return ready
+
+    def _drop_unmatched(self, what: str, request_id: RequestId) -> None:
+        """Log ``what`` with an id that no pending request has: late (debug), or never sent (warning).
+
+        The ids of the peer are the integers from 1: one below the next id was sent.
+        """
+        with self._lock:
+            sent = isinstance(request_id, int) and 0 < request_id < self._next_id
+        if sent:
+            self._drops(
+                logging.DEBUG,
+                "late responses",
+                "dropped %s with the id %s: its request had ended "
+                "(a time limit, a cancellation, an earlier answer)",
+                what,
+                escaped(str(request_id)),
+            )
+        else:
+            self._drops(
+                logging.WARNING,
+                "responses to unknown ids",
+                "dropped %s with the id %s: the bridge sent no request with that id",
+                what,
+                escaped(str(request_id)),
+            )
+
+    def _drop_error_without_id(self, code: int) -> None:
+        """Log an error response without an id: the server could not read a message of the peer."""
+        self._drops(
+            logging.WARNING,
+            "error responses without an id",
+            "dropped an error response without an id (error %d): the upstream server could not tell "
+            "which request it answers",
+            code,
+        )
 
     def _next_request_id_locked(self) -> int:
         request_id = self._next_id

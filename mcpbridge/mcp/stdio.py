@@ -67,6 +67,7 @@ from typing import IO, BinaryIO, Final, cast
 from .. import platform
 from . import jsonrpc
 from .cancel import NO_WAIT, CancelToken, WouldBlock
+from .droplog import DROP_LOG_INTERVAL, DropLog
 from .errors import Cancelled, Closed, InvalidRequest, McpError, NotConnected, SpawnFailed, TransportFailed
 from .framing import KEEP_BYTES, LineReader, TooLong
 from .jsonrpc import FrameError, Message
@@ -112,6 +113,7 @@ JOIN_TIMEOUT: Final = 2.0
 #: The longest wait of :meth:`StdioServerTransport.send` for a frame of another thread.
 OUTPUT_LOCK_TIMEOUT: Final = 30.0
 
+
 def _describe_status(returncode: int) -> str:
     return f"signal {-returncode}" if returncode < 0 else f"code {returncode}"
 
@@ -156,7 +158,10 @@ def _deliver_line(
     *,
     recover_ids: bool = False,
     control_free: bool = False,
+    on_anonymous: Callable[[FrameError, int], None] | None = None,
 ) -> None:
+    """Parse one line and hand it on: a message, a frame error, or (``on_anonymous``)
+    a frame error that names no request, with the length of its line."""
     if isinstance(line, TooLong):
         _call("a line that is too long", lambda: on_frame_error(line), logger)
         return
@@ -170,6 +175,11 @@ def _deliver_line(
             recovered = _recover_id(line)
             if recovered is not None:
                 error = FrameError(exc.cause, id=recovered, detail=exc.detail, is_response=exc.is_response)
+        if error.id is None and on_anonymous is not None:
+            anonymous = on_anonymous
+            size = len(line)
+            _call("a line that is not a message", lambda: anonymous(error, size), logger)
+            return
         _call("a line that is not a message", lambda: on_frame_error(error), logger)
         return
     _call("a message", lambda: on_message(message), logger)
@@ -183,6 +193,10 @@ class StdioChildTransport(Transport):
     :param cwd: the working folder of the child.
     :param max_line_bytes: the longest line read from the child; a longer one
         goes to ``on_frame_error`` as a :class:`~.framing.TooLong`.
+        A line that is not a message and names no request (a debug print of the
+        server, most often) goes nowhere: the transport logs it, by its problem
+        and its length, at most once every ``drop_log_interval`` seconds (a count
+        of the others follows).
     :param max_depth: the deepest nesting of a message of the child.
     :param stderr_sink: gets each stderr line of the child, without its newline,
         on the stderr thread. ``None`` drops them.
@@ -203,6 +217,7 @@ class StdioChildTransport(Transport):
         stderr_sink: Callable[[str], None] | None = None,
         write_timeout: float = WRITE_TIMEOUT,
         max_queued_bytes: int = MAX_QUEUED_BYTES,
+        drop_log_interval: float = DROP_LOG_INTERVAL,
         threaded_writer: bool | None = None,
     ) -> None:
         if max_line_bytes < 1:
@@ -215,6 +230,7 @@ class StdioChildTransport(Transport):
         self._stderr_sink = stderr_sink
         self._write_timeout = write_timeout
         self._max_queued = max_queued_bytes
+        self._drops = DropLog(log, interval=drop_log_interval)
         self._threaded_writer = threaded_writer
 
         self._proc: subprocess.Popen[bytes] | None = None
@@ -472,12 +488,14 @@ class StdioChildTransport(Transport):
                     log,
                     recover_ids=True,
                     control_free=reader.control_free,
+                    on_anonymous=self._dropped_line,
                 )
                 # Not held while the next line is awaited: a large line would stay
                 # in memory beside the copies that the consumer makes of it.
                 line = None
         except (OSError, ValueError) as exc:
             error = TransportFailed(f"reading from the upstream server failed ({type(exc).__name__})")
+        self._drops.flush()
         # The output ends when the child exits; its exit status follows a moment later.
         self._exited.wait(EXIT_STATUS_WAIT)
         self._gone = True
@@ -492,6 +510,27 @@ class StdioChildTransport(Transport):
             )
             error = Closed(detail)
         _call("the end of the connection", lambda: on_closed(error), log)
+
+    def _dropped_line(self, error: FrameError, size: int) -> None:
+        """Log a line of the child's stdout that is not a message and names no request."""
+        if error.cause == "parse_error":
+            self._drops(
+                logging.WARNING,
+                "lines that are not JSON",
+                "the upstream server wrote a line of %d bytes that is not JSON (%s) on stdout, and the "
+                "bridge dropped it: the output of a server other than its messages belongs on stderr",
+                size,
+                error.detail or error.cause,
+            )
+        else:
+            self._drops(
+                logging.WARNING,
+                "messages that are not valid",
+                "the upstream server wrote a message of %d bytes that is not valid (%s), and the "
+                "bridge dropped it",
+                size,
+                error.detail or error.cause,
+            )
 
     def _read_stderr(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stderr is not None

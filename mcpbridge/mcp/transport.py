@@ -24,7 +24,8 @@ class Transport(ABC):
     """The client side of a connection.
 
     ``start`` begins the delivery of incoming messages, in arrival order, to
-    ``on_message``. Lines that are not messages go to ``on_frame_error``. When
+    ``on_message``. Lines that are not messages go to ``on_frame_error``; a
+    transport may log and drop itself those that name no request. When
     the connection ends, ``on_closed`` gets the error that ended it (``None``
     for a normal close).
     """

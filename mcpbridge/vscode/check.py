@@ -6,11 +6,15 @@ a person in a terminal what it found:
 * the era of the server (``server/discover`` of 2026-07-28; after a failure that
   shows a 2025-era server, ``initialize`` of 2025-11-25, as the bridge does);
 * the name and the version of the server, and the time of each step;
-* the number of tools, prompts and resources (every page of each list), and with
-  ``--allow-tool`` or ``--deny-tool`` the number of tools that VS Code would see,
-  and each pattern that matches no tool;
+* the number of tools, prompts, resources and resource templates (every page of
+  each list), asked with the client capabilities that VS Code declares, so that a
+  server offers the check what it offers VS Code; with ``--allow-tool`` or
+  ``--deny-tool`` the number of tools that VS Code would see, and each pattern that
+  matches no tool;
 * how long the bridge would keep each list (the ``ttlMs`` of its first page; a
   2025-era server gives none);
+* for a 2026-07-28 server, whether it speaks the 2025 era too (an ``initialize``
+  on a second connection), and what that means for ``--protocol``;
 * the sign-in state, the proxy and the CA certificates in use;
 * each problem, with the option that fixes it.
 
@@ -34,7 +38,9 @@ from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
 
 from .. import __version__
+from ..bridge.translate import client_capabilities_for_upstream
 from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
+from ..mcp.jsonrpc import METHOD_NOT_FOUND
 from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
 from . import settings as args
 
@@ -48,8 +54,45 @@ EXIT_FAILS: Final = 1
 EXIT_BAD_CA_FILE: Final = 2
 #: The client of the check, in ``clientInfo``.
 CLIENT_INFO: Final = {"name": "mcp-bridge-vscode-check", "version": __version__}
-#: The lists that the check counts, with the capability that announces each.
-LISTS: Final = (("tools", "tools/list"), ("prompts", "prompts/list"), ("resources", "resources/list"))
+#: The client capabilities that VS Code declares in ``initialize``. The check declares the
+#: same (mapped to 2026-07-28 for a modern server): servers offer some tools only to a
+#: client that can answer roots, sampling or elicitation requests.
+CLIENT_CAPABILITIES: Final = {
+    "roots": {"listChanged": True},
+    "sampling": {},
+    "elicitation": {"form": {}, "url": {}},
+}
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A list that the check counts: its key (in the result and the report), method,
+    the server capability that announces it, and its label in the text report."""
+
+    key: str
+    method: str
+    capability: str
+    label: str
+
+
+#: The lists that the check counts.
+LISTS: Final = (
+    Listing("tools", "tools/list", "tools", "Tools"),
+    Listing("prompts", "prompts/list", "prompts", "Prompts"),
+    Listing("resources", "resources/list", "resources", "Resources"),
+    Listing("resourceTemplates", "resources/templates/list", "resources", "Templates"),
+)
+#: The same capabilities in the ``_meta`` of each request to a 2026-07-28 server.
+UPSTREAM_CAPABILITIES: Final = client_capabilities_for_upstream(CLIENT_CAPABILITIES)
+#: The params of the check's ``initialize`` to a 2025-era server.
+INITIALIZE_PARAMS: Final = {
+    "protocolVersion": LEGACY,
+    "capabilities": CLIENT_CAPABILITIES,
+    "clientInfo": CLIENT_INFO,
+}
+#: The longest wait for the answer to ``initialize`` when the check asks a 2026-07-28
+#: server whether it speaks the 2025 era too.
+ERA_PROBE_TIMEOUT: Final = 10.0
 #: The most pages of one list that the check reads.
 MAX_PAGES: Final = 100
 #: The wait for the close of the upstream server at the end.
@@ -93,6 +136,10 @@ class Report:
     proxy: dict[str, Any] = field(default_factory=dict)
     ca: dict[str, Any] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    #: The 2025-era revision that a 2026-07-28 server speaks too, if it does.
+    also_speaks: str | None = None
+    #: What a user should know although nothing failed, each with what to do.
+    notes: list[Problem] = field(default_factory=list)
     ok: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -110,6 +157,8 @@ class Report:
             "proxy": self.proxy,
             "ca": self.ca,
             "problems": [{"problem": p.problem, "fix": p.fix} for p in self.problems],
+            "alsoSpeaks": self.also_speaks,
+            "notes": [{"note": n.problem, "fix": n.fix} for n in self.notes],
         }
 
 
@@ -253,7 +302,7 @@ class _Check:
                     self._step("start", started, True, "the command runs")
                 started = time.monotonic()
                 try:
-                    result = probe.discover(timeout=self.timeout)
+                    result = probe.discover(timeout=self.timeout, capabilities=UPSTREAM_CAPABILITIES)
                 except McpError as exc:
                     if means_legacy(exc, protocol="auto", over_http=over_http):
                         forced = protocol == MODERN
@@ -273,6 +322,10 @@ class _Check:
                 else:
                     self._step("server/discover", started, True, "a DiscoverResult")
                     self._modern(probe, result)
+                    probe.close(CLOSE_GRACE)
+                    probe = None
+                    if self.report.ok:
+                        self._other_era(legacy_upstream)
                     return self.report, EXIT_WORKS if self.report.ok else EXIT_FAILS
             self._legacy(legacy_upstream, probe)
             probe = None
@@ -293,7 +346,9 @@ class _Check:
         capabilities = capabilities if isinstance(capabilities, dict) else {}
 
         def fetch(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-            answer: dict[str, Any] = client.request(method, params, timeout=self.timeout)
+            answer: dict[str, Any] = client.request(
+                method, params, timeout=self.timeout, capabilities=UPSTREAM_CAPABILITIES
+            )
             return answer
 
         self._count_lists(capabilities, fetch, modern=True)
@@ -306,16 +361,14 @@ class _Check:
         transport = legacy_upstream.transport(probe)
         if probe is not None:
             probe.close(CLOSE_GRACE)
-        peer = LegacyPeer(transport, on_request=lambda r: _refuse(peer, r), on_notification=lambda _n: None)
+        peer = LegacyPeer(
+            transport, on_request=lambda r: _answer_server(peer, r), on_notification=lambda _n: None
+        )
         started = time.monotonic()
         try:
             try:
                 peer.start()
-                answer = peer.request(
-                    "initialize",
-                    {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": CLIENT_INFO},
-                    timeout=self.timeout,
-                )
+                answer = peer.request("initialize", INITIALIZE_PARAMS, timeout=self.timeout)
             except McpError as exc:
                 self._failure("initialize", exc, _ms(started))
                 return
@@ -354,6 +407,58 @@ class _Check:
         finally:
             peer.close(CLOSE_GRACE)
 
+    def _other_era(self, legacy_upstream: Any) -> None:
+        """Ask a working 2026-07-28 server on a new connection whether it speaks the 2025 era too.
+
+        Nothing here is a problem: a server that refuses ``initialize``, answers
+        late or stops speaks 2026-07-28 only. One that answers gets a note: through
+        ``--protocol auto`` the bridge speaks 2026-07-28 to it, where the requests
+        that a tool of the 2025 era sends in the middle of a call do not exist.
+        """
+        from ..bridge.passthrough import LegacyPeer
+        from ..mcp.jsonrpc import ErrorResponse
+
+        timeout = min(self.timeout, ERA_PROBE_TIMEOUT)
+        name = "initialize (2025 era)"
+        started = time.monotonic()
+        try:
+            transport = legacy_upstream.transport(None)
+        except McpError as exc:
+            self._step(name, started, True, f"{_outcome(exc)}: 2026-07-28 only")
+            return
+        peer = LegacyPeer(
+            transport, on_request=lambda r: _answer_server(peer, r), on_notification=lambda _n: None
+        )
+        try:
+            try:
+                peer.start()
+                answer = peer.request("initialize", INITIALIZE_PARAMS, timeout=timeout)
+            except McpError as exc:
+                self._step(name, started, True, f"{_outcome(exc)}: {MODERN} only")
+                return
+            if isinstance(answer, ErrorResponse):
+                self._step(name, started, True, f"{_outcome(RpcError(answer.error))}: {MODERN} only")
+                return
+            result = answer.result if isinstance(answer.result, dict) else {}
+            version = result.get("protocolVersion")
+            if not isinstance(version, str) or version >= MODERN:
+                self._step(name, started, True, f"no 2025-era result: {MODERN} only")
+                return
+            self._step(name, started, True, f"MCP {_printable(version)}: the server speaks both eras")
+            self.report.also_speaks = _printable(version)
+            self.report.notes.append(
+                Problem(
+                    f"the server speaks both eras ({MODERN} and {_printable(version)}); with --protocol "
+                    f"auto (the default) the bridge speaks {MODERN} to it, and a tool written for the "
+                    "requests of the 2025 era in the middle of a call (such as FastMCP's ctx.elicit()) "
+                    f"answers that they are unavailable on {MODERN} connections",
+                    "If such a tool fails so, start the bridge with --protocol legacy: it then passes "
+                    "the 2025 era through.",
+                )
+            )
+        finally:
+            peer.close(CLOSE_GRACE)
+
     def _count_lists(
         self,
         capabilities: dict[str, Any],
@@ -363,9 +468,10 @@ class _Check:
     ) -> None:
         from ..bridge.lists import ttl_ms
 
-        for key, method in LISTS:
-            if key not in capabilities:
+        for listing in LISTS:
+            if listing.capability not in capabilities:
                 continue
+            key, method = listing.key, listing.method
             started = time.monotonic()
             count = 0
             names: list[Any] = []
@@ -383,6 +489,13 @@ class _Check:
                     if not isinstance(next_cursor, str):
                         break
                     cursor = next_cursor
+            except RpcError as exc:
+                if method == "resources/templates/list" and exc.error.code == METHOD_NOT_FOUND:
+                    # Resource templates are optional within the resources capability.
+                    self._step(method, started, True, "the server has no resource templates")
+                    continue
+                self._failure(method, exc, _ms(started))
+                continue
             except McpError as exc:
                 self._failure(method, exc, _ms(started))
                 continue
@@ -420,14 +533,31 @@ class _Check:
         self._problem(problem, fix)
 
 
-def _refuse(peer: Any, request: Any) -> None:
-    """The check declares no capability: it answers ``ping`` and refuses every other request."""
-    from ..mcp.jsonrpc import METHOD_NOT_FOUND, ErrorObject, ErrorResponse, Response
+def _answer_server(peer: Any, request: Any) -> None:
+    """Answer a request of a 2025-era server as a client with no user and no workspace.
+
+    ``ping`` gets ``{}``, ``roots/list`` no roots, an elicitation a decline and
+    every other request an error: the check calls no tool, so only a server that
+    asks at ``notifications/initialized`` (roots, as some do) gets here.
+    """
+    from ..mcp.jsonrpc import ErrorObject, ErrorResponse, Response
 
     if request.method == "ping":
         peer.answer(Response(request.id, {}))
+    elif request.method == "roots/list":
+        peer.answer(Response(request.id, {"roots": []}))
+    elif request.method == "elicitation/create":
+        peer.answer(Response(request.id, {"action": "decline"}))
+    elif request.method == "sampling/createMessage":
+        peer.answer(ErrorResponse(request.id, ErrorObject(-1, "The check answers no sampling request.")))
     else:
         peer.answer(ErrorResponse(request.id, ErrorObject(METHOD_NOT_FOUND, "The check has no such method.")))
+
+
+def _printable(text: str) -> str:
+    """A value of the server for the report: at most 40 characters, no control character."""
+    clean = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return clean if len(clean) <= 40 else clean[:37] + "..."
 
 
 def _ms(started: float) -> int:
@@ -667,7 +797,13 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None) 
             "Upstream",
             f"{upstream.get('scheme', '')}://{upstream.get('host', '')}{port} over Streamable HTTP",
         )
-    if report.era == MODERN:
+    if report.era == MODERN and report.also_speaks is not None:
+        row(
+            "Era",
+            f"MCP {MODERN} and {report.also_speaks}: the bridge translates {MODERN} for VS Code "
+            "(see the notes)",
+        )
+    elif report.era == MODERN:
         row("Era", f"MCP {MODERN}: the bridge translates it for VS Code")
     elif report.era is not None:
         row("Era", f"MCP {report.protocol_version} (2025 era): the bridge passes it through")
@@ -681,9 +817,9 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None) 
         for step in report.steps:
             mark = paint("ok", "green") if step.ok else paint("failed", "red")
             lines.append(f"  {step.name:<{width}}  {step.ms:>6} ms  {mark}  {step.outcome}")
-    for key, _method in LISTS:
-        if key in report.counts:
-            row(key.capitalize(), str(report.counts[key]))
+    for listing in LISTS:
+        if listing.key in report.counts:
+            row(listing.label, str(report.counts[listing.key]))
     if report.tool_filter is not None:
         tool_filter = report.tool_filter
         row(
@@ -704,8 +840,13 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None) 
     row("Sign-in", _describe(report.sign_in))
     if "flows" in report.sign_in:
         row("Flows", _describe_flows(report.sign_in["flows"]))
-    row("Proxy", _describe(report.proxy))
+    row("Proxy", _describe_proxy(report.proxy))
     row("CA", _describe(report.ca))
+    if report.notes:
+        lines.append("Notes:")
+        for note in report.notes:
+            lines.append(f"  - {note.problem}")
+            lines.append(f"    {note.fix}")
     if report.problems:
         lines.append("Problems:")
         for problem in report.problems:
@@ -727,6 +868,13 @@ def _list_cache(ttls: dict[str, int]) -> str:
         for key, ttl in ttls.items()
     ]
     return ", ".join(parts)
+
+
+def _describe_proxy(part: dict[str, Any]) -> str:
+    state = str(part.get("state", ""))
+    if state == "none":  # not the sign-in's "none" of _describe
+        return f"none: {part.get('note', 'a direct connection')}"
+    return _describe(part)
 
 
 def _describe(part: dict[str, Any]) -> str:

@@ -61,7 +61,9 @@ the server does not know are ignored.
 ``double``
     Two answers to the same request: "first", then "second".
 ``silent``
-    No answer; when the request is canceled, the answer "late" comes anyway.
+    No answer, and the line ``bad_upstream: silent`` on stderr; when the request is
+    canceled, the line ``bad_upstream: cancelled`` on stderr and the answer "late"
+    comes anyway.
 ``stop_reading``
     The answer "stopped reading", then never a read of stdin again (the process
     stays alive until it is stopped).
@@ -207,6 +209,8 @@ def call(request_id: Any, name: str, arguments: dict[str, Any]) -> bool:
         text_result(request_id, "second")
     elif name == "silent":
         silent[request_id] = True
+        sys.stderr.write("bad_upstream: silent\n")
+        sys.stderr.flush()
     elif name == "stop_reading":
         text_result(request_id, "stopped reading")
         return False
@@ -228,6 +232,8 @@ def handle(message: Any, discover_mode: str) -> bool:
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
             if silent.pop(request_id, False):
+                sys.stderr.write("bad_upstream: cancelled\n")
+                sys.stderr.flush()
                 text_result(request_id, "late")
         return True
     request_id = message["id"]

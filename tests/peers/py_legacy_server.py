@@ -25,8 +25,11 @@ What it offers:
   canceled), ``log {text}`` (an info log message; "logged at <the level of
   logging/setLevel>"), ``touch {uri}`` (sends
   ``notifications/resources/updated`` when the client subscribed the URI),
-  ``roots`` (a ``roots/list`` request to the client: "roots: <uris>"), and
-  ``crash {code}`` (the process exits at once with ``code``);
+  ``roots`` (a ``roots/list`` request to the client: "roots: <uris>"),
+  ``image {size}`` (an image block of ``size`` bytes and the same base64 data in
+  ``structuredContent``, and no text block, as ``server-filesystem``'s
+  ``read_media_file`` answers), and ``crash {code}`` (the process exits at once
+  with ``code``);
 * the resource ``file:///legacy/notes.txt`` (text/plain, "The notes of the legacy
   peer."), which can be subscribed;
 * the prompt ``greet {name}`` ("Hello, <name>.");
@@ -38,6 +41,7 @@ It writes ``py-legacy-peer: started`` to stderr when it starts.
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import sys
@@ -45,7 +49,7 @@ import threading
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import Icon
+from mcp.types import CallToolResult, Icon, ImageContent
 from pydantic import AnyUrl, BaseModel
 
 SERVER_NAME = "py-legacy-peer"
@@ -150,6 +154,16 @@ async def roots(ctx: Context) -> str:
     """Ask the client for its roots."""
     result = await ctx.session.list_roots()
     return "roots: " + " ".join(str(root.uri) for root in result.roots)
+
+
+@server.tool()
+def image(size: int) -> CallToolResult:
+    """An image of ``size`` bytes, as an image block and as structured content, without text."""
+    data = base64.b64encode(bytes(index % 251 for index in range(size))).decode("ascii")
+    return CallToolResult(
+        content=[ImageContent(type="image", data=data, mimeType="image/png")],
+        structuredContent={"content": [{"type": "image", "data": data, "mimeType": "image/png"}]},
+    )
 
 
 @server.tool()

@@ -16,6 +16,9 @@ What it offers:
   removes the tool ``toggled`` and publishes a tools list change: "toggled:
   enabled/disabled"), ``touch {uri}`` (publishes a resource update: "touched
   <uri>");
+* the tool ``ask_name_2025`` (the same question the 2025 way: ``ctx.elicit()``, a
+  request to the client in the middle of the call, which only a connection opened
+  with ``initialize`` carries: "Hello, <name>." or "No name: <action>.");
 * the resource ``file:///peer/notes.txt`` (text/plain, "The notes of the peer.");
 * the prompt ``greet {name}`` ("Hello, <name>.").
 
@@ -34,6 +37,7 @@ from mcp_types import (
     InputRequiredResult,
     TextContent,
 )
+from pydantic import BaseModel
 
 SERVER_NAME = "py-modern-peer"
 SERVER_VERSION = "2.3.0-peer"
@@ -78,6 +82,18 @@ async def ask_name(ctx: Context) -> CallToolResult | InputRequiredResult:
         if isinstance(given, str):
             name = given
     return CallToolResult(content=[TextContent(text=f"Hello, {name}.")])
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool(description="Ask for a name in the middle of the call (2025 era), then greet the person")
+async def ask_name_2025(ctx: Context) -> str:
+    answer = await ctx.elicit("Your name?", Name)
+    if answer.action == "accept":
+        return f"Hello, {answer.data.name}."
+    return f"No name: {answer.action}."
 
 
 def toggled() -> str:
