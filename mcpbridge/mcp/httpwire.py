@@ -749,7 +749,7 @@ def parse_event(event: Event, max_depth: int) -> Message:
         FrameError: the event is not a usable message.
     """
     try:
-        return jsonrpc.parse(event.raw, max_depth=max_depth)
+        return jsonrpc.parse(event.raw, max_depth=max_depth, control_free=event.control_free)
     except FrameError:
         text = event.data
         if text.encode("utf-8", "surrogatepass") == event.raw:
