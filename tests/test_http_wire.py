@@ -16,8 +16,8 @@ import pytest
 
 from mcpbridge.mcp.errors import InvalidResponse
 from mcpbridge.mcp.http import HttpTransport
-from mcpbridge.mcp.httpwire import ReadTimedOut, StreamBroken
-from mcpbridge.mcp.jsonrpc import Response
+from mcpbridge.mcp.httpwire import ControlScan, ReadTimedOut, StreamBroken
+from mcpbridge.mcp.jsonrpc import Response, serialize_parts
 from tests.conftest import WAIT
 from tests.peers.scripted_http import Exchange, ScriptedServer
 from tests.test_http_transport import Inbox, Sender, call, open_transport, text_of
@@ -68,6 +68,22 @@ def _misbehave(ex: Exchange) -> None:
         ex.send(b"HTTP/1.1 102 Processing\r\n\r\n")
         ex.head(200, [*json_head, ("Content-Length", str(len(body)))])
         ex.send(body)
+    elif tool in LONG_BODIES:
+        text = "long " + "L" * (1024 * 1024)
+        long_body = LONG_BODIES[tool](_result(ex, text))
+        if tool == "long_chunked":
+            ex.head(200, [*json_head, ("Transfer-Encoding", "chunked")])
+            for start in range(0, len(long_body), 100_000):
+                piece = long_body[start : start + 100_000]
+                ex.send(b"%x\r\n%s\r\n" % (len(piece), piece))
+            ex.send(b"0\r\n\r\n")
+        elif tool == "long_cut":
+            ex.head(200, [*json_head, ("Content-Length", str(len(long_body) + 10))])
+            ex.send(long_body)
+            ex.close()
+        else:
+            ex.head(200, [*json_head, ("Content-Length", str(len(long_body)))])
+            ex.send(long_body)
     elif tool == "huge":
         size = int(ex.request.params["arguments"]["size"])
         ex.head(200, [*json_head, ("Content-Length", str(size))])
@@ -82,6 +98,16 @@ def _misbehave(ex: Exchange) -> None:
             ex.keep_alive = False
     else:
         ex.text_result("ok")
+
+
+#: Bodies of more than LONG_BODY bytes: read in pieces into one buffer.
+LONG_BODIES = {
+    "long": lambda body: body + b"\r\n \n",  # white space with control characters at the end
+    "long_chunked": lambda body: body + b"\n",
+    "long_cut": lambda body: body,
+    "long_pretty": lambda body: body.replace(b'{"jsonrpc"', b'{\n\t"jsonrpc"', 1) + b"\n",
+    "long_control": lambda body: body.replace(b"LLLL", b"L\x01LL", 1) + b"\n",
+}
 
 
 @pytest.fixture
@@ -305,3 +331,65 @@ def test_a_proxy_that_does_not_listen_is_a_proxy_failure(scheme: str) -> None:
     finally:
         transport.close()
     assert info.value.detail == "proxy: the connection to the proxy failed"
+
+
+@pytest.mark.parametrize("tool", ["long", "long_chunked", "long_pretty"])
+def test_a_long_body_is_parsed_with_its_long_string_as_a_view_of_the_body(bad, tool):
+    transport, inbox, server = bad
+    transport.send(call(1, tool))
+    transport.send(call(2, tool))
+    assert len(inbox.messages) == 2
+    for message in inbox.messages:
+        assert isinstance(message, Response)
+        text = text_of(message)
+        assert text == "long " + "L" * (1024 * 1024)
+        # The long string is recorded with its bytes in the body: it goes out without a copy.
+        assert message.raw is not None
+        view = message.raw.text_of(text)
+        assert view is not None and bytes(view) == text.encode()
+        assert any(part is view for part in serialize_parts(message))
+    assert server.connections == 1  # each body was read to its end and the connection kept
+    _then_ok(transport, inbox)
+
+
+def test_a_long_body_with_a_control_character_in_a_string_is_refused(bad):
+    transport, inbox, _server = bad
+    with pytest.raises(InvalidResponse) as info:
+        transport.send(call(1, "long_control"))
+    assert info.value.detail == "the body is not a valid JSON-RPC message"
+    _then_ok(transport, inbox)
+
+
+def test_a_long_body_shorter_than_its_length_fails_alone(bad):
+    transport, inbox, server = bad
+    with pytest.raises(StreamBroken) as info:
+        transport.send(call(1, "long_cut"))
+    assert info.value.detail == "the connection closed before the end of the response"
+    assert [r.rpc_id for r in server.received] == [1]
+    _then_ok(transport, inbox)
+
+
+@pytest.mark.parametrize(
+    ("pieces", "clean", "body"),
+    [
+        ([b'{"a":', b'"x"}'], True, b'{"a":"x"}'),
+        ([b'{"a":"x"}\r', b"\n", b"  \n"], True, b'{"a":"x"}'),
+        ([b'{"a":"x"}\n', b"}"], False, b'{"a":"x"}\n}'),
+        ([b'{"a":\n"x"}'], False, b'{"a":\n"x"}'),
+        ([b'{"a":"\x01"}'], False, b'{"a":"\x01"}'),
+        ([b'{"a":"x"} \n', b"  "], True, b'{"a":"x"}'),
+        ([b"\n", b'{"a":"x"}'], False, b'\n{"a":"x"}'),
+    ],
+)
+def test_the_control_scan_allows_only_white_space_at_the_end(pieces, clean, body):
+    scan = ControlScan()
+    for piece in pieces:
+        scan.feed(piece)
+    assert scan.clean is clean
+    joined = bytearray(b"".join(pieces))
+    cut = scan.end_space(joined)
+    if cut:
+        del joined[-cut:]
+    kept = list(pieces)
+    scan.strip_end(kept)
+    assert bytes(joined) == b"".join(kept) == body

@@ -121,3 +121,22 @@ def test_serialize_round_trips_every_message_kind() -> None:
         jsonrpc.error_response(3, -32603, "m", {"cause": "x"}),
     ]:
         assert parse(serialize(msg), max_depth=64) == msg
+
+
+@pytest.mark.parametrize("control_free", [False, True])
+def test_a_long_line_in_a_bytearray_parses_as_its_bytes_with_views_of_the_buffer(control_free):
+    text = "B" * (512 * 1024)
+    line = jsonrpc.dumps({"jsonrpc": "2.0", "id": 7, "result": {"blob": text, "n": 1}})
+    buffer = bytearray(line)
+    message = jsonrpc.parse(buffer, max_depth=200, control_free=control_free)
+    assert message == jsonrpc.parse(line, max_depth=200)
+    assert message.raw is not None
+    view = message.raw.text_of(message.result["blob"])
+    assert view is not None and view.obj is buffer  # a view of the buffer, not a copy
+    assert jsonrpc.serialize(message) == line + b"\n"
+
+
+def test_a_bytearray_that_is_not_json_is_a_parse_error():
+    with pytest.raises(FrameError) as info:
+        jsonrpc.parse(bytearray(b'{"jsonrpc":"2.0","id":1,"result":"' + b"x" * 300_000 + b'"'), max_depth=200)
+    assert info.value.cause == "parse_error"

@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import keyring
@@ -16,6 +17,7 @@ from keyring.backend import KeyringBackend
 from keyring.errors import PasswordDeleteError
 
 from mcpbridge.oauth import flow
+from mcpbridge.oauth import store as store_module
 from mcpbridge.oauth.errors import InvalidRecord, StoreError, StoreOpenError
 from mcpbridge.oauth.store import (
     CREDENTIAL_BLOB_BYTES,
@@ -36,6 +38,7 @@ from mcpbridge.oauth.store import (
     token_directory,
 )
 from mcpbridge.oauth.testing import URL, TokenStoreContract, sample_record
+from tests.conftest import WAIT
 from tests.oauth_keyring import FileKeyring
 
 KEY = bytes(range(32))
@@ -629,6 +632,65 @@ def test_a_deferred_store_that_does_not_open_raises_the_same_error_each_time_and
     assert calls == [1]
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert errors == ["the token store did not open: the keychain is locked"]
+
+
+def test_an_early_open_runs_on_its_own_thread_and_the_first_use_waits_for_it():
+    started = threading.Event()
+    go_on = threading.Event()
+    threads: list[str] = []
+
+    def opener() -> OpenedStore:
+        threads.append(threading.current_thread().name)
+        started.set()
+        assert go_on.wait(WAIT)
+        return OpenedStore(MemoryStore(), "the tokens stay here")
+
+    store = DeferredStore(opener)
+    indexed = IndexedStore(store)
+    indexed.open_early()
+    assert started.wait(WAIT)
+    indexed.open_early()  # once only
+    user = threading.Thread(target=indexed.open, name="test-first-use")
+    user.start()
+    user.join(0.05)
+    assert user.is_alive()  # the first use waits for the early open
+    go_on.set()
+    user.join(WAIT)
+    assert not user.is_alive()
+    assert threads == ["mcpbridge-token-store"]  # opened once, on the named thread
+    assert store.describe() == "the tokens stay here"
+    assert not any(t.name == "mcpbridge-token-store" for t in threading.enumerate())
+
+
+def test_an_early_open_that_fails_fails_each_use_with_its_error():
+    def opener() -> OpenedStore:
+        raise StoreOpenError("KeychainLocked", "the keychain is locked")
+
+    store = DeferredStore(opener)
+    store.open_early()
+    for _ in range(2):
+        with pytest.raises(StoreOpenError) as caught:
+            store.open()
+        assert caught.value.name == "KeychainLocked"
+
+
+def test_a_use_waits_for_an_early_open_at_most_its_bound(monkeypatch):
+    monkeypatch.setattr(store_module, "EARLY_OPEN_WAIT", 0.2)
+    release = threading.Event()
+
+    def opener() -> OpenedStore:
+        assert release.wait(WAIT)
+        return OpenedStore(MemoryStore(), "the tokens stay here")
+
+    store = DeferredStore(opener)
+    store.open_early()
+    try:
+        with pytest.raises(StoreOpenError) as caught:
+            store.open()
+        assert caught.value.detail == "the token store did not open in 0.2 s"
+    finally:
+        release.set()
+    assert store.open().line == "the tokens stay here"  # the early open ended; its store serves
 
 
 # --------------------------------------------------------------- two bridges, one index

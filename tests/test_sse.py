@@ -229,3 +229,41 @@ def test_a_long_data_line_in_many_chunks_gives_one_event():
     line = b"data: " + b"z" * 300_000 + b"\n\n"
     events = [e for i in range(0, len(line), 4096) for e in parser.feed(line[i : i + 4096])]
     assert [e.raw for e in events] == [b"z" * 300_000]
+
+
+def test_a_long_data_line_in_many_chunks_is_joined_once_and_known_control_free():
+    value = b'{"x":"' + b"y" * 300_000 + b'"}'
+    stream = b"\xef\xbb\xbfevent: message\ndata: " + value + b"\n\n"
+    parser = SseParser(1_000_000)
+    events = []
+    for start in range(0, len(stream), 4096):
+        events += parser.feed(stream[start : start + 4096])
+    assert len(events) == 1
+    assert events[0].raw == value
+    assert events[0].control_free is True
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        b"data: " + b"a\x01" * 100_000 + b"\n\n",  # a control character in the value
+        b"data: " + b"a" * 100_000 + b"\ndata: b\n\n",  # two data lines: joined with a newline
+        b"data: short\n\n",  # not looked at
+    ],
+)
+def test_an_event_is_not_called_control_free_unless_it_is(stream):
+    parser = SseParser(1_000_000)
+    events = []
+    for start in range(0, len(stream), 1000):
+        events += parser.feed(stream[start : start + 1000])
+    assert len(events) == 1
+    assert events[0].control_free is False
+    expected = stream[len(b"data: ") : -2].replace(b"\ndata: ", b"\n")
+    assert events[0].raw == expected
+
+
+def test_a_long_line_whose_field_name_is_split_across_chunks_is_still_read():
+    parser = SseParser(1_000_000)
+    value = b"z" * 200_000
+    events = parser.feed(b"da") + parser.feed(b"ta:") + parser.feed(b" " + value) + parser.feed(b"\n\n")
+    assert [e.raw for e in events] == [value]

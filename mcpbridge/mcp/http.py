@@ -609,17 +609,14 @@ class HttpTransport(WireReading, Transport):
         attempts: _Attempts,
     ) -> _Retry | None:
         status = response.status
-        body = self._body(response, exchange, cancel)
         try:
-            message = jsonrpc.parse(body, max_depth=self._max_depth)
+            message = self._message(response, exchange, cancel)
         except FrameError:
-            del body
             if 200 <= status < 300:
                 raise InvalidResponse(
                     "the body is not a valid JSON-RPC message", http_status=status
                 ) from None
             raise status_error(response) from None
-        del body  # a large body is not kept while the message goes on
         if isinstance(message, ErrorResponse) and message.id in (None, request.id):
             if (
                 message.error.code == jsonrpc.HEADER_MISMATCH

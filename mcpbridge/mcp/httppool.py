@@ -338,6 +338,24 @@ class WireResponse:
                 raise BodyTooLarge()
             parts.append(piece)
 
+    def read(self, size: int) -> bytes:
+        """The next ``size`` bytes of the body (fewer only at its end), ``b""`` at its end.
+
+        Unlike :meth:`read1` it waits for all of them: each piece comes as one block, which
+        urllib3 hands over without copying it again.
+        """
+        raw = self._raw
+        if raw is None or self._done:
+            return b""
+        quickack(self._tcp(raw))
+        try:
+            data: bytes = raw.read(size)
+        except (u3.HTTPError, OSError) as exc:
+            raise self._edge(exc) from exc
+        if not data:
+            self._done = True
+        return data
+
     def read1(self, size: int) -> bytes:
         """The next bytes of the body as they arrive (at most ``size``), ``b""`` at its end."""
         raw = self._raw

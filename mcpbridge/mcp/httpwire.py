@@ -9,7 +9,13 @@ keep-alive pool for that origin (or for its proxy), sized for
 :data:`DEFAULT_POOL_SIZE` requests in flight, that does one exchange at a time
 on each connection. Each exchange gives a :class:`WireResponse`, whose body is
 read whole (:meth:`WireResponse.read_body`) or as it arrives
-(:meth:`WireResponse.read1`).
+(:meth:`WireResponse.read1`, :meth:`WireResponse.read`).
+
+* A long JSON body is read in pieces as it arrives into one buffer, each piece
+  looked at for control characters on the way, and parsed as a long line of
+  stdio is: its long strings are cut out, decoded once and kept as views of the
+  buffer, so a large result is neither copied again nor escaped again on its
+  way to the client (:meth:`WireReading._message`).
 
 * urllib3 frames the messages: ``Content-Length``, ``chunked`` or the end of the
   connection, ``gzip`` and ``deflate`` bodies decoded (the request asks for
@@ -81,6 +87,7 @@ __all__ = [
     "Authorizer",
     "CaFileError",
     "ConnectError",
+    "ControlScan",
     "Exchange",
     "HttpStatusError",
     "ProxyFailed",
@@ -134,6 +141,14 @@ KEEPALIVE_INTERVAL: Final = 15
 KEEPALIVE_COUNT: Final = 4
 #: The largest piece read from the socket at one time.
 READ_CHUNK: Final = 64 * 1024
+#: The largest piece of a long body of known length read at one time (as a long line on stdio).
+LONG_READ_CHUNK: Final = 1024 * 1024
+#: A JSON body at least this long is read in pieces as it arrives (a long line on stdio is
+#: parsed with its long strings cut out from the same length on).
+LONG_BODY: Final = 256 * 1024
+#: Every byte but the control characters (below 0x20), for ``bytes.translate``.
+_NOT_CONTROL: Final = bytes(range(0x20, 0x100))
+_JSON_SPACE: Final = b" \t\r\n"
 #: Nesting of a message of the upstream server (the same as on stdio).
 DEFAULT_MAX_DEPTH: Final = 200
 #: The most bytes of a body that :meth:`WireResponse.close` reads to keep its connection,
@@ -519,11 +534,12 @@ def open_wire(
 class WireReading:
     """How both HTTP transports read the body of an answer and name an aborted exchange.
 
-    The transport gives ``_max_bytes``, ``_lock``, ``_closed`` and ``_waits`` (the waits
-    after a busy answer, which its close ends).
+    The transport gives ``_max_bytes``, ``_max_depth``, ``_lock``, ``_closed`` and
+    ``_waits`` (the waits after a busy answer, which its close ends).
     """
 
     _max_bytes: int
+    _max_depth: int
     _lock: threading.Lock
     _closed: bool
     _waits: set[threading.Event]
@@ -577,29 +593,90 @@ class WireReading:
         reason = cancel.reason if cancel is not None else ""
         return Cancelled(reason or None)
 
-    def _body(self, response: WireResponse, exchange: Exchange, cancel: CancelToken | None) -> bytes:
-        """The whole body (at most the limit); the connection goes back to the pool."""
-        try:
-            body = response.read_body(self._max_bytes)
-        except BodyTooLarge:
+    def _message(self, response: WireResponse, exchange: Exchange, cancel: CancelToken | None) -> Message:
+        """The JSON-RPC message of a JSON body; the connection goes back to the pool.
+
+        A short body is read whole. A long one (or one of unknown length) is read in
+        pieces as it arrives, each looked at for control characters on the way (so the
+        parse need not look again), into one buffer of its ``Content-Length`` or joined
+        once at its end: its long strings are cut out and kept as views of that one
+        block (:class:`~.jsonrpc.RawStrings`), as for a long line on stdio.
+
+        Raises:
+            FrameError: the body is not a usable message.
+            InvalidResponse: the body is longer than the limit.
+        """
+        length = response.header("Content-Length") or ""
+        coding = (response.header("Content-Encoding") or "identity").strip().lower()
+        if length.isdigit() and int(length) > self._max_bytes:
             raise InvalidResponse(
                 f"a response longer than {self._max_bytes} bytes", http_status=response.status
-            ) from None
-        except McpError:
+            )
+        if length.isdigit() and int(length) < LONG_BODY and coding in ("", "identity"):
+            try:
+                body = response.read_body(self._max_bytes)
+            except BodyTooLarge:
+                raise InvalidResponse(
+                    f"a response longer than {self._max_bytes} bytes", http_status=response.status
+                ) from None
+            except McpError:
+                if exchange.aborted is not None:
+                    raise self._aborted(exchange, cancel) from None
+                raise
             if exchange.aborted is not None:
-                raise self._aborted(exchange, cancel) from None
-            raise
-        if exchange.aborted is not None:
-            raise self._aborted(exchange, cancel)
-        return body
+                raise self._aborted(exchange, cancel)
+            return jsonrpc.parse(body, max_depth=self._max_depth)
+        scan = ControlScan()
+        if length.isdigit() and coding in ("", "identity"):
+            # One buffer of the announced length, filled as the pieces arrive: each piece
+            # is dropped at once, so the body costs its own size and nothing more.
+            buffer = bytearray(int(length))
+            filled = 0
+            with memoryview(buffer) as view:
+                for piece in self._chunks(response, exchange, cancel, LONG_READ_CHUNK, whole=True):
+                    end = filled + len(piece)
+                    if end > len(buffer):
+                        raise StreamBroken("the response is longer than its Content-Length")
+                    view[filled:end] = piece
+                    filled = end
+                    scan.feed(piece)
+            if filled != len(buffer):
+                raise StreamBroken("the connection closed before the end of the response")
+            cut = scan.end_space(buffer)
+            if cut:
+                del buffer[-cut:]
+            return jsonrpc.parse(buffer, max_depth=self._max_depth, control_free=scan.clean)
+        pieces: list[bytes] = []
+        total = 0
+        for piece in self._chunks(response, exchange, cancel):
+            total += len(piece)
+            if total > self._max_bytes:
+                raise InvalidResponse(
+                    f"a response longer than {self._max_bytes} bytes", http_status=response.status
+                )
+            scan.feed(piece)
+            pieces.append(piece)
+        scan.strip_end(pieces)
+        # Joined once: the message keeps views of this one block (its long strings).
+        body = pieces[0] if len(pieces) == 1 else b"".join(pieces)  # b"" for no piece
+        pieces.clear()
+        return jsonrpc.parse(body, max_depth=self._max_depth, control_free=scan.clean)
 
     def _chunks(
-        self, response: WireResponse, exchange: Exchange, cancel: CancelToken | None
+        self,
+        response: WireResponse,
+        exchange: Exchange,
+        cancel: CancelToken | None,
+        size: int = READ_CHUNK,
+        *,
+        whole: bool = False,
     ) -> Iterator[bytes]:
-        """The body as it arrives."""
+        """The body as it arrives, in pieces of at most ``size`` bytes (``whole``: of ``size``
+        bytes but the last, for a body that is needed whole)."""
+        read = response.read if whole else response.read1
         while True:
             try:
-                chunk = response.read1(READ_CHUNK)
+                chunk = read(size)
             except McpError:
                 if exchange.aborted is not None:
                     raise self._aborted(exchange, cancel) from None
@@ -611,6 +688,58 @@ class WireReading:
             yield chunk
 
 
+class ControlScan:
+    """Look at the pieces of a body for control characters as they arrive.
+
+    :attr:`clean` stays True while no byte below 0x20 was seen, except in the white
+    space at the very end of the body (a server ends its JSON with a newline), which
+    :meth:`strip_end` takes off. A clean body lets :func:`~.jsonrpc.parse` skip its own
+    scan (``control_free``), as a long line read on stdio does.
+    """
+
+    __slots__ = ("clean", "_space_end")
+
+    def __init__(self) -> None:
+        self.clean = True
+        #: The pieces so far end with white space that holds a control character.
+        self._space_end = False
+
+    def feed(self, piece: bytes) -> None:
+        if not self.clean or not piece:
+            return
+        controls = piece.translate(None, _NOT_CONTROL)
+        if not controls:
+            if self._space_end and piece.strip(b" "):
+                self.clean = False  # the white space was inside the body
+            return
+        if controls.translate(None, _JSON_SPACE):
+            self.clean = False
+            return
+        content = piece.rstrip(_JSON_SPACE)
+        if content.translate(None, _NOT_CONTROL) or (content.strip(b" ") and self._space_end):
+            self.clean = False
+            return
+        self._space_end = True
+
+    def end_space(self, body: bytes | bytearray) -> int:
+        """How many bytes of white space end ``body`` (0 unless a control character is among them)."""
+        if not self._space_end:
+            return 0
+        index = len(body)
+        while index > 0 and body[index - 1] in _JSON_SPACE:
+            index -= 1
+        return len(body) - index
+
+    def strip_end(self, pieces: list[bytes]) -> None:
+        """Take the white space off the end of the body in ``pieces``."""
+        while self._space_end and pieces:
+            last = pieces[-1].rstrip(_JSON_SPACE)
+            if last:
+                pieces[-1] = last
+                return
+            pieces.pop()
+
+
 def parse_event(event: Event, max_depth: int) -> Message:
     """The message of an SSE event, parsed from its bytes (a long event is never decoded whole).
 
@@ -620,7 +749,7 @@ def parse_event(event: Event, max_depth: int) -> Message:
         FrameError: the event is not a usable message.
     """
     try:
-        return jsonrpc.parse(event.raw, max_depth=max_depth)
+        return jsonrpc.parse(event.raw, max_depth=max_depth, control_free=event.control_free)
     except FrameError:
         text = event.data
         if text.encode("utf-8", "surrogatepass") == event.raw:

@@ -184,7 +184,7 @@ _SURROGATE_PAIR = re.compile(rb"(?<!\\)((?:\\\\)*)\\u[dD][89abAB][0-9a-fA-F]{2}\
 _SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def _has_lone_surrogate(raw: bytes) -> bool:
+def _has_lone_surrogate(raw: bytes | bytearray) -> bool:
     if _SURROGATE.search(raw) is None:
         return False
     return _SURROGATE.search(_SURROGATE_PAIR.sub(rb"\1_", raw)) is not None
@@ -233,12 +233,12 @@ def parse_json(line: bytes | str, *, max_depth: int) -> Any:
 
 
 def _parse_json(
-    line: bytes | str, max_depth: int, control_free: bool = False
+    line: bytes | bytearray | str, max_depth: int, control_free: bool = False
 ) -> tuple[Any, RawStrings | None]:
     """The value of ``line``, and for a long line the record of its long strings (maybe none)."""
     if len(line) < _LONG_STRING:
         return _parse_text(line, max_depth), SHORT_LINE
-    if isinstance(line, bytes) and len(line) >= _SPLICE_MIN:
+    if isinstance(line, (bytes, bytearray)) and len(line) >= _SPLICE_MIN:
         spliced = _parse_spliced(line, max_depth, control_free)
         if spliced is not None:
             return spliced
@@ -246,8 +246,8 @@ def _parse_json(
     return _parse_text(line, max_depth), None
 
 
-def _parse_text(line: bytes | str, max_depth: int) -> Any:
-    if isinstance(line, bytes):
+def _parse_text(line: bytes | bytearray | str, max_depth: int) -> Any:
+    if isinstance(line, (bytes, bytearray)):
         raw = line
         try:
             text = line.decode("utf-8")
@@ -311,7 +311,7 @@ _BACKSLASH: Final = 0x5C
 _JSON_SPACE: Final = b" \t\r\n"
 
 
-def _long_plain_strings(raw: bytes) -> list[tuple[int, int]] | None:
+def _long_plain_strings(raw: bytes | bytearray) -> list[tuple[int, int]] | None:
     """The (start, end) of the text of each long string value of ``raw`` that holds no backslash.
 
     ``None`` when the line is not worth it (too many strings), or when it has no
@@ -353,7 +353,9 @@ def _long_plain_strings(raw: bytes) -> list[tuple[int, int]] | None:
     return found or None
 
 
-def _parse_spliced(raw: bytes, max_depth: int, control_free: bool) -> tuple[Any, RawStrings] | None:
+def _parse_spliced(
+    raw: bytes | bytearray, max_depth: int, control_free: bool
+) -> tuple[Any, RawStrings] | None:
     """Parse a long line with its long plain strings cut out; ``None`` to parse it as a whole."""
     spans = _long_plain_strings(raw)
     if spans is None:
@@ -368,7 +370,7 @@ def _parse_spliced(raw: bytes, max_depth: int, control_free: bool) -> tuple[Any,
                 return None
     view = memoryview(raw)
     values: list[str] = []
-    pieces: list[bytes] = []
+    pieces: list[bytes | bytearray] = []
     last = 0
     for index, (start, end) in enumerate(spans):
         try:
@@ -485,8 +487,11 @@ def _from_obj(obj: Any, raw: RawStrings | None) -> Message:
     )
 
 
-def parse(line: bytes | str, *, max_depth: int, control_free: bool = False) -> Message:
+def parse(line: bytes | bytearray | str, *, max_depth: int, control_free: bool = False) -> Message:
     """Parse one line into a message.
+
+    ``line`` may be a ``bytearray`` that nothing changes afterwards (a body read into
+    one buffer): the long strings of the message are views of it.
 
     A long string of a long line that needed no escape is recorded in the
     message's ``raw`` (see :class:`RawStrings`). ``control_free``: the caller has

@@ -382,16 +382,14 @@ class LegacyHttpTransport(WireReading, Transport):
         deliver: OnMessage,
     ) -> None:
         status = response.status
-        body = self._body(response, exchange, cancel)
         try:
-            answer = jsonrpc.parse(body, max_depth=self._max_depth)
+            answer = self._message(response, exchange, cancel)
         except FrameError:
             if 200 <= status < 300:
                 raise InvalidResponse(
                     "the body is not a valid JSON-RPC message", http_status=status
                 ) from None
             raise HttpStatusError(status) from None
-        del body  # a large body is not kept while the message goes on
         if isinstance(answer, ErrorResponse) and answer.id in (None, request.id):
             deliver(ErrorResponse(request.id, answer.error))
             return

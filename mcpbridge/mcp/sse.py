@@ -26,12 +26,18 @@ One limit keeps the memory bounded: the data of one event may hold at most
 between them), and a line may be at most that long plus a few bytes for its
 field name. Going over raises :class:`EventTooLarge`. Comment lines cost
 nothing once they end, so a long stream of keep-alives uses no memory.
+
+A line that goes on over several chunks is kept as its pieces and joined once
+at its end; a long ``data`` value is joined without its field name, so the
+event's data is the only copy. Its pieces are looked at for control
+characters on the way (:attr:`Event.control_free`), so that the parse of a
+long JSON message need not look again.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Final
 
 from .errorbase import PeerFault
 
@@ -43,6 +49,9 @@ LINE_SLACK: Final = 16
 
 _LINE_END = re.compile(rb"[\r\n]")
 _BOM: Final = b"\xef\xbb\xbf"
+_DATA_FIELD: Final = b"data:"
+#: Every byte but the control characters (below 0x20), for ``bytes.translate``.
+_NOT_CONTROL: Final = bytes(range(0x20, 0x100))
 _CR: Final = 0x0D
 _LF: Final = 0x0A
 
@@ -55,7 +64,7 @@ class Event:
     Events compare by their data, type and last event id.
     """
 
-    __slots__ = ("_data", "raw", "type", "last_event_id")
+    __slots__ = ("_data", "raw", "type", "last_event_id", "control_free")
 
     def __init__(
         self,
@@ -64,6 +73,7 @@ class Event:
         last_event_id: str = "",
         *,
         raw: bytes | None = None,
+        control_free: bool = False,
     ) -> None:
         if raw is None:
             if data is None:
@@ -76,6 +86,9 @@ class Event:
         self.type = type
         #: The last event id at the time of dispatch (``""`` before any ``id`` field).
         self.last_event_id = last_event_id
+        #: True when :attr:`raw` is known to hold no byte below 0x20 (a long ``data`` line,
+        #: looked at piece by piece as it arrived); False when unknown.
+        self.control_free = control_free
 
     @property
     def data(self) -> str:
@@ -126,7 +139,12 @@ class SseParser:
         #: The reconnection time in milliseconds of the last valid ``retry`` field, if any.
         self.retry: int | None = None
         self._max_line = max_event_bytes + LINE_SLACK
-        self._line = bytearray()
+        #: The pieces of a line that goes on in the next chunk, their size, and whether
+        #: they hold no control character (a long ``data`` line is joined once, at its end).
+        self._line: list[bytes] = []
+        self._line_size = 0
+        self._line_clean = True
+        self._data_clean = True
         self._data: list[bytes] = []
         self._data_size = 0
         self._type = b""
@@ -156,13 +174,14 @@ class SseParser:
                 self._append(chunk, start, end_of_chunk)
                 break
             end = match.start()
+            event: Event | None
             if self._line:
                 self._append(chunk, start, end)
-                line: Any = self._line  # a bytearray; _process copies what it keeps
+                event = self._process_long()
             else:
                 if end - start > self._max_line:
                     self._fail()
-                line = chunk[start:end]
+                event = self._process(chunk[start:end])
             start = end + 1
             if chunk[end] == _CR:
                 if start < end_of_chunk:
@@ -170,28 +189,45 @@ class SseParser:
                         start += 1
                 else:
                     self._skip_lf = True
-            event = self._process(line)
-            if line is self._line:
-                self._line.clear()
             if event is not None:
                 events.append(event)
         return events
 
     def _append(self, chunk: bytes, start: int, end: int) -> None:
         if end > start:
-            with memoryview(chunk) as view:
-                self._line += view[start:end]
-            if len(self._line) > self._max_line:
+            piece = chunk if start == 0 and end == len(chunk) else chunk[start:end]
+            self._line_size += len(piece)
+            if self._line_size > self._max_line:
                 self._fail()
+            if self._line_clean and piece.translate(None, _NOT_CONTROL):
+                self._line_clean = False
+            self._line.append(piece)
+
+    def _process_long(self) -> Event | None:
+        """The line of :attr:`_line`: a ``data`` value is joined once, without its field name."""
+        pieces, clean = self._line, self._line_clean
+        self._line, self._line_size, self._line_clean = [], 0, True
+        first = pieces[0]
+        if self._at_start and first.startswith(_BOM):
+            first = first[len(_BOM) :]
+        start = len(_DATA_FIELD) + (1 if first[len(_DATA_FIELD) : len(_DATA_FIELD) + 1] == b" " else 0)
+        if len(pieces) < 2 or not first.startswith(_DATA_FIELD) or start == len(first):
+            return self._process(b"".join(pieces))  # copied once more, for this rare shape
+        self._at_start = False
+        value = b"".join([first[start:], *pieces[1:]])
+        pieces.clear()
+        self._add_data(value, clean)
+        return None
 
     def _fail(self) -> None:
         self._failed = True
         self._line.clear()
+        self._line_size = 0
         self._data.clear()
         raise EventTooLarge(self.max_event_bytes)
 
-    def _process(self, line: bytes | bytearray) -> Event | None:
-        """One line (a bytearray of the parser, or a slice of a chunk); a value is copied once."""
+    def _process(self, line: bytes) -> Event | None:
+        """One line (a slice of a chunk, or the pieces of a long line joined); a value is copied once."""
         if self._at_start:
             self._at_start = False
             if line.startswith(_BOM):
@@ -208,13 +244,7 @@ class SseParser:
             if line[start : start + 1] == b" ":
                 start += 1
         if name == b"data":
-            with memoryview(line) as view:
-                value = bytes(view[start:])
-            size = self._data_size + len(value) + (1 if self._data else 0)
-            if size > self.max_event_bytes:
-                self._fail()
-            self._data.append(value)
-            self._data_size = size
+            self._add_data(line[start:], False)
             return None
         value = bytes(line[start:])
         if name == b"event":
@@ -227,13 +257,22 @@ class SseParser:
                 self.retry = int(value)
         return None
 
+    def _add_data(self, value: bytes, clean: bool) -> None:
+        size = self._data_size + len(value) + (1 if self._data else 0)
+        if size > self.max_event_bytes:
+            self._fail()
+        self._data_clean = clean and not self._data
+        self._data.append(value)
+        self._data_size = size
+
     def _dispatch(self) -> Event | None:
         if not self._data:
             self._type = b""
             return None
         raw = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
         event_type = self._type.decode("utf-8", "replace") if self._type else "message"
+        clean = self._data_clean and len(self._data) == 1
         self._data = []
         self._data_size = 0
         self._type = b""
-        return Event(type=event_type, last_event_id=self._last_id, raw=raw)
+        return Event(type=event_type, last_event_id=self._last_id, raw=raw, control_free=clean)

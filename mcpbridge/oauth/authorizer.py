@@ -887,6 +887,8 @@ class OAuthSession:
         """
 
         def connect(client_info: dict[str, Any], on_notification: Callable[[Notification], None]) -> Client:
+            # The token store opens on its own thread while the transport is made.
+            self.authorizer.store.open_early()
             client = AuthorizedClient(
                 make_transport(),
                 self.authorizer,

@@ -73,6 +73,10 @@ log = logging.getLogger("mcpbridge.oauth")
 MAX_RECORD_BYTES: Final = 1024 * 1024
 #: The time limit of one answer of the keychain (a Secret Service can hang).
 KEYCHAIN_TIMEOUT: Final = 25.0
+#: The longest wait of a use of a :class:`DeferredStore` for the open that runs on its own
+#: thread: each call of the keychain is bounded by :data:`KEYCHAIN_TIMEOUT`, and opening
+#: makes at most two of them.
+EARLY_OPEN_WAIT: Final = 2 * KEYCHAIN_TIMEOUT + 5.0
 #: The longest wait for the lock of the index that another bridge holds.
 INDEX_LOCK_TIMEOUT: Final = 10.0
 
@@ -859,13 +863,42 @@ class DeferredStore(TokenStore):
         self._opened: OpenedStore | None = None
         self._error: StoreOpenError | None = None
         self._lock = threading.Lock()
+        self._opening: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def open_early(self) -> None:
+        """Start to open the store on its own thread (``mcpbridge-token-store``); return at once.
+
+        For the time while the first request is prepared: the first use then waits
+        for that thread (at most :data:`EARLY_OPEN_WAIT`) instead of opening the store
+        itself. Does nothing once the store opened, failed or began to open.
+        """
+        with self._start_lock:  # not the lock of the open, which an open holds while it runs
+            if self._opening is not None or self._opened is not None or self._error is not None:
+                return
+            thread = threading.Thread(target=self._open_quietly, name="mcpbridge-token-store", daemon=True)
+            self._opening = thread
+        thread.start()
+
+    def _open_quietly(self) -> None:
+        try:
+            self.open()
+        except StoreOpenError:
+            pass  # logged by open(); each use raises it again
 
     def open(self) -> OpenedStore:
-        """The opened store; the first call opens it.
+        """The opened store; the first call opens it (or waits for :meth:`open_early`).
 
         Raises:
             StoreOpenError: the store did not open (now or at an earlier call).
         """
+        opening = self._opening
+        if opening is not None and opening is not threading.current_thread():
+            opening.join(timeout=EARLY_OPEN_WAIT)
+            if opening.is_alive():
+                raise StoreOpenError(
+                    "KeychainUnavailable", f"the token store did not open in {EARLY_OPEN_WAIT:g} s"
+                )
         with self._lock:
             if self._opened is not None:
                 return self._opened
@@ -932,6 +965,11 @@ class IndexedStore:
         """
         if isinstance(self.store, DeferredStore):
             self.store.open()
+
+    def open_early(self) -> None:
+        """Start to open a :class:`DeferredStore` on its own thread (:meth:`DeferredStore.open_early`)."""
+        if isinstance(self.store, DeferredStore):
+            self.store.open_early()
 
     def load(self, key: RecordKey) -> Record | None:
         """The record of ``key``; ``None`` when there is none or it was damaged.

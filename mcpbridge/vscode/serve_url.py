@@ -7,9 +7,10 @@ bridge exits with 0 at the end of stdin.
 
 The front end answers ``ping`` before anything of the upstream side loads: the
 TLS context is read at the start only to check ``--ca-file`` (else at the first
-TLS connection), and the token store opens at the first request that needs a
-token (a store that does not open then fails that request, with the line "the
-token store did not open" in the log). Only the options of the store that can
+TLS connection), and the token store begins to open at the first ``initialize``,
+on its own thread while the HTTP client loads and the first request is prepared;
+that request waits for it (a store that does not open then fails that request,
+with the line "the token store did not open" in the log). Only the options of the store that can
 be checked without opening it stop the bridge at the start.
 """
 
