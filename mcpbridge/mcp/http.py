@@ -92,7 +92,6 @@ from .httpwire import (
     Why,
     WireReading,
     media_type,
-    open_wire,
     parse_event,
     proxy_for,
     read_limit,
@@ -390,6 +389,8 @@ class HttpTransport(WireReading, Transport):
         self._read_timeout = read_timeout
         self._authorizer = authorizer
         self._max_depth = max_depth
+        from .httppool import open_wire  # loads urllib3 and ssl: at the first transport
+
         self._pool = open_wire(
             url,
             ca_file=ca_file,

@@ -4,12 +4,16 @@ Theory of operation
 -------------------
 
 :mod:`.http` (revision 2026-07-28) and :mod:`.legacy_http` (2025-11-25) send
-every message to one URL. :func:`open_wire` gives a :class:`Wire`: one urllib3
-keep-alive pool for that origin (or for its proxy), sized for
-:data:`DEFAULT_POOL_SIZE` requests in flight, that does one exchange at a time
-on each connection. Each exchange gives a :class:`WireResponse`, whose body is
-read whole (:meth:`WireResponse.read_body`) or as it arrives
-(:meth:`WireResponse.read1`).
+every message to one URL. :func:`.httppool.open_wire` gives a
+:class:`~.httppool.Wire`: one urllib3 keep-alive pool for that origin (or for its
+proxy), sized for :data:`DEFAULT_POOL_SIZE` requests in flight, that does one
+exchange at a time on each connection. Each exchange gives a
+:class:`~.httppool.WireResponse` (an :class:`Answer`), whose body is read whole
+(:meth:`Answer.read_body`) or as it arrives (:meth:`Answer.read1`).
+
+This module holds the rules and loads neither urllib3 nor :mod:`ssl`;
+:mod:`.httppool` builds on it, and the transports import it at their first
+:func:`~.httppool.open_wire`.
 
 * urllib3 frames the messages: ``Content-Length``, ``chunked`` or the end of the
   connection, ``gzip`` and ``deflate`` bodies decoded (the request asks for
@@ -42,7 +46,7 @@ read whole (:meth:`WireResponse.read_body`) or as it arrives
   the link before it goes back to the pool, so a cancellation from another
   thread shuts that one socket down at once and never touches a connection that
   serves another request.
-* Errors are mapped once, here (:func:`edge_error`): urllib3's exceptions become
+* Errors are mapped once, in :func:`.httppool.edge_error`: urllib3's exceptions become
   :class:`~.errors.McpError` subclasses whose detail names the failing step
   (connect, TLS, proxy, read) and never the URL; the cause is chained.
 """
@@ -52,11 +56,10 @@ from __future__ import annotations
 import base64
 import enum
 import logging
-import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import unquote, urlsplit
 
@@ -68,7 +71,6 @@ from .jsonrpc import FrameError, Message
 if TYPE_CHECKING:
     import ssl
 
-    from .httppool import Wire, WireResponse
     from .sse import Event
 
 __all__ = [
@@ -78,6 +80,7 @@ __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_POOL_SIZE",
     "DEFAULT_READ_TIMEOUT",
+    "Answer",
     "Authorizer",
     "CaFileError",
     "ConnectError",
@@ -90,7 +93,6 @@ __all__ = [
     "Why",
     "WireReading",
     "media_type",
-    "open_wire",
     "parse_event",
     "proxy_for",
     "read_limit",
@@ -208,6 +210,25 @@ class Authorizer(Protocol):
         ...
 
 
+class Answer(Protocol):
+    """What the readers here use of an answer (:class:`~.httppool.WireResponse`)."""
+
+    @property
+    def status(self) -> int: ...
+
+    def header(self, name: str) -> str | None:
+        """The value of the header ``name``, or None."""
+        ...
+
+    def read_body(self, limit: int) -> bytes:
+        """The whole body, at most ``limit`` bytes (else :class:`BodyTooLarge`)."""
+        ...
+
+    def read1(self, size: int) -> bytes:
+        """What has arrived of the body, at most ``size`` bytes; empty at its end."""
+        ...
+
+
 def seconds_text(value: float) -> str:
     """A duration for a message: ``"7 s"`` or ``"300 ms"``."""
     return f"{int(value)} s" if value >= 1 and value == int(value) else f"{int(value * 1000)} ms"
@@ -231,7 +252,7 @@ def retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def status_error(response: WireResponse) -> HttpStatusError:
+def status_error(response: Answer) -> HttpStatusError:
     """The error of an answer whose status carries no JSON-RPC message."""
     return HttpStatusError(response.status, retry_after=retry_after(response.header("Retry-After")))
 
@@ -243,7 +264,7 @@ def read_limit(method: str, fixed: float | None) -> float:
     return METHOD_READ_LIMITS.get(method, DEFAULT_READ_TIMEOUT)
 
 
-def media_type(response: WireResponse) -> str:
+def media_type(response: Answer) -> str:
     return (response.header("Content-Type") or "").split(";", 1)[0].strip().lower()
 
 
@@ -460,57 +481,6 @@ class BodyTooLarge(Exception):
     """The body is longer than the limit of :meth:`~.httppool.WireResponse.read_body`."""
 
 
-def open_wire(
-    url: str,
-    *,
-    ca_file: str | None = None,
-    ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
-    env: Mapping[str, str] | None = None,
-    pool_size: int = DEFAULT_POOL_SIZE,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-    read_timeout: float | None = None,
-    headers: Sequence[tuple[str, str | bytes]] = (),
-) -> Wire:
-    """The keep-alive connections to ``url``, through the proxy of its environment.
-
-    The connections trust the system's verifier plus ``ca_file`` (the context is made
-    at the first TLS connection when neither is given), read nothing from the
-    environment but the proxy variables (loopback is never proxied), keep no cookies
-    and ask for no compression. ``headers`` go into every request.
-
-    Raises:
-        ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
-            other than http and https (the detail names the variable).
-        CaFileError: ``ca_file`` cannot be used.
-    """
-    scheme = urlsplit(url).scheme.lower()
-    if scheme not in ("http", "https"):
-        raise ConnectFailed("the URL does not use http or https")
-    context: ssl.SSLContext | Callable[[], ssl.SSLContext]
-    if ssl_context is not None:
-        context = ssl_context
-    elif ca_file is not None:
-        context = tls_context(ca_file)
-    else:
-        context = tls_context
-    proxy = checked_proxy(url, os.environ if env is None else env)
-    from .httppool import Wire
-
-    return Wire(
-        url,
-        ssl_context=context,
-        proxy=proxy,
-        headers=[
-            ("User-Agent", f"mcp-bridge-vscode/{_version()}"),
-            ("Accept-Encoding", "identity"),
-            *headers,
-        ],
-        connect_timeout=connect_timeout,
-        read_timeout=DEFAULT_READ_TIMEOUT if read_timeout is None else read_timeout,
-        pool_size=pool_size,
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # Reading answers: shared by both transports
 # ---------------------------------------------------------------------------------------------
@@ -577,7 +547,7 @@ class WireReading:
         reason = cancel.reason if cancel is not None else ""
         return Cancelled(reason or None)
 
-    def _body(self, response: WireResponse, exchange: Exchange, cancel: CancelToken | None) -> bytes:
+    def _body(self, response: Answer, exchange: Exchange, cancel: CancelToken | None) -> bytes:
         """The whole body (at most the limit); the connection goes back to the pool."""
         try:
             body = response.read_body(self._max_bytes)
@@ -593,9 +563,7 @@ class WireReading:
             raise self._aborted(exchange, cancel)
         return body
 
-    def _chunks(
-        self, response: WireResponse, exchange: Exchange, cancel: CancelToken | None
-    ) -> Iterator[bytes]:
+    def _chunks(self, response: Answer, exchange: Exchange, cancel: CancelToken | None) -> Iterator[bytes]:
         """The body as it arrives."""
         while True:
             try:
@@ -626,9 +594,3 @@ def parse_event(event: Event, max_depth: int) -> Message:
         if text.encode("utf-8", "surrogatepass") == event.raw:
             raise
     return jsonrpc.parse(text, max_depth=max_depth)
-
-
-def _version() -> str:
-    from .. import __version__
-
-    return __version__

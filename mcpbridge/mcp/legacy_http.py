@@ -72,7 +72,6 @@ from .httpwire import (
     Why,
     WireReading,
     media_type,
-    open_wire,
     parse_event,
     read_limit,
     status_error,
@@ -150,6 +149,8 @@ class LegacyHttpTransport(WireReading, Transport):
         self._read_timeout = read_timeout
         self._authorizer = authorizer
         self._max_depth = max_depth
+        from .httppool import open_wire  # loads urllib3 and ssl: at the first transport
+
         self._http = open_wire(
             url,
             ca_file=ca_file,
