@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
+from ..mcp.errorbase import BridgeError, PeerFault
+
 #: zig-sdk's ``mrtr_max_rounds_client``: at most this many upstream requests per forwarded
 #: request, so the client is asked at most ``MAX_ROUNDS - 1`` times.
 MAX_ROUNDS: Final = 10
@@ -111,7 +113,7 @@ class ClientError:
 Answer = Any
 
 
-class RoundFailed(Exception):
+class RoundFailed(BridgeError):
     """A round of input requests fails the original request. Not raised itself."""
 
 
@@ -746,7 +748,7 @@ def _json_equal(a: Any, b: Any) -> bool:
 # ---------------------------------------------------------------------------------------
 
 
-class SchemaError(Exception):
+class SchemaError(PeerFault):
     """A ``requestedSchema`` does not compile."""
 
 

@@ -56,6 +56,7 @@ from typing import Any, Final, Protocol
 
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
+from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.framing import TooLong
 from ..mcp.jsonrpc import (
@@ -515,7 +516,7 @@ class LegacyPeer(Peer):
 # ---------------------------------------------------------------------------------------------
 
 
-class OpenFailed(Exception):
+class OpenFailed(BridgeError):
     """``initialize`` of the 2025-era upstream failed.
 
     ``error`` is the error object for the client, or ``None`` when the client gets no answer.

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from ..mcp import jsonrpc
 from ..mcp.cancel import WouldBlock
 from ..mcp.client import Call, Client
+from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import Notification, Request, RequestId
 from ..mcp.protocol import INPUT_METHODS
@@ -388,7 +389,7 @@ def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
     return errortable.error_object(exc.cause, detail)
 
 
-class _Silent(Exception):
+class _Silent(BridgeError):
     """The request ends without a response (the connection is closing)."""
 
 

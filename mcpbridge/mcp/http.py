@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from . import jsonrpc
 from .cancel import CancelToken
+from .errorbase import PeerFault
 from .errors import (
     Cancelled,
     Closed,
@@ -173,7 +174,7 @@ _SUBSCHEMA_LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _SUBSCHEMA_MAP = frozenset({"patternProperties", "dependentSchemas", "$defs", "definitions"})
 
 
-class InvalidMarking(ValueError):
+class InvalidMarking(PeerFault, ValueError):
     """A tool's ``x-mcp-header`` marking breaks a rule; the message names the property."""
 
 

@@ -23,6 +23,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util.retry import Retry
 
+from .errorbase import PeerFault
 from .errors import Closed, ConnectFailed, InvalidResponse, McpError, TransportFailed
 from .httpwire import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -70,7 +71,7 @@ SEND_ONCE: Final = Retry(
 )
 
 
-class _ProxyStep(OSError):
+class _ProxyStep(PeerFault, OSError):
     """The proxy refused the tunnel (a ``CONNECT`` status other than 2xx); ``status`` if known."""
 
     def __init__(self, status: int | None) -> None:

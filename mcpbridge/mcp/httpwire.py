@@ -65,6 +65,7 @@ from urllib.parse import unquote, urlsplit
 
 from . import jsonrpc
 from .cancel import CancelToken
+from .errorbase import PeerFault
 from .errors import Cancelled, Closed, ConnectFailed, InvalidResponse, McpError, TransportFailed
 from .jsonrpc import FrameError, Message
 
@@ -477,7 +478,7 @@ def socket_options() -> list[tuple[int, int, int]]:
     return options
 
 
-class BodyTooLarge(Exception):
+class BodyTooLarge(PeerFault):
     """The body is longer than the limit of :meth:`~.httppool.WireResponse.read_body`."""
 
 

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from . import jsonrpc
 from .cancel import CancelToken
+from .errorbase import PeerFault
 from .errors import (
     Closed,
     InvalidRequest,
@@ -108,7 +109,7 @@ def _visible_ascii(value: str) -> bool:
     return bool(value) and all(0x21 <= ord(char) <= 0x7E for char in value)
 
 
-class _Expired(Exception):
+class _Expired(PeerFault):
     """A 404 for a message that carried the session id ``session``."""
 
     def __init__(self, session: str) -> None:
