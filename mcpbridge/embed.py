@@ -70,7 +70,6 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
 from typing import BinaryIO, Final, Literal, cast
 
 from . import __version__
@@ -84,7 +83,7 @@ from .mcp.jsonrpc import ErrorResponse, FrameError, Message, Request, RequestId,
 from .mcp.memory import MemoryClientTransport, memory_pair
 from .mcp.server import Server, ServerConnection
 from .mcp.stdio import StdioServerTransport
-from .mcp.transport import OnFrameError, OnMessage, ServerTransport, Transport
+from .mcp.transport import OnFrameError, OnMessage, OnServerClosed, ServerTransport, Transport
 
 __all__ = ["Discover", "IN_PROCESS_TIMEOUT", "serve_stdio_auto"]
 
@@ -290,9 +289,7 @@ class _Answerer(ServerTransport):
         self._closed = False
         self._on_message: OnMessage | None = None
 
-    def start(
-        self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: Callable[[], None]
-    ) -> None:
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnServerClosed) -> None:
         # Only whole requests reach this transport (ask), so there are no frame
         # errors to report, and the function closes it itself.
         self._on_message = on_message

@@ -102,7 +102,7 @@ from .httpwire import (
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
 from .protocol import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN
 from .sse import EventTooLarge, SseParser
-from .transport import OnFrameError, OnMessage, Transport
+from .transport import OnClosed, OnFrameError, OnMessage, Transport
 
 if TYPE_CHECKING:
     import ssl
@@ -410,16 +410,11 @@ class HttpTransport(WireReading, Transport):
         self._pool_closed = False
         self._markings: dict[str, dict[tuple[str, ...], str]] = {}
         self._on_message: OnMessage | None = None
-        self._on_closed: Callable[[McpError | None], None] | None = None
+        self._on_closed: OnClosed | None = None
 
     # ------------------------------------------------------------------ seam
 
-    def start(
-        self,
-        on_message: OnMessage,
-        on_frame_error: OnFrameError,
-        on_closed: Callable[[McpError | None], None],
-    ) -> None:
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
         self._on_message = on_message
         self._on_closed = on_closed
 

@@ -79,7 +79,7 @@ from .httpwire import (
 )
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
 from .sse import EventTooLarge, SseParser
-from .transport import OnFrameError, OnMessage, Transport
+from .transport import OnClosed, OnFrameError, OnMessage, Transport
 
 if TYPE_CHECKING:
     import ssl
@@ -177,7 +177,7 @@ class LegacyHttpTransport(WireReading, Transport):
         #: Set once the GET stream got its answer (or cannot get one).
         self._stream_ready = threading.Event()
         self._on_message: OnMessage | None = None
-        self._on_closed: Callable[[McpError | None], None] | None = None
+        self._on_closed: OnClosed | None = None
 
         # The queue of notifications and answers; guarded by _queue_ready's lock.
         self._queue_ready = threading.Condition(threading.Lock())
@@ -193,12 +193,7 @@ class LegacyHttpTransport(WireReading, Transport):
         """True once the server gave a session id."""
         return self._session_id is not None
 
-    def start(
-        self,
-        on_message: OnMessage,
-        on_frame_error: OnFrameError,
-        on_closed: Callable[[McpError | None], None],
-    ) -> None:
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
         if self._poster is not None:
             raise RuntimeError("the transport is already started")
         self._on_message = on_message
