@@ -83,6 +83,7 @@ from .mcp.jsonrpc import ErrorResponse, FrameError, Message, Request, RequestId,
 from .mcp.memory import MemoryClientTransport, memory_pair
 from .mcp.server import Server, ServerConnection
 from .mcp.stdio import StdioServerTransport
+from .mcp.text import format_duration
 from .mcp.transport import OnFrameError, OnMessage, OnServerClosed, ServerTransport, Transport
 
 __all__ = ["Discover", "IN_PROCESS_TIMEOUT", "serve_stdio_auto"]
@@ -325,7 +326,7 @@ class _Answerer(ServerTransport):
         self._on_message(request)
         with self._cond:
             if not self._cond.wait_for(lambda: request.id in self._answered or self._closed, timeout):
-                raise RequestTimeout(f"server/discover: no answer in {errortable.format_duration(timeout)}")
+                raise RequestTimeout(f"server/discover: no answer in {format_duration(timeout)}")
 
 
 def _write_line(stream: BinaryIO, data: bytes) -> bool:
