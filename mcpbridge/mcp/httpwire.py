@@ -68,6 +68,7 @@ from .cancel import CancelToken
 from .errorbase import PeerFault
 from .errors import Cancelled, Closed, ConnectFailed, InvalidResponse, McpError, TransportFailed
 from .jsonrpc import FrameError, Message
+from .netloc import is_loopback
 
 if TYPE_CHECKING:
     import ssl
@@ -297,18 +298,6 @@ def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
     return context
 
 
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    host = host.lower().strip("[]")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _env(env: Mapping[str, str], name: str) -> tuple[str, str] | None:
     for key in (name.lower(), name.upper()):
         value = env.get(key, "").strip()
@@ -361,7 +350,7 @@ def proxy_for(url: str, env: Mapping[str, str]) -> tuple[str, str] | None:
     """
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
-    if not host or _is_loopback(host):
+    if not host or is_loopback(host):
         return None
     port = parts.port or (443 if parts.scheme == "https" else 80)
     no_proxy = _env(env, "no_proxy")
