@@ -447,13 +447,7 @@ class HttpTransport(WireReading, Transport):
 
         For a watchdog, like :meth:`StdioChildTransport.kill <.stdio.StdioChildTransport.kill>`.
         """
-        with self._lock:
-            self._closed = True
-            exchanges = list(self._in_flight)
-            waits = list(self._waits)
-        for woken in waits:
-            woken.set()
-        for exchange in exchanges:
+        for exchange in self._refuse_all():
             exchange.abort(Why.CLOSE)
 
     def close(self, grace: float = 2.0) -> None:
@@ -462,12 +456,7 @@ class HttpTransport(WireReading, Transport):
             if self._pool_closed:
                 return
             self._pool_closed = True
-            self._closed = True
-            exchanges = list(self._in_flight)
-            waits = list(self._waits)
-        for woken in waits:
-            woken.set()
-        for exchange in exchanges:
+        for exchange in self._refuse_all():
             exchange.abort(Why.CLOSE)
         deadline = time.monotonic() + grace
         with self._idle:

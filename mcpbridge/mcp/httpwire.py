@@ -479,14 +479,28 @@ class BodyTooLarge(PeerFault):
 class WireReading:
     """How both HTTP transports read the body of an answer and name an aborted exchange.
 
-    The transport gives ``_max_bytes``, ``_lock``, ``_closed`` and ``_waits`` (the waits
-    after a busy answer, which its close ends).
+    The transport gives ``_max_bytes``, ``_lock``, ``_closed``, ``_in_flight`` (the
+    exchanges in flight) and ``_waits`` (the waits after a busy answer, which its close ends).
     """
 
     _max_bytes: int
     _lock: threading.Lock
     _closed: bool
+    _in_flight: set[Exchange]
     _waits: set[threading.Event]
+
+    def _refuse_all(self) -> list[Exchange]:
+        """Refuse new exchanges and end the waits after a busy answer; the exchanges in flight.
+
+        The caller aborts them (with :attr:`Why.CLOSE`).
+        """
+        with self._lock:
+            self._closed = True
+            exchanges = list(self._in_flight)
+            waits = list(self._waits)
+        for woken in waits:
+            woken.set()
+        return exchanges
 
     def _wait_busy(
         self, method: str, error: HttpStatusError, cancel: CancelToken | None, *, waited: bool

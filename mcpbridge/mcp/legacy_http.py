@@ -233,12 +233,7 @@ class LegacyHttpTransport(WireReading, Transport):
 
     def kill(self) -> None:
         """Abort every exchange at once and refuse new ones; wait for nothing."""
-        with self._lock:
-            self._closed = True
-            exchanges = list(self._in_flight)
-            waits = list(self._waits)
-        for woken in waits:
-            woken.set()
+        exchanges = self._refuse_all()
         self._stopped.set()
         for exchange in exchanges:
             exchange.abort(Why.CLOSE)
@@ -252,12 +247,7 @@ class LegacyHttpTransport(WireReading, Transport):
         # The queued messages go first (a cancellation, for example), for at most the grace.
         with self._queue_ready:
             self._queue_ready.wait_for(lambda: self._posted >= self._queued, grace)
-        with self._lock:
-            self._closed = True
-            exchanges = list(self._in_flight)
-            waits = list(self._waits)
-        for woken in waits:
-            woken.set()
+        exchanges = self._refuse_all()
         self._stopped.set()
         self._stream_ready.set()
         with self._queue_ready:
