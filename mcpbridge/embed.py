@@ -298,8 +298,8 @@ class _Answerer(ServerTransport):
     def send(self, message: Message) -> None:
         try:
             data = jsonrpc.serialize(message)
-        except (TypeError, ValueError):
-            raise InvalidRequest("the message cannot be written as JSON") from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest("the message cannot be written as JSON") from exc
         with self._cond:
             if self._closed:
                 raise Closed("the connection is closed")

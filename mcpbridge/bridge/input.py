@@ -1340,8 +1340,8 @@ class Session:
         self._require(key, _Kind.FORM)
         try:
             form = compile_form_schema(client_params["requestedSchema"])
-        except SchemaError:
-            raise _key_error("invalid_input_request", key, "the requestedSchema does not compile") from None
+        except SchemaError as exc:
+            raise _key_error("invalid_input_request", key, "the requestedSchema does not compile") from exc
         return _Checked(_Kind.FORM, client_params, form)
 
     def _require(self, key: str, kind: _Kind) -> None:

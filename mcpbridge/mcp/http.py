@@ -545,8 +545,8 @@ class HttpTransport(WireReading, Transport):
     def _post(self, request: Request, exchange: Exchange, cancel: CancelToken | None) -> WireResponse:
         try:
             body = jsonrpc.dumps(jsonrpc.to_obj(request))
-        except (TypeError, ValueError):
-            raise InvalidRequest("the message cannot be written as JSON") from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest("the message cannot be written as JSON") from exc
         headers = self._request_headers(request)
         try:
             return self._pool.request(
@@ -558,9 +558,11 @@ class HttpTransport(WireReading, Transport):
             )
         except McpError:
             if exchange.aborted is not None:
+                # The read failed because the exchange was aborted: the inner error is noise.
                 raise self._aborted(exchange, cancel) from None
             raise
         except ValueError:
+            # The inner error quotes the header's value, which may be a token.
             raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
 
     def _request_headers(self, request: Request) -> dict[str, str | bytes]:
@@ -598,13 +600,11 @@ class HttpTransport(WireReading, Transport):
         body = self._body(response, exchange, cancel)
         try:
             message = jsonrpc.parse(body, max_depth=self._max_depth)
-        except FrameError:
+        except FrameError as exc:
             del body
             if 200 <= status < 300:
-                raise InvalidResponse(
-                    "the body is not a valid JSON-RPC message", http_status=status
-                ) from None
-            raise status_error(response) from None
+                raise InvalidResponse("the body is not a valid JSON-RPC message", http_status=status) from exc
+            raise status_error(response) from exc
         del body  # a large body is not kept while the message goes on
         if isinstance(message, ErrorResponse) and message.id in (None, request.id):
             if (
@@ -636,15 +636,15 @@ class HttpTransport(WireReading, Transport):
         for chunk in self._chunks(response, exchange, cancel):
             try:
                 events = parser.feed(chunk)
-            except EventTooLarge:
-                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from None
+            except EventTooLarge as exc:
+                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from exc
             for event in events:
                 if event.type != "message" or not event.raw:
                     continue
                 try:
                     message = parse_event(event, self._max_depth)
                 except FrameError as exc:
-                    raise InvalidResponse(f"an event is not a valid JSON-RPC message ({exc.cause})") from None
+                    raise InvalidResponse(f"an event is not a valid JSON-RPC message ({exc.cause})") from exc
                 if isinstance(message, (Response, ErrorResponse)):
                     if message.id is None and isinstance(message, ErrorResponse):
                         message = ErrorResponse(request.id, message.error)

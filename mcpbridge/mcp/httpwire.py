@@ -289,12 +289,12 @@ def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
     if ca_file is not None:
         try:
             context.load_verify_locations(cafile=ca_file)
-        except FileNotFoundError:
-            raise CaFileError("the file does not exist") from None
-        except ssl.SSLError:
-            raise CaFileError("the file holds no PEM certificate that can be used") from None
+        except FileNotFoundError as exc:
+            raise CaFileError("the file does not exist") from exc
+        except ssl.SSLError as exc:
+            raise CaFileError("the file holds no PEM certificate that can be used") from exc
         except OSError as exc:
-            raise CaFileError(f"the file cannot be read: {exc.strerror or type(exc).__name__}") from None
+            raise CaFileError(f"the file cannot be read: {exc.strerror or type(exc).__name__}") from exc
     return context
 
 
@@ -555,12 +555,13 @@ class WireReading:
         """The whole body (at most the limit); the connection goes back to the pool."""
         try:
             body = response.read_body(self._max_bytes)
-        except BodyTooLarge:
+        except BodyTooLarge as exc:
             raise InvalidResponse(
                 f"a response longer than {self._max_bytes} bytes", http_status=response.status
-            ) from None
+            ) from exc
         except McpError:
             if exchange.aborted is not None:
+                # The read failed because the exchange was aborted: the inner error is noise.
                 raise self._aborted(exchange, cancel) from None
             raise
         if exchange.aborted is not None:
@@ -574,6 +575,7 @@ class WireReading:
                 chunk = response.read1(READ_CHUNK)
             except McpError:
                 if exchange.aborted is not None:
+                    # The read failed because the exchange was aborted: the inner error is noise.
                     raise self._aborted(exchange, cancel) from None
                 raise
             if exchange.aborted is not None:

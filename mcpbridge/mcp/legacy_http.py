@@ -281,7 +281,7 @@ class LegacyHttpTransport(WireReading, Transport):
                 waited = True
             except _Expired as expired:
                 if renewed or request.method == "initialize":
-                    raise HttpStatusError(404) from None
+                    raise HttpStatusError(404) from expired
                 renewed = True
                 self._renew(expired.session, cancel)
 
@@ -372,12 +372,10 @@ class LegacyHttpTransport(WireReading, Transport):
         body = self._body(response, exchange, cancel)
         try:
             answer = jsonrpc.parse(body, max_depth=self._max_depth)
-        except FrameError:
+        except FrameError as exc:
             if 200 <= status < 300:
-                raise InvalidResponse(
-                    "the body is not a valid JSON-RPC message", http_status=status
-                ) from None
-            raise HttpStatusError(status) from None
+                raise InvalidResponse("the body is not a valid JSON-RPC message", http_status=status) from exc
+            raise HttpStatusError(status) from exc
         del body  # a large body is not kept while the message goes on
         if isinstance(answer, ErrorResponse) and answer.id in (None, request.id):
             deliver(ErrorResponse(request.id, answer.error))
@@ -420,8 +418,8 @@ class LegacyHttpTransport(WireReading, Transport):
         for chunk in self._chunks(response, exchange, cancel):
             try:
                 events = parser.feed(chunk)
-            except EventTooLarge:
-                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from None
+            except EventTooLarge as exc:
+                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from exc
             for event in events:
                 if last_id is not None and event.last_event_id:
                     last_id[0] = event.last_event_id
@@ -433,7 +431,7 @@ class LegacyHttpTransport(WireReading, Transport):
                     if strict:
                         raise InvalidResponse(
                             f"an event is not a valid JSON-RPC message ({exc.cause})"
-                        ) from None
+                        ) from exc
                     log.debug("dropped an event of the upstream server that is not a message (%s)", exc.cause)
                     continue
                 yield message
@@ -623,8 +621,8 @@ class LegacyHttpTransport(WireReading, Transport):
             headers["Content-Type"] = "application/json"
             try:
                 body = jsonrpc.dumps(jsonrpc.to_obj(message))
-            except (TypeError, ValueError):
-                raise InvalidRequest("the message cannot be written as JSON") from None
+            except (TypeError, ValueError) as exc:
+                raise InvalidRequest("the message cannot be written as JSON") from exc
         try:
             method = message.method if isinstance(message, (Request, Notification)) else ""
             return self._http.request(
@@ -636,9 +634,11 @@ class LegacyHttpTransport(WireReading, Transport):
             )
         except McpError:
             if exchange.aborted is not None:
+                # The read failed because the exchange was aborted: the inner error is noise.
                 raise self._aborted(exchange, cancel) from None
             raise
         except ValueError:
+            # The inner error quotes the header's value, which may be a token.
             raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
 
     def _track(self, exchange: Exchange) -> None:
