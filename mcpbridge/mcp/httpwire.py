@@ -59,7 +59,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import unquote, urlsplit
 
@@ -551,14 +551,10 @@ class WireReading:
         reason = cancel.reason if cancel is not None else ""
         return Cancelled(reason or None)
 
-    def _body(self, response: Answer, exchange: Exchange, cancel: CancelToken | None) -> bytes:
-        """The whole body (at most the limit); the connection goes back to the pool."""
+    def _read(self, read: Callable[[], bytes], exchange: Exchange, cancel: CancelToken | None) -> bytes:
+        """What ``read`` gives, or the error of the abort when the exchange was aborted."""
         try:
-            body = response.read_body(self._max_bytes)
-        except BodyTooLarge as exc:
-            raise InvalidResponse(
-                f"a response longer than {self._max_bytes} bytes", http_status=response.status
-            ) from exc
+            data = read()
         except McpError:
             if exchange.aborted is not None:
                 # The read failed because the exchange was aborted: the inner error is noise.
@@ -566,22 +562,20 @@ class WireReading:
             raise
         if exchange.aborted is not None:
             raise self._aborted(exchange, cancel)
-        return body
+        return data
+
+    def _body(self, response: Answer, exchange: Exchange, cancel: CancelToken | None) -> bytes:
+        """The whole body (at most the limit); the connection goes back to the pool."""
+        try:
+            return self._read(lambda: response.read_body(self._max_bytes), exchange, cancel)
+        except BodyTooLarge as exc:
+            raise InvalidResponse(
+                f"a response longer than {self._max_bytes} bytes", http_status=response.status
+            ) from exc
 
     def _chunks(self, response: Answer, exchange: Exchange, cancel: CancelToken | None) -> Iterator[bytes]:
         """The body as it arrives."""
-        while True:
-            try:
-                chunk = response.read1(READ_CHUNK)
-            except McpError:
-                if exchange.aborted is not None:
-                    # The read failed because the exchange was aborted: the inner error is noise.
-                    raise self._aborted(exchange, cancel) from None
-                raise
-            if exchange.aborted is not None:
-                raise self._aborted(exchange, cancel)
-            if not chunk:
-                return
+        while chunk := self._read(lambda: response.read1(READ_CHUNK), exchange, cancel):
             yield chunk
 
 
