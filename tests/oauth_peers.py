@@ -5,6 +5,10 @@
 * ``/.well-known/oauth-protected-resource[/mcp]``: RFC 9728 metadata of ``/mcp``;
 * ``/.well-known/oauth-authorization-server<issuer path>``: RFC 8414 metadata;
 * ``/register`` (RFC 7591), ``/authorize`` (a redirect at once, no page), ``/token``;
+* with the switch ``device``: ``/device`` (RFC 8628 device authorization), the device
+  grant at ``/token``, the verification page ``/device/verify`` and the test-only
+  ``/device/approve`` where the test "person" (:func:`approve`) enters the user code;
+* the client credentials grant at ``/token`` for a client with a secret;
 * ``POST /mcp``: a 2026-07-28 server that wants a bearer token; ``whoami`` needs
   ``mcp:read``, ``guarded`` needs ``mcp:write`` (a 403 with ``insufficient_scope``).
   With the switch ``legacy`` it is a 2025-11-25 server with the same tools (a session
@@ -105,6 +109,25 @@ class Switches:
     grant_only: set[str] | None = None
     #: The MCP endpoint is a 2025-11-25 server.
     legacy: bool = False
+    #: The metadata has a device authorization endpoint (RFC 8628).
+    device: bool = False
+    #: Another device endpoint in the metadata (one that is not https).
+    device_endpoint: str | None = None
+    #: The ``interval`` of the device answers (seconds); ``None`` leaves it out.
+    device_interval: int | None = 1
+    device_expires_in: int = 600
+    #: Send no ``verification_uri_complete``.
+    device_no_complete: bool = False
+    #: The token endpoint answers ``authorization_pending`` to this many polls at least.
+    device_pending: int = 0
+    #: The token endpoint answers ``slow_down`` to this many polls first.
+    device_slow_down: int = 0
+    #: The token endpoint answers ``expired_token``.
+    device_expired: bool = False
+    #: The person refuses: the token endpoint answers ``access_denied`` after the approval.
+    device_deny: bool = False
+    #: The metadata lists the client credentials grant.
+    client_credentials: bool = False
 
 
 @dataclass
@@ -130,6 +153,14 @@ class AuthServer:
         self.token_headers: list[str | None] = []
         self.issued: list[str] = []
         self.mcp_calls: list[str] = []
+        self.device_requests: list[dict[str, str]] = []
+        #: Each token request of the device grant: (time.monotonic(), the answer's error or "tokens").
+        self.device_polls: list[tuple[float, str]] = []
+        #: user_code -> the grant of the device code (approved, client, resource, scope).
+        self.device_grants: dict[str, dict[str, Any]] = {}
+        self.device_approved = threading.Event()
+        #: Set at each answer of the device endpoint.
+        self.device_answered = threading.Event()
         self.server = ScriptedServer(self.handle, ssl_context=ca.server_context)
         self.origin = f"https://127.0.0.1:{self.server.port}"
 
@@ -206,6 +237,15 @@ class AuthServer:
         if request.method == "POST" and path == "/token":
             self.token(ex)
             return
+        if request.method == "POST" and path == "/device":
+            self.device_authorization(ex)
+            return
+        if request.method == "GET" and path == "/device/verify":
+            ex.body(200, b"<p>enter the code</p>", "text/html")
+            return
+        if request.method == "POST" and path == "/device/approve":
+            self.device_approve(ex)
+            return
         if request.method == "POST" and path == "/mcp":
             self.mcp(ex)
             return
@@ -232,6 +272,11 @@ class AuthServer:
             doc["registration_endpoint"] = self.origin + "/register"
         if sw.cimd:
             doc["client_id_metadata_document_supported"] = True
+        if sw.device or sw.device_endpoint:
+            doc["device_authorization_endpoint"] = sw.device_endpoint or self.origin + "/device"
+            doc["grant_types_supported"].append("urn:ietf:params:oauth:grant-type:device_code")
+        if sw.client_credentials:
+            doc["grant_types_supported"].append("client_credentials")
         return doc
 
     def register(self, ex: Exchange) -> None:
@@ -348,24 +393,127 @@ class AuthServer:
                 ex.json({"error": "invalid_grant"}, 400)
                 return
             scope = grant["scope"]
+        elif form.get("grant_type") == "urn:ietf:params:oauth:grant-type:device_code":
+            answer = self._device_token(form, client_id)
+            with self.lock:
+                self.device_polls.append((time.monotonic(), answer))
+            if answer != "tokens":
+                ex.json({"error": answer}, 400)
+                return
+            with self.lock:
+                grant = next(
+                    g for g in self.device_grants.values() if g["device_code"] == form["device_code"]
+                )
+            scope = grant["scope"]
+        elif form.get("grant_type") == "client_credentials":
+            with self.lock:
+                client = self.clients.get(client_id)
+            if client is None or client.secret is None:
+                ex.json({"error": "unauthorized_client"}, 400)
+                return
+            if form.get("resource") != self.url:
+                ex.json({"error": "invalid_target"}, 400)
+                return
+            scope = form.get("scope", "")
+            if sw.grant_only is not None:
+                scope = " ".join(s for s in scope.split() if s in sw.grant_only)
+            self._issue(ex, client_id, scope, with_refresh=False)
+            return
         else:
             ex.json({"error": "unsupported_grant_type"}, 400)
             return
+        self._issue(ex, client_id, scope)
+
+    def _issue(self, ex: Exchange, client_id: str, scope: str, *, with_refresh: bool = True) -> None:
+        sw = self.switches
         access = "at-" + secrets.token_urlsafe(24)
         refresh = "rt-" + secrets.token_urlsafe(24)
+        answer: dict[str, Any] = {
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": sw.token_lifetime,
+            "scope": scope,
+        }
         with self.lock:
             self.issued += [access, refresh]
             self.access[access] = {"scope": set(scope.split()), "expires": time.time() + sw.token_lifetime}
-            self.refresh[refresh] = {"client_id": client_id, "scope": scope}
-        ex.json(
-            {
-                "access_token": access,
-                "token_type": "Bearer",
-                "expires_in": sw.token_lifetime,
-                "refresh_token": refresh,
-                "scope": scope,
-            }
+            if with_refresh:
+                self.refresh[refresh] = {"client_id": client_id, "scope": scope}
+                answer["refresh_token"] = refresh
+        ex.json(answer)
+
+    # ---------------------------------------------------------------- the device grant
+
+    def device_authorization(self, ex: Exchange) -> None:
+        sw = self.switches
+        form = dict(parse_qsl(ex.request.body.decode(), keep_blank_values=True))
+        with self.lock:
+            self.device_requests.append(form)
+        client_id = self._client_auth(ex, form)
+        if client_id is None:
+            ex.json({"error": "invalid_client"}, 401)
+            return
+        device_code = "dc-" + secrets.token_urlsafe(24)
+        user_code = "-".join(
+            "".join(secrets.choice("BCDFGHJKLMNPQRSTVWXZ") for _ in range(4)) for _ in range(2)
         )
+        with self.lock:
+            self.issued.append(device_code)
+            self.device_grants[user_code] = {
+                "device_code": device_code,
+                "client_id": client_id,
+                "resource": form.get("resource"),
+                "scope": form.get("scope", ""),
+                "approved": False,
+            }
+        answer: dict[str, Any] = {
+            "device_code": device_code,
+            "user_code": user_code,
+            "verification_uri": self.origin + "/device/verify",
+            "expires_in": sw.device_expires_in,
+        }
+        if not sw.device_no_complete:
+            answer["verification_uri_complete"] = f"{self.origin}/device/verify?user_code={user_code}"
+        if sw.device_interval is not None:
+            answer["interval"] = sw.device_interval
+        ex.json(answer)
+        self.device_answered.set()
+
+    def device_approve(self, ex: Exchange) -> None:
+        form = dict(parse_qsl(ex.request.body.decode(), keep_blank_values=True))
+        with self.lock:
+            grant = self.device_grants.get(form.get("user_code", ""))
+            if grant is not None:
+                grant["approved"] = True
+        if grant is None:
+            ex.json({"error": "unknown user code"}, 404)
+            return
+        self.device_approved.set()
+        ex.json({"approved": True})
+
+    def _device_token(self, form: dict[str, str], client_id: str) -> str:
+        """The answer to one poll: ``tokens`` or an RFC 8628 error code."""
+        sw = self.switches
+        with self.lock:
+            grant = next(
+                (g for g in self.device_grants.values() if g["device_code"] == form.get("device_code")), None
+            )
+            polls = len(self.device_polls)
+        if grant is None or grant["client_id"] != client_id or grant["resource"] != form.get("resource"):
+            return "invalid_grant"
+        if sw.device_expired:
+            return "expired_token"
+        if polls < sw.device_slow_down:
+            return "slow_down"
+        if polls < sw.device_pending or not grant["approved"]:
+            return "authorization_pending"
+        if sw.device_deny:
+            return "access_denied"
+        if grant.get("used"):
+            return "invalid_grant"
+        with self.lock:
+            grant["used"] = True
+        return "tokens"
 
     def _challenge(self, ex: Exchange, status: int, scope: str, error: str | None = None) -> None:
         params = [f'resource_metadata="{self.prm_url}"', f'scope="{scope}"']
@@ -496,6 +644,23 @@ def visit(url: str, ca: TestCA) -> int:
     )
     try:
         with opener.open(url, timeout=10) as answer:
+            answer.read()
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def approve(origin: str, user_code: str, ca: TestCA) -> int:
+    """Be the person: enter ``user_code`` at the authorization server (the test-only endpoint)."""
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(
+        urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ca.client_context())
+    )
+    data = urlencode({"user_code": user_code}).encode()
+    try:
+        with opener.open(origin + "/device/approve", data=data, timeout=10) as answer:
             answer.read()
             return int(answer.status)
     except urllib.error.HTTPError as exc:

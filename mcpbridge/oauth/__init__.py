@@ -4,12 +4,14 @@ Modules:
 
 * :mod:`.config`: the options of the sign-in and the kinds of client registration.
 * :mod:`.flow`: pure rules (PKCE, URL and metadata checks, records, token responses).
+* :mod:`.grants`: pure rules of the flow choice, the device grant and client credentials.
 * :mod:`.errors`: the errors of the sign-in, one class per cause of the error table.
 * :mod:`.web`: the HTTP client of the sign-in (metadata, registration, tokens).
 * :mod:`.discovery`: protected resource and authorization server metadata, registration,
   token requests.
 * :mod:`.receiver`: the loopback receiver of the redirect and the one-time start URL.
 * :mod:`.signin`: one interactive sign-in: the gate, the browser opener, the consent.
+* :mod:`.device`: one device sign-in (RFC 8628): the code, the person, the polling.
 * :mod:`.store`: the token stores (keychain, encrypted files, memory) and their index.
 * :mod:`.authorizer`: the :class:`~mcpbridge.mcp.http.Authorizer` of the HTTP transport.
 

@@ -16,7 +16,10 @@ answers 401, or 403 with ``insufficient_scope``, the transport calls
 4. signs in once: the client (``--client-id``, a client ID metadata document,
    or dynamic registration), the authorization URL with PKCE, ``state`` and
    ``resource``, the :class:`~.signin.SignIn`, the token request. A step-up asks
-   for the union of the scopes.
+   for the union of the scopes. ``--sign-in`` chooses the flow
+   (:func:`.grants.choose_flow`): the browser, the device flow
+   (:class:`~.device.DeviceFlow`), or the client credentials of ``--client-id``,
+   which need no person and thus also renew a token before it expires.
 
 Only one sign-in or refresh runs at a time; other requests wait for it and
 then use its token. A second bridge process that finds the redirect port busy
@@ -53,6 +56,8 @@ from . import flow
 from .config import ClientMetadataDocument, PreRegistered, Registration, SignInOptions
 from .errors import (
     AccessRefused,
+    ClientCredentialsRefused,
+    DeviceSignInUnavailable,
     InvalidClientMetadataUrl,
     IssuerNotRegistered,
     RedirectPortUnavailable,
@@ -65,7 +70,8 @@ from .errors import (
     StoreOpenError,
 )
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
-from .receiver import PortBusy, probe
+from .grants import FlowChoice
+from .receiver import PortBusy, Receiver, probe
 from .signin import Consent, SignIn
 from .store import IndexedStore, OpenedStore
 
@@ -87,17 +93,30 @@ class OAuthConfig:
     account: str
     port: int
     registration: Registration
+    #: ``--sign-in``: ``auto``, ``browser``, ``device`` or ``client-credentials``.
+    sign_in: str = "auto"
+    #: Why the bridge seems to run far from the browser (:func:`.grants.remote_session`).
+    remote: str | None = None
 
     @property
     def redirect_uri(self) -> str:
         return flow.redirect_uri(self.port)
 
     @property
+    def client_credentials(self) -> bool:
+        return self.sign_in == "client-credentials"
+
+    @property
     def identity(self) -> str:
-        """The ``client`` of the record keys of this account and client."""
+        """The ``client`` of the record keys of this account and client.
+
+        The tokens of the client credentials grant are the client's own, not a
+        person's: they are kept apart from the sign-ins of the same client ID.
+        """
         choice = self.registration
         if isinstance(choice, PreRegistered):
-            return flow.storage_identity(self.account, self.redirect_uri, client_id=choice.client_id)
+            identity = flow.storage_identity(self.account, self.redirect_uri, client_id=choice.client_id)
+            return identity + "|grant=client_credentials" if self.client_credentials else identity
         if isinstance(choice, ClientMetadataDocument) and choice.explicit:
             return flow.storage_identity(self.account, self.redirect_uri, metadata_url=choice.url)
         return flow.storage_identity(self.account, self.redirect_uri)
@@ -150,6 +169,10 @@ class OAuthAuthorizer:
         self._resources: dict[str | None, ResourceMetadata] = {}
         self._servers: dict[str, ServerMetadata] = {}
         self._bound_issuer: str | None = None
+        self._choices: dict[str, FlowChoice] = {}
+        from .device import DeviceFlow
+
+        self.device = DeviceFlow(sign_in)
 
     @property
     def web(self) -> WebClient:
@@ -386,6 +409,17 @@ class OAuthAuthorizer:
             stored = self._refresh(stored, server, resource)
             if stored is not None and stored.usable(self._clock()):
                 return True
+        if self.config.client_credentials:
+            previous = stored.scopes if stored is not None else ()
+            scopes = flow.choose_scopes(
+                challenged=challenge.scopes if challenge is not None else (),
+                resource=resource,
+                server=server,
+                previous=previous,
+                step_up=step_up,
+            )
+            self._client_credentials(key, server, resource.resource, scopes)
+            return True
         if scope is None:
             log.info("the upstream server needs a new sign-in: the next request of the client starts it")
             return False
@@ -423,7 +457,31 @@ class OAuthAuthorizer:
                 self._servers[issuer] = server
         return server
 
-    def _registration(self, server: ServerMetadata, stored: Record | None) -> ClientRegistration:
+    def flow_choice(self, server: ServerMetadata) -> FlowChoice:
+        """The flow of a sign-in at ``server`` and why; logged once per authorization server.
+
+        Raises:
+            DeviceSignInUnavailable: ``--sign-in device`` and ``server`` offers no device sign-in.
+        """
+        from . import grants
+
+        with self._lock:
+            known = self._choices.get(server.issuer)
+        if known is not None:
+            return known
+        try:
+            choice = grants.choose_flow(self.config.sign_in, remote=self.config.remote, server=server)
+        except grants.DeviceUnavailable as exc:
+            log.warning("the authorization server offers no device sign-in (%s): use --sign-in browser", exc)
+            raise DeviceSignInUnavailable(str(exc)) from None
+        with self._lock:
+            self._choices[server.issuer] = choice
+        log.info("the sign-in uses the %s flow: %s", choice.flow, choice.reason)
+        return choice
+
+    def _registration(
+        self, server: ServerMetadata, stored: Record | None, *, device: bool = False
+    ) -> ClientRegistration:
         """The client for ``server``: pre-registered, stored, a metadata document, or a new registration."""
         from . import discovery
 
@@ -449,7 +507,7 @@ class OAuthAuthorizer:
             if not flow.https_endpoint(choice.url) or urlsplit(choice.url).path in ("", "/"):
                 raise InvalidClientMetadataUrl()
             return ClientRegistration(choice.url, None, "none")
-        return discovery.register(self.web, server, self.config.redirect_uri)
+        return discovery.register(self.web, server, self.config.redirect_uri, device=device)
 
     def _stored_registration(self, registration: ClientRegistration) -> ClientRegistration:
         """The registration as stored: never the secret of ``--client-id``."""
@@ -507,8 +565,11 @@ class OAuthAuthorizer:
         return record
 
     def _refresh_due(self, record: Record) -> Record:
-        """Refresh a token that expires soon, before a request; on any failure keep the old one."""
-        if not record.refresh_token:
+        """Refresh a token that expires soon, before a request; on any failure keep the old one.
+
+        A token of the client credentials grant is replaced by a new one of the grant.
+        """
+        if not record.refresh_token and not self.config.client_credentials:
             return record
         with self._busy_cond:
             if self._busy:
@@ -519,6 +580,8 @@ class OAuthAuthorizer:
             if current is not None and current is not record and current.usable(self._clock()):
                 return current
             server = self._server(record.key.issuer)
+            if self.config.client_credentials:
+                return self._client_credentials(record.key, server, record.key.resource, record.scopes)
             resource = ResourceMetadata(record.key.resource, (record.key.issuer,), None)
             refreshed = self._refresh(record, server, resource)
             return refreshed if refreshed is not None else record
@@ -538,19 +601,31 @@ class OAuthAuthorizer:
         scope: _Scope,
         used: str | None,
     ) -> None:
-        """Sign in with the browser or the consent of the client; store the tokens."""
+        """Sign in with the browser, the consent of the client or the device flow; store the tokens."""
         from . import discovery
 
         state = flow.b64url(secrets.token_bytes(32))
         digest = key.digest().hex()
+        device = self.flow_choice(server).flow == "device"
         followed = False
         while True:
             try:
-                attempt = self.sign_in.attempt(
-                    state=state, probe=digest, cancel=scope.cancel, deadline=scope.deadline
-                )
+                if device:
+                    holder = self.sign_in.hold(state=state, probe=digest)
+                else:
+                    attempt = self.sign_in.attempt(
+                        state=state, probe=digest, cancel=scope.cancel, deadline=scope.deadline
+                    )
             except PortBusy as exc:
                 if followed or not self._follow(digest, scope):
+                    if device:
+                        # The device flow needs the port only to let other processes wait for it.
+                        log.info(
+                            "the redirect port %d is in use: the device sign-in runs without it",
+                            self.config.port,
+                        )
+                        holder = None
+                        break
                     log.warning(
                         "the bridge cannot listen on the redirect port %d: it is in use", self.config.port
                     )
@@ -563,6 +638,9 @@ class OAuthAuthorizer:
                     return
                 continue
             break
+        if device:
+            self._device(holder, key, server, resource, stored, scopes, scope, used)
+            return
         with attempt:
             # Another process can have signed in before this one got the port.
             found = self._load(key)
@@ -613,6 +691,104 @@ class OAuthAuthorizer:
             self._save(record)
             attempt.succeeded()
         log.info("the sign-in succeeded")
+
+    def _device(
+        self,
+        holder: Receiver | None,
+        key: RecordKey,
+        server: ServerMetadata,
+        resource: ResourceMetadata,
+        stored: Record | None,
+        scopes: tuple[str, ...],
+        scope: _Scope,
+        used: str | None,
+    ) -> None:
+        """Sign in with the device flow while ``holder`` answers the probes of other processes."""
+        succeeded = False
+        try:
+            # Another process can have signed in before this one got the port.
+            found = self._load(key)
+            if found is not None and found.usable(self._clock()) and found.access_token != used:
+                self._set(found)
+                return
+            try:
+                registration = self._registration(server, found if found is not None else stored, device=True)
+            except SignInError as exc:
+                log.warning("the sign-in cannot start: no client registration (%s)", exc.detail or exc.cause)
+                raise
+            try:
+                tokens = self.device.run(
+                    self.web,
+                    server,
+                    registration,
+                    resource=resource.resource,
+                    scopes=scopes,
+                    cancel=scope.cancel,
+                    deadline=scope.deadline,
+                    now=self._clock,
+                )
+            except flow.TokenProblem as problem:
+                log.warning("the device sign-in failed at the authorization server: %s", problem)
+                if problem.drops_client:
+                    self._delete(key)
+                raise SignInFailed(f"device sign-in: {problem}") from None
+            record = Record(
+                key,
+                self._stored_registration(registration),
+                tokens.access_token,
+                tokens.expires_at,
+                tokens.refresh_token,
+                tokens.scopes if tokens.scopes is not None else scopes,
+            )
+            self._save(record)
+            succeeded = True
+        finally:
+            if holder is not None:
+                holder.finish(succeeded)
+                holder.stop()
+        log.info("the sign-in succeeded")
+
+    def _client_credentials(
+        self, key: RecordKey, server: ServerMetadata, resource: str, scopes: tuple[str, ...]
+    ) -> Record:
+        """A token of the client credentials grant for ``key``, stored; no person takes part.
+
+        Raises:
+            IssuerNotRegistered: ``--client-issuer`` names another authorization server.
+            ClientCredentialsRefused: the authorization server refused the client.
+            SignInFailed: the request failed.
+        """
+        from . import discovery, grants
+
+        choice = self.config.registration
+        if not isinstance(choice, PreRegistered) or not choice.client_secret:
+            raise ClientCredentialsRefused("no client secret")
+        if choice.issuer is not None and choice.issuer != server.issuer:
+            log.warning(
+                "the client ID of --client-id is not for the authorization server of the upstream server"
+            )
+            raise IssuerNotRegistered()
+        registration = grants.client_credentials_registration(choice.client_id, choice.client_secret, server)
+        try:
+            tokens = discovery.client_credentials(
+                self.web, server, registration, resource=resource, scopes=scopes, now=self._clock()
+            )
+        except flow.TokenProblem as problem:
+            log.warning("the authorization server refused the client credentials: %s", problem)
+            if problem.status in (400, 401, 403):
+                raise ClientCredentialsRefused(str(problem)) from None
+            raise SignInFailed(f"client credentials: {problem}") from None
+        record = Record(
+            key,
+            self._stored_registration(registration),
+            tokens.access_token,
+            tokens.expires_at,
+            None,
+            tokens.scopes if tokens.scopes is not None else scopes,
+        )
+        self._save(record)
+        log.info("the bridge got a token with the client credentials")
+        return record
 
     def _code(self, redirect: flow.Redirect, server: ServerMetadata) -> str:
         try:
@@ -735,6 +911,9 @@ def start_oauth(
     Raises:
         StoreOpenError: the options of the token store cannot work (the executable exits with 2).
     """
+    import sys
+
+    from .grants import remote_session
     from .signin import Gate, Opener, SignInSettings
     from .store import DeferredStore, check_options, open_store
 
@@ -760,6 +939,13 @@ def start_oauth(
         Gate(),
         Opener(env, options.secret_variables),
     )
-    config = OAuthConfig(options.url, options.account, options.redirect_port, options.registration)
+    config = OAuthConfig(
+        options.url,
+        options.account,
+        options.redirect_port,
+        options.registration,
+        sign_in=options.sign_in,
+        remote=remote_session(env, platform=sys.platform),
+    )
     authorizer = OAuthAuthorizer(config, IndexedStore(DeferredStore(open_token_store)), make_web, sign_in)
     return OAuthSession(authorizer)

@@ -70,6 +70,8 @@ class SignInOptions:
     token_key_file: str | None
     no_browser: bool
     sign_in_timeout: float
+    #: ``--sign-in``: ``auto``, ``browser``, ``device`` or ``client-credentials``.
+    sign_in: str = "auto"
     #: The variables of ``--header-env``: like the client secret and the token key, a browser
     #: program must not get them.
     header_variables: frozenset[str] = frozenset()

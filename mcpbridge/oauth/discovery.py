@@ -8,6 +8,9 @@
 * :func:`register`: RFC 7591 dynamic registration of a public native client.
 * :func:`exchange_code` and :func:`refresh`: the token endpoint, with ``resource``
   (RFC 8707).
+* :func:`request_device_code` and :func:`poll_device_token`: the device
+  authorization grant (RFC 8628); :func:`client_credentials`: the client
+  credentials grant. Both with ``resource`` and the scopes.
 
 Each failure raises a :class:`~.errors.SignInError` whose detail names the step
 and never holds a URL or a secret.
@@ -18,12 +21,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from . import flow
+from . import flow, grants
 from .errors import RegistrationFailed, RegistrationUnavailable, SignInFailed
 from .flow import ClientRegistration, ResourceMetadata, ServerMetadata, TokenResponse
+from .grants import DeviceAuthorization, Poll
 from .web import WebClient, WebError
 
-__all__ = ["discover_resource", "discover_server", "exchange_code", "refresh", "register"]
+__all__ = [
+    "client_credentials",
+    "discover_resource",
+    "discover_server",
+    "exchange_code",
+    "poll_device_token",
+    "refresh",
+    "register",
+    "request_device_code",
+]
 
 log = logging.getLogger("mcpbridge.oauth")
 
@@ -80,8 +93,12 @@ def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
     raise SignInFailed(problem or "NoServerMetadata")
 
 
-def register(web: WebClient, server: ServerMetadata, redirect: str) -> ClientRegistration:
+def register(
+    web: WebClient, server: ServerMetadata, redirect: str, *, device: bool = False
+) -> ClientRegistration:
     """Register the bridge as a public native client (RFC 7591).
+
+    ``device``: ask for the device authorization grant as well.
 
     Raises:
         RegistrationUnavailable: the server has no https registration endpoint.
@@ -92,7 +109,7 @@ def register(web: WebClient, server: ServerMetadata, redirect: str) -> ClientReg
     if endpoint is None or not flow.https_endpoint(endpoint):
         raise RegistrationUnavailable(redirect_uri=redirect)
     try:
-        answer = web.post_json(endpoint, flow.registration_body(redirect, server))
+        answer = web.post_json(endpoint, flow.registration_body(redirect, server, device=device))
     except WebError as exc:
         raise SignInFailed(f"registration: {exc}") from exc
     try:
@@ -166,3 +183,79 @@ def refresh(
     if scopes:
         form["scope"] = " ".join(scopes)
     return _token_request(web, server, registration, form, now, "refresh")
+
+
+def request_device_code(
+    web: WebClient,
+    server: ServerMetadata,
+    registration: ClientRegistration,
+    *,
+    resource: str,
+    scopes: Sequence[str],
+) -> DeviceAuthorization:
+    """Ask the device authorization endpoint for a device code and a user code (RFC 8628 §3.1).
+
+    The caller checked the endpoint (:func:`.grants.device_endpoint_problem`).
+
+    Raises:
+        flow.TokenProblem: the server refused, or its answer cannot be used.
+        grants.InvalidVerificationUri: the verification URI is not a safe https URL.
+        SignInFailed: the request failed.
+    """
+    endpoint = server.device_authorization_endpoint
+    assert endpoint is not None
+    body, headers = flow.client_authentication(
+        registration, grants.device_authorization_form(resource=resource, scopes=scopes)
+    )
+    try:
+        answer = web.post_form(endpoint, body, headers)
+    except WebError as exc:
+        raise SignInFailed(f"device authorization: {exc}") from None
+    return grants.parse_device_authorization(answer.status, answer.json)
+
+
+def poll_device_token(
+    web: WebClient,
+    server: ServerMetadata,
+    registration: ClientRegistration,
+    authorization: DeviceAuthorization,
+    *,
+    resource: str,
+    interval: int,
+    now: float,
+) -> Poll:
+    """One token request of the device flow (RFC 8628 §3.4).
+
+    Raises:
+        grants.DeviceDenied: the person refused.
+        grants.DeviceExpired: the device code expired.
+        flow.TokenProblem: another error.
+        SignInFailed: the request failed.
+    """
+    body, headers = flow.client_authentication(
+        registration, grants.device_token_form(authorization, resource=resource)
+    )
+    try:
+        answer = web.post_form(server.token_endpoint, body, headers)
+    except WebError as exc:
+        raise SignInFailed(f"token request: {exc}") from None
+    return grants.poll_answer(answer.status, answer.json, interval=interval, now=now)
+
+
+def client_credentials(
+    web: WebClient,
+    server: ServerMetadata,
+    registration: ClientRegistration,
+    *,
+    resource: str,
+    scopes: Sequence[str],
+    now: float,
+) -> TokenResponse:
+    """A token of the client credentials grant (RFC 6749 §4.4).
+
+    Raises:
+        flow.TokenProblem: the server refused.
+        SignInFailed: the request failed.
+    """
+    form = grants.client_credentials_form(resource=resource, scopes=scopes)
+    return _token_request(web, server, registration, form, now, "client credentials")

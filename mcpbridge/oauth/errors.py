@@ -22,6 +22,8 @@ __all__ = [
     "OAuthError",
     "AccessRefused",
     "BrowserLaunchFailed",
+    "ClientCredentialsRefused",
+    "DeviceSignInUnavailable",
     "InvalidClientMetadataUrl",
     "IssuerNotRegistered",
     "ReauthorizationRequired",
@@ -148,6 +150,21 @@ class Sandbox(SignInError):
     """``SANDBOX_RUNTIME=1``: the sandbox of VS Code blocks the browser and the port."""
 
     cause = "sandbox"
+
+
+class DeviceSignInUnavailable(SignInError):
+    """``--sign-in device``, and the authorization server offers no device sign-in.
+
+    detail: ``NoDeviceEndpoint`` or ``InsecureEndpoint``.
+    """
+
+    cause = "device_sign_in_unavailable"
+
+
+class ClientCredentialsRefused(SignInError):
+    """The authorization server refused the client credentials; detail ``HTTP status N, error E``."""
+
+    cause = "client_credentials_refused"
 
 
 class StoreError(OAuthError, LocalFault):

@@ -589,6 +589,11 @@ class ServerMetadata:
     token_endpoint_auth_methods: tuple[str, ...]
     client_id_metadata_document_supported: bool
     iss_parameter_supported: bool
+    #: RFC 8628 ``device_authorization_endpoint`` as the server wrote it (checked where it is used:
+    #: a device endpoint that is not https takes only the device sign-in away).
+    device_authorization_endpoint: str | None = None
+    #: ``grant_types_supported``, or ``None`` when the server names none.
+    grant_types_supported: tuple[str, ...] | None = None
 
 
 def _str_list(value: Any) -> tuple[str, ...] | None:
@@ -643,6 +648,7 @@ def check_server_metadata(doc: Any, issuer: str) -> ServerMetadata:
     if registration is not None and not isinstance(registration, str):
         raise MetadataProblem("InvalidServerMetadata")
     auth_methods = _str_list(doc.get("token_endpoint_auth_methods_supported"))
+    device = doc.get("device_authorization_endpoint")
     return ServerMetadata(
         issuer=issuer,
         authorization_endpoint=authorization,
@@ -653,6 +659,8 @@ def check_server_metadata(doc: Any, issuer: str) -> ServerMetadata:
         token_endpoint_auth_methods=auth_methods if auth_methods is not None else ("client_secret_basic",),
         client_id_metadata_document_supported=doc.get("client_id_metadata_document_supported") is True,
         iss_parameter_supported=doc.get("authorization_response_iss_parameter_supported") is True,
+        device_authorization_endpoint=device if isinstance(device, str) and device else None,
+        grant_types_supported=_str_list(doc.get("grant_types_supported")),
     )
 
 
@@ -775,12 +783,20 @@ def check_redirect(redirect: Redirect, *, issuer: str, iss_required: bool) -> st
 # ---------------------------------------------------------------------------------------------
 
 
-def registration_body(redirect: str, server: ServerMetadata) -> dict[str, Any]:
-    """The RFC 7591 request of a public native client with the one redirect URI."""
+#: RFC 8628: the grant type of the device authorization grant.
+DEVICE_CODE_GRANT: Final = "urn:ietf:params:oauth:grant-type:device_code"
+
+
+def registration_body(redirect: str, server: ServerMetadata, *, device: bool = False) -> dict[str, Any]:
+    """The RFC 7591 request of a public native client with the one redirect URI.
+
+    ``device``: the client also asks for the device authorization grant (RFC 8628).
+    """
+    grants = ["authorization_code", "refresh_token"] + ([DEVICE_CODE_GRANT] if device else [])
     body: dict[str, Any] = {
         "client_name": CLIENT_NAME,
         "redirect_uris": [redirect],
-        "grant_types": ["authorization_code", "refresh_token"],
+        "grant_types": grants,
         "response_types": ["code"],
         "application_type": "native",
     }

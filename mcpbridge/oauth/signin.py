@@ -281,6 +281,23 @@ class SignIn:
         self.opener = opener
         self.write_line = write_line
 
+    def needs_consent(self) -> bool:
+        """Whether a sign-in now must ask the client (after ``notifications/initialized``).
+
+        Raises:
+            ReauthorizationRequired: ``cooldown`` or ``no_consent``: the client cannot be asked.
+        """
+        if not self.gate.initialized:
+            return False
+        consent = self.gate.consent
+        if self.gate.in_cooldown():
+            log.info("the sign-in did not start: a sign-in was declined or failed less than 60 s ago")
+            raise ReauthorizationRequired("cooldown")
+        if consent is None or not consent.url_elicitation():
+            log.info("the sign-in did not start: the client did not declare URL elicitation")
+            raise ReauthorizationRequired("no_consent")
+        return True
+
     def attempt(
         self,
         *,
@@ -306,17 +323,7 @@ class SignIn:
         if settings.sandbox:
             log.warning("the sign-in cannot start: the bridge runs in the sandbox of VS Code")
             raise Sandbox()
-        if not self.gate.initialized:
-            delivery = _Delivery.BROWSER
-        else:
-            consent = self.gate.consent
-            if self.gate.in_cooldown():
-                log.info("the sign-in did not start: a sign-in was declined or failed less than 60 s ago")
-                raise ReauthorizationRequired("cooldown")
-            if consent is None or not consent.url_elicitation():
-                log.info("the sign-in did not start: the client did not declare URL elicitation")
-                raise ReauthorizationRequired("no_consent")
-            delivery = _Delivery.ELICITATION
+        delivery = _Delivery.ELICITATION if self.needs_consent() else _Delivery.BROWSER
         receiver = Receiver(
             settings.port,
             state=state,
@@ -329,6 +336,24 @@ class SignIn:
             log.warning("the bridge cannot listen on the redirect port %d: %s", settings.port, exc)
             raise RedirectPortUnavailable("listen_failed", port=settings.port) from exc
         return Attempt(self, receiver, delivery, cancel, deadline)
+
+    def hold(self, *, state: str, probe: str) -> Receiver | None:
+        """Listen on the redirect port for a sign-in without a browser (the device flow).
+
+        The receiver answers the probes of another bridge process, so that it waits
+        for this sign-in; it makes no start URL. ``None`` when the port cannot be
+        listened on for another reason than a busy port: the sign-in runs without it.
+
+        Raises:
+            PortBusy: another program listens on the redirect port.
+        """
+        receiver = Receiver(self.settings.port, state=state, start=False, probe=probe)
+        try:
+            receiver.listen()
+        except ListenFailed as exc:
+            log.info("the device sign-in runs without the redirect port %d: %s", self.settings.port, exc)
+            return None
+        return receiver
 
 
 class Attempt:

@@ -211,10 +211,13 @@ class _Check:
 
         try:
             connect = transport_connector(modern)
-            return self._run(connect, LegacyTransports(legacy), over_http=True)
+            result = self._run(connect, LegacyTransports(legacy), over_http=True)
         except McpError as exc:  # the transport could not be made (a proxy variable)
             self._failure("connect", exc, 0)
             return self.report, EXIT_FAILS
+        if not settings.static_authorization:
+            self.report.sign_in["flows"] = _sign_in_flows(settings, self.env, context)
+        return result
 
     # ------------------------------------------------------------------ run
 
@@ -425,6 +428,59 @@ def _sign_in_state(settings: args.Settings, env: dict[str, str]) -> tuple[dict[s
         return {"state": "not checked", "note": f"the token store was not read ({detail})"}, None
 
 
+def _sign_in_flows(settings: args.Settings, env: dict[str, str], context: Any) -> dict[str, Any]:
+    """Which sign-in flows the authorization server offers, which one the bridge would use, and why.
+
+    It reads the metadata of the upstream server and of its authorization server (best
+    effort: a failure gives ``"not checked"`` with the reason); it never signs in.
+    """
+    from ..oauth import discovery, grants
+    from ..oauth.web import WebClient
+
+    assert settings.url is not None
+    web = WebClient(context, env)
+    try:
+        resource = discovery.discover_resource(web, settings.url, None)
+        server = discovery.discover_server(web, resource.issuer)
+    except Exception as exc:  # noqa: BLE001 - this part of the report is best effort
+        detail = getattr(exc, "detail", None) or type(exc).__name__
+        return {"state": "not checked", "note": f"the metadata of the sign-in was not found ({detail})"}
+    finally:
+        web.close()
+    offered = grants.offered_flows(server)
+    found: dict[str, Any] = {
+        "state": "checked",
+        "offered": [flow for flow, yes in offered.items() if yes],
+        "unknown": [flow for flow, yes in offered.items() if yes is None],
+    }
+    remote = grants.remote_session(env, platform=sys.platform)
+    try:
+        choice = grants.choose_flow(settings.sign_in, remote=remote, server=server)
+    except grants.DeviceUnavailable as exc:
+        found["uses"] = None
+        found["why"] = (
+            f"--sign-in device, but the server offers no device sign-in ({exc}): use --sign-in browser"
+        )
+        return found
+    found["uses"] = choice.flow
+    found["why"] = choice.reason
+    return found
+
+
+def _describe_flows(part: dict[str, Any]) -> str:
+    if part.get("state") != "checked":
+        return _describe(part)
+    offered = ", ".join(part["offered"]) or "none"
+    unknown = (
+        f" (its metadata does not say whether it offers {', '.join(part['unknown'])})"
+        if part["unknown"]
+        else ""
+    )
+    uses = part.get("uses")
+    chosen = f"the bridge uses {uses}: {part['why']}" if uses else f"no flow: {part['why']}"
+    return f"the server offers {offered}{unknown}; {chosen}"
+
+
 def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[str, Any], str | None]:
     from ..oauth.authorizer import OAuthConfig
     from ..oauth.errors import StoreOpenError
@@ -437,7 +493,13 @@ def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[
         )
     except StoreOpenError as exc:
         return {"state": "not checked", "note": f"the token store did not open: {exc.detail}"}, None
-    config = OAuthConfig(settings.url, settings.account, settings.redirect_port, settings.registration)
+    config = OAuthConfig(
+        settings.url,
+        settings.account,
+        settings.redirect_port,
+        settings.registration,
+        sign_in=settings.sign_in,
+    )
     store = IndexedStore(opened.store)
     found: dict[str, Any] = {"state": "none", "note": "no stored sign-in", "store": opened.line}
     token: str | None = None
@@ -581,6 +643,8 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None) 
         if key in report.counts:
             row(key.capitalize(), str(report.counts[key]))
     row("Sign-in", _describe(report.sign_in))
+    if "flows" in report.sign_in:
+        row("Flows", _describe_flows(report.sign_in["flows"]))
     row("Proxy", _describe(report.proxy))
     row("CA", _describe(report.ca))
     if report.problems:

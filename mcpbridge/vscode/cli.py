@@ -44,6 +44,7 @@ from typer.core import TyperCommand, TyperGroup, TyperOption
 from .. import __version__, log
 from ..mcp.protocol import MODERN
 from ..oauth.config import CLIENT_SECRET_VARIABLE, TOKEN_KEY_VARIABLE
+from ..oauth.grants import DEFAULT_SIGN_IN_FLOW
 from . import settings
 from .settings import PROGRAM, ArgError, Settings, Words
 
@@ -157,11 +158,20 @@ HELP: Final[dict[str, tuple[str, str | None, str]]] = {
         "<path>",
         "The file with the key of the file store: 64 hexadecimal digits, readable by its owner only.",
     ),
+    "--sign-in": (
+        SIGN_IN,
+        "<flow>",
+        "How to sign in: browser (a browser on this machine), device (a code to enter at a page on any "
+        "machine: for Remote-SSH, dev containers, Codespaces and headless machines), client-credentials "
+        f"(no person: --client-id, --client-issuer and the secret in {CLIENT_SECRET_VARIABLE}), or auto: "
+        "the device flow in a remote session when the server offers it, else the browser. The default is "
+        f"{DEFAULT_SIGN_IN_FLOW}.",
+    ),
     "--no-browser": (SIGN_IN, None, "Open no browser: write the sign-in URL to stderr."),
     "--sign-in-timeout": (
         SIGN_IN,
         "<s>",
-        f"The time in seconds for the sign-in in the browser, from 1 to {_M}. "
+        f"The time in seconds for the sign-in in the browser or with the device code, from 1 to {_M}. "
         f"The default is {settings.DEFAULT_SIGN_IN_TIMEOUT}.",
     ),
     "--all": (LOGOUT, None, "Delete every stored sign-in, of each account."),
@@ -194,18 +204,20 @@ _EPILOG = "\n".join(
     [
         "[bold]Environment variables[/bold]",
         f"{TOKEN_KEY_VARIABLE}: the key of the file store, 64 hexadecimal digits.",
-        f"{CLIENT_SECRET_VARIABLE}: the client secret of --client-id.",
+        f"{CLIENT_SECRET_VARIABLE}: the client secret of --client-id (also of --sign-in client-credentials).",
         "HTTPS_PROXY, ALL_PROXY, NO_PROXY: the proxy for <url> and the sign-in. Put the user and the "
         "password of the proxy into its URL. A loopback host never goes through the proxy.",
         "BROWSER: the program that opens the sign-in page.",
-        'SANDBOX_RUNTIME: "1" makes each sign-in fail at once.',
+        'SANDBOX_RUNTIME: "1" makes each sign-in in a browser fail at once (the device and '
+        "client-credentials sign-ins need no browser).",
         "XDG_STATE_HOME, HOME, LOCALAPPDATA: where the file store keeps its directory.",
         "",
         "[bold]Exit codes[/bold]",
         "0: VS Code closed stdin. A failure of <url> does not stop the bridge.",
         "1: the upstream command stopped, or an internal error.",
         "2: the arguments are not valid, a variable of --header-env is missing, the --ca-file is not usable, "
-        "or the token key options are not usable. (A token store that does not open fails each request "
+        "the token key options are not usable, or --sign-in client-credentials lacks --client-id or its "
+        "secret. (A token store that does not open fails each request "
         "that needs a sign-in.)",
         "check: 0 when the upstream server answered, 1 when it did not, 2 as above.",
     ]

@@ -55,6 +55,7 @@ from mcpbridge.oauth.config import (
     Registration,
     SignInOptions,
 )
+from mcpbridge.oauth.grants import DEFAULT_SIGN_IN_FLOW, SIGN_IN_FLOWS
 
 __all__ = [
     "OPTIONS",
@@ -206,6 +207,8 @@ class Settings:
     client_secret: str | None = field(repr=False)
     no_browser: bool
     sign_in_timeout: float
+    #: ``--sign-in``: ``auto``, ``browser``, ``device`` or ``client-credentials``.
+    sign_in: str
     #: ``logout --all``.
     all: bool
     #: ``check --json``.
@@ -234,6 +237,7 @@ class Settings:
             token_key_file=self.token_key_file,
             no_browser=self.no_browser,
             sign_in_timeout=self.sign_in_timeout,
+            sign_in=self.sign_in,
             header_variables=frozenset(h.from_env for h in self.headers if h.from_env),
         )
 
@@ -643,6 +647,9 @@ OPTIONS: Final[Mapping[str, _Option]] = {
     ),
     "--token-key-file": _Option(_URL_AND_LOGOUT, _non_empty(_PATH_HINT), sign_in=True),
     "--no-browser": _Option(_URL_TARGETS, sign_in=True),
+    "--sign-in": _Option(
+        _URL_TARGETS, _one_of(SIGN_IN_FLOWS, "use auto, browser, device or client-credentials"), sign_in=True
+    ),
     "--sign-in-timeout": _Option(_URL_TARGETS, _number(1, MAX_SECONDS, _SECONDS_HINT), sign_in=True),
     "--all": _Option(_LOGOUT_ONLY),
     "--json": _Option(_CHECK_ONLY),
@@ -923,9 +930,12 @@ def _settings(
     token_key: bytes | None = None
     redirect_port = raw.get("--redirect-port", DEFAULT_REDIRECT_PORT)
     token_store = raw.get("--token-store", DEFAULT_TOKEN_STORE)
+    sign_in = raw.get("--sign-in", DEFAULT_SIGN_IN_FLOW)
     if signs_in:
         registration, client_secret = _registration(raw, env, redirect_port)
         token_key = _token_key(raw, env, token_store)
+        if sign_in == "client-credentials":
+            _check_client_credentials(registration)
 
     if target in (_Target.COMMAND, _Target.CHECK_COMMAND):
         name = raw.optional("--name") or default_name_for_command(command[0]) or PROGRAM
@@ -958,6 +968,7 @@ def _settings(
         client_secret=client_secret,
         no_browser=raw.get("--no-browser", False),
         sign_in_timeout=float(raw.get("--sign-in-timeout", DEFAULT_SIGN_IN_TIMEOUT)),
+        sign_in=sign_in,
         all=raw.get("--all", False),
         json=raw.get("--json", False),
         static_authorization=static_authorization,
@@ -993,6 +1004,23 @@ def _registration(raw: _Raw, env: Mapping[str, str], redirect_port: int) -> tupl
         # The document of the bridge lists only the default redirect URI.
         return DynamicRegistration(), None
     return ClientMetadataDocument(DEFAULT_CLIENT_METADATA_URL, explicit=False), None
+
+
+def _check_client_credentials(registration: Registration) -> None:
+    """``--sign-in client-credentials`` needs ``--client-id`` and the secret of the client."""
+    if not isinstance(registration, PreRegistered):
+        raise _conflict(
+            "--sign-in",
+            "--sign-in client-credentials needs --client-id, --client-issuer and the client secret "
+            f"in {CLIENT_SECRET_VARIABLE}",
+        )
+    if registration.client_secret is None:
+        raise ArgError(
+            "missing_variable",
+            f"--sign-in client-credentials needs the client secret in {CLIENT_SECRET_VARIABLE}: "
+            "the environment variable is not set, or it is empty",
+            "--sign-in",
+        )
 
 
 def _token_key(raw: _Raw, env: Mapping[str, str], token_store: str) -> bytes | None:

@@ -167,6 +167,16 @@ EXPECTED = {
         "The upstream server needs a sign-in, but the bridge runs in the sandbox of VS Code. The sandbox "
         "blocks the browser and the redirect port of the sign-in. Disable the sandbox for this server.",
     ),
+    "device_sign_in_unavailable": (
+        INTERNAL_ERROR,
+        "The authorization server of the upstream server offers no device sign-in that the bridge can use. "
+        "Use --sign-in browser, or --sign-in auto.",
+    ),
+    "client_credentials_refused": (
+        INTERNAL_ERROR,
+        "The authorization server refused the client credentials. Check the client ID of --client-id and "
+        "the secret in MCP_BRIDGE_CLIENT_SECRET, or use --sign-in browser to sign in as a person.",
+    ),
 }
 
 PLACEHOLDERS: dict[str, Any] = {

@@ -48,7 +48,7 @@ STANDARD = (
     "zipfile",
 )
 #: Libraries that check the system when they load and whose Windows branch needs the real Win32
-#: ctypes (the console streams of typer and rich): loaded first too. Their own support of the system is theirs.
+#: ctypes (the console streams of typer and rich): loaded first too. Their support of Windows is theirs.
 LIBRARIES = ("typer", "rich.console")
 ENTRY_MODULES = (
     "mcpbridge.vscode.serve_command",

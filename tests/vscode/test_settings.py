@@ -470,6 +470,7 @@ TAKES: dict[str, tuple[list[str], set[str]]] = {
     "--client-metadata-url": (["--client-metadata-url", "https://c.example/c.json"], {URL_T, CHECK_URL}),
     "--no-browser": (["--no-browser"], {URL_T, CHECK_URL}),
     "--sign-in-timeout": (["--sign-in-timeout", "5"], {URL_T, CHECK_URL}),
+    "--sign-in": (["--sign-in", "device"], {URL_T, CHECK_URL}),
     "--ca-file": (["--ca-file", "ca.pem"], {URL_T, CHECK_URL, LOGOUT}),
     "--redirect-port": (["--redirect-port", "5000"], {URL_T, CHECK_URL, LOGOUT}),
     "--account": (["--account", "work"], {URL_T, CHECK_URL, LOGOUT}),
@@ -1287,6 +1288,7 @@ GOOD_VALUES: dict[str, list[str]] = {
     "--token-store": ["auto", "keychain", "file", "memory"],
     "--token-key-file": ["key.txt", MARKER],
     "--sign-in-timeout": ["10"],
+    "--sign-in": ["auto", "browser", "device", "client-credentials"],
 }
 VARIABLES = ["TOKEN", "EMPTY", "BLANK", "BROKEN", "UNSET", "1BAD", "A-B", ""]
 
@@ -1401,3 +1403,37 @@ def test_arbitrary_text_never_raises_anything_but_an_arg_error(argv: list[str], 
     except ArgError:
         return
     assert isinstance(result, (Settings, str))
+
+
+# ---------------------------------------------------------------------------------------------
+# --sign-in
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flow", ["auto", "browser", "device"])
+def test_sign_in_takes_a_flow_and_defaults_to_auto(flow: str) -> None:
+    assert ok([URL]).sign_in == "auto"
+    assert ok(["--sign-in", flow, URL]).sign_in == flow
+
+
+def test_sign_in_refuses_another_value() -> None:
+    e = error(["--sign-in", "magic", URL])
+    assert e.option == "--sign-in" and "use auto, browser, device or client-credentials" in e.diagnostic
+
+
+def test_client_credentials_need_a_client_id_an_issuer_and_a_secret() -> None:
+    cc = ["--sign-in", "client-credentials"]
+    e = error([*cc, URL])
+    assert (e.kind, e.option) == ("conflict", "--sign-in")
+    assert (
+        "needs --client-id, --client-issuer and the client secret in MCP_BRIDGE_CLIENT_SECRET" in e.diagnostic
+    )
+    e = error([*cc, "--client-id", "svc", "--client-issuer", "https://as.example", URL])
+    assert (e.kind, e.option) == ("missing_variable", "--sign-in")
+    assert "MCP_BRIDGE_CLIENT_SECRET" in e.diagnostic
+    secret = {"MCP_BRIDGE_CLIENT_SECRET": "s3cret-value"}
+    e = error([*cc, "--client-id", "svc", URL], secret)
+    assert e.option == "--client-id" and "--client-issuer" in e.diagnostic
+    s = ok([*cc, "--client-id", "svc", "--client-issuer", "https://as.example", URL], secret)
+    assert s.sign_in == "client-credentials" and s.client_secret == "s3cret-value"
+    assert "s3cret-value" not in repr(s) and "s3cret-value" not in str(e)

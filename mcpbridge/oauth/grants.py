@@ -1,0 +1,362 @@
+"""The pure rules of the sign-ins without a browser on the host of the bridge.
+
+* The choice of the flow for ``--sign-in auto|browser|device|client-credentials``
+  from the environment of the bridge and the metadata of the authorization server.
+* The device authorization grant (RFC 8628): the request, its answer, and the
+  answers of the token endpoint while the person signs in elsewhere.
+* The client credentials grant (RFC 6749 §4.4) of a confidential client.
+
+This module does no I/O, starts no thread and reads no clock: the callers pass
+the environment and the time (``now``, in Unix seconds) in. The ``device_code``
+is a secret: it is left out of every ``repr`` and never part of an error text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeAlias
+
+from ..mcp.errorbase import PeerFault, UsageFault
+from .errors import OAuthError
+from .flow import (
+    DEVICE_CODE_GRANT,
+    PROGRAM,
+    ClientRegistration,
+    ServerMetadata,
+    TokenProblem,
+    TokenResponse,
+    choose_auth_method,
+    error_code,
+    https_endpoint,
+    parse_token_response,
+    url_syntax_problem,
+)
+
+__all__ = [
+    "CLIENT_CREDENTIALS_GRANT",
+    "DEFAULT_INTERVAL",
+    "DEVICE_CODE_GRANT",
+    "SIGN_IN_FLOWS",
+    "SLOW_DOWN_STEP",
+    "DeviceAuthorization",
+    "DeviceDenied",
+    "DeviceExpired",
+    "DeviceUnavailable",
+    "FlowChoice",
+    "Poll",
+    "choose_flow",
+    "client_credentials_form",
+    "client_credentials_registration",
+    "device_authorization_form",
+    "device_endpoint_problem",
+    "device_message",
+    "device_sign_in_line",
+    "device_token_form",
+    "offered_flows",
+    "parse_device_authorization",
+    "poll_answer",
+    "remote_session",
+]
+
+#: The values of ``--sign-in``.
+SIGN_IN_FLOWS: Final = ("auto", "browser", "device", "client-credentials")
+DEFAULT_SIGN_IN_FLOW: Final = "auto"
+
+Flow: TypeAlias = Literal["browser", "device", "client-credentials"]
+
+CLIENT_CREDENTIALS_GRANT: Final = "client_credentials"
+#: RFC 8628 §3.2: the interval when the server names none.
+DEFAULT_INTERVAL: Final = 5
+#: RFC 8628 §3.5: ``slow_down`` adds this many seconds to the interval.
+SLOW_DOWN_STEP: Final = 5
+#: The longest interval the bridge accepts from a server; a longer one is cut to this.
+MAX_INTERVAL: Final = 60
+MAX_USER_CODE_CHARS: Final = 64
+MAX_DEVICE_CODE_CHARS: Final = 4096
+
+_USER_CODE: Final = re.compile(rf"[!-~](?:[ -~]{{0,{MAX_USER_CODE_CHARS - 2}}}[!-~])?\Z")
+_DEVICE_CODE: Final = re.compile(rf"[!-~]{{1,{MAX_DEVICE_CODE_CHARS}}}\Z")
+
+
+# ---------------------------------------------------------------------------------------------
+# The choice of the flow
+# ---------------------------------------------------------------------------------------------
+
+
+def _set(env: Mapping[str, str], name: str) -> bool:
+    return bool(env.get(name, "").strip())
+
+
+def remote_session(
+    env: Mapping[str, str], *, platform: str, wsl_localhost_forwarding: bool = True
+) -> str | None:
+    """Why a browser of the person possibly cannot reach the loopback address of the bridge.
+
+    ``None`` when the bridge seems to run on the machine of the person. The reason
+    names what the bridge found, never a value: ``SSH_CONNECTION is set``,
+    ``SSH_TTY is set``, ``REMOTE_CONTAINERS is set``, ``CODESPACES is set``,
+    ``a WSL session without localhost forwarding`` or ``no DISPLAY or WAYLAND_DISPLAY``.
+
+    :param platform: ``sys.platform``.
+    :param wsl_localhost_forwarding: in a WSL session (``WSL_DISTRO_NAME`` is set),
+        whether Windows forwards its loopback address into the session (the WSL default).
+    """
+    for name in ("SSH_CONNECTION", "SSH_TTY", "REMOTE_CONTAINERS", "CODESPACES"):
+        if _set(env, name):
+            return f"{name} is set"
+    if platform.startswith("linux"):
+        if _set(env, "WSL_DISTRO_NAME"):
+            # The browser runs on Windows; with forwarding it reaches 127.0.0.1 of the session.
+            return None if wsl_localhost_forwarding else "a WSL session without localhost forwarding"
+        if not _set(env, "DISPLAY") and not _set(env, "WAYLAND_DISPLAY"):
+            return "no DISPLAY or WAYLAND_DISPLAY"
+    return None
+
+
+def device_endpoint_problem(server: ServerMetadata) -> str | None:
+    """Why the device sign-in of ``server`` cannot run: ``NoDeviceEndpoint`` or ``InsecureEndpoint``.
+
+    The device endpoint follows the rules of the other endpoints: https, a safe URL.
+    """
+    endpoint = server.device_authorization_endpoint
+    if endpoint is None:
+        return "NoDeviceEndpoint"
+    if not https_endpoint(endpoint):
+        return "InsecureEndpoint"
+    return None
+
+
+def offered_flows(server: ServerMetadata) -> dict[Flow, bool | None]:
+    """Which flows ``server`` offers: True, False, or ``None`` when its metadata does not say.
+
+    The browser flow is always offered (the metadata checks demand its endpoint and
+    PKCE). The client credentials grant is offered when ``grant_types_supported``
+    lists it; without that list, only a token request can tell.
+    """
+    grants = server.grant_types_supported
+    return {
+        "browser": True,
+        "device": device_endpoint_problem(server) is None,
+        "client-credentials": None if grants is None else CLIENT_CREDENTIALS_GRANT in grants,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class FlowChoice:
+    """The flow of a sign-in and why (a short text for a log line and ``check``)."""
+
+    flow: Flow
+    reason: str
+
+
+class DeviceUnavailable(OAuthError, UsageFault):
+    """``--sign-in device`` and the server offers no device sign-in; the message is the short name."""
+
+
+def choose_flow(requested: str, *, remote: str | None, server: ServerMetadata) -> FlowChoice:
+    """The flow for ``--sign-in requested``.
+
+    ``auto`` takes the device flow when the bridge runs in a remote session
+    (:func:`remote_session` gave a reason) and the server offers it, else the browser.
+
+    Raises:
+        DeviceUnavailable: ``device`` was asked for and :func:`device_endpoint_problem`
+            found a problem (the message is that problem).
+        ValueError: ``requested`` is not one of :data:`SIGN_IN_FLOWS`.
+    """
+    if requested == "browser":
+        return FlowChoice("browser", "--sign-in browser")
+    if requested == "client-credentials":
+        return FlowChoice("client-credentials", "--sign-in client-credentials")
+    problem = device_endpoint_problem(server)
+    if requested == "device":
+        if problem is not None:
+            raise DeviceUnavailable(problem)
+        return FlowChoice("device", "--sign-in device")
+    if requested != "auto":
+        raise ValueError(f"not a sign-in flow: {requested!r}")
+    if remote is None:
+        return FlowChoice("browser", "the bridge runs on the machine of the browser")
+    if problem is None:
+        return FlowChoice("device", f"a remote session ({remote}) and the server offers the device sign-in")
+    what = (
+        "offers no device sign-in"
+        if problem == "NoDeviceEndpoint"
+        else "has a device endpoint that is not https"
+    )
+    return FlowChoice("browser", f"a remote session ({remote}), but the server {what}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The device authorization grant (RFC 8628)
+# ---------------------------------------------------------------------------------------------
+
+
+def device_authorization_form(*, resource: str, scopes: Sequence[str]) -> dict[str, str]:
+    """The form of the device authorization request, before the client's authentication.
+
+    The client ID (or its authentication) joins with :func:`.flow.client_authentication`.
+    """
+    form = {"resource": resource}
+    if scopes:
+        form["scope"] = " ".join(scopes)
+    return form
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceAuthorization:
+    """The answer of the device authorization endpoint (RFC 8628 §3.2)."""
+
+    device_code: str = field(repr=False)
+    user_code: str
+    verification_uri: str
+    #: The page with the user code in it, or ``None`` (also when it failed the URL checks).
+    verification_uri_complete: str | None
+    #: Seconds from the answer until the device code expires.
+    expires_in: float
+    #: Seconds between two token requests.
+    interval: int
+    #: The server sent a ``verification_uri_complete`` that failed the URL checks.
+    dropped_complete: bool = False
+
+    @property
+    def page(self) -> str:
+        """The page to open: the complete verification URI when there is one."""
+        return self.verification_uri_complete or self.verification_uri
+
+
+class InvalidVerificationUri(OAuthError, PeerFault):
+    """The ``verification_uri`` fails the URL checks; the message says why (no URL)."""
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def parse_device_authorization(status: int, doc: Any) -> DeviceAuthorization:
+    """The device authorization of an answer of the device endpoint.
+
+    Raises:
+        TokenProblem: an error answer, or an answer without a usable ``device_code``,
+            ``user_code`` or ``expires_in`` (the message names the member, never a value).
+        InvalidVerificationUri: the ``verification_uri`` is not a safe https URL.
+    """
+    if status != 200 or not isinstance(doc, dict):
+        raise TokenProblem(status, error_code(doc.get("error")) if isinstance(doc, dict) else None)
+    device_code = doc.get("device_code")
+    if not isinstance(device_code, str) or not _DEVICE_CODE.match(device_code):
+        raise TokenProblem(status, None, "no valid device_code")
+    user_code = doc.get("user_code")
+    if not isinstance(user_code, str) or not _USER_CODE.match(user_code):
+        raise TokenProblem(status, None, "no valid user_code")
+    uri = doc.get("verification_uri")
+    if not isinstance(uri, str):
+        raise TokenProblem(status, None, "no verification_uri")
+    problem = url_syntax_problem(uri)
+    if problem is not None:
+        raise InvalidVerificationUri(problem)
+    complete = doc.get("verification_uri_complete")
+    dropped = False
+    if complete is not None and (not isinstance(complete, str) or url_syntax_problem(complete) is not None):
+        complete, dropped = None, True
+    expires_in = _number(doc.get("expires_in"))
+    if expires_in is None or expires_in <= 0:
+        raise TokenProblem(status, None, "no valid expires_in")
+    interval = _number(doc.get("interval"))
+    seconds = DEFAULT_INTERVAL if interval is None or interval < 1 else min(MAX_INTERVAL, int(interval))
+    return DeviceAuthorization(device_code, user_code, uri, complete, expires_in, seconds, dropped)
+
+
+def device_token_form(authorization: DeviceAuthorization, *, resource: str) -> dict[str, str]:
+    """The form of one token request of the device flow (before the client's authentication)."""
+    return {"grant_type": DEVICE_CODE_GRANT, "device_code": authorization.device_code, "resource": resource}
+
+
+class DeviceDenied(OAuthError, PeerFault):
+    """The person refused the access (``access_denied``)."""
+
+
+class DeviceExpired(OAuthError, PeerFault):
+    """The device code expired before the person signed in (``expired_token``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Poll:
+    """The outcome of one token request of the device flow: the tokens, or the next interval."""
+
+    tokens: TokenResponse | None
+    interval: int
+
+
+def poll_answer(status: int, doc: Any, *, interval: int, now: float) -> Poll:
+    """Read one answer of the token endpoint while the person signs in (RFC 8628 §3.5).
+
+    ``authorization_pending`` keeps the interval, ``slow_down`` adds
+    :data:`SLOW_DOWN_STEP` seconds (up to :data:`MAX_INTERVAL`).
+
+    Raises:
+        DeviceDenied: ``access_denied``.
+        DeviceExpired: ``expired_token``.
+        TokenProblem: any other error, or tokens that cannot be used.
+    """
+    if status == 200:
+        return Poll(parse_token_response(status, doc, now), interval)
+    code = error_code(doc.get("error")) if isinstance(doc, dict) else None
+    if code == "authorization_pending":
+        return Poll(None, interval)
+    if code == "slow_down":
+        return Poll(None, min(MAX_INTERVAL, interval + SLOW_DOWN_STEP))
+    if code == "access_denied":
+        raise DeviceDenied()
+    if code == "expired_token":
+        raise DeviceExpired()
+    raise TokenProblem(status, code)
+
+
+def device_sign_in_line(authorization: DeviceAuthorization) -> str:
+    """The sign-in line of the device flow for stderr (one line, with its newline).
+
+    It names the verification URI and the user code; never the device code.
+    """
+    return f"{PROGRAM}: sign in at {authorization.verification_uri} with the code {authorization.user_code}\n"
+
+
+def device_message(authorization: DeviceAuthorization) -> str:
+    """The message of the URL elicitation of the device flow: the code to enter or to compare."""
+    if authorization.verification_uri_complete is not None:
+        return (
+            "The upstream server needs a sign-in. Open the page of its authorization server and confirm "
+            f"the code {authorization.user_code}."
+        )
+    return (
+        "The upstream server needs a sign-in. Open the page of its authorization server and enter "
+        f"the code {authorization.user_code}."
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The client credentials grant
+# ---------------------------------------------------------------------------------------------
+
+
+def client_credentials_registration(
+    client_id: str, secret: str, server: ServerMetadata
+) -> ClientRegistration:
+    """The confidential client of ``--sign-in client-credentials``.
+
+    ``client_secret_basic``, or ``client_secret_post`` when the server lists only that
+    (:func:`.flow.choose_auth_method`).
+    """
+    return ClientRegistration(client_id, secret, choose_auth_method(server, True))
+
+
+def client_credentials_form(*, resource: str, scopes: Sequence[str]) -> dict[str, str]:
+    """The form of the token request of the client credentials grant."""
+    form = {"grant_type": CLIENT_CREDENTIALS_GRANT, "resource": resource}
+    if scopes:
+        form["scope"] = " ".join(scopes)
+    return form
