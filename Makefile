@@ -44,7 +44,7 @@ $(NODE_STAMP): package.json package-lock.json
 	test -x $(NODE22)
 	touch $@
 
-# The conformance suites run inside pytest (tests/test_conformance.py), so one summary counts all.
+# The conformance suites run inside pytest (tests/conformance/test_conformance.py), so one summary counts all.
 test: $(PY_STAMP) $(NODE_STAMP) $(LEGACY_STAMP)
 	$(PY) -m pytest
 

@@ -70,7 +70,6 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
 from typing import BinaryIO, Final, Literal, cast
 
 from . import __version__
@@ -84,7 +83,8 @@ from .mcp.jsonrpc import ErrorResponse, FrameError, Message, Request, RequestId,
 from .mcp.memory import MemoryClientTransport, memory_pair
 from .mcp.server import Server, ServerConnection
 from .mcp.stdio import StdioServerTransport
-from .mcp.transport import OnFrameError, OnMessage, ServerTransport, Transport
+from .mcp.text import format_duration
+from .mcp.transport import OnFrameError, OnMessage, OnServerClosed, ServerTransport, Transport
 
 __all__ = ["Discover", "IN_PROCESS_TIMEOUT", "serve_stdio_auto"]
 
@@ -290,9 +290,7 @@ class _Answerer(ServerTransport):
         self._closed = False
         self._on_message: OnMessage | None = None
 
-    def start(
-        self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: Callable[[], None]
-    ) -> None:
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnServerClosed) -> None:
         # Only whole requests reach this transport (ask), so there are no frame
         # errors to report, and the function closes it itself.
         self._on_message = on_message
@@ -300,8 +298,8 @@ class _Answerer(ServerTransport):
     def send(self, message: Message) -> None:
         try:
             data = jsonrpc.serialize(message)
-        except (TypeError, ValueError):
-            raise InvalidRequest("the message cannot be written as JSON") from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest("the message cannot be written as JSON") from exc
         with self._cond:
             if self._closed:
                 raise Closed("the connection is closed")
@@ -328,7 +326,7 @@ class _Answerer(ServerTransport):
         self._on_message(request)
         with self._cond:
             if not self._cond.wait_for(lambda: request.id in self._answered or self._closed, timeout):
-                raise RequestTimeout(f"server/discover: no answer in {errortable.format_duration(timeout)}")
+                raise RequestTimeout(f"server/discover: no answer in {format_duration(timeout)}")
 
 
 def _write_line(stream: BinaryIO, data: bytes) -> bool:

@@ -43,37 +43,6 @@ LAYERS: dict[str, int] = {
     "mcpbridge.__main__": 3,
 }
 
-#: Upward imports that other work in progress removes, as (importer, imported). The test
-#: fails when one of them no longer occurs, so that this list only shrinks.
-PENDING_UPWARD: frozenset[tuple[str, str]] = frozenset()
-
-#: Module cycles that other work in progress removes, each as its sorted module names.
-#: The test fails when one of them no longer occurs, so that this list only shrinks.
-PENDING_CYCLES: frozenset[tuple[str, ...]] = frozenset(
-    {
-        ("mcpbridge.mcp.httppool", "mcpbridge.mcp.httpwire"),
-        ("mcpbridge.vscode.cli", "mcpbridge.vscode.main"),
-    }
-)
-
-#: Exception classes outside the tree, in modules that other work in progress changes.
-PENDING_ROOTS: frozenset[str] = frozenset(
-    {
-        "mcpbridge.bridge.input.RoundFailed",
-        "mcpbridge.bridge.input.SchemaError",
-        "mcpbridge.bridge.legacy.InvalidParams",
-        "mcpbridge.bridge.passthrough.OpenFailed",
-        "mcpbridge.bridge.pending.WaitEnded",
-        "mcpbridge.bridge.session._Silent",
-        "mcpbridge.mcp.http.InvalidMarking",
-        "mcpbridge.mcp.httppool._ProxyStep",
-        "mcpbridge.mcp.httpwire.BodyTooLarge",
-        "mcpbridge.mcp.legacy_http._Expired",
-        "mcpbridge.vscode.settings.ArgError",
-        "mcpbridge.vscode.settings._Invalid",
-    }
-)
-
 
 @dataclass(frozen=True)
 class Module:
@@ -206,14 +175,11 @@ def test_every_module_imports_only_its_own_layer_or_lower_ones(graph: dict[str, 
         for target in targets
         if layer_of(target) > layer_of(name)
     }
-    assert sorted(upward - PENDING_UPWARD) == []
-    assert sorted(PENDING_UPWARD - upward) == [], "remove the fixed imports from PENDING_UPWARD"
+    assert sorted(upward) == []
 
 
 def test_no_modules_import_each_other(graph: dict[str, set[str]]) -> None:
-    cycles = set(strongly_connected(graph))
-    assert sorted(cycles - PENDING_CYCLES) == []
-    assert sorted(PENDING_CYCLES - cycles) == [], "remove the fixed cycles from PENDING_CYCLES"
+    assert strongly_connected(graph) == []
 
 
 def test_the_check_finds_an_upward_import_and_a_cycle() -> None:
@@ -239,13 +205,4 @@ def exception_classes() -> dict[str, type[BaseException]]:
 def test_every_error_of_the_package_roots_in_bridge_error() -> None:
     classes = exception_classes()
     assert len(classes) >= 40, f"found only {len(classes)} exception classes"
-    # A class outside the tree whose bases all come from outside the package: re-rooting it
-    # also re-roots its subclasses.
-    outside = {
-        name
-        for name, cls in classes.items()
-        if not issubclass(cls, BridgeError)
-        and not any(base.__module__.startswith("mcpbridge.") for base in cls.__bases__)
-    }
-    assert sorted(outside - PENDING_ROOTS) == []
-    assert sorted(PENDING_ROOTS - outside) == [], "remove the re-rooted classes from PENDING_ROOTS"
+    assert sorted(name for name, cls in classes.items() if not issubclass(cls, BridgeError)) == []

@@ -34,6 +34,7 @@ from ..mcp.jsonrpc import (
     PARSE_ERROR,
     URL_ELICITATION_REQUIRED,
 )
+from ..mcp.text import format_duration as format_duration  # the one rule, also offered here
 from ..oauth.errors import SignInError
 
 _SEE_OUTPUT = "See the Output channel of the server."
@@ -307,15 +308,3 @@ def error_from_sign_in(exc: SignInError) -> dict[str, Any]:
     into the message.
     """
     return error_object(exc.cause, exc.detail, **exc.placeholders)
-
-
-def format_duration(seconds: float) -> str:
-    """A time limit as text for a detail or a log line: ``"60 s"``, else ``"300 ms"``.
-
-    Whole seconds show as seconds; anything else shows as whole milliseconds, so that a
-    short limit never shows as ``"0 s"``.
-    """
-    millis = round(seconds * 1000)
-    if millis % 1000 == 0:
-        return f"{millis // 1000} s"
-    return f"{millis} ms"

@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
+from ..mcp.errorbase import BridgeError, PeerFault
+
 #: zig-sdk's ``mrtr_max_rounds_client``: at most this many upstream requests per forwarded
 #: request, so the client is asked at most ``MAX_ROUNDS - 1`` times.
 MAX_ROUNDS: Final = 10
@@ -111,7 +113,7 @@ class ClientError:
 Answer = Any
 
 
-class RoundFailed(Exception):
+class RoundFailed(BridgeError):
     """A round of input requests fails the original request. Not raised itself."""
 
 
@@ -746,7 +748,7 @@ def _json_equal(a: Any, b: Any) -> bool:
 # ---------------------------------------------------------------------------------------
 
 
-class SchemaError(Exception):
+class SchemaError(PeerFault):
     """A ``requestedSchema`` does not compile."""
 
 
@@ -1338,8 +1340,8 @@ class Session:
         self._require(key, _Kind.FORM)
         try:
             form = compile_form_schema(client_params["requestedSchema"])
-        except SchemaError:
-            raise _key_error("invalid_input_request", key, "the requestedSchema does not compile") from None
+        except SchemaError as exc:
+            raise _key_error("invalid_input_request", key, "the requestedSchema does not compile") from exc
         return _Checked(_Kind.FORM, client_params, form)
 
     def _require(self, key: str, kind: _Kind) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
+from ..mcp.errorbase import PeerFault
 from ..mcp.ids import recover_id as recover_id
 from ..mcp.jsonrpc import RequestId
 from ..mcp.protocol import LOG_LEVELS, META_PROTOCOL_VERSION
@@ -117,7 +118,7 @@ def classify_notification(method: str) -> NotificationClass:
     return NOTIFICATION_CLASSES.get(method, NotificationClass.OTHER)
 
 
-class InvalidParams(Exception):
+class InvalidParams(PeerFault):
     """The params of a request that the front end answers itself are not valid.
 
     ``detail`` tells which member is wrong. It never holds a value of the client.

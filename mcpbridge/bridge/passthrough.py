@@ -59,6 +59,7 @@ from typing import Any, Final, Protocol
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
 from ..mcp.droplog import DropLog
+from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.framing import TooLong
 from ..mcp.jsonrpc import (
@@ -78,7 +79,7 @@ from ..mcp.jsonrpc import (
 from ..mcp.peer import Entry, Outcome, Peer
 from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
-from ..mcp.transport import OnFrameError, OnMessage, Transport
+from ..mcp.transport import OnClosed, OnFrameError, OnMessage, Transport
 from . import errortable, legacy, translate
 from .listrules import ListRules
 from .options import Options
@@ -234,10 +235,8 @@ class _Shared:
         self.inner = inner
         self._deliver = threading.Lock()
         self._owner: _Seat | None = None
-        self._targets: tuple[OnMessage, OnFrameError, Callable[[McpError | None], None]] | None = None
-        self._held: list[
-            Callable[[tuple[OnMessage, OnFrameError, Callable[[McpError | None], None]]], None]
-        ] = []
+        self._targets: tuple[OnMessage, OnFrameError, OnClosed] | None = None
+        self._held: list[Callable[[tuple[OnMessage, OnFrameError, OnClosed]], None]] = []
         self._started = False
 
     def seat(self) -> _Seat:
@@ -254,7 +253,7 @@ class _Shared:
     def attach(
         self,
         seat: _Seat,
-        targets: tuple[OnMessage, OnFrameError, Callable[[McpError | None], None]],
+        targets: tuple[OnMessage, OnFrameError, OnClosed],
     ) -> None:
         with self._deliver:
             if self._owner is not seat:
@@ -268,9 +267,7 @@ class _Shared:
         if first:
             self.inner.start(self._on_message, self._on_frame_error, self._on_closed)
 
-    def _route(
-        self, item: Callable[[tuple[OnMessage, OnFrameError, Callable[[McpError | None], None]]], None]
-    ) -> None:
+    def _route(self, item: Callable[[tuple[OnMessage, OnFrameError, OnClosed]], None]) -> None:
         with self._deliver:
             if self._targets is None:
                 self._held.append(item)
@@ -293,12 +290,7 @@ class _Seat(Transport):
     def __init__(self, shared: _Shared) -> None:
         self._shared = shared
 
-    def start(
-        self,
-        on_message: OnMessage,
-        on_frame_error: OnFrameError,
-        on_closed: Callable[[McpError | None], None],
-    ) -> None:
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
         self._shared.attach(self, (on_message, on_frame_error, on_closed))
 
     def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
@@ -527,7 +519,7 @@ class LegacyPeer(Peer):
 # ---------------------------------------------------------------------------------------------
 
 
-class OpenFailed(Exception):
+class OpenFailed(BridgeError):
     """``initialize`` of the 2025-era upstream failed.
 
     ``error`` is the error object for the client, or ``None`` when the client gets no answer.

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from ..mcp.cancel import CancelToken
+from ..mcp.errorbase import BridgeError
 from ..mcp.jsonrpc import RequestId
 from .input import BAD_LINE, ClientError
 from .output import Host
@@ -34,7 +35,7 @@ PREFIX: Final = "b-"
 Answer = Any  # a result value, a ClientError, or BAD_LINE
 
 
-class WaitEnded(Exception):
+class WaitEnded(BridgeError):
     """The wait for answers ended early; ``reason`` says why (``canceled``, ``timeout``, ``closed``)."""
 
     def __init__(self, reason: str) -> None:

@@ -35,6 +35,7 @@ from ..mcp import jsonrpc
 from ..mcp.cancel import WouldBlock
 from ..mcp.client import Call, Client
 from ..mcp.droplog import DropLog
+from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import Notification, Request, RequestId
 from ..mcp.protocol import INPUT_METHODS
@@ -437,7 +438,7 @@ def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
     return errortable.error_object(exc.cause, detail)
 
 
-class _Silent(Exception):
+class _Silent(BridgeError):
     """The request ends without a response (the connection is closing)."""
 
 

@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from . import jsonrpc
 from .cancel import CancelToken
+from .errorbase import PeerFault
 from .errors import (
     Cancelled,
     Closed,
@@ -92,7 +93,6 @@ from .httpwire import (
     Why,
     WireReading,
     media_type,
-    open_wire,
     parse_event,
     proxy_for,
     read_limit,
@@ -102,7 +102,7 @@ from .httpwire import (
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
 from .protocol import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN
 from .sse import EventTooLarge, SseParser
-from .transport import OnFrameError, OnMessage, Transport
+from .transport import OnClosed, OnFrameError, OnMessage, Transport
 
 if TYPE_CHECKING:
     import ssl
@@ -174,7 +174,7 @@ _SUBSCHEMA_LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _SUBSCHEMA_MAP = frozenset({"patternProperties", "dependentSchemas", "$defs", "definitions"})
 
 
-class InvalidMarking(ValueError):
+class InvalidMarking(PeerFault, ValueError):
     """A tool's ``x-mcp-header`` marking breaks a rule; the message names the property."""
 
 
@@ -390,6 +390,8 @@ class HttpTransport(WireReading, Transport):
         self._read_timeout = read_timeout
         self._authorizer = authorizer
         self._max_depth = max_depth
+        from .httppool import open_wire  # loads urllib3 and ssl: at the first transport
+
         self._pool = open_wire(
             url,
             ca_file=ca_file,
@@ -408,16 +410,11 @@ class HttpTransport(WireReading, Transport):
         self._pool_closed = False
         self._markings: dict[str, dict[tuple[str, ...], str]] = {}
         self._on_message: OnMessage | None = None
-        self._on_closed: Callable[[McpError | None], None] | None = None
+        self._on_closed: OnClosed | None = None
 
     # ------------------------------------------------------------------ seam
 
-    def start(
-        self,
-        on_message: OnMessage,
-        on_frame_error: OnFrameError,
-        on_closed: Callable[[McpError | None], None],
-    ) -> None:
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
         self._on_message = on_message
         self._on_closed = on_closed
 
@@ -450,13 +447,7 @@ class HttpTransport(WireReading, Transport):
 
         For a watchdog, like :meth:`StdioChildTransport.kill <.stdio.StdioChildTransport.kill>`.
         """
-        with self._lock:
-            self._closed = True
-            exchanges = list(self._in_flight)
-            waits = list(self._waits)
-        for woken in waits:
-            woken.set()
-        for exchange in exchanges:
+        for exchange in self._refuse_all():
             exchange.abort(Why.CLOSE)
 
     def close(self, grace: float = 2.0) -> None:
@@ -465,12 +456,7 @@ class HttpTransport(WireReading, Transport):
             if self._pool_closed:
                 return
             self._pool_closed = True
-            self._closed = True
-            exchanges = list(self._in_flight)
-            waits = list(self._waits)
-        for woken in waits:
-            woken.set()
-        for exchange in exchanges:
+        for exchange in self._refuse_all():
             exchange.abort(Why.CLOSE)
         deadline = time.monotonic() + grace
         with self._idle:
@@ -559,8 +545,8 @@ class HttpTransport(WireReading, Transport):
     def _post(self, request: Request, exchange: Exchange, cancel: CancelToken | None) -> WireResponse:
         try:
             body = jsonrpc.dumps(jsonrpc.to_obj(request))
-        except (TypeError, ValueError):
-            raise InvalidRequest("the message cannot be written as JSON") from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest("the message cannot be written as JSON") from exc
         headers = self._request_headers(request)
         try:
             return self._pool.request(
@@ -572,9 +558,11 @@ class HttpTransport(WireReading, Transport):
             )
         except McpError:
             if exchange.aborted is not None:
+                # The read failed because the exchange was aborted: the inner error is noise.
                 raise self._aborted(exchange, cancel) from None
             raise
         except ValueError:
+            # The inner error quotes the header's value, which may be a token.
             raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
 
     def _request_headers(self, request: Request) -> dict[str, str | bytes]:
@@ -611,12 +599,12 @@ class HttpTransport(WireReading, Transport):
         status = response.status
         try:
             message = self._message(response, exchange, cancel)
-        except FrameError:
+        except FrameError as exc:
             if 200 <= status < 300:
                 raise InvalidResponse(
                     "the body is not a valid JSON-RPC message", http_status=status
-                ) from None
-            raise status_error(response) from None
+                ) from exc
+            raise status_error(response) from exc
         if isinstance(message, ErrorResponse) and message.id in (None, request.id):
             if (
                 message.error.code == jsonrpc.HEADER_MISMATCH
@@ -647,15 +635,15 @@ class HttpTransport(WireReading, Transport):
         for chunk in self._chunks(response, exchange, cancel):
             try:
                 events = parser.feed(chunk)
-            except EventTooLarge:
-                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from None
+            except EventTooLarge as exc:
+                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from exc
             for event in events:
                 if event.type != "message" or not event.raw:
                     continue
                 try:
                     message = parse_event(event, self._max_depth)
                 except FrameError as exc:
-                    raise InvalidResponse(f"an event is not a valid JSON-RPC message ({exc.cause})") from None
+                    raise InvalidResponse(f"an event is not a valid JSON-RPC message ({exc.cause})") from exc
                 if isinstance(message, (Response, ErrorResponse)):
                     if message.id is None and isinstance(message, ErrorResponse):
                         message = ErrorResponse(request.id, message.error)

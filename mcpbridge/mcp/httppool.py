@@ -1,18 +1,19 @@
-"""The urllib3 pool under :mod:`.httpwire`: connections, the exchange link, errors of the edge.
+"""The urllib3 pool on :mod:`.httpwire`: connections, the exchange link, errors of the edge.
 
-:mod:`.httpwire` imports this module at the first :func:`~.httpwire.open_wire`, so
-that the bridge answers its first messages before it loads urllib3 and :mod:`ssl`.
+The transports import this module at their first :func:`open_wire`, so that the
+bridge answers its first messages before it loads urllib3 and :mod:`ssl`.
 See :mod:`.httpwire` for the theory of operation.
 """
 
 from __future__ import annotations
 
 import http.client
+import os
 import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, urlsplit
 
@@ -22,8 +23,12 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util.retry import Retry
 
-from .errors import Closed, InvalidResponse, McpError, TransportFailed
+from .errorbase import PeerFault
+from .errors import Closed, ConnectFailed, InvalidResponse, McpError, TransportFailed
 from .httpwire import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_READ_TIMEOUT,
     DRAIN_BYTES,
     DRAIN_WAIT,
     IDLE_REUSE_LIMIT,
@@ -35,16 +40,18 @@ from .httpwire import (
     ReadTimedOut,
     StreamBroken,
     TlsFailed,
+    checked_proxy,
     proxy_parts,
     quickack,
     seconds_text,
     socket_options,
+    tls_context,
 )
 
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["SEND_ONCE", "Wire", "WireResponse", "edge_error"]
+__all__ = ["SEND_ONCE", "Wire", "WireResponse", "edge_error", "open_wire"]
 
 _SAFE_TARGET: Final = "!#$%&'()*+,/:;=?@[]~"
 
@@ -64,7 +71,7 @@ SEND_ONCE: Final = Retry(
 )
 
 
-class _ProxyStep(OSError):
+class _ProxyStep(PeerFault, OSError):
     """The proxy refused the tunnel (a ``CONNECT`` status other than 2xx); ``status`` if known."""
 
     def __init__(self, status: int | None) -> None:
@@ -515,3 +522,58 @@ class Wire:
         self._pool.close()
         if self._manager is not None:
             self._manager.clear()
+
+
+def open_wire(
+    url: str,
+    *,
+    ca_file: str | None = None,
+    ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
+    env: Mapping[str, str] | None = None,
+    pool_size: int = DEFAULT_POOL_SIZE,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    read_timeout: float | None = None,
+    headers: Sequence[tuple[str, str | bytes]] = (),
+) -> Wire:
+    """The keep-alive connections to ``url``, through the proxy of its environment.
+
+    The connections trust the system's verifier plus ``ca_file`` (the context is made
+    at the first TLS connection when neither is given), read nothing from the
+    environment but the proxy variables (loopback is never proxied), keep no cookies
+    and ask for no compression. ``headers`` go into every request.
+
+    Raises:
+        ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
+            other than http and https (the detail names the variable).
+        CaFileError: ``ca_file`` cannot be used.
+    """
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ConnectFailed("the URL does not use http or https")
+    context: ssl.SSLContext | Callable[[], ssl.SSLContext]
+    if ssl_context is not None:
+        context = ssl_context
+    elif ca_file is not None:
+        context = tls_context(ca_file)
+    else:
+        context = tls_context
+    proxy = checked_proxy(url, os.environ if env is None else env)
+    return Wire(
+        url,
+        ssl_context=context,
+        proxy=proxy,
+        headers=[
+            ("User-Agent", f"mcp-bridge-vscode/{_version()}"),
+            ("Accept-Encoding", "identity"),
+            *headers,
+        ],
+        connect_timeout=connect_timeout,
+        read_timeout=DEFAULT_READ_TIMEOUT if read_timeout is None else read_timeout,
+        pool_size=pool_size,
+    )
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__

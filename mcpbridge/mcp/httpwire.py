@@ -4,12 +4,16 @@ Theory of operation
 -------------------
 
 :mod:`.http` (revision 2026-07-28) and :mod:`.legacy_http` (2025-11-25) send
-every message to one URL. :func:`open_wire` gives a :class:`Wire`: one urllib3
-keep-alive pool for that origin (or for its proxy), sized for
-:data:`DEFAULT_POOL_SIZE` requests in flight, that does one exchange at a time
-on each connection. Each exchange gives a :class:`WireResponse`, whose body is
-read whole (:meth:`WireResponse.read_body`) or as it arrives
-(:meth:`WireResponse.read1`, :meth:`WireResponse.read`).
+every message to one URL. :func:`.httppool.open_wire` gives a
+:class:`~.httppool.Wire`: one urllib3 keep-alive pool for that origin (or for its
+proxy), sized for :data:`DEFAULT_POOL_SIZE` requests in flight, that does one
+exchange at a time on each connection. Each exchange gives a
+:class:`~.httppool.WireResponse` (an :class:`Answer`), whose body is read whole
+(:meth:`Answer.read_body`) or as it arrives (:meth:`Answer.read1`).
+
+This module holds the rules and loads neither urllib3 nor :mod:`ssl`;
+:mod:`.httppool` builds on it, and the transports import it at their first
+:func:`~.httppool.open_wire`.
 
 * A long JSON body is read in pieces as it arrives into one buffer, each piece
   looked at for control characters on the way, and parsed as a long line of
@@ -48,7 +52,7 @@ read whole (:meth:`WireResponse.read_body`) or as it arrives
   the link before it goes back to the pool, so a cancellation from another
   thread shuts that one socket down at once and never touches a connection that
   serves another request.
-* Errors are mapped once, here (:func:`edge_error`): urllib3's exceptions become
+* Errors are mapped once, in :func:`.httppool.edge_error`: urllib3's exceptions become
   :class:`~.errors.McpError` subclasses whose detail names the failing step
   (connect, TLS, proxy, read) and never the URL; the cause is chained.
 """
@@ -58,23 +62,23 @@ from __future__ import annotations
 import base64
 import enum
 import logging
-import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import unquote, urlsplit
 
 from . import jsonrpc
 from .cancel import CancelToken
+from .errorbase import PeerFault
 from .errors import Cancelled, Closed, ConnectFailed, InvalidResponse, McpError, TransportFailed
 from .jsonrpc import FrameError, Message
+from .netloc import is_loopback
 
 if TYPE_CHECKING:
     import ssl
 
-    from .httppool import Wire, WireResponse
     from .sse import Event
 
 __all__ = [
@@ -84,6 +88,7 @@ __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_POOL_SIZE",
     "DEFAULT_READ_TIMEOUT",
+    "Answer",
     "Authorizer",
     "CaFileError",
     "ConnectError",
@@ -97,7 +102,6 @@ __all__ = [
     "Why",
     "WireReading",
     "media_type",
-    "open_wire",
     "parse_event",
     "proxy_for",
     "read_limit",
@@ -223,6 +227,29 @@ class Authorizer(Protocol):
         ...
 
 
+class Answer(Protocol):
+    """What the readers here use of an answer (:class:`~.httppool.WireResponse`)."""
+
+    @property
+    def status(self) -> int: ...
+
+    def header(self, name: str) -> str | None:
+        """The value of the header ``name``, or None."""
+        ...
+
+    def read_body(self, limit: int) -> bytes:
+        """The whole body, at most ``limit`` bytes (else :class:`BodyTooLarge`)."""
+        ...
+
+    def read1(self, size: int) -> bytes:
+        """What has arrived of the body, at most ``size`` bytes; empty at its end."""
+        ...
+
+    def read(self, size: int) -> bytes:
+        """``size`` bytes of the body (fewer only at its end); empty at its end."""
+        ...
+
+
 def seconds_text(value: float) -> str:
     """A duration for a message: ``"7 s"`` or ``"300 ms"``."""
     return f"{int(value)} s" if value >= 1 and value == int(value) else f"{int(value * 1000)} ms"
@@ -246,7 +273,7 @@ def retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def status_error(response: WireResponse) -> HttpStatusError:
+def status_error(response: Answer) -> HttpStatusError:
     """The error of an answer whose status carries no JSON-RPC message."""
     return HttpStatusError(response.status, retry_after=retry_after(response.header("Retry-After")))
 
@@ -258,7 +285,7 @@ def read_limit(method: str, fixed: float | None) -> float:
     return METHOD_READ_LIMITS.get(method, DEFAULT_READ_TIMEOUT)
 
 
-def media_type(response: WireResponse) -> str:
+def media_type(response: Answer) -> str:
     return (response.header("Content-Type") or "").split(";", 1)[0].strip().lower()
 
 
@@ -281,25 +308,13 @@ def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
     if ca_file is not None:
         try:
             context.load_verify_locations(cafile=ca_file)
-        except FileNotFoundError:
-            raise CaFileError("the file does not exist") from None
-        except ssl.SSLError:
-            raise CaFileError("the file holds no PEM certificate that can be used") from None
+        except FileNotFoundError as exc:
+            raise CaFileError("the file does not exist") from exc
+        except ssl.SSLError as exc:
+            raise CaFileError("the file holds no PEM certificate that can be used") from exc
         except OSError as exc:
-            raise CaFileError(f"the file cannot be read: {exc.strerror or type(exc).__name__}") from None
+            raise CaFileError(f"the file cannot be read: {exc.strerror or type(exc).__name__}") from exc
     return context
-
-
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    host = host.lower().strip("[]")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _env(env: Mapping[str, str], name: str) -> tuple[str, str] | None:
@@ -354,7 +369,7 @@ def proxy_for(url: str, env: Mapping[str, str]) -> tuple[str, str] | None:
     """
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
-    if not host or _is_loopback(host):
+    if not host or is_loopback(host):
         return None
     port = parts.port or (443 if parts.scheme == "https" else 80)
     no_proxy = _env(env, "no_proxy")
@@ -471,59 +486,8 @@ def socket_options() -> list[tuple[int, int, int]]:
     return options
 
 
-class BodyTooLarge(Exception):
+class BodyTooLarge(PeerFault):
     """The body is longer than the limit of :meth:`~.httppool.WireResponse.read_body`."""
-
-
-def open_wire(
-    url: str,
-    *,
-    ca_file: str | None = None,
-    ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
-    env: Mapping[str, str] | None = None,
-    pool_size: int = DEFAULT_POOL_SIZE,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-    read_timeout: float | None = None,
-    headers: Sequence[tuple[str, str | bytes]] = (),
-) -> Wire:
-    """The keep-alive connections to ``url``, through the proxy of its environment.
-
-    The connections trust the system's verifier plus ``ca_file`` (the context is made
-    at the first TLS connection when neither is given), read nothing from the
-    environment but the proxy variables (loopback is never proxied), keep no cookies
-    and ask for no compression. ``headers`` go into every request.
-
-    Raises:
-        ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
-            other than http and https (the detail names the variable).
-        CaFileError: ``ca_file`` cannot be used.
-    """
-    scheme = urlsplit(url).scheme.lower()
-    if scheme not in ("http", "https"):
-        raise ConnectFailed("the URL does not use http or https")
-    context: ssl.SSLContext | Callable[[], ssl.SSLContext]
-    if ssl_context is not None:
-        context = ssl_context
-    elif ca_file is not None:
-        context = tls_context(ca_file)
-    else:
-        context = tls_context
-    proxy = checked_proxy(url, os.environ if env is None else env)
-    from .httppool import Wire
-
-    return Wire(
-        url,
-        ssl_context=context,
-        proxy=proxy,
-        headers=[
-            ("User-Agent", f"mcp-bridge-vscode/{_version()}"),
-            ("Accept-Encoding", "identity"),
-            *headers,
-        ],
-        connect_timeout=connect_timeout,
-        read_timeout=DEFAULT_READ_TIMEOUT if read_timeout is None else read_timeout,
-        pool_size=pool_size,
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -534,15 +498,29 @@ def open_wire(
 class WireReading:
     """How both HTTP transports read the body of an answer and name an aborted exchange.
 
-    The transport gives ``_max_bytes``, ``_max_depth``, ``_lock``, ``_closed`` and
-    ``_waits`` (the waits after a busy answer, which its close ends).
+    The transport gives ``_max_bytes``, ``_max_depth``, ``_lock``, ``_closed``, ``_in_flight``
+    (the exchanges in flight) and ``_waits`` (the waits after a busy answer, which its close ends).
     """
 
     _max_bytes: int
     _max_depth: int
     _lock: threading.Lock
     _closed: bool
+    _in_flight: set[Exchange]
     _waits: set[threading.Event]
+
+    def _refuse_all(self) -> list[Exchange]:
+        """Refuse new exchanges and end the waits after a busy answer; the exchanges in flight.
+
+        The caller aborts them (with :attr:`Why.CLOSE`).
+        """
+        with self._lock:
+            self._closed = True
+            exchanges = list(self._in_flight)
+            waits = list(self._waits)
+        for woken in waits:
+            woken.set()
+        return exchanges
 
     def _wait_busy(
         self, method: str, error: HttpStatusError, cancel: CancelToken | None, *, waited: bool
@@ -593,7 +571,29 @@ class WireReading:
         reason = cancel.reason if cancel is not None else ""
         return Cancelled(reason or None)
 
-    def _message(self, response: WireResponse, exchange: Exchange, cancel: CancelToken | None) -> Message:
+    def _read(self, read: Callable[[], bytes], exchange: Exchange, cancel: CancelToken | None) -> bytes:
+        """What ``read`` gives, or the error of the abort when the exchange was aborted."""
+        try:
+            data = read()
+        except McpError:
+            if exchange.aborted is not None:
+                # The read failed because the exchange was aborted: the inner error is noise.
+                raise self._aborted(exchange, cancel) from None
+            raise
+        if exchange.aborted is not None:
+            raise self._aborted(exchange, cancel)
+        return data
+
+    def _body(self, response: Answer, exchange: Exchange, cancel: CancelToken | None) -> bytes:
+        """The whole body (at most the limit); the connection goes back to the pool."""
+        try:
+            return self._read(lambda: response.read_body(self._max_bytes), exchange, cancel)
+        except BodyTooLarge as exc:
+            raise InvalidResponse(
+                f"a response longer than {self._max_bytes} bytes", http_status=response.status
+            ) from exc
+
+    def _message(self, response: Answer, exchange: Exchange, cancel: CancelToken | None) -> Message:
         """The JSON-RPC message of a JSON body; the connection goes back to the pool.
 
         A short body is read whole. A long one (or one of unknown length) is read in
@@ -613,18 +613,7 @@ class WireReading:
                 f"a response longer than {self._max_bytes} bytes", http_status=response.status
             )
         if length.isdigit() and int(length) < LONG_BODY and coding in ("", "identity"):
-            try:
-                body = response.read_body(self._max_bytes)
-            except BodyTooLarge:
-                raise InvalidResponse(
-                    f"a response longer than {self._max_bytes} bytes", http_status=response.status
-                ) from None
-            except McpError:
-                if exchange.aborted is not None:
-                    raise self._aborted(exchange, cancel) from None
-                raise
-            if exchange.aborted is not None:
-                raise self._aborted(exchange, cancel)
+            body = self._body(response, exchange, cancel)
             return jsonrpc.parse(body, max_depth=self._max_depth)
         scan = ControlScan()
         if length.isdigit() and coding in ("", "identity"):
@@ -664,7 +653,7 @@ class WireReading:
 
     def _chunks(
         self,
-        response: WireResponse,
+        response: Answer,
         exchange: Exchange,
         cancel: CancelToken | None,
         size: int = READ_CHUNK,
@@ -674,17 +663,7 @@ class WireReading:
         """The body as it arrives, in pieces of at most ``size`` bytes (``whole``: of ``size``
         bytes but the last, for a body that is needed whole)."""
         read = response.read if whole else response.read1
-        while True:
-            try:
-                chunk = read(size)
-            except McpError:
-                if exchange.aborted is not None:
-                    raise self._aborted(exchange, cancel) from None
-                raise
-            if exchange.aborted is not None:
-                raise self._aborted(exchange, cancel)
-            if not chunk:
-                return
+        while chunk := self._read(lambda: read(size), exchange, cancel):
             yield chunk
 
 
@@ -755,9 +734,3 @@ def parse_event(event: Event, max_depth: int) -> Message:
         if text.encode("utf-8", "surrogatepass") == event.raw:
             raise
     return jsonrpc.parse(text, max_depth=max_depth)
-
-
-def _version() -> str:
-    from .. import __version__
-
-    return __version__

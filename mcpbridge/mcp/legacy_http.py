@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from . import jsonrpc
 from .cancel import CancelToken
+from .errorbase import PeerFault
 from .errors import (
     Closed,
     InvalidRequest,
@@ -72,14 +73,13 @@ from .httpwire import (
     Why,
     WireReading,
     media_type,
-    open_wire,
     parse_event,
     read_limit,
     status_error,
 )
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
 from .sse import EventTooLarge, SseParser
-from .transport import OnFrameError, OnMessage, Transport
+from .transport import OnClosed, OnFrameError, OnMessage, Transport
 
 if TYPE_CHECKING:
     import ssl
@@ -109,7 +109,7 @@ def _visible_ascii(value: str) -> bool:
     return bool(value) and all(0x21 <= ord(char) <= 0x7E for char in value)
 
 
-class _Expired(Exception):
+class _Expired(PeerFault):
     """A 404 for a message that carried the session id ``session``."""
 
     def __init__(self, session: str) -> None:
@@ -150,6 +150,8 @@ class LegacyHttpTransport(WireReading, Transport):
         self._read_timeout = read_timeout
         self._authorizer = authorizer
         self._max_depth = max_depth
+        from .httppool import open_wire  # loads urllib3 and ssl: at the first transport
+
         self._http = open_wire(
             url,
             ca_file=ca_file,
@@ -175,7 +177,7 @@ class LegacyHttpTransport(WireReading, Transport):
         #: Set once the GET stream got its answer (or cannot get one).
         self._stream_ready = threading.Event()
         self._on_message: OnMessage | None = None
-        self._on_closed: Callable[[McpError | None], None] | None = None
+        self._on_closed: OnClosed | None = None
 
         # The queue of notifications and answers; guarded by _queue_ready's lock.
         self._queue_ready = threading.Condition(threading.Lock())
@@ -191,12 +193,7 @@ class LegacyHttpTransport(WireReading, Transport):
         """True once the server gave a session id."""
         return self._session_id is not None
 
-    def start(
-        self,
-        on_message: OnMessage,
-        on_frame_error: OnFrameError,
-        on_closed: Callable[[McpError | None], None],
-    ) -> None:
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
         if self._poster is not None:
             raise RuntimeError("the transport is already started")
         self._on_message = on_message
@@ -236,12 +233,7 @@ class LegacyHttpTransport(WireReading, Transport):
 
     def kill(self) -> None:
         """Abort every exchange at once and refuse new ones; wait for nothing."""
-        with self._lock:
-            self._closed = True
-            exchanges = list(self._in_flight)
-            waits = list(self._waits)
-        for woken in waits:
-            woken.set()
+        exchanges = self._refuse_all()
         self._stopped.set()
         for exchange in exchanges:
             exchange.abort(Why.CLOSE)
@@ -255,12 +247,7 @@ class LegacyHttpTransport(WireReading, Transport):
         # The queued messages go first (a cancellation, for example), for at most the grace.
         with self._queue_ready:
             self._queue_ready.wait_for(lambda: self._posted >= self._queued, grace)
-        with self._lock:
-            self._closed = True
-            exchanges = list(self._in_flight)
-            waits = list(self._waits)
-        for woken in waits:
-            woken.set()
+        exchanges = self._refuse_all()
         self._stopped.set()
         self._stream_ready.set()
         with self._queue_ready:
@@ -294,7 +281,7 @@ class LegacyHttpTransport(WireReading, Transport):
                 waited = True
             except _Expired as expired:
                 if renewed or request.method == "initialize":
-                    raise HttpStatusError(404) from None
+                    raise HttpStatusError(404) from expired
                 renewed = True
                 self._renew(expired.session, cancel)
 
@@ -384,12 +371,12 @@ class LegacyHttpTransport(WireReading, Transport):
         status = response.status
         try:
             answer = self._message(response, exchange, cancel)
-        except FrameError:
+        except FrameError as exc:
             if 200 <= status < 300:
                 raise InvalidResponse(
                     "the body is not a valid JSON-RPC message", http_status=status
-                ) from None
-            raise HttpStatusError(status) from None
+                ) from exc
+            raise HttpStatusError(status) from exc
         if isinstance(answer, ErrorResponse) and answer.id in (None, request.id):
             deliver(ErrorResponse(request.id, answer.error))
             return
@@ -431,8 +418,8 @@ class LegacyHttpTransport(WireReading, Transport):
         for chunk in self._chunks(response, exchange, cancel):
             try:
                 events = parser.feed(chunk)
-            except EventTooLarge:
-                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from None
+            except EventTooLarge as exc:
+                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from exc
             for event in events:
                 if last_id is not None and event.last_event_id:
                     last_id[0] = event.last_event_id
@@ -444,7 +431,7 @@ class LegacyHttpTransport(WireReading, Transport):
                     if strict:
                         raise InvalidResponse(
                             f"an event is not a valid JSON-RPC message ({exc.cause})"
-                        ) from None
+                        ) from exc
                     log.debug("dropped an event of the upstream server that is not a message (%s)", exc.cause)
                     continue
                 yield message
@@ -634,8 +621,8 @@ class LegacyHttpTransport(WireReading, Transport):
             headers["Content-Type"] = "application/json"
             try:
                 body = jsonrpc.dumps(jsonrpc.to_obj(message))
-            except (TypeError, ValueError):
-                raise InvalidRequest("the message cannot be written as JSON") from None
+            except (TypeError, ValueError) as exc:
+                raise InvalidRequest("the message cannot be written as JSON") from exc
         try:
             method = message.method if isinstance(message, (Request, Notification)) else ""
             return self._http.request(
@@ -647,9 +634,11 @@ class LegacyHttpTransport(WireReading, Transport):
             )
         except McpError:
             if exchange.aborted is not None:
+                # The read failed because the exchange was aborted: the inner error is noise.
                 raise self._aborted(exchange, cancel) from None
             raise
         except ValueError:
+            # The inner error quotes the header's value, which may be a token.
             raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
 
     def _track(self, exchange: Exchange) -> None:

@@ -25,12 +25,11 @@ Rules:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
 from .cancel import CancelToken
-from .errors import Closed, McpError, NotConnected
+from .errors import Closed, NotConnected
 from .jsonrpc import Message
-from .transport import OnFrameError, OnMessage, ServerTransport, Transport
+from .transport import OnClosed, OnFrameError, OnMessage, OnServerClosed, ServerTransport, Transport
 
 __all__ = ["MemoryClientTransport", "MemoryServerTransport", "memory_pair"]
 
@@ -42,9 +41,9 @@ class _Link:
         self.lock = threading.Lock()
         self.closed = False
         self.client_on_message: OnMessage | None = None
-        self.client_on_closed: Callable[[McpError | None], None] | None = None
+        self.client_on_closed: OnClosed | None = None
         self.server_on_message: OnMessage | None = None
-        self.server_on_closed: Callable[[], None] | None = None
+        self.server_on_closed: OnServerClosed | None = None
 
     def deliver(self, message: Message, *, to_server: bool) -> None:
         """Give ``message`` to the other end's ``on_message`` on this thread."""
@@ -76,12 +75,7 @@ class MemoryClientTransport(Transport):
     def __init__(self, link: _Link) -> None:
         self._link = link
 
-    def start(
-        self,
-        on_message: OnMessage,
-        on_frame_error: OnFrameError,
-        on_closed: Callable[[McpError | None], None],
-    ) -> None:
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
         with self._link.lock:
             self._link.client_on_message = on_message
             self._link.client_on_closed = on_closed
@@ -106,12 +100,7 @@ class MemoryServerTransport(ServerTransport):
     def __init__(self, link: _Link) -> None:
         self._link = link
 
-    def start(
-        self,
-        on_message: OnMessage,
-        on_frame_error: OnFrameError,
-        on_closed: Callable[[], None],
-    ) -> None:
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnServerClosed) -> None:
         with self._link.lock:
             self._link.server_on_message = on_message
             self._link.server_on_closed = on_closed

@@ -71,7 +71,7 @@ from .droplog import DROP_LOG_INTERVAL, DropLog
 from .errors import Cancelled, Closed, InvalidRequest, McpError, NotConnected, SpawnFailed, TransportFailed
 from .framing import KEEP_BYTES, LineReader, TooLong
 from .jsonrpc import FrameError, Message
-from .transport import OnFrameError, OnMessage, ServerTransport, Transport
+from .transport import OnClosed, OnFrameError, OnMessage, OnServerClosed, ServerTransport, Transport
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -276,12 +276,7 @@ class StdioChildTransport(Transport):
         returncode = self._returncode
         return _describe_status(returncode) if returncode is not None else None
 
-    def start(
-        self,
-        on_message: OnMessage,
-        on_frame_error: OnFrameError,
-        on_closed: Callable[[McpError | None], None],
-    ) -> None:
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
         """Start the child and the threads that serve it.
 
         Raises:
@@ -470,7 +465,7 @@ class StdioChildTransport(Transport):
         proc: subprocess.Popen[bytes],
         on_message: OnMessage,
         on_frame_error: OnFrameError,
-        on_closed: Callable[[McpError | None], None],
+        on_closed: OnClosed,
     ) -> None:
         assert proc.stdout is not None
         reader = LineReader(cast(BinaryIO, proc.stdout), self._max_line)
@@ -687,12 +682,7 @@ class StdioServerTransport(ServerTransport):
         self._eof = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(
-        self,
-        on_message: OnMessage,
-        on_frame_error: OnFrameError,
-        on_closed: Callable[[], None],
-    ) -> None:
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnServerClosed) -> None:
         if self._thread is not None:
             raise RuntimeError("the transport is already started")
         self._thread = threading.Thread(
@@ -739,9 +729,7 @@ class StdioServerTransport(ServerTransport):
         if thread is not None and thread is not threading.current_thread() and self._eof.is_set():
             thread.join(JOIN_TIMEOUT)
 
-    def _read(
-        self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: Callable[[], None]
-    ) -> None:
+    def _read(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnServerClosed) -> None:
         reader = LineReader(self._stdin, self._max_line)
         try:
             while not self._closed:

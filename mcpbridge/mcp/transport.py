@@ -18,6 +18,10 @@ from .jsonrpc import FrameError, Message
 
 OnMessage = Callable[[Message], None]
 OnFrameError = Callable[[FrameError | TooLong], None]
+#: A client transport's end: the error that ended the connection, ``None`` for a normal close.
+OnClosed = Callable[[McpError | None], None]
+#: A server transport's end.
+OnServerClosed = Callable[[], None]
 
 
 class Transport(ABC):
@@ -31,12 +35,7 @@ class Transport(ABC):
     """
 
     @abstractmethod
-    def start(
-        self,
-        on_message: OnMessage,
-        on_frame_error: OnFrameError,
-        on_closed: Callable[[McpError | None], None],
-    ) -> None: ...
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None: ...
 
     @abstractmethod
     def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
@@ -70,10 +69,7 @@ class ServerTransport(ABC):
 
     @abstractmethod
     def start(
-        self,
-        on_message: OnMessage,
-        on_frame_error: OnFrameError,
-        on_closed: Callable[[], None],
+        self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnServerClosed
     ) -> None: ...
 
     @abstractmethod

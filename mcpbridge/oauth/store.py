@@ -290,29 +290,27 @@ class KeyringStore(TokenStore):
         try:
             import keyring
             from keyring.backends import fail
-        except ImportError:
-            raise StoreOpenError(
-                "KeychainUnavailable", "the keychain is not available (no keyring)"
-            ) from None
+        except ImportError as exc:
+            raise StoreOpenError("KeychainUnavailable", "the keychain is not available (no keyring)") from exc
         try:
             backend = _bounded(keyring.get_keyring, timeout)
         except BaseException as exc:  # noqa: BLE001 - a backend can raise anything at its start
             error = _keychain_error(exc)
-            raise StoreOpenError(error.name, error.detail) from None
+            raise StoreOpenError(error.name, error.detail) from exc
         if isinstance(backend, fail.Keyring) or _priority(backend) <= 0:
             raise StoreOpenError("KeychainUnavailable", "the keychain is not available (no backend)")
         store = cls(backend, service, timeout, part_chars=keychain_part_chars(backend))
         try:
             store.get(flow.index_key())
         except StoreError as exc:
-            raise StoreOpenError(exc.name, exc.detail) from None
+            raise StoreOpenError(exc.name, exc.detail) from exc
         return store
 
     def _call(self, call: Callable[[], T]) -> T:
         try:
             return _bounded(call, self._timeout)
         except BaseException as exc:  # noqa: BLE001 - mapped to the failures of the store
-            raise _keychain_error(exc) from None
+            raise _keychain_error(exc) from exc
 
     def _get_text(self, user: str) -> str | None:
         text = self._call(lambda: self._backend.get_password(self._service, user))
@@ -480,7 +478,7 @@ def read_key_file(path: str, directory: Path) -> bytes:
     except OSError as exc:
         raise StoreOpenError(
             "TokenKeyFileUnreadable", f"the file of --token-key-file cannot be read ({exc.strerror})"
-        ) from None
+        ) from exc
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -497,7 +495,7 @@ def read_key_file(path: str, directory: Path) -> bytes:
     except OSError as exc:
         raise StoreOpenError(
             "TokenKeyFileUnreadable", f"the file of --token-key-file cannot be read ({exc.strerror})"
-        ) from None
+        ) from exc
     finally:
         os.close(fd)
     real_key = os.path.realpath(path)
@@ -544,8 +542,8 @@ class EncryptedFileStore(TokenStore):
         """
         try:
             from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: F401
-        except ImportError:
-            raise StoreOpenError("FileStoreFailed", "the file store needs the package cryptography") from None
+        except ImportError as exc:
+            raise StoreOpenError("FileStoreFailed", "the file store needs the package cryptography") from exc
         try:
             directory.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -563,7 +561,7 @@ class EncryptedFileStore(TokenStore):
             raise StoreOpenError(
                 "FileStoreFailed",
                 f"the token directory cannot be made ({exc.strerror or type(exc).__name__})",
-            ) from None
+            ) from exc
         return cls(directory, key)
 
     def _name_mac(self, key: RecordKey) -> bytes:
@@ -583,7 +581,7 @@ class EncryptedFileStore(TokenStore):
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise StoreError("FileStoreFailed", f"a token file cannot be read ({exc.strerror})") from None
+            raise StoreError("FileStoreFailed", f"a token file cannot be read ({exc.strerror})") from exc
         try:
             data = b""
             while len(data) <= MAX_RECORD_BYTES + 64:
@@ -592,7 +590,7 @@ class EncryptedFileStore(TokenStore):
                     break
                 data += chunk
         except OSError as exc:
-            raise StoreError("FileStoreFailed", f"a token file cannot be read ({exc.strerror})") from None
+            raise StoreError("FileStoreFailed", f"a token file cannot be read ({exc.strerror})") from exc
         finally:
             os.close(fd)
         minimum = len(_MAGIC) + _NONCE_BYTES + _TAG_BYTES
@@ -603,6 +601,7 @@ class EncryptedFileStore(TokenStore):
         try:
             return AESGCM(self._encryption_key).decrypt(nonce, sealed, _MAGIC + self._name_mac(key))
         except InvalidTag:
+            # InvalidTag carries no message: the error says all there is.
             raise InvalidRecord("a token file does not decrypt") from None
 
     def put(self, key: RecordKey, data: bytes) -> None:
@@ -633,7 +632,7 @@ class EncryptedFileStore(TokenStore):
                 os.unlink(temporary)
             except OSError:
                 pass
-            raise StoreError("FileStoreFailed", f"a token file cannot be written ({exc.strerror})") from None
+            raise StoreError("FileStoreFailed", f"a token file cannot be written ({exc.strerror})") from exc
 
     def delete(self, key: RecordKey) -> bool:
         try:
@@ -641,7 +640,7 @@ class EncryptedFileStore(TokenStore):
         except FileNotFoundError:
             return False
         except OSError as exc:
-            raise StoreError("FileStoreFailed", f"a token file cannot be deleted ({exc.strerror})") from None
+            raise StoreError("FileStoreFailed", f"a token file cannot be deleted ({exc.strerror})") from exc
         return True
 
     def describe(self) -> str:
@@ -1053,14 +1052,14 @@ class IndexedStore:
         try:
             lock = platform.file_lock(path, INDEX_LOCK_TIMEOUT)
             lock.__enter__()
-        except platform.LockTimeout:
+        except platform.LockTimeout as exc:
             raise StoreError(
                 "IndexLocked", f"another bridge held the index for {INDEX_LOCK_TIMEOUT:g} s"
-            ) from None
+            ) from exc
         except OSError as exc:
             raise StoreError(
                 "IndexLocked", f"the lock of the index cannot be made ({exc.strerror or type(exc).__name__})"
-            ) from None
+            ) from exc
         try:
             yield
         finally:

@@ -513,7 +513,7 @@ def run_settings(parsed: Settings) -> int:
     for warning in parsed.warnings:
         logger.warning("%s", warning)
     if parsed.form is settings.Form.COMMAND:
-        from .main import serve_command
+        from .serve_command import serve_command
 
         return serve_command(parsed)
     if parsed.form is settings.Form.URL:

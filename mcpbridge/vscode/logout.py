@@ -18,6 +18,7 @@ a deletion failed; 2 when an explicitly chosen store did not open.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from ..oauth import flow
 from ..oauth.errors import SignInError, StoreError, StoreOpenError
-from ..oauth.flow import RecordKey
+from ..oauth.flow import IndexEntry, RecordKey
 from ..oauth.store import (
     EncryptedFileStore,
     IndexedStore,
@@ -93,29 +94,50 @@ def _open(
     return EncryptedFileStore.open(directory, key)
 
 
-def _logout_all(stores: list[tuple[str, TokenStore]], settings: args.Settings, env: Mapping[str, str]) -> int:
-    deleted = 0
-    failed = False
-    for name, store in stores:
-        indexed = IndexedStore(store)
+class _Outcome:
+    """What a logout did: how many stored sign-ins it deleted, and whether a step failed."""
+
+    def __init__(self) -> None:
+        self.deleted = 0
+        self.failed = False
+
+    def entries(self, name: str, indexed: IndexedStore) -> list[IndexEntry] | None:
+        """The entries of the index of the store ``name``, or None (logged) when it cannot be read."""
         try:
-            entries = indexed.entries()
+            return indexed.entries()
         except StoreError as exc:
             log.warning("logout cannot read the index of the %s store: %s", name, exc.detail)
-            failed = True
+            self.failed = True
+            return None
+
+    def delete(self, name: str, delete: Callable[[], bool]) -> None:
+        """Delete one stored sign-in of the store ``name``: count it, or log the failure."""
+        try:
+            if delete():
+                self.deleted += 1
+        except StoreError as exc:
+            log.warning("logout cannot delete a stored sign-in of the %s store: %s", name, exc.detail)
+            self.failed = True
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAILED if self.failed else EXIT_OK
+
+
+def _logout_all(stores: list[tuple[str, TokenStore]], settings: args.Settings, env: Mapping[str, str]) -> int:
+    outcome = _Outcome()
+    for name, store in stores:
+        indexed = IndexedStore(store)
+        entries = outcome.entries(name, indexed)
+        if entries is None:
             continue
         for key in dict.fromkeys(entry.key for entry in entries):
-            try:
-                if store.delete(key):
-                    deleted += 1
-            except StoreError as exc:
-                log.warning("logout cannot delete a stored sign-in of the %s store: %s", name, exc.detail)
-                failed = True
+            outcome.delete(name, functools.partial(store.delete, key))
         try:
             indexed.delete_index()
         except StoreError as exc:
             log.warning("logout cannot delete the index of the %s store: %s", name, exc.detail)
-            failed = True
+            outcome.failed = True
     if settings.token_store in ("auto", "file"):
         try:
             directory: Path | None = token_directory(env)
@@ -127,58 +149,44 @@ def _logout_all(stores: list[tuple[str, TokenStore]], settings: args.Settings, e
                 shutil.rmtree(directory)
             except OSError as exc:
                 log.error("logout cannot delete the token directory %s: %s", directory, exc.strerror)
-                failed = True
+                outcome.failed = True
             else:
                 log.info("deleted the token directory %s", directory)
-    log.info("logout deleted %d stored sign-ins", deleted)
-    return EXIT_FAILED if failed else EXIT_OK
+    log.info("logout deleted %d stored sign-ins", outcome.deleted)
+    return outcome.exit_code
 
 
 def _logout_url(stores: list[tuple[str, TokenStore]], settings: args.Settings, env: Mapping[str, str]) -> int:
     assert settings.url is not None
     url = settings.url
     base = flow.base_identity(settings.account, flow.redirect_uri(settings.redirect_port))
-    deleted = 0
-    failed = False
+    outcome = _Outcome()
     known = False
     for name, store in stores:
         indexed = IndexedStore(store)
-        try:
-            entries = indexed.entries()
-        except StoreError as exc:
-            log.warning("logout cannot read the index of the %s store: %s", name, exc.detail)
-            failed = True
+        entries = outcome.entries(name, indexed)
+        if entries is None:
             continue
         keys = [
             e.key for e in entries if e.url == url and (e.client == base or e.client.startswith(base + "|"))
         ]
         for key in dict.fromkeys(keys):
             known = True
-            try:
-                if indexed.delete(key):
-                    deleted += 1
-            except StoreError as exc:
-                log.warning("logout cannot delete a stored sign-in of the %s store: %s", name, exc.detail)
-                failed = True
+            outcome.delete(name, functools.partial(indexed.delete, key))
     if not known and stores:
         found = _key_from_metadata(settings, env, base)
         if found is not None:
             for name, store in stores:
-                try:
-                    if IndexedStore(store).delete(found):
-                        deleted += 1
-                except StoreError as exc:
-                    log.warning("logout cannot delete a stored sign-in of the %s store: %s", name, exc.detail)
-                    failed = True
-    if deleted:
+                outcome.delete(name, functools.partial(IndexedStore(store).delete, found))
+    if outcome.deleted:
         log.info(
             'logout deleted the stored sign-in of the account "%s". Restart the server in VS Code to sign in '
             "again.",
             settings.account,
         )
-    elif not failed:
+    elif not outcome.failed:
         log.info('logout found no stored sign-in of the account "%s" for the URL', settings.account)
-    return EXIT_FAILED if failed else EXIT_OK
+    return outcome.exit_code
 
 
 def _key_from_metadata(settings: args.Settings, env: Mapping[str, str], base: str) -> RecordKey | None:

@@ -1,42 +1,13 @@
-"""The command form: serve VS Code on stdio in front of an upstream command.
+"""The entry point of an installation made before the command line moved to :mod:`.cli`.
 
-``mcp-bridge-vscode [options] -- <command> [args...]``. The bridge exits with 0 at
-the end of stdin, and with 1 when the upstream command stops.
+The command form itself is :mod:`.serve_command`.
 """
 
 from __future__ import annotations
 
-import sys
-
-from .. import __version__
-from . import settings as args
-from .serving import serve
-
 
 def main() -> None:
-    """The entry point of an installation made before the command line moved to :mod:`.cli`."""
+    """Run the command line of :mod:`.cli`."""
     from .cli import main as cli_main
 
     cli_main()
-
-
-def serve_command(settings: args.Settings) -> int:
-    """Serve VS Code on stdio in front of an upstream command."""
-    from ..bridge.frontend import Frontend, Options, Timeouts
-    from ..bridge.lists import ToolFilter
-    from ..bridge.passthrough import StdioUpstream
-
-    options = Options(
-        fallback_name=settings.name,
-        version=__version__,
-        max_line_bytes=settings.max_line_bytes,
-        timeouts=Timeouts(discover=settings.discover_timeout),
-        protocol=settings.protocol,
-        # A child on stdio takes a request at once (its send queues it): the reader sends it.
-        forward_on_reader=True,
-        tool_filter=ToolFilter(settings.allow_tools, settings.deny_tools),
-    )
-    # One upstream for both eras: a 2025-era child keeps running after server/discover.
-    upstream = StdioUpstream(settings.command, max_line_bytes=settings.max_line_bytes)
-    frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, upstream.connect, options, legacy=upstream)
-    return serve(frontend, keep_freed_memory=True)

@@ -16,13 +16,13 @@ be checked without opening it stop the bridge at the start.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
 import threading
 from typing import TYPE_CHECKING
 
-from .. import __version__
 from . import settings as args
 
 if TYPE_CHECKING:
@@ -62,12 +62,11 @@ class SharedContext:
 def serve_url(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of the upstream URL of ``settings``; return the exit code."""
     from ..bridge import consent
-    from ..bridge.frontend import Frontend, Options, Timeouts
-    from ..bridge.lists import ToolFilter
+    from ..bridge.frontend import Frontend
     from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
     from ..bridge.upstream import transport_connector
-    from .serving import serve
+    from .serving import frontend_options, serve
 
     assert settings.url is not None
     url = settings.url
@@ -117,15 +116,7 @@ def serve_url(settings: args.Settings) -> int:
             authorizer=authorizer,
         )
 
-    options = Options(
-        fallback_name=settings.name,
-        version=__version__,
-        max_line_bytes=settings.max_line_bytes,
-        timeouts=Timeouts(discover=settings.discover_timeout),
-        icon_rule=IconRule.DATA_ONLY,
-        protocol=settings.protocol,
-        tool_filter=ToolFilter(settings.allow_tools, settings.deny_tools),
-    )
+    options = dataclasses.replace(frontend_options(settings), icon_rule=IconRule.DATA_ONLY)
     connect = oauth.connector(make_transport) if oauth is not None else transport_connector(make_transport)
     legacy = LegacyTransports(make_legacy_transport, sign_in=authorizer)
     frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options, legacy=legacy)

@@ -1,5 +1,6 @@
-"""The wiring that both serve forms share: the watchdog, SIGTERM, the pipes, the heap, the exit.
+"""The wiring that both serve forms share: the options, the watchdog, SIGTERM, the pipes, the heap, the exit.
 
+:func:`frontend_options` reads the options of the front end from the command line;
 :func:`serve` runs a :class:`~mcpbridge.bridge.frontend.Frontend` until VS Code closes
 stdin (exit code 0) or the upstream command stops (exit code 1).
 """
@@ -11,14 +12,34 @@ import logging
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING
 
-from .. import platform
+from .. import __version__, platform
+
+if TYPE_CHECKING:
+    from ..bridge.frontend import Options
+    from .settings import Settings
 
 #: The watchdog stops the bridge this long after the end of stdin. VS Code sends
 #: SIGTERM 10 s after it closes stdin and kills the tree after 20 s.
 WATCHDOG_SECONDS = 8.0
 
 logger = logging.getLogger("mcpbridge.vscode")
+
+
+def frontend_options(settings: Settings) -> Options:
+    """The options of the front end that the command line sets, the same in both forms."""
+    from ..bridge.frontend import Options, Timeouts
+    from ..bridge.lists import ToolFilter
+
+    return Options(
+        fallback_name=settings.name,
+        version=__version__,
+        max_line_bytes=settings.max_line_bytes,
+        timeouts=Timeouts(discover=settings.discover_timeout),
+        protocol=settings.protocol,
+        tool_filter=ToolFilter(settings.allow_tools, settings.deny_tools),
+    )
 
 
 def serve(frontend: object, *, keep_freed_memory: bool = False) -> int:

@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Final, TypeVar, cast
 
+from mcpbridge.mcp.errorbase import UsageFault
 from mcpbridge.mcp.protocol import MODERN
 from mcpbridge.oauth.config import (
     CLIENT_SECRET_VARIABLE,
@@ -259,7 +260,7 @@ class Words:
     command: tuple[str, ...] | None = field(repr=False)
 
 
-class ArgError(Exception):
+class ArgError(UsageFault):
     """An invalid command line.
 
     ``diagnostic`` names options, header names and variable names, never a value. The
@@ -491,7 +492,7 @@ _HEX_KEY = re.compile(r"[0-9A-Fa-f]{64}\Z")
 _SHOWN_OPTION = re.compile(r"--[a-z0-9][a-z0-9\-]{0,40}\Z|--?\Z|-[A-Za-z0-9?]\Z")
 
 
-class _Invalid(Exception):
+class _Invalid(UsageFault):
     """A value is not valid; the parser turns it into an :class:`ArgError` with the option."""
 
     def __init__(self, hint: str, header: str | None = None) -> None:

@@ -50,7 +50,12 @@ STANDARD = (
 #: Libraries that check the system when they load and whose Windows branch needs the real Win32
 #: ctypes (the console streams of typer and rich): loaded first too. Their support of Windows is theirs.
 LIBRARIES = ("typer", "rich.console")
-ENTRY_MODULES = ("mcpbridge.vscode.main", "mcpbridge.vscode.check", "mcpbridge.embed", "mcpbridge.platform")
+ENTRY_MODULES = (
+    "mcpbridge.vscode.serve_command",
+    "mcpbridge.vscode.check",
+    "mcpbridge.embed",
+    "mcpbridge.platform",
+)
 
 
 class NoPosixModules(importlib.abc.MetaPathFinder):

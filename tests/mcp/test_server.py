@@ -36,7 +36,7 @@ from mcpbridge.mcp.state import StateSigner
 from mcpbridge.mcp.stdio import StdioServerTransport
 from schema import FrameInvalid, validate_modern, validate_modern_frame
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "fixture_server.py"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "fixture_server.py"
 ALL_INPUTS: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
 SUBSCRIPTION_ID = protocol.META_SUBSCRIPTION_ID
 

@@ -35,9 +35,9 @@ from mcpbridge.mcp.framing import TooLong
 from mcpbridge.mcp.jsonrpc import FrameError, Message, Notification, Request, Response
 from mcpbridge.mcp.stdio import StdioChildTransport, StdioServerTransport
 
-PEER = Path(__file__).parent / "peers" / "scripted_upstream.py"
-FIXTURE = Path(__file__).parent / "fixtures" / "fixture_server.py"
-REPO = Path(__file__).resolve().parents[1]
+PEER = Path(__file__).parents[1] / "peers" / "scripted_upstream.py"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "fixture_server.py"
+REPO = Path(__file__).resolve().parents[2]
 CLIENT_INFO = {"name": "mcpbridge-tests", "version": "0.0.0"}
 
 

@@ -19,8 +19,8 @@ from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.mcp.httpwire import ControlScan, ReadTimedOut, StreamBroken
 from mcpbridge.mcp.jsonrpc import Response, serialize_parts
 from tests.conftest import WAIT
+from tests.mcp.test_http_transport import Inbox, Sender, call, open_transport, text_of
 from tests.peers.scripted_http import Exchange, ScriptedServer
-from tests.test_http_transport import Inbox, Sender, call, open_transport, text_of
 
 
 def _result(ex: Exchange, text: str) -> bytes:

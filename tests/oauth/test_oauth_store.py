@@ -722,7 +722,7 @@ def test_two_bridges_that_save_at_once_lose_no_index_entry(tmp_path, caplog):
                 sys.executable,
                 "-c",
                 SAVER,
-                str(Path(__file__).resolve().parents[1]),
+                str(Path(__file__).resolve().parents[2]),
                 str(directory),
                 str(first),
                 str(count),

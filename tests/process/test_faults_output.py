@@ -23,7 +23,7 @@ from typing import Any
 from harness import WAIT
 from mcpbridge.bridge.options import OUTPUT_STALL_TIMEOUT
 
-BAD_UPSTREAM = Path(__file__).resolve().parent / "peers" / "bad_upstream.py"
+BAD_UPSTREAM = Path(__file__).resolve().parents[1] / "peers" / "bad_upstream.py"
 #: The stall timeout of the runs here, in place of 60 s.
 STALL = 3.0
 #: A request id this long makes each answer of a ping about 64 KiB: a few fill any pipe.

@@ -36,7 +36,7 @@ import pytest
 from harness import CAPTURED, WAIT, Bridge, bridge_command, fixture_command, text_of
 from schema import validate_legacy_frame
 
-BAD_UPSTREAM = Path(__file__).resolve().parent / "peers" / "bad_upstream.py"
+BAD_UPSTREAM = Path(__file__).resolve().parents[1] / "peers" / "bad_upstream.py"
 
 HEADER_SECRET = "MCPB-SECRET-header-3f9a"
 API_KEY_SECRET = "MCPB-SECRET-apikey-81c2"
@@ -376,7 +376,7 @@ def test_no_marker_is_on_any_stderr_captured_so_far(final_scan: None) -> None:
 
 def test_each_test_that_security_rst_names_exists() -> None:
     """SECURITY.rst proves each claim with a test: every ``file::test`` it names must exist."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     text = (root / "SECURITY.rst").read_text(encoding="utf-8")
     named = re.findall(r"``(tests/[\w/]+\.py)::(test_\w+)``", text)
     assert len(named) >= 30

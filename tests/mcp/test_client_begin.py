@@ -21,7 +21,7 @@ from mcpbridge.mcp.errors import Cancelled, Closed, RequestTimeout, RpcError
 from mcpbridge.mcp.jsonrpc import Request
 from mcpbridge.mcp.stdio import StdioChildTransport
 
-PEER = Path(__file__).parent / "peers" / "scripted_upstream.py"
+PEER = Path(__file__).parents[1] / "peers" / "scripted_upstream.py"
 CLIENT_INFO = {"name": "mcpbridge-tests", "version": "0.0.0"}
 
 

@@ -13,7 +13,7 @@ from conftest import WAIT
 from mcpbridge import platform
 
 URL = "http://127.0.0.1:33418/start?a=1&b=two words&c=%26"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,7 @@ def test_shell_open_is_refused_off_windows() -> None:
         platform.shell_open(URL)
 
 
-OTHER_SYSTEM = Path(__file__).resolve().parent / "peers" / "other_system.py"
+OTHER_SYSTEM = Path(__file__).resolve().parents[1] / "peers" / "other_system.py"
 
 
 @pytest.mark.parametrize("system", ["win32", "darwin"])

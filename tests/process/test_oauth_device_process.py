@@ -19,7 +19,7 @@ import pytest
 
 from tests.harness import Bridge, text_of
 from tests.oauth_peers import AuthServer, TestCA, approve, query_of
-from tests.test_oauth_process import CLIENT_SECRET, TOKEN_KEY, Setup, sign_in_lines, wait_for
+from tests.process.test_oauth_process import CLIENT_SECRET, TOKEN_KEY, Setup, sign_in_lines, wait_for
 
 DEVICE_LINE = re.compile(r"mcp-bridge-vscode: sign in at (https://\S+) with the code ([A-Z-]+)\n")
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"

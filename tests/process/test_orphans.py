@@ -40,7 +40,7 @@ import pytest
 
 from harness import WAIT, Bridge, bridge_command
 
-BAD_UPSTREAM = Path(__file__).resolve().parent / "peers" / "bad_upstream.py"
+BAD_UPSTREAM = Path(__file__).resolve().parents[1] / "peers" / "bad_upstream.py"
 ENDINGS = ("eof", "upstream_loss", "sigterm", "sigkill", "eof_initializing", "sigterm_initializing")
 CYCLES = 200
 PARALLEL = 16

@@ -1,7 +1,7 @@
 """The rules of the command line of ``mcp-bridge-vscode`` (``mcpbridge.vscode.settings``).
 
 The command lines go through ``cli.parse``: typer's parser, then the rules, as in the
-executable (``tests/test_cli.py`` runs the executable itself: help, version, usage errors).
+executable (``tests/vscode/test_cli.py`` runs the executable itself: help, version, usage errors).
 
 What the tests cover:
 
@@ -17,7 +17,7 @@ What the tests cover:
 * a property test: random command lines give a result or an ``ArgError`` and never
   leak the marker.
 
-Run them alone with ``pytest tests/test_settings.py``.
+Run them alone with ``pytest tests/vscode/test_settings.py``.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from mcpbridge.mcp.jsonrpc import Message, Notification, Request, Response
 from mcpbridge.mcp.stdio import StdioChildTransport
 from mcpbridge.mcp.transport import Transport
 
-PEER = Path(__file__).parent / "peers" / "scripted_upstream.py"
+PEER = Path(__file__).parents[1] / "peers" / "scripted_upstream.py"
 CLIENT_INFO = {"name": "mcpbridge-tests", "version": "0.0.0"}
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 

@@ -17,7 +17,7 @@ from conftest import WAIT
 from mcpbridge import platform
 from mcpbridge.platform.posix import Guardian
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 #: A process group of two sleeping processes: a leader and a child it leaves behind.
 GROUP_SCRIPT = textwrap.dedent(

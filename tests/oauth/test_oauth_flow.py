@@ -13,7 +13,7 @@ from mcpbridge.oauth import flow
 from mcpbridge.oauth.errors import InvalidRecord
 from mcpbridge.vscode import settings as args
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REDIRECT = "http://127.0.0.1:41894/callback"
 GOOD = (
     "https://as.example.com/authorize?response_type=code&client_id=abc&state=s1"

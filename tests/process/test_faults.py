@@ -26,7 +26,7 @@ import pytest
 from harness import WAIT, Bridge, bridge_command, fixture_command, text_of
 from schema import validate_legacy_frame
 
-BAD_UPSTREAM = Path(__file__).resolve().parent / "peers" / "bad_upstream.py"
+BAD_UPSTREAM = Path(__file__).resolve().parents[1] / "peers" / "bad_upstream.py"
 #: The line limit of the runs here: it also limits the upstream's lines.
 MAX_LINE = 65536
 #: The nesting limit of an upstream message (the root is level 1).

@@ -1,6 +1,6 @@
 """The executable ``mcp-bridge-vscode`` on typer, run as ``python -m mcpbridge``.
 
-The rules of the values are tested in ``tests/test_settings.py``; here the real process:
+The rules of the values are tested in ``tests/vscode/test_settings.py``; here the real process:
 the ``mcp.json`` examples of the README, ``--`` with options after it, the URL form with
 every option it takes, the help of the program and of each subcommand, ``--version``, a
 usage error, the completion script for bash, and a secret in ``--header``.

@@ -1,0 +1,26 @@
+"""The command form: serve VS Code on stdio in front of an upstream command.
+
+``mcp-bridge-vscode [options] -- <command> [args...]``. The bridge exits with 0 at
+the end of stdin, and with 1 when the upstream command stops.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from . import settings as args
+from .serving import frontend_options, serve
+
+
+def serve_command(settings: args.Settings) -> int:
+    """Serve VS Code on stdio in front of an upstream command."""
+    from ..bridge.frontend import Frontend
+    from ..bridge.passthrough import StdioUpstream
+
+    # A child on stdio takes a request at once (its send queues it): the reader sends it.
+    options = dataclasses.replace(frontend_options(settings), forward_on_reader=True)
+    # One upstream for both eras: a 2025-era child keeps running after server/discover.
+    upstream = StdioUpstream(settings.command, max_line_bytes=settings.max_line_bytes)
+    frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, upstream.connect, options, legacy=upstream)
+    return serve(frontend, keep_freed_memory=True)
