@@ -523,6 +523,27 @@ class OAuthAuthorizer:
             return ClientRegistration(choice.url, None, "none")
         return discovery.register(self.web, server, self.config.redirect_uri, device=device)
 
+    def _save_tokens(
+        self,
+        key: RecordKey,
+        registration: ClientRegistration,
+        tokens: flow.TokenResponse,
+        scopes: tuple[str, ...],
+        *,
+        refresh: bool = True,
+    ) -> Record:
+        """Store the tokens of a new sign-in (``refresh``: with its refresh token) and return the record."""
+        record = Record(
+            key,
+            self._stored_registration(registration),
+            tokens.access_token,
+            tokens.expires_at,
+            tokens.refresh_token if refresh else None,
+            tokens.scopes if tokens.scopes is not None else scopes,
+        )
+        self._save(record)
+        return record
+
     def _stored_registration(self, registration: ClientRegistration) -> ClientRegistration:
         """The registration as stored: never the secret of ``--client-id``."""
         if isinstance(self.config.registration, PreRegistered):
@@ -694,15 +715,7 @@ class OAuthAuthorizer:
                 if problem.drops_client:
                     self._delete(key)
                 raise SignInFailed(f"token request: {problem}") from problem
-            record = Record(
-                key,
-                self._stored_registration(registration),
-                tokens.access_token,
-                tokens.expires_at,
-                tokens.refresh_token,
-                tokens.scopes if tokens.scopes is not None else scopes,
-            )
-            self._save(record)
+            self._save_tokens(key, registration, tokens, scopes)
             attempt.succeeded()
         log.info("the sign-in succeeded")
 
@@ -745,16 +758,8 @@ class OAuthAuthorizer:
                 log.warning("the device sign-in failed at the authorization server: %s", problem)
                 if problem.drops_client:
                     self._delete(key)
-                raise SignInFailed(f"device sign-in: {problem}") from None
-            record = Record(
-                key,
-                self._stored_registration(registration),
-                tokens.access_token,
-                tokens.expires_at,
-                tokens.refresh_token,
-                tokens.scopes if tokens.scopes is not None else scopes,
-            )
-            self._save(record)
+                raise SignInFailed(f"device sign-in: {problem}") from problem
+            self._save_tokens(key, registration, tokens, scopes)
             succeeded = True
         finally:
             if holder is not None:
@@ -790,17 +795,9 @@ class OAuthAuthorizer:
         except flow.TokenProblem as problem:
             log.warning("the authorization server refused the client credentials: %s", problem)
             if problem.status in (400, 401, 403):
-                raise ClientCredentialsRefused(str(problem)) from None
-            raise SignInFailed(f"client credentials: {problem}") from None
-        record = Record(
-            key,
-            self._stored_registration(registration),
-            tokens.access_token,
-            tokens.expires_at,
-            None,
-            tokens.scopes if tokens.scopes is not None else scopes,
-        )
-        self._save(record)
+                raise ClientCredentialsRefused(str(problem)) from problem
+            raise SignInFailed(f"client credentials: {problem}") from problem
+        record = self._save_tokens(key, registration, tokens, scopes, refresh=False)
         log.info("the bridge got a token with the client credentials")
         return record
 
