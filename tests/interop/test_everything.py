@@ -26,7 +26,7 @@ from tests.harness import WAIT, Bridge, bridge_command
 
 pytestmark = [pytest.mark.interop]
 
-ROOTS = [{"uri": "file:///work/project", "name": "project"}]
+ROOTS = [{"uri": "file:///home/dev/project", "name": "project"}]
 SUBSCRIBED = "demo://resource/static/document/architecture.md"
 HELLO = "data:text/plain;base64,aGVsbG8="
 
