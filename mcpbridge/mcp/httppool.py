@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import quote, urlsplit
 
 import urllib3
@@ -351,26 +351,20 @@ class WireResponse:
         Unlike :meth:`read1` it waits for all of them: each piece comes as one block, which
         urllib3 hands over without copying it again.
         """
-        raw = self._raw
-        if raw is None or self._done:
-            return b""
-        quickack(self._tcp(raw))
-        try:
-            data: bytes = raw.read(size)
-        except (u3.HTTPError, OSError) as exc:
-            raise self._edge(exc) from exc
-        if not data:
-            self._done = True
-        return data
+        return self._pull("read", size)
 
     def read1(self, size: int) -> bytes:
         """The next bytes of the body as they arrive (at most ``size``), ``b""`` at its end."""
+        return self._pull("read1", size)
+
+    def _pull(self, how: Literal["read", "read1"], size: int) -> bytes:
+        """``size`` bytes at most through urllib3's ``read`` or ``read1``; ``b""`` at the end."""
         raw = self._raw
         if raw is None or self._done:
             return b""
         quickack(self._tcp(raw))
         try:
-            data: bytes = raw.read1(size)
+            data: bytes = getattr(raw, how)(size)
         except (u3.HTTPError, OSError) as exc:
             raise self._edge(exc) from exc
         if not data:

@@ -44,7 +44,7 @@ from .errors import (
 )
 from .flow import ClientRegistration, ServerMetadata, TokenResponse
 from .grants import DeviceAuthorization
-from .signin import ConsentEnded, SignIn
+from .signin import SignIn, ask_consent
 
 if TYPE_CHECKING:
     from .web import WebClient
@@ -122,22 +122,14 @@ class DeviceFlow:
         consent = gate.consent
         assert consent is not None
         elicitation_id = consent.new_elicitation_id()
-        try:
-            accepted = consent.ask(
-                authorization.page,
-                grants.device_message(authorization),
-                elicitation_id,
-                timeout=max(0.0, limit - self._clock()),
-                cancel=token,
-            )
-        except ConsentEnded as ended:
-            if ended.reason == "canceled":
-                log.info("the sign-in stopped: the client canceled the request")
-                raise Cancelled(token.reason or None) from None
-            if ended.reason == "closed":
-                log.info("the sign-in stopped: the connection closed")
-                raise SignInFailed("closed") from None
-            accepted = False
+        accepted = ask_consent(
+            consent,
+            authorization.page,
+            grants.device_message(authorization),
+            elicitation_id,
+            timeout=max(0.0, limit - self._clock()),
+            cancel=token,
+        )
         if not accepted:
             log.info("the client did not open the page of the sign-in")
             gate.start_cooldown()

@@ -171,6 +171,27 @@ class ConsentEnded(OAuthError):
         self.reason = reason
 
 
+def ask_consent(
+    consent: Consent, url: str, message: str, elicitation_id: str, *, timeout: float, cancel: CancelToken
+) -> bool:
+    """Ask the client to open ``url``; True when it accepted.
+
+    Raises:
+        Cancelled: the client canceled the request.
+        SignInFailed: the connection closed while the client was asked.
+    """
+    try:
+        return consent.ask(url, message, elicitation_id, timeout=timeout, cancel=cancel)
+    except ConsentEnded as ended:
+        if ended.reason == "canceled":
+            log.info("the sign-in stopped: the client canceled the request")
+            raise Cancelled(cancel.reason or None) from ended
+        if ended.reason == "closed":
+            log.info("the sign-in stopped: the connection closed")
+            raise SignInFailed("closed") from ended
+        return False
+
+
 class Consent(Protocol):
     """How a sign-in after start-up asks the client (a URL elicitation)."""
 
@@ -437,22 +458,14 @@ class Attempt:
         elicitation_id = consent.new_elicitation_id()
         cancel = self._cancel if self._cancel is not None else CancelToken()
         self._asked = True
-        try:
-            accepted = consent.ask(
-                authorization_url,
-                CONSENT_MESSAGE,
-                elicitation_id,
-                timeout=max(0.0, deadline - time.monotonic()),
-                cancel=cancel,
-            )
-        except ConsentEnded as ended:
-            if ended.reason == "canceled":
-                log.info("the sign-in stopped: the client canceled the request")
-                raise Cancelled(cancel.reason or None) from ended
-            if ended.reason == "closed":
-                log.info("the sign-in stopped: the connection closed")
-                raise SignInFailed("closed") from ended
-            accepted = False
+        accepted = ask_consent(
+            consent,
+            authorization_url,
+            CONSENT_MESSAGE,
+            elicitation_id,
+            timeout=max(0.0, deadline - time.monotonic()),
+            cancel=cancel,
+        )
         if not accepted:
             log.info("the client did not open the URL of the sign-in")
             raise ReauthorizationRequired("declined")
