@@ -210,6 +210,38 @@ def _bounded(call: Callable[[], T], timeout: float) -> T:
     raise value
 
 
+def keychain_ruled_out(env: Mapping[str, str], system: str = sys.platform) -> str | None:
+    """Why the host has no keychain that ``keyring`` could reach, told without importing it; or None.
+
+    On Linux and the BSDs every keychain ``keyring`` knows (the Secret Service, KWallet)
+    answers on the D-Bus session bus: with no bus address in ``DBUS_SESSION_BUS_ADDRESS``
+    and no socket at ``$XDG_RUNTIME_DIR/bus`` (a remote session, a container, CI) there is
+    none, and importing ``keyring`` and searching its backends would only cost the start
+    its time. A backend chosen by the user (``PYTHON_KEYRING_BACKEND``, or keyring's
+    ``keyringrc.cfg``) is always tried. macOS and Windows always have a keychain.
+    """
+    if system in ("darwin", "win32") or env.get("PYTHON_KEYRING_BACKEND"):
+        return None
+    config_home = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME", ""), ".config")
+    if os.path.isabs(config_home) and os.path.exists(
+        os.path.join(config_home, "python_keyring", "keyringrc.cfg")
+    ):
+        return None
+    if env.get("DBUS_SESSION_BUS_ADDRESS"):
+        return None
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime) and _is_socket(os.path.join(runtime, "bus")):
+        return None
+    return "the keychain is not available (no D-Bus session bus)"
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _keychain_error(exc: BaseException) -> StoreError:
     if isinstance(exc, StoreError):
         return exc
@@ -287,6 +319,10 @@ class KeyringStore(TokenStore):
         Raises:
             StoreOpenError: ``KeychainUnavailable``, ``KeychainLocked`` or ``KeychainFailed``.
         """
+        # A program that loaded keyring already (and may have set its backend) lets it decide.
+        absent = None if "keyring" in sys.modules else keychain_ruled_out(os.environ)
+        if absent is not None:
+            raise StoreOpenError("KeychainUnavailable", absent)
         try:
             import keyring
             from keyring.backends import fail

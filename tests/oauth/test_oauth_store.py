@@ -798,3 +798,73 @@ def test_an_index_whose_lock_stays_taken_fails_in_bounded_time_and_keeps_the_rec
         holder.stdin.close()
         holder.wait(30)
         holder.stdout.close()
+
+
+# --- a host without a keychain is told without loading keyring ---------------------------------
+
+
+def _bus_socket(directory: Path) -> Path:
+    import socket
+
+    path = directory / "bus"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.close()
+    return path
+
+
+def test_linux_without_a_session_bus_has_no_keychain(tmp_path):
+    env = {"HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    (tmp_path / "run").mkdir()
+    why = store_module.keychain_ruled_out(env, "linux")
+    assert why == "the keychain is not available (no D-Bus session bus)"
+    # A file named like the bus is not the bus.
+    (tmp_path / "run" / "bus").write_text("")
+    assert store_module.keychain_ruled_out(env, "linux") == why
+
+
+@pytest.mark.parametrize("system", ["darwin", "win32"])
+def test_macos_and_windows_always_ask_keyring(tmp_path, system):
+    assert store_module.keychain_ruled_out({"HOME": str(tmp_path)}, system) is None
+
+
+def test_a_session_bus_or_a_chosen_backend_lets_keyring_decide(tmp_path):
+    home = {"HOME": str(tmp_path)}
+    assert (
+        store_module.keychain_ruled_out({**home, "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"}, "linux") is None
+    )
+    assert store_module.keychain_ruled_out({**home, "PYTHON_KEYRING_BACKEND": "a.B"}, "linux") is None
+    run = tmp_path / "run"
+    run.mkdir()
+    _bus_socket(run)
+    assert store_module.keychain_ruled_out({**home, "XDG_RUNTIME_DIR": str(run)}, "linux") is None
+    config = tmp_path / "cfg" / "python_keyring"
+    config.mkdir(parents=True)
+    (config / "keyringrc.cfg").write_text("[backend]\ndefault-keyring=a.B\n")
+    assert (
+        store_module.keychain_ruled_out({**home, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}, "linux") is None
+    )
+    (tmp_path / ".config").symlink_to(tmp_path / "cfg")
+    assert store_module.keychain_ruled_out(home, "linux") is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the D-Bus rule is the rule of Linux")
+def test_the_keychain_of_a_host_without_a_bus_fails_to_open_without_importing_keyring(tmp_path):
+    program = (
+        "import sys\n"
+        "from mcpbridge.oauth.store import KeyringStore\n"
+        "from mcpbridge.oauth.errors import StoreOpenError\n"
+        "try:\n"
+        "    KeyringStore.open()\n"
+        "except StoreOpenError as exc:\n"
+        "    print(exc.name, exc.detail, 'keyring' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DBUS_", "PYTHON_KEYRING", "XDG_"))}
+    env["HOME"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=WAIT, check=True
+    )
+    assert (
+        done.stdout.strip()
+        == "KeychainUnavailable the keychain is not available (no D-Bus session bus) False"
+    )
