@@ -343,10 +343,13 @@ class ModernSession:
         if progress is None and client_token is not None:
             progress = _ProgressForwarder(self._host.output, client_token, self.options.max_progress_rate)
         rounds = _Rounds(self._host, slot, request.method, params)
+        # The long strings of the last answer's line: the result is written on with them.
+        long_strings: list[jsonrpc.RawStrings] = []
         try:
             while True:
                 round_number = rounds.session.rounds + 1
                 slot.waiting_for = "upstream"
+                long_strings.clear()
                 if first is not None:
                     result, first = first(), None
                 else:
@@ -361,12 +364,14 @@ class ModernSession:
                         allow_input_required=request.method in INPUT_METHODS,
                         on_progress=progress,
                         trace=self._tracer(slot, request.method, round_number),
+                        long_strings=long_strings,
                     )
                 rounds.after_result(result)
                 if result.get("resultType") == "input_required":
                     rounds.next_round(result)
                     continue
-                self._respond_result(slot, request.method, result, params=request.params)
+                raw = long_strings[-1] if long_strings else None
+                self._respond_result(slot, request.method, result, raw, params=request.params)
                 return
         except Cancelled:
             rounds.failed()

@@ -471,6 +471,7 @@ class Client(Peer):
         on_progress: Callable[[dict[str, Any]], None] | None = None,
         on_log: Callable[[dict[str, Any]], None] | None = None,
         trace: Callable[[RequestId, str, float], None] | None = None,
+        long_strings: list[jsonrpc.RawStrings] | None = None,
     ) -> dict[str, Any]:
         """Send one request and wait at most ``timeout`` seconds for its result.
 
@@ -486,6 +487,9 @@ class Client(Peer):
         :param trace: called once at the end with the upstream id, the outcome
             (``complete``, ``input_required``, ``error <code>`` or the cause of
             the error) and the seconds it took.
+        :param long_strings: gets the record of the long strings of the answer's line
+            (see :class:`~.jsonrpc.RawStrings`), when it has one, so that the result
+            is written on with them as they came (as :attr:`Call.raw` gives it).
 
         Raises:
             RpcError: the server answered with a JSON-RPC error (``.error`` holds it).
@@ -510,6 +514,9 @@ class Client(Peer):
         try:
             result = self._exchange(entry, message, started + timeout, timeout, cancel, allow_input_required)
             outcome = str(result.get("resultType", "complete"))
+            answer = entry.outcome
+            if long_strings is not None and isinstance(answer, Response) and answer.raw is not None:
+                long_strings.append(answer.raw)
             return result
         except RpcError as exc:
             outcome = f"error {exc.error.code}"
