@@ -260,7 +260,9 @@ class OAuthAuthorizer:
                 raise
             except RequestTimeout:
                 if scope.stopped is not None:
-                    raise scope.stopped from None
+                    # The error of the stopped sign-in, already built, replaces the timeout of the
+                    # request; it keeps its own cause.
+                    raise scope.stopped from scope.stopped.__cause__
                 raise
 
     def interactive(self) -> bool:
@@ -487,7 +489,7 @@ class OAuthAuthorizer:
             choice = grants.choose_flow(self.config.sign_in, remote=self.config.remote, server=server)
         except grants.DeviceUnavailable as exc:
             log.warning("the authorization server offers no device sign-in (%s): use --sign-in browser", exc)
-            raise DeviceSignInUnavailable(str(exc)) from None
+            raise DeviceSignInUnavailable(str(exc)) from exc
         with self._lock:
             self._choices[server.issuer] = choice
         log.info("the sign-in uses the %s flow: %s", choice.flow, choice.reason)

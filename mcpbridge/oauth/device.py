@@ -169,7 +169,7 @@ class DeviceFlow:
             )
         except grants.InvalidVerificationUri as exc:
             log.warning("the verification URI is not valid (%s), thus the bridge does not show it", exc)
-            raise SignInInvalidUrl(str(exc)) from None
+            raise SignInInvalidUrl(str(exc)) from exc
         if authorization.dropped_complete:
             log.info("the complete verification URI is not valid: the bridge shows the verification URI")
         return authorization
@@ -203,12 +203,12 @@ class DeviceFlow:
                 poll = discovery.poll_device_token(
                     web, server, registration, authorization, resource=resource, interval=interval, now=now()
                 )
-            except grants.DeviceDenied:
+            except grants.DeviceDenied as exc:
                 log.warning("the person refused the access at the authorization server")
-                raise SignInDenied() from None
-            except grants.DeviceExpired:
+                raise SignInDenied() from exc
+            except grants.DeviceExpired as exc:
                 log.warning("the code of the sign-in expired before the person signed in")
-                raise SignInTimeout(seconds=seconds, name=flow.PROGRAM) from None
+                raise SignInTimeout(seconds=seconds, name=flow.PROGRAM) from exc
             if poll.tokens is not None:
                 log.debug("the device sign-in got its tokens after %d token requests", polls)
                 return poll.tokens

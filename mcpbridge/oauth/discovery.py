@@ -210,7 +210,7 @@ def request_device_code(
     try:
         answer = web.post_form(endpoint, body, headers)
     except WebError as exc:
-        raise SignInFailed(f"device authorization: {exc}") from None
+        raise SignInFailed(f"device authorization: {exc}") from exc
     return grants.parse_device_authorization(answer.status, answer.json)
 
 
@@ -238,7 +238,7 @@ def poll_device_token(
     try:
         answer = web.post_form(server.token_endpoint, body, headers)
     except WebError as exc:
-        raise SignInFailed(f"token request: {exc}") from None
+        raise SignInFailed(f"token request: {exc}") from exc
     return grants.poll_answer(answer.status, answer.json, interval=interval, now=now)
 
 
