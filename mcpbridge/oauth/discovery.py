@@ -19,7 +19,8 @@ and never holds a URL or a secret.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from . import flow, grants
 from .errors import RegistrationFailed, RegistrationUnavailable, SignInFailed
@@ -40,6 +41,8 @@ __all__ = [
 
 log = logging.getLogger("mcpbridge.oauth")
 
+_M = TypeVar("_M", ResourceMetadata, ServerMetadata)
+
 
 def discover_resource(web: WebClient, url: str, from_challenge: str | None) -> ResourceMetadata:
     """The protected resource metadata of the upstream server at ``url``.
@@ -48,24 +51,15 @@ def discover_resource(web: WebClient, url: str, from_challenge: str | None) -> R
         SignInFailed: detail ``InsecureEndpoint`` (a candidate is not https),
             ``ResourceMismatch``, ``NoResourceMetadata`` or a request failure.
     """
-    problem: str | None = None
-    for candidate in flow.resource_metadata_candidates(url, from_challenge):
-        if not flow.https_endpoint(candidate):
-            raise SignInFailed("InsecureEndpoint")
-        try:
-            answer = web.get_json(candidate)
-        except WebError as exc:
-            raise SignInFailed(f"resource metadata: {exc}") from exc
-        if answer.status != 200 or answer.json is None:
-            continue
-        try:
-            found = flow.check_resource_metadata(answer.json, url)
-        except flow.MetadataProblem as exc:
-            problem = str(exc)
-            continue
-        log.debug("found the protected resource metadata")
-        return found
-    raise SignInFailed(problem or "NoResourceMetadata")
+    found = _first_metadata(
+        web,
+        _https_only(flow.resource_metadata_candidates(url, from_challenge)),
+        lambda doc: flow.check_resource_metadata(doc, url),
+        what="resource metadata",
+        missing="NoResourceMetadata",
+    )
+    log.debug("found the protected resource metadata")
+    return found
 
 
 def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
@@ -75,22 +69,54 @@ def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
         SignInFailed: detail ``NoServerMetadata``, ``IssuerMismatch``, ``NoS256``,
             ``InsecureEndpoint`` or a request failure.
     """
+    found = _first_metadata(
+        web,
+        flow.server_metadata_candidates(issuer),
+        lambda doc: flow.check_server_metadata(doc, issuer),
+        what="authorization server metadata",
+        missing="NoServerMetadata",
+    )
+    log.debug("found the metadata of the authorization server")
+    return found
+
+
+def _https_only(candidates: Iterable[str]) -> Iterator[str]:
+    """The candidates in order; one that is not https stops the search when it is reached.
+
+    Raises:
+        SignInFailed: detail ``InsecureEndpoint``.
+    """
+    for candidate in candidates:
+        if not flow.https_endpoint(candidate):
+            raise SignInFailed("InsecureEndpoint")
+        yield candidate
+
+
+def _first_metadata(
+    web: WebClient, candidates: Iterable[str], check: Callable[[Any], _M], *, what: str, missing: str
+) -> _M:
+    """The metadata of the first candidate whose JSON answer ``check`` accepts.
+
+    A candidate that answers no JSON or not 200 is passed over, and so is one whose
+    answer ``check`` refuses; the last refusal is the detail when no candidate fits.
+
+    Raises:
+        SignInFailed: detail ``missing``, the last :class:`~.flow.MetadataProblem`, or
+            ``what: <request failure>``.
+    """
     problem: str | None = None
-    for candidate in flow.server_metadata_candidates(issuer):
+    for candidate in candidates:
         try:
             answer = web.get_json(candidate)
         except WebError as exc:
-            raise SignInFailed(f"authorization server metadata: {exc}") from exc
+            raise SignInFailed(f"{what}: {exc}") from exc
         if answer.status != 200 or answer.json is None:
             continue
         try:
-            found = flow.check_server_metadata(answer.json, issuer)
+            return check(answer.json)
         except flow.MetadataProblem as exc:
             problem = str(exc)
-            continue
-        log.debug("found the metadata of the authorization server")
-        return found
-    raise SignInFailed(problem or "NoServerMetadata")
+    raise SignInFailed(problem or missing)
 
 
 def register(
