@@ -566,10 +566,8 @@ class OAuthAuthorizer:
 
         assert stored.refresh_token is not None
         try:
-            tokens = discovery.refresh(
-                self.web,
-                server,
-                self._with_secret(stored.registration, server),
+            client = discovery.TokenClient(self.web, server, self._with_secret(stored.registration, server))
+            tokens = client.refresh(
                 refresh_token=stored.refresh_token,
                 resource=resource.resource,
                 scopes=(),
@@ -702,10 +700,7 @@ class OAuthAuthorizer:
             redirect = attempt.wait(url)
             code = self._code(redirect, server)
             try:
-                tokens = discovery.exchange_code(
-                    self.web,
-                    server,
-                    registration,
+                tokens = discovery.TokenClient(self.web, server, registration).exchange_code(
                     code=code,
                     verifier=verifier,
                     redirect=self.config.redirect_uri,
@@ -733,6 +728,8 @@ class OAuthAuthorizer:
         used: str | None,
     ) -> None:
         """Sign in with the device flow while ``holder`` answers the probes of other processes."""
+        from . import discovery
+
         succeeded = False
         try:
             # Another process can have signed in before this one got the port.
@@ -747,9 +744,7 @@ class OAuthAuthorizer:
                 raise
             try:
                 tokens = self.device.run(
-                    self.web,
-                    server,
-                    registration,
+                    discovery.TokenClient(self.web, server, registration),
                     resource=resource.resource,
                     scopes=scopes,
                     cancel=scope.cancel,
@@ -791,9 +786,8 @@ class OAuthAuthorizer:
             raise IssuerNotRegistered()
         registration = grants.client_credentials_registration(choice.client_id, choice.client_secret, server)
         try:
-            tokens = discovery.client_credentials(
-                self.web, server, registration, resource=resource, scopes=scopes, now=self._clock()
-            )
+            client = discovery.TokenClient(self.web, server, registration)
+            tokens = client.client_credentials(resource=resource, scopes=scopes, now=self._clock())
         except flow.TokenProblem as problem:
             log.warning("the authorization server refused the client credentials: %s", problem)
             if problem.status in (400, 401, 403):
