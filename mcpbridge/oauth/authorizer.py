@@ -849,16 +849,10 @@ class AuthorizedClient(Client):
         with self.authorizer.guard(cancel=kwargs.get("cancel"), timeout=float(kwargs["timeout"])):
             return super().request(method, params, **kwargs)
 
-    def discover(
-        self,
-        *,
-        timeout: float,
-        cancel: CancelToken | None = None,
-        capabilities: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    def discover(self, *, timeout: float, **kwargs: Any) -> dict[str, Any]:
         if self.authorizer.interactive():
             timeout += self.authorizer.sign_in_timeout
-        return super().discover(timeout=timeout, cancel=cancel, capabilities=capabilities)
+        return super().discover(timeout=timeout, **kwargs)
 
 
 Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]
