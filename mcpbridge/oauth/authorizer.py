@@ -134,6 +134,21 @@ class _Scope:
         self.stopped: SignInError | None = None
 
 
+@dataclass(frozen=True)
+class _Need:
+    """One interactive sign-in that a request needs."""
+
+    key: RecordKey
+    server: ServerMetadata
+    resource: ResourceMetadata
+    #: The stored record of ``key`` before the sign-in (its client is reused).
+    stored: Record | None
+    scopes: tuple[str, ...]
+    scope: _Scope
+    #: The access token that the refused request carried.
+    used: str | None
+
+
 class OAuthAuthorizer:
     """The :class:`~mcpbridge.mcp.http.Authorizer` of one upstream URL; see the module docstring.
 
@@ -260,7 +275,9 @@ class OAuthAuthorizer:
                 raise
             except RequestTimeout:
                 if scope.stopped is not None:
-                    raise scope.stopped from None
+                    # The error of the stopped sign-in, already built, replaces the timeout of the
+                    # request; it keeps its own cause.
+                    raise scope.stopped from scope.stopped.__cause__
                 raise
 
     def interactive(self) -> bool:
@@ -413,30 +430,24 @@ class OAuthAuthorizer:
             stored = self._refresh(stored, server, resource)
             if stored is not None and stored.usable(self._clock()):
                 return True
-        if self.config.client_credentials:
-            previous = stored.scopes if stored is not None else ()
-            scopes = flow.choose_scopes(
-                challenged=challenge.scopes if challenge is not None else (),
-                resource=resource,
-                server=server,
-                previous=previous,
-                step_up=step_up,
-            )
-            self._client_credentials(key, server, resource.resource, scopes)
-            self._signed_in()
-            return True
-        if scope is None:
+        grant = self.config.client_credentials
+        if not grant and scope is None:
             log.info("the upstream server needs a new sign-in: the next request of the client starts it")
             return False
-        previous = stored.scopes if stored is not None else current.scopes if current is not None else ()
+        # A person's sign-in keeps the scopes of the record in use when none is stored.
+        earlier = stored if stored is not None or grant else current
         scopes = flow.choose_scopes(
             challenged=challenge.scopes if challenge is not None else (),
             resource=resource,
             server=server,
-            previous=previous,
+            previous=earlier.scopes if earlier is not None else (),
             step_up=step_up,
         )
-        self._interactive(key, server, resource, stored, scopes, scope, used)
+        if grant:
+            self._client_credentials(key, server, resource.resource, scopes)
+        else:
+            assert scope is not None
+            self._interactive(_Need(key, server, resource, stored, scopes, scope, used))
         self._signed_in()
         return True
 
@@ -487,7 +498,7 @@ class OAuthAuthorizer:
             choice = grants.choose_flow(self.config.sign_in, remote=self.config.remote, server=server)
         except grants.DeviceUnavailable as exc:
             log.warning("the authorization server offers no device sign-in (%s): use --sign-in browser", exc)
-            raise DeviceSignInUnavailable(str(exc)) from None
+            raise DeviceSignInUnavailable(str(exc)) from exc
         with self._lock:
             self._choices[server.issuer] = choice
         log.info("the sign-in uses the %s flow: %s", choice.flow, choice.reason)
@@ -564,10 +575,8 @@ class OAuthAuthorizer:
 
         assert stored.refresh_token is not None
         try:
-            tokens = discovery.refresh(
-                self.web,
-                server,
-                self._with_secret(stored.registration, server),
+            client = discovery.TokenClient(self.web, server, self._with_secret(stored.registration, server))
+            tokens = client.refresh(
                 refresh_token=stored.refresh_token,
                 resource=resource.resource,
                 scopes=(),
@@ -626,22 +635,13 @@ class OAuthAuthorizer:
         finally:
             self._release()
 
-    def _interactive(
-        self,
-        key: RecordKey,
-        server: ServerMetadata,
-        resource: ResourceMetadata,
-        stored: Record | None,
-        scopes: tuple[str, ...],
-        scope: _Scope,
-        used: str | None,
-    ) -> None:
+    def _interactive(self, need: _Need) -> None:
         """Sign in with the browser, the consent of the client or the device flow; store the tokens."""
         from . import discovery
 
         state = flow.b64url(secrets.token_bytes(32))
-        digest = key.digest().hex()
-        device = self.flow_choice(server).flow == "device"
+        digest = need.key.digest().hex()
+        device = self.flow_choice(need.server).flow == "device"
         followed = False
         while True:
             try:
@@ -649,10 +649,10 @@ class OAuthAuthorizer:
                     holder = self.sign_in.hold(state=state, probe=digest)
                 else:
                     attempt = self.sign_in.attempt(
-                        state=state, probe=digest, cancel=scope.cancel, deadline=scope.deadline
+                        state=state, probe=digest, cancel=need.scope.cancel, deadline=need.scope.deadline
                     )
             except PortBusy as exc:
-                if followed or not self._follow(digest, scope):
+                if followed or not self._follow(digest, need.scope):
                     if device:
                         # The device flow needs the port only to let other processes wait for it.
                         log.info(
@@ -666,106 +666,100 @@ class OAuthAuthorizer:
                     )
                     raise RedirectPortUnavailable("address_in_use", port=self.config.port) from exc
                 followed = True
-                found = self._load(key)
-                if found is not None and found.usable(self._clock()) and found.access_token != used:
+                if self._adopted(self._load(need.key), need.used):
                     log.info("uses the sign-in of the other bridge process")
-                    self._set(found)
                     return
                 continue
             break
         if device:
-            self._device(holder, key, server, resource, stored, scopes, scope, used)
+            self._device(holder, need)
             return
         with attempt:
-            # Another process can have signed in before this one got the port.
-            found = self._load(key)
-            if found is not None and found.usable(self._clock()) and found.access_token != used:
-                self._set(found)
+            registration = self._client(need)
+            if registration is None:
                 return
-            try:
-                registration = self._registration(server, found if found is not None else stored)
-            except SignInError as exc:
-                log.warning("the sign-in cannot start: no client registration (%s)", exc.detail or exc.cause)
-                raise
             verifier = flow.b64url(secrets.token_bytes(32))
             url = flow.build_authorization_url(
-                server,
+                need.server,
                 client_id=registration.client_id,
                 redirect=self.config.redirect_uri,
                 state=state,
                 challenge=flow.code_challenge(verifier),
-                resource=resource.resource,
-                scopes=scopes,
+                resource=need.resource.resource,
+                scopes=need.scopes,
             )
             redirect = attempt.wait(url)
-            code = self._code(redirect, server)
+            code = self._code(redirect, need.server)
             try:
-                tokens = discovery.exchange_code(
-                    self.web,
-                    server,
-                    registration,
+                tokens = discovery.TokenClient(self.web, need.server, registration).exchange_code(
                     code=code,
                     verifier=verifier,
                     redirect=self.config.redirect_uri,
-                    resource=resource.resource,
+                    resource=need.resource.resource,
                     now=self._clock(),
                 )
             except flow.TokenProblem as problem:
                 log.warning("the token request of the sign-in failed: %s", problem)
-                if problem.drops_client:
-                    self._delete(key)
-                raise SignInFailed(f"token request: {problem}") from problem
-            self._save_tokens(key, registration, tokens, scopes)
+                raise self._refused(need.key, problem, "token request") from problem
+            self._save_tokens(need.key, registration, tokens, need.scopes)
             attempt.succeeded()
         log.info("the sign-in succeeded")
 
-    def _device(
-        self,
-        holder: Receiver | None,
-        key: RecordKey,
-        server: ServerMetadata,
-        resource: ResourceMetadata,
-        stored: Record | None,
-        scopes: tuple[str, ...],
-        scope: _Scope,
-        used: str | None,
-    ) -> None:
+    def _device(self, holder: Receiver | None, need: _Need) -> None:
         """Sign in with the device flow while ``holder`` answers the probes of other processes."""
+        from . import discovery
+
         succeeded = False
         try:
-            # Another process can have signed in before this one got the port.
-            found = self._load(key)
-            if found is not None and found.usable(self._clock()) and found.access_token != used:
-                self._set(found)
+            registration = self._client(need, device=True)
+            if registration is None:
                 return
             try:
-                registration = self._registration(server, found if found is not None else stored, device=True)
-            except SignInError as exc:
-                log.warning("the sign-in cannot start: no client registration (%s)", exc.detail or exc.cause)
-                raise
-            try:
                 tokens = self.device.run(
-                    self.web,
-                    server,
-                    registration,
-                    resource=resource.resource,
-                    scopes=scopes,
-                    cancel=scope.cancel,
-                    deadline=scope.deadline,
+                    discovery.TokenClient(self.web, need.server, registration),
+                    resource=need.resource.resource,
+                    scopes=need.scopes,
+                    cancel=need.scope.cancel,
+                    deadline=need.scope.deadline,
                     now=self._clock,
                 )
             except flow.TokenProblem as problem:
                 log.warning("the device sign-in failed at the authorization server: %s", problem)
-                if problem.drops_client:
-                    self._delete(key)
-                raise SignInFailed(f"device sign-in: {problem}") from problem
-            self._save_tokens(key, registration, tokens, scopes)
+                raise self._refused(need.key, problem, "device sign-in") from problem
+            self._save_tokens(need.key, registration, tokens, need.scopes)
             succeeded = True
         finally:
             if holder is not None:
                 holder.finish(succeeded)
                 holder.stop()
         log.info("the sign-in succeeded")
+
+    def _adopted(self, found: Record | None, used: str | None) -> bool:
+        """Use ``found`` when it holds a usable token other than the refused ``used``.
+
+        Another process signed in meanwhile: its tokens take effect here.
+        """
+        if found is not None and found.usable(self._clock()) and found.access_token != used:
+            self._set(found)
+            return True
+        return False
+
+    def _client(self, need: _Need, *, device: bool = False) -> ClientRegistration | None:
+        """The client of the sign-in, or None when another process signed in before this one got the port."""
+        found = self._load(need.key)
+        if self._adopted(found, need.used):
+            return None
+        try:
+            return self._registration(need.server, found if found is not None else need.stored, device=device)
+        except SignInError as exc:
+            log.warning("the sign-in cannot start: no client registration (%s)", exc.detail or exc.cause)
+            raise
+
+    def _refused(self, key: RecordKey, problem: flow.TokenProblem, what: str) -> SignInFailed:
+        """The error of a sign-in whose token request the server refused; it forgets an unknown client."""
+        if problem.drops_client:
+            self._delete(key)
+        return SignInFailed(f"{what}: {problem}")
 
     def _client_credentials(
         self, key: RecordKey, server: ServerMetadata, resource: str, scopes: tuple[str, ...]
@@ -789,9 +783,8 @@ class OAuthAuthorizer:
             raise IssuerNotRegistered()
         registration = grants.client_credentials_registration(choice.client_id, choice.client_secret, server)
         try:
-            tokens = discovery.client_credentials(
-                self.web, server, registration, resource=resource, scopes=scopes, now=self._clock()
-            )
+            client = discovery.TokenClient(self.web, server, registration)
+            tokens = client.client_credentials(resource=resource, scopes=scopes, now=self._clock())
         except flow.TokenProblem as problem:
             log.warning("the authorization server refused the client credentials: %s", problem)
             if problem.status in (400, 401, 403):
@@ -856,16 +849,10 @@ class AuthorizedClient(Client):
         with self.authorizer.guard(cancel=kwargs.get("cancel"), timeout=float(kwargs["timeout"])):
             return super().request(method, params, **kwargs)
 
-    def discover(
-        self,
-        *,
-        timeout: float,
-        cancel: CancelToken | None = None,
-        capabilities: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    def discover(self, *, timeout: float, **kwargs: Any) -> dict[str, Any]:
         if self.authorizer.interactive():
             timeout += self.authorizer.sign_in_timeout
-        return super().discover(timeout=timeout, cancel=cancel, capabilities=capabilities)
+        return super().discover(timeout=timeout, **kwargs)
 
 
 Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]

@@ -35,19 +35,13 @@ from typing import TYPE_CHECKING
 from ..mcp.cancel import CancelToken
 from ..mcp.errors import Cancelled
 from . import flow, grants
-from .errors import (
-    ReauthorizationRequired,
-    SignInDenied,
-    SignInFailed,
-    SignInInvalidUrl,
-    SignInTimeout,
-)
-from .flow import ClientRegistration, ServerMetadata, TokenResponse
+from .errors import ReauthorizationRequired, SignInDenied, SignInFailed, SignInTimeout
+from .flow import TokenResponse
 from .grants import DeviceAuthorization
 from .signin import SignIn, ask_consent
 
 if TYPE_CHECKING:
-    from .web import WebClient
+    from .discovery import TokenClient
 
 __all__ = ["DeviceFlow", "write_line"]
 
@@ -84,9 +78,7 @@ class DeviceFlow:
 
     def run(
         self,
-        web: WebClient,
-        server: ServerMetadata,
-        registration: ClientRegistration,
+        client: TokenClient,
         *,
         resource: str,
         scopes: Sequence[str],
@@ -109,7 +101,7 @@ class DeviceFlow:
         gate = self._sign_in.gate
         ask = self._sign_in.needs_consent()
         started = self._clock()
-        authorization = self._request(web, server, registration, resource=resource, scopes=scopes)
+        authorization = client.request_device_code(resource=resource, scopes=scopes)
         limit = started + min(self._sign_in.settings.timeout, authorization.expires_in)
         if deadline is not None:
             limit = min(limit, deadline)
@@ -118,7 +110,7 @@ class DeviceFlow:
         log.info("the sign-in waits for the person to enter the code at the page of the authorization server")
         token = cancel if cancel is not None else CancelToken()
         if not ask:
-            return self._poll(web, server, registration, authorization, resource, token, limit, seconds, now)
+            return self._poll(client, authorization, resource, token, limit, seconds, now)
         consent = gate.consent
         assert consent is not None
         elicitation_id = consent.new_elicitation_id()
@@ -135,9 +127,7 @@ class DeviceFlow:
             gate.start_cooldown()
             raise ReauthorizationRequired("declined")
         try:
-            tokens = self._poll(
-                web, server, registration, authorization, resource, token, limit, seconds, now
-            )
+            tokens = self._poll(client, authorization, resource, token, limit, seconds, now)
         except Cancelled:
             raise
         except SignInFailed as exc:
@@ -152,33 +142,9 @@ class DeviceFlow:
         gate.clear_cooldown()
         return tokens
 
-    def _request(
-        self,
-        web: WebClient,
-        server: ServerMetadata,
-        registration: ClientRegistration,
-        *,
-        resource: str,
-        scopes: Sequence[str],
-    ) -> DeviceAuthorization:
-        from . import discovery
-
-        try:
-            authorization = discovery.request_device_code(
-                web, server, registration, resource=resource, scopes=scopes
-            )
-        except grants.InvalidVerificationUri as exc:
-            log.warning("the verification URI is not valid (%s), thus the bridge does not show it", exc)
-            raise SignInInvalidUrl(str(exc)) from None
-        if authorization.dropped_complete:
-            log.info("the complete verification URI is not valid: the bridge shows the verification URI")
-        return authorization
-
     def _poll(
         self,
-        web: WebClient,
-        server: ServerMetadata,
-        registration: ClientRegistration,
+        client: TokenClient,
         authorization: DeviceAuthorization,
         resource: str,
         cancel: CancelToken,
@@ -186,8 +152,6 @@ class DeviceFlow:
         seconds: int,
         now: Callable[[], float],
     ) -> TokenResponse:
-        from . import discovery
-
         interval = authorization.interval
         polls = 0
         while True:
@@ -200,15 +164,15 @@ class DeviceFlow:
                 raise Cancelled(cancel.reason or None)
             polls += 1
             try:
-                poll = discovery.poll_device_token(
-                    web, server, registration, authorization, resource=resource, interval=interval, now=now()
+                poll = client.poll_device_token(
+                    authorization, resource=resource, interval=interval, now=now()
                 )
-            except grants.DeviceDenied:
+            except grants.DeviceDenied as exc:
                 log.warning("the person refused the access at the authorization server")
-                raise SignInDenied() from None
-            except grants.DeviceExpired:
+                raise SignInDenied() from exc
+            except grants.DeviceExpired as exc:
                 log.warning("the code of the sign-in expired before the person signed in")
-                raise SignInTimeout(seconds=seconds, name=flow.PROGRAM) from None
+                raise SignInTimeout(seconds=seconds, name=flow.PROGRAM) from exc
             if poll.tokens is not None:
                 log.debug("the device sign-in got its tokens after %d token requests", polls)
                 return poll.tokens

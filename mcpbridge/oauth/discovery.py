@@ -6,11 +6,10 @@
 * :func:`discover_server`: RFC 8414 and OpenID discovery; ``issuer`` must be the
   issuer exactly, the endpoints https, and PKCE S256 offered.
 * :func:`register`: RFC 7591 dynamic registration of a public native client.
-* :func:`exchange_code` and :func:`refresh`: the token endpoint, with ``resource``
-  (RFC 8707).
-* :func:`request_device_code` and :func:`poll_device_token`: the device
-  authorization grant (RFC 8628); :func:`client_credentials`: the client
-  credentials grant. Both with ``resource`` and the scopes.
+* :class:`TokenClient`: the requests of one client at the token and device
+  endpoints, with ``resource`` (RFC 8707): the code exchange and the refresh, the
+  device authorization grant (RFC 8628) and the client credentials grant, both
+  with ``resource`` and the scopes.
 
 Each failure raises a :class:`~.errors.SignInError` whose detail names the step
 and never holds a URL or a secret.
@@ -19,26 +18,21 @@ and never holds a URL or a secret.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from . import flow, grants
-from .errors import RegistrationFailed, RegistrationUnavailable, SignInFailed
+from .errors import RegistrationFailed, RegistrationUnavailable, SignInFailed, SignInInvalidUrl
 from .flow import ClientRegistration, ResourceMetadata, ServerMetadata, TokenResponse
 from .grants import DeviceAuthorization, Poll
-from .web import WebClient, WebError
+from .web import WebClient, WebError, WebResponse
 
-__all__ = [
-    "client_credentials",
-    "discover_resource",
-    "discover_server",
-    "exchange_code",
-    "poll_device_token",
-    "refresh",
-    "register",
-    "request_device_code",
-]
+__all__ = ["TokenClient", "discover_resource", "discover_server", "register"]
 
 log = logging.getLogger("mcpbridge.oauth")
+
+_M = TypeVar("_M", ResourceMetadata, ServerMetadata)
 
 
 def discover_resource(web: WebClient, url: str, from_challenge: str | None) -> ResourceMetadata:
@@ -48,24 +42,15 @@ def discover_resource(web: WebClient, url: str, from_challenge: str | None) -> R
         SignInFailed: detail ``InsecureEndpoint`` (a candidate is not https),
             ``ResourceMismatch``, ``NoResourceMetadata`` or a request failure.
     """
-    problem: str | None = None
-    for candidate in flow.resource_metadata_candidates(url, from_challenge):
-        if not flow.https_endpoint(candidate):
-            raise SignInFailed("InsecureEndpoint")
-        try:
-            answer = web.get_json(candidate)
-        except WebError as exc:
-            raise SignInFailed(f"resource metadata: {exc}") from exc
-        if answer.status != 200 or answer.json is None:
-            continue
-        try:
-            found = flow.check_resource_metadata(answer.json, url)
-        except flow.MetadataProblem as exc:
-            problem = str(exc)
-            continue
-        log.debug("found the protected resource metadata")
-        return found
-    raise SignInFailed(problem or "NoResourceMetadata")
+    found = _first_metadata(
+        web,
+        _https_only(flow.resource_metadata_candidates(url, from_challenge)),
+        lambda doc: flow.check_resource_metadata(doc, url),
+        what="resource metadata",
+        missing="NoResourceMetadata",
+    )
+    log.debug("found the protected resource metadata")
+    return found
 
 
 def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
@@ -75,22 +60,54 @@ def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
         SignInFailed: detail ``NoServerMetadata``, ``IssuerMismatch``, ``NoS256``,
             ``InsecureEndpoint`` or a request failure.
     """
+    found = _first_metadata(
+        web,
+        flow.server_metadata_candidates(issuer),
+        lambda doc: flow.check_server_metadata(doc, issuer),
+        what="authorization server metadata",
+        missing="NoServerMetadata",
+    )
+    log.debug("found the metadata of the authorization server")
+    return found
+
+
+def _https_only(candidates: Iterable[str]) -> Iterator[str]:
+    """The candidates in order; one that is not https stops the search when it is reached.
+
+    Raises:
+        SignInFailed: detail ``InsecureEndpoint``.
+    """
+    for candidate in candidates:
+        if not flow.https_endpoint(candidate):
+            raise SignInFailed("InsecureEndpoint")
+        yield candidate
+
+
+def _first_metadata(
+    web: WebClient, candidates: Iterable[str], check: Callable[[Any], _M], *, what: str, missing: str
+) -> _M:
+    """The metadata of the first candidate whose JSON answer ``check`` accepts.
+
+    A candidate that answers no JSON or not 200 is passed over, and so is one whose
+    answer ``check`` refuses; the last refusal is the detail when no candidate fits.
+
+    Raises:
+        SignInFailed: detail ``missing``, the last :class:`~.flow.MetadataProblem`, or
+            ``what: <request failure>``.
+    """
     problem: str | None = None
-    for candidate in flow.server_metadata_candidates(issuer):
+    for candidate in candidates:
         try:
             answer = web.get_json(candidate)
         except WebError as exc:
-            raise SignInFailed(f"authorization server metadata: {exc}") from exc
+            raise SignInFailed(f"{what}: {exc}") from exc
         if answer.status != 200 or answer.json is None:
             continue
         try:
-            found = flow.check_server_metadata(answer.json, issuer)
+            return check(answer.json)
         except flow.MetadataProblem as exc:
             problem = str(exc)
-            continue
-        log.debug("found the metadata of the authorization server")
-        return found
-    raise SignInFailed(problem or "NoServerMetadata")
+    raise SignInFailed(problem or missing)
 
 
 def register(
@@ -120,142 +137,106 @@ def register(
     return registration
 
 
-def _token_request(
-    web: WebClient,
-    server: ServerMetadata,
-    registration: ClientRegistration,
-    form: dict[str, str],
-    now: float,
-    what: str,
-) -> TokenResponse:
-    body, headers = flow.client_authentication(registration, form)
-    try:
-        answer = web.post_form(server.token_endpoint, body, headers)
-    except WebError as exc:
-        raise SignInFailed(f"{what}: {exc}") from exc
-    return flow.parse_token_response(answer.status, answer.json, now)
+@dataclass(frozen=True)
+class TokenClient:
+    """The requests of one client at the token and device endpoints of one authorization server.
 
-
-def exchange_code(
-    web: WebClient,
-    server: ServerMetadata,
-    registration: ClientRegistration,
-    *,
-    code: str,
-    verifier: str,
-    redirect: str,
-    resource: str,
-    now: float,
-) -> TokenResponse:
-    """Trade the code of the redirect for tokens.
-
-    Raises:
-        flow.TokenProblem: the server refused.
-        SignInFailed: the request failed.
+    The authentication of :attr:`registration` joins each request
+    (:func:`.flow.client_authentication`).
     """
-    form = {
-        "grant_type": "authorization_code",
-        "code": code,
-        "redirect_uri": redirect,
-        "code_verifier": verifier,
-        "resource": resource,
-    }
-    return _token_request(web, server, registration, form, now, "token request")
 
+    web: WebClient
+    server: ServerMetadata
+    registration: ClientRegistration
 
-def refresh(
-    web: WebClient,
-    server: ServerMetadata,
-    registration: ClientRegistration,
-    *,
-    refresh_token: str,
-    resource: str,
-    scopes: Sequence[str],
-    now: float,
-) -> TokenResponse:
-    """Get a new access token with the refresh token.
+    def exchange_code(
+        self, *, code: str, verifier: str, redirect: str, resource: str, now: float
+    ) -> TokenResponse:
+        """Trade the code of the redirect for tokens.
 
-    Raises:
-        flow.TokenProblem: the server refused.
-        SignInFailed: the request failed.
-    """
-    form = {"grant_type": "refresh_token", "refresh_token": refresh_token, "resource": resource}
-    if scopes:
-        form["scope"] = " ".join(scopes)
-    return _token_request(web, server, registration, form, now, "refresh")
+        Raises:
+            flow.TokenProblem: the server refused.
+            SignInFailed: the request failed.
+        """
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect,
+            "code_verifier": verifier,
+            "resource": resource,
+        }
+        return self._tokens(form, now, "token request")
 
+    def refresh(
+        self, *, refresh_token: str, resource: str, scopes: Sequence[str], now: float
+    ) -> TokenResponse:
+        """Get a new access token with the refresh token.
 
-def request_device_code(
-    web: WebClient,
-    server: ServerMetadata,
-    registration: ClientRegistration,
-    *,
-    resource: str,
-    scopes: Sequence[str],
-) -> DeviceAuthorization:
-    """Ask the device authorization endpoint for a device code and a user code (RFC 8628 §3.1).
+        Raises:
+            flow.TokenProblem: the server refused.
+            SignInFailed: the request failed.
+        """
+        form = {"grant_type": "refresh_token", "refresh_token": refresh_token, "resource": resource}
+        if scopes:
+            form["scope"] = " ".join(scopes)
+        return self._tokens(form, now, "refresh")
 
-    The caller checked the endpoint (:func:`.grants.device_endpoint_problem`).
+    def request_device_code(self, *, resource: str, scopes: Sequence[str]) -> DeviceAuthorization:
+        """Ask the device authorization endpoint for a device code and a user code (RFC 8628 §3.1).
 
-    Raises:
-        flow.TokenProblem: the server refused, or its answer cannot be used.
-        grants.InvalidVerificationUri: the verification URI is not a safe https URL.
-        SignInFailed: the request failed.
-    """
-    endpoint = server.device_authorization_endpoint
-    assert endpoint is not None
-    body, headers = flow.client_authentication(
-        registration, grants.device_authorization_form(resource=resource, scopes=scopes)
-    )
-    try:
-        answer = web.post_form(endpoint, body, headers)
-    except WebError as exc:
-        raise SignInFailed(f"device authorization: {exc}") from None
-    return grants.parse_device_authorization(answer.status, answer.json)
+        The caller checked the endpoint (:func:`.grants.device_endpoint_problem`).
 
+        Raises:
+            flow.TokenProblem: the server refused, or its answer cannot be used.
+            SignInInvalidUrl: the verification URI is not a safe https URL.
+            SignInFailed: the request failed.
+        """
+        endpoint = self.server.device_authorization_endpoint
+        assert endpoint is not None
+        form = grants.device_authorization_form(resource=resource, scopes=scopes)
+        answer = self._post(endpoint, form, "device authorization")
+        try:
+            authorization = grants.parse_device_authorization(answer.status, answer.json)
+        except grants.InvalidVerificationUri as exc:
+            log.warning("the verification URI is not valid (%s), thus the bridge does not show it", exc)
+            raise SignInInvalidUrl(str(exc)) from exc
+        if authorization.dropped_complete:
+            log.info("the complete verification URI is not valid: the bridge shows the verification URI")
+        return authorization
 
-def poll_device_token(
-    web: WebClient,
-    server: ServerMetadata,
-    registration: ClientRegistration,
-    authorization: DeviceAuthorization,
-    *,
-    resource: str,
-    interval: int,
-    now: float,
-) -> Poll:
-    """One token request of the device flow (RFC 8628 §3.4).
+    def poll_device_token(
+        self, authorization: DeviceAuthorization, *, resource: str, interval: int, now: float
+    ) -> Poll:
+        """One token request of the device flow (RFC 8628 §3.4).
 
-    Raises:
-        grants.DeviceDenied: the person refused.
-        grants.DeviceExpired: the device code expired.
-        flow.TokenProblem: another error.
-        SignInFailed: the request failed.
-    """
-    body, headers = flow.client_authentication(
-        registration, grants.device_token_form(authorization, resource=resource)
-    )
-    try:
-        answer = web.post_form(server.token_endpoint, body, headers)
-    except WebError as exc:
-        raise SignInFailed(f"token request: {exc}") from None
-    return grants.poll_answer(answer.status, answer.json, interval=interval, now=now)
+        Raises:
+            grants.DeviceDenied: the person refused.
+            grants.DeviceExpired: the device code expired.
+            flow.TokenProblem: another error.
+            SignInFailed: the request failed.
+        """
+        form = grants.device_token_form(authorization, resource=resource)
+        answer = self._post(self.server.token_endpoint, form, "token request")
+        return grants.poll_answer(answer.status, answer.json, interval=interval, now=now)
 
+    def client_credentials(self, *, resource: str, scopes: Sequence[str], now: float) -> TokenResponse:
+        """A token of the client credentials grant (RFC 6749 §4.4).
 
-def client_credentials(
-    web: WebClient,
-    server: ServerMetadata,
-    registration: ClientRegistration,
-    *,
-    resource: str,
-    scopes: Sequence[str],
-    now: float,
-) -> TokenResponse:
-    """A token of the client credentials grant (RFC 6749 §4.4).
+        Raises:
+            flow.TokenProblem: the server refused.
+            SignInFailed: the request failed.
+        """
+        form = grants.client_credentials_form(resource=resource, scopes=scopes)
+        return self._tokens(form, now, "client credentials")
 
-    Raises:
-        flow.TokenProblem: the server refused.
-        SignInFailed: the request failed.
-    """
-    form = grants.client_credentials_form(resource=resource, scopes=scopes)
-    return _token_request(web, server, registration, form, now, "client credentials")
+    def _tokens(self, form: dict[str, str], now: float, what: str) -> TokenResponse:
+        answer = self._post(self.server.token_endpoint, form, what)
+        return flow.parse_token_response(answer.status, answer.json, now)
+
+    def _post(self, endpoint: str, form: dict[str, str], what: str) -> WebResponse:
+        """POST ``form`` with the client's authentication; ``what`` names the step in an error."""
+        body, headers = flow.client_authentication(self.registration, form)
+        try:
+            return self.web.post_form(endpoint, body, headers)
+        except WebError as exc:
+            raise SignInFailed(f"{what}: {exc}") from exc

@@ -728,6 +728,11 @@ def error_code(value: Any) -> str | None:
     return value if isinstance(value, str) and _ERROR_CODE.match(value) else None
 
 
+def answer_error(doc: Any) -> str | None:
+    """The :func:`error_code` of the ``error`` member of a JSON answer, if the answer is an object."""
+    return error_code(doc.get("error")) if isinstance(doc, dict) else None
+
+
 @dataclass(frozen=True, slots=True)
 class Redirect:
     """The query of the redirect to the receiver (state already matched)."""
@@ -812,7 +817,7 @@ def parse_registration(status: int, doc: Any) -> ClientRegistration:
         RegistrationProblem: not 200/201, or no ``client_id``; the message is the detail.
     """
     if status not in (200, 201) or not isinstance(doc, dict):
-        code = error_code(doc.get("error")) if isinstance(doc, dict) else None
+        code = answer_error(doc)
         raise RegistrationProblem(f"registration: HTTP status {status}" + (f", error {code}" if code else ""))
     client_id = doc.get("client_id")
     if not isinstance(client_id, str) or not client_id:
@@ -898,17 +903,37 @@ class TokenProblem(OAuthError, PeerFault):
         return self.error == "invalid_client"
 
 
+def token_answer(status: int, doc: Any) -> dict[str, Any]:
+    """The JSON object of a 200 answer of the token or the device authorization endpoint.
+
+    Raises:
+        TokenProblem: another status, or no JSON object (with the error code of the answer).
+    """
+    if status != 200 or not isinstance(doc, dict):
+        raise TokenProblem(status, answer_error(doc))
+    return doc
+
+
+def token_member(status: int, doc: Mapping[str, Any], name: str, pattern: re.Pattern[str]) -> str:
+    """The member ``name`` of the answer ``doc``: a string that ``pattern`` matches.
+
+    Raises:
+        TokenProblem: ``no valid <name>`` (the message never holds the value).
+    """
+    value = doc.get(name)
+    if not isinstance(value, str) or not pattern.match(value):
+        raise TokenProblem(status, None, f"no valid {name}")
+    return value
+
+
 def parse_token_response(status: int, doc: Any, now: float) -> TokenResponse:
     """The tokens of a token endpoint answer (RFC 6749 §5).
 
     Raises:
         TokenProblem: an error answer, or an answer without a usable Bearer token.
     """
-    if status != 200 or not isinstance(doc, dict):
-        raise TokenProblem(status, error_code(doc.get("error")) if isinstance(doc, dict) else None)
-    token = doc.get("access_token")
-    if not isinstance(token, str) or not _TOKEN68.match(token):
-        raise TokenProblem(status, None, "no valid access_token")
+    doc = token_answer(status, doc)
+    token = token_member(status, doc, "access_token", _TOKEN68)
     token_type = doc.get("token_type")
     if not isinstance(token_type, str) or token_type.lower() != "bearer":
         raise TokenProblem(status, None, "not a Bearer token")

@@ -27,10 +27,12 @@ from .flow import (
     ServerMetadata,
     TokenProblem,
     TokenResponse,
+    answer_error,
     choose_auth_method,
-    error_code,
     https_endpoint,
     parse_token_response,
+    token_answer,
+    token_member,
     url_syntax_problem,
 )
 
@@ -245,14 +247,9 @@ def parse_device_authorization(status: int, doc: Any) -> DeviceAuthorization:
             ``user_code`` or ``expires_in`` (the message names the member, never a value).
         InvalidVerificationUri: the ``verification_uri`` is not a safe https URL.
     """
-    if status != 200 or not isinstance(doc, dict):
-        raise TokenProblem(status, error_code(doc.get("error")) if isinstance(doc, dict) else None)
-    device_code = doc.get("device_code")
-    if not isinstance(device_code, str) or not _DEVICE_CODE.match(device_code):
-        raise TokenProblem(status, None, "no valid device_code")
-    user_code = doc.get("user_code")
-    if not isinstance(user_code, str) or not _USER_CODE.match(user_code):
-        raise TokenProblem(status, None, "no valid user_code")
+    doc = token_answer(status, doc)
+    device_code = token_member(status, doc, "device_code", _DEVICE_CODE)
+    user_code = token_member(status, doc, "user_code", _USER_CODE)
     uri = doc.get("verification_uri")
     if not isinstance(uri, str):
         raise TokenProblem(status, None, "no verification_uri")
@@ -305,7 +302,7 @@ def poll_answer(status: int, doc: Any, *, interval: int, now: float) -> Poll:
     """
     if status == 200:
         return Poll(parse_token_response(status, doc, now), interval)
-    code = error_code(doc.get("error")) if isinstance(doc, dict) else None
+    code = answer_error(doc)
     if code == "authorization_pending":
         return Poll(None, interval)
     if code == "slow_down":

@@ -636,9 +636,8 @@ class EncryptedFileStore(TokenStore):
         sealed = data[len(_MAGIC) + _NONCE_BYTES :]
         try:
             return AESGCM(self._encryption_key).decrypt(nonce, sealed, _MAGIC + self._name_mac(key))
-        except InvalidTag:
-            # InvalidTag carries no message: the error says all there is.
-            raise InvalidRecord("a token file does not decrypt") from None
+        except InvalidTag as exc:
+            raise InvalidRecord("a token file does not decrypt") from exc
 
     def put(self, key: RecordKey, data: bytes) -> None:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
