@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conftest import WAIT
+from tests.conftest import WAIT
 
 MAX_HEAD = 64 * 1024
 
