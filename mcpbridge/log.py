@@ -30,7 +30,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from typing import TextIO
-from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qsl, quote, quote_plus, unquote, urlsplit
 
 TAG = "mcp-bridge-vscode"
 MAX_LINE_BYTES = 4096
@@ -105,8 +105,9 @@ def add_url_secrets(url: str, *, whole: bool = True) -> None:
     """Register the parts of ``url`` that can carry a secret, as written and decoded.
 
     The user and the password; with ``whole``, also the URL itself, its path with its
-    query (what an HTTP library names in an error), its path, its query and each query value of
-    8 characters or more (a shorter one blanks out common words, like ``true``).
+    query and its host with its port (as urllib3 names them in an error), its path, its
+    query and each query value of 8 characters or more (a shorter one blanks out common
+    words, like ``true``).
     A proxy URL takes ``whole=False``: only its credentials are secret.
     """
     try:
@@ -118,13 +119,25 @@ def add_url_secrets(url: str, *, whole: bool = True) -> None:
     found: list[str | None] = [username, password, parts.netloc.rpartition("@")[0]]
     if whole:
         target = f"{parts.path}?{parts.query}" if parts.query else parts.path
-        found += [url, target, parts.path, parts.query]
+        found += [url, target, parts.path, parts.query, parts.netloc]
+        port = _port_of(parts)
+        if parts.hostname and port is not None:  # as urllib3 names a connection and its pool
+            found.append(f"host={parts.hostname!r}, port={port}")
         values = parse_qsl(parts.query, keep_blank_values=True)
         found += [value for _name, value in values if len(value) >= _MIN_QUERY_VALUE_CHARS]
     for value in found:
         if value:
             add_secret(value)
             add_secret(unquote(value))
+
+
+def _port_of(parts: SplitResult) -> int | None:
+    """The port of a split URL, also the default one of http and https; ``None`` if unknown."""
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    return port if port is not None else {"https": 443, "http": 80}.get(parts.scheme)
 
 
 def redact(text: str) -> str:

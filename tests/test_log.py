@@ -67,6 +67,8 @@ def test_the_longest_secret_wins() -> None:
     assert log.redact(f"at {url}.") == f"at {log.REDACTED}."
     assert log.redact("url: /mcp/p-81d0?key=k-81d0-value (x)") == f"url: {log.REDACTED} (x)"
     assert log.redact("the key k-81d0-value") == f"the key {log.REDACTED}"
+    pool = "HTTPSConnectionPool(host='h.example', port=443): Max retries exceeded"
+    assert log.redact(pool) == f"HTTPSConnectionPool({log.REDACTED}): Max retries exceeded"
 
 
 def test_a_proxy_url_registers_only_its_credentials() -> None:
