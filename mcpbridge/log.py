@@ -59,7 +59,8 @@ MIN_SECRET_CHARS = 4
 #: :data:`MAX_CAUSE_CHARS`.
 MAX_CAUSES = 6
 MAX_CAUSE_CHARS = 300
-_MIN_QUERY_VALUE_CHARS = 8
+#: A path, or a query value, shorter than this is common text (``/mcp``, ``true``), not a secret.
+_MIN_URL_PART_CHARS = 8
 _PERCENT = re.compile(r"%([0-9A-F]{2})")
 
 _secrets_lock = threading.Lock()
@@ -104,10 +105,10 @@ def add_secret(value: str | None) -> None:
 def add_url_secrets(url: str, *, whole: bool = True) -> None:
     """Register the parts of ``url`` that can carry a secret, as written and decoded.
 
-    The user and the password; with ``whole``, also the URL itself, its path with its
-    query and its host with its port (as urllib3 names them in an error), its path, its
-    query and each query value of 8 characters or more (a shorter one blanks out common
-    words, like ``true``).
+    The user and the password; with ``whole``, also the URL itself, its query, its host
+    with its port, and its path with its query (as urllib3 names them in an error); its
+    path and each query value only from 8 characters: a shorter one (``/mcp``, ``true``)
+    would blank out common text.
     A proxy URL takes ``whole=False``: only its credentials are secret.
     """
     try:
@@ -119,12 +120,15 @@ def add_url_secrets(url: str, *, whole: bool = True) -> None:
     found: list[str | None] = [username, password, parts.netloc.rpartition("@")[0]]
     if whole:
         target = f"{parts.path}?{parts.query}" if parts.query else parts.path
-        found += [url, target, parts.path, parts.query, parts.netloc]
+        found += [url, parts.query]
+        found += [part for part in (target, parts.path) if len(part) >= _MIN_URL_PART_CHARS]
         port = _port_of(parts)
-        if parts.hostname and port is not None:  # as urllib3 names a connection and its pool
-            found.append(f"host={parts.hostname!r}, port={port}")
+        host = parts.hostname
+        if host and port is not None:  # the host alone is no secret: it names the server in VS Code
+            found.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+            found.append(f"host={host!r}, port={port}")  # as urllib3 names a connection and its pool
         values = parse_qsl(parts.query, keep_blank_values=True)
-        found += [value for _name, value in values if len(value) >= _MIN_QUERY_VALUE_CHARS]
+        found += [value for _name, value in values if len(value) >= _MIN_URL_PART_CHARS]
     for value in found:
         if value:
             add_secret(value)

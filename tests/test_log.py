@@ -71,6 +71,12 @@ def test_the_longest_secret_wins() -> None:
     assert log.redact(pool) == f"HTTPSConnectionPool({log.REDACTED}): Max retries exceeded"
 
 
+def test_a_short_path_and_a_short_query_value_stay_common_text() -> None:
+    log.add_url_secrets("https://short-e4c2.example/mcp?flag=true")
+    assert log.redact("mcpbridge/mcp-bridge-vscode: /mcp true") == "mcpbridge/mcp-bridge-vscode: /mcp true"
+    assert log.redact("?flag=true") == f"?{log.REDACTED}"
+
+
 def test_a_proxy_url_registers_only_its_credentials() -> None:
     log.add_url_secrets("http://proxy-user-6c1:p%40ss-6c1@proxy.example:8080", whole=False)
     assert log.redact("p@ss-6c1 p%40ss-6c1 proxy-user-6c1") == " ".join([log.REDACTED] * 3)
