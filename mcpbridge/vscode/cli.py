@@ -573,6 +573,8 @@ def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | str:
     try:
         _read_words(command, ctx, rest, subcommand)
     except UsageError as exc:
+        # Not chained: click's message can quote a word of the command line, and a word at a
+        # wrong place can be a secret that the log does not know.
         raise ArgError("usage", _diagnostic(exc)) from None
     at_once = ctx.meta.get(_AT_ONCE_KEY)
     if isinstance(at_once, str):
