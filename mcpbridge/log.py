@@ -157,7 +157,7 @@ def _one_cause(exc: BaseException) -> str:
         message = ""
     text = type(exc).__name__
     if message:
-        message = redact(clean(message))
+        message = clean(redact(message))
         if len(message) > MAX_CAUSE_CHARS:
             message = message[: MAX_CAUSE_CHARS - 3] + "..."
         text = f"{text}: {message}"

@@ -54,6 +54,13 @@ def test_a_registered_secret_is_replaced_also_percent_encoded() -> None:
     assert line == f"mcp-bridge-vscode: http: debug: the request to {log.REDACTED} failed\n"
 
 
+def test_a_secret_with_a_tab_is_replaced_before_the_tab_becomes_a_space() -> None:
+    log.add_secret("tab\tsecret-5a0c")
+    assert log.describe_causes(ValueError("bad tab\tsecret-5a0c")) == f"ValueError: bad {log.REDACTED}"
+    line = log.format_line("x", "debug", "tab\tsecret-5a0c").decode()
+    assert line == f"mcp-bridge-vscode: x: debug: {log.REDACTED}\n"
+
+
 def test_a_short_value_is_not_registered() -> None:
     log.add_secret("q7z")
     log.add_secret("")
