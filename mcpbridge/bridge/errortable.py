@@ -244,14 +244,14 @@ def error_object(cause: str, detail: str | None = None, **placeholders: object) 
         KeyError: ``cause`` is not in :data:`ERRORS`, or the message needs a
             placeholder that was not given. The error names the missing key.
     """
-    try:
-        code, template = ERRORS[cause]
-    except KeyError:
-        raise KeyError(f"the error table has no cause {cause!r}") from None
+    row = ERRORS.get(cause)
+    if row is None:
+        raise KeyError(f"the error table has no cause {cause!r}")
+    code, template = row
     try:
         message = template.format(**placeholders) if "{" in template else template
     except KeyError as exc:
-        raise KeyError(f"the message of {cause!r} needs the placeholder {exc.args[0]!r}") from None
+        raise KeyError(f"the message of {cause!r} needs the placeholder {exc.args[0]!r}") from exc
     data: dict[str, Any] = {"cause": cause}
     if detail is not None:
         data["detail"] = detail

@@ -476,7 +476,7 @@ class Frontend:
             client = self._connect(params.client_info, self._on_upstream_notification)
         except McpError as exc:
             self._set_state(State.AWAITING)
-            log.error("the upstream server did not start: %s", exc.detail or exc.cause)
+            log.error("the upstream server did not start: %s", exc.detail or exc.cause, exc_info=exc)
             self.output.respond_error(slot, errortable.error_object(exc.cause))
             return
         try:
@@ -495,7 +495,11 @@ class Frontend:
             if isinstance(exc, Closed):
                 log.error("%s", stopped_during("server/discover", client.exit_status))
             else:
-                log.error("server/discover failed: %s", error["data"].get("detail", error["data"]["cause"]))
+                log.error(
+                    "server/discover failed: %s",
+                    error["data"].get("detail", error["data"]["cause"]),
+                    exc_info=exc,
+                )
             self.output.respond_error(slot, error)
             return
         init = translate.initialize_result(

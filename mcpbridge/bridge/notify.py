@@ -286,7 +286,7 @@ class Listener:
     def _report_failure(self, stream: _Stream, exc: McpError) -> None:
         change = stream.change
         if change is None:
-            log.info("the listen stream did not open: %s", exc.detail or exc.cause)
+            log.info("the listen stream did not open: %s", exc.detail or exc.cause, exc_info=exc)
             return
         if isinstance(exc, RpcError):
             error = exc.error.to_obj()

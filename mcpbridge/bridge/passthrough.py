@@ -157,7 +157,11 @@ def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None)
     if upstream is None or not means_legacy(exc, protocol=protocol, over_http=upstream.over_http):
         return False
     detail = exc.error.message if isinstance(exc, RpcError) else exc.detail or exc.cause
-    log.info("server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25", printable(detail))
+    log.info(
+        "server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25",
+        printable(detail),
+        exc_info=exc,
+    )
     return True
 
 
@@ -476,7 +480,7 @@ class LegacyPeer(Peer):
         try:
             self._transport.send(message)
         except McpError as exc:
-            log.debug("%s was not sent to the upstream server: %s", printable(what), exc.cause)
+            log.debug("%s was not sent to the upstream server: %s", printable(what), exc.cause, exc_info=exc)
 
     def _resolve(self, request_id: RequestId, outcome: Outcome) -> bool:
         with self._cond:
@@ -684,12 +688,12 @@ class LegacyPassthrough:
 
     def _open_error(self, exc: McpError) -> dict[str, Any]:
         if isinstance(exc, SpawnFailed):
-            log.error("the upstream server did not start: %s", exc.detail or exc.cause)
+            log.error("the upstream server did not start: %s", exc.detail or exc.cause, exc_info=exc)
             return errortable.error_object(exc.cause)
         detail = "initialize"
         if exc.http_status is not None:
             detail += f", HTTP status {exc.http_status}"
-        log.error("initialize failed: %s", exc.detail or exc.cause)
+        log.error("initialize failed: %s", exc.detail or exc.cause, exc_info=exc)
         return errortable.error_object(exc.cause, detail)
 
     # --------------------------------------------------- from the client

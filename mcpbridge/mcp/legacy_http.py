@@ -508,7 +508,12 @@ class LegacyHttpTransport(WireReading, Transport):
             log.warning("%s was not sent to the upstream server: its session expired again", what[:128])
         except McpError as exc:
             if not self._closed:
-                log.warning("%s was not sent to the upstream server: %s", what[:128], exc.detail or exc.cause)
+                log.warning(
+                    "%s was not sent to the upstream server: %s",
+                    what[:128],
+                    exc.detail or exc.cause,
+                    exc_info=exc,
+                )
 
     # --------------------------------------------------------------- stream
 
@@ -557,7 +562,9 @@ class LegacyHttpTransport(WireReading, Transport):
             except McpError as exc:
                 if self._closed:
                     return "closed"
-                log.debug("the stream of the upstream server failed: %s", exc.detail or exc.cause)
+                log.debug(
+                    "the stream of the upstream server failed: %s", exc.detail or exc.cause, exc_info=exc
+                )
                 return "failed"
             finally:
                 self._stream_ready.set()
@@ -577,7 +584,9 @@ class LegacyHttpTransport(WireReading, Transport):
             except McpError as exc:
                 if self._closed:
                     return "closed"
-                log.debug("the stream of the upstream server ended: %s", exc.detail or exc.cause)
+                log.debug(
+                    "the stream of the upstream server ended: %s", exc.detail or exc.cause, exc_info=exc
+                )
                 return "failed"
             return "ended"
         finally:

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..log import add_secret
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
 from ..mcp.errors import Cancelled, RequestTimeout
@@ -352,6 +353,9 @@ class OAuthAuthorizer:
         return record
 
     def _set(self, record: Record | None) -> None:
+        if record is not None:  # loaded, refreshed or new: the log replaces the tokens
+            add_secret(record.access_token)
+            add_secret(record.refresh_token)
         with self._lock:
             self._record = record
 

@@ -48,7 +48,7 @@ from ..oauth.grants import DEFAULT_SIGN_IN_FLOW
 from . import settings
 from .settings import PROGRAM, ArgError, Settings, Words
 
-__all__ = ["HELP", "app", "main", "parse", "run"]
+__all__ = ["HELP", "app", "main", "parse", "register_secrets", "run"]
 
 logger = logging.getLogger("mcpbridge.vscode")
 
@@ -507,8 +507,35 @@ def _usage_error(diagnostic: str, subcommand: str | None) -> int:
     return ArgError.exit_code
 
 
+#: The proxy variables, whose credentials are secret (the proxy code reads either case).
+_PROXY_VARIABLES: Final = ("https_proxy", "http_proxy", "all_proxy")
+
+
+def register_secrets(parsed: Settings, env: Mapping[str, str]) -> None:
+    """Tell the log every secret of the command line and the environment, before anything runs.
+
+    The upstream URL (whole, its credentials, its path and query), each header value, the
+    client secret, the token key and the credentials of the proxy variables.
+    """
+    if parsed.url is not None:
+        log.add_url_secrets(parsed.url)
+    for header in parsed.headers:
+        log.add_secret(header.value)
+    log.add_secret(parsed.client_secret)
+    if parsed.token_key is not None:
+        log.add_secret(parsed.token_key.hex())
+        log.add_secret(parsed.token_key.hex().upper())
+    log.add_secret(env.get(TOKEN_KEY_VARIABLE))
+    for name in _PROXY_VARIABLES:
+        for variable in (name, name.upper()):
+            proxy = env.get(variable)
+            if proxy:  # a proxy URL without a scheme is read as http
+                log.add_url_secrets(proxy if "://" in proxy else f"http://{proxy}", whole=False)
+
+
 def run_settings(parsed: Settings) -> int:
     """Run the form of ``parsed``; the exit code."""
+    register_secrets(parsed, os.environ)
     log.configure(parsed.log_level)
     for warning in parsed.warnings:
         logger.warning("%s", warning)
@@ -546,6 +573,8 @@ def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | str:
     try:
         _read_words(command, ctx, rest, subcommand)
     except UsageError as exc:
+        # Not chained: click's message can quote a word of the command line, and a word at a
+        # wrong place can be a secret that the log does not know.
         raise ArgError("usage", _diagnostic(exc)) from None
     at_once = ctx.meta.get(_AT_ONCE_KEY)
     if isinstance(at_once, str):

@@ -77,7 +77,7 @@ def serve_url(settings: args.Settings) -> int:
         try:
             context = SharedContext(tls_context(settings.ca_file))
         except CaFileError as exc:
-            logger.error("cannot use the CA certificates of --ca-file: %s", exc.detail)
+            logger.error("cannot use the CA certificates of --ca-file: %s", exc.detail, exc_info=exc)
             return EXIT_BAD_CA_FILE
     headers = [(header.name, header.value) for header in settings.headers]
     oauth = None
@@ -89,7 +89,7 @@ def serve_url(settings: args.Settings) -> int:
         try:
             oauth = start_oauth(settings.sign_in_options(), ssl_context=context, env=os.environ)
         except StoreOpenError as exc:
-            logger.error("the token store did not open: %s", exc.detail)
+            logger.error("the token store did not open: %s", exc.detail, exc_info=exc)
             return EXIT_TOKEN_STORE
     authorizer = oauth.authorizer if oauth is not None else None
 

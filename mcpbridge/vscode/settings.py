@@ -837,7 +837,7 @@ def resolve(words: Words, env: Mapping[str, str]) -> Settings:
             try:
                 converted = option.convert(value)
             except _Invalid as exc:
-                raise _invalid_value(key, exc.hint) from None
+                raise _invalid_value(key, exc.hint) from exc
             if option.repeat:
                 raw.repeated.setdefault(key, []).append(converted)
             else:

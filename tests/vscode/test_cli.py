@@ -186,3 +186,42 @@ def test_a_secret_header_on_the_command_line_gives_a_warning_without_its_value()
     )
     assert warning in lines
     assert not any(SECRET in line for line in lines)
+
+
+def test_the_secrets_of_the_command_line_and_the_environment_are_registered_for_the_log() -> None:
+    from mcpbridge import log
+    from mcpbridge.vscode.cli import parse, register_secrets
+
+    env = {
+        "HEADER_VAR": "env-header-2b71",
+        "MCP_BRIDGE_CLIENT_SECRET": "client-secret-2b71",
+        "HTTPS_PROXY": "http://proxy-user-2b71:proxy%2Fpass-2b71@proxy.example:3128",
+        "all_proxy": "socks-user-2b71:socks-pass-2b71@socks.example:1080",
+    }
+    url = "https://mcp.example.com/mcp/path-2b71?key=query-2b71-value&v=1"
+    argv = [
+        "--header", "x-literal:literal-2b71", "--header-env", "x-api-key=HEADER_VAR",
+        "--client-id", "bridge-client", "--client-issuer", "https://as.example", url,
+    ]  # fmt: skip
+    parsed = parse(argv, env)
+    assert not isinstance(parsed, str)
+    register_secrets(parsed, env)
+    secrets = [
+        url,
+        "/mcp/path-2b71?key=query-2b71-value&v=1",
+        "/mcp/path-2b71",
+        "query-2b71-value",
+        "literal-2b71",
+        "env-header-2b71",
+        "client-secret-2b71",
+        "proxy-user-2b71",
+        "proxy/pass-2b71",
+        "proxy%2Fpass-2b71",
+        "socks-user-2b71",
+        "socks-pass-2b71",
+    ]
+    for secret in secrets:
+        assert log.redact(f"<{secret}>") == f"<{log.REDACTED}>", secret
+    assert log.redact("mcp.example.com proxy.example:3128 bridge-client") == (
+        "mcp.example.com proxy.example:3128 bridge-client"
+    )
