@@ -331,8 +331,8 @@ class StdioChildTransport(Transport):
         """
         try:
             data = jsonrpc.serialize(message)
-        except (TypeError, ValueError):
-            raise InvalidRequest("the message cannot be written as JSON") from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest("the message cannot be written as JSON") from exc
         if self._proc is None:
             raise NotConnected("the upstream server is not started")
         if cancel is NO_WAIT:
@@ -703,8 +703,8 @@ class StdioServerTransport(ServerTransport):
         """
         try:
             parts = jsonrpc.serialize_parts(message)
-        except (TypeError, ValueError):
-            raise InvalidRequest("the message cannot be written as JSON") from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest("the message cannot be written as JSON") from exc
         if not self._output_lock.acquire(timeout=OUTPUT_LOCK_TIMEOUT):
             raise TransportFailed("the output is blocked: the client does not read")
         try:
@@ -714,9 +714,9 @@ class StdioServerTransport(ServerTransport):
                 for part in parts:
                     self._stdout.write(part)
                 self._stdout.flush()
-            except (OSError, ValueError):
+            except (OSError, ValueError) as exc:
                 self._closed = True
-                raise Closed("the output is closed") from None
+                raise Closed("the output is closed") from exc
         finally:
             self._output_lock.release()
 
