@@ -137,6 +137,34 @@ def _call(what: str, callback: Callable[[], None]) -> None:
     run_callback(what, callback, log)
 
 
+def _traced(
+    fetch: Callable[[], dict[str, Any]],
+    trace: Callable[[RequestId, str, float], None] | None,
+    request_id: RequestId,
+    started: float,
+) -> dict[str, Any]:
+    """What ``fetch()`` returns or raises; then ``trace`` gets the request's outcome and its seconds.
+
+    The outcome is the ``resultType`` of the result, ``error <code>`` for a
+    JSON-RPC error, the cause of another error of the MCP layer, or ``internal``.
+    """
+    outcome = "internal"
+    try:
+        result = fetch()
+        outcome = str(result.get("resultType", "complete"))
+        return result
+    except RpcError as exc:
+        outcome = f"error {exc.error.code}"
+        raise
+    except McpError as exc:
+        outcome = exc.cause
+        raise
+    finally:
+        if trace is not None:
+            elapsed = time.monotonic() - started
+            _call("a trace", lambda: trace(request_id, outcome, elapsed))
+
+
 def _nothing() -> None:
     pass
 
@@ -347,28 +375,17 @@ class Call:
             detail = f"no response in {format_duration(self._timeout)}" if why == "timeout" else ""
             client._send_cancelled(entry.id, detail or reason or "the client canceled the request", wait=wait)
         self._taken = True
-        name = "internal"
-        try:
+
+        def take() -> dict[str, Any]:
             if why == "timeout":
                 raise RequestTimeout(f"{entry.method}: no response in {format_duration(self._timeout)}")
             if why == "cancel":
                 raise Cancelled(reason or None)
             if outcome is None:
                 raise RuntimeError("the call has no outcome yet")
-            result = client._result(entry.method, outcome, self._allow_input_required)
-            name = str(result.get("resultType", "complete"))
-            return result
-        except RpcError as exc:
-            name = f"error {exc.error.code}"
-            raise
-        except McpError as exc:
-            name = exc.cause
-            raise
-        finally:
-            trace = self._trace
-            if trace is not None:
-                elapsed = time.monotonic() - self._started
-                _call("a trace", lambda: trace(entry.id, name, elapsed))
+            return client._result(entry.method, outcome, self._allow_input_required)
+
+        return _traced(take, self._trace, entry.id, self._started)
 
 
 class Client(Peer):
@@ -506,24 +523,18 @@ class Client(Peer):
         if on_progress is not None:
             meta_obj["progressToken"] = entry.id
         message = Request(entry.id, method, {**base, "_meta": meta_obj})
-        outcome = "internal"
-        try:
-            result = self._exchange(entry, message, started + timeout, timeout, cancel, allow_input_required)
-            outcome = str(result.get("resultType", "complete"))
-            return result
-        except RpcError as exc:
-            outcome = f"error {exc.error.code}"
-            raise
-        except McpError as exc:
-            outcome = exc.cause
-            raise
-        finally:
-            with self._cond:
-                if self._pending.get(entry.id) is entry:
-                    del self._pending[entry.id]
-            if trace is not None:
-                elapsed = time.monotonic() - started
-                _call("a trace", lambda: trace(entry.id, outcome, elapsed))
+
+        def exchange() -> dict[str, Any]:
+            try:
+                return self._exchange(
+                    entry, message, started + timeout, timeout, cancel, allow_input_required
+                )
+            finally:
+                with self._cond:
+                    if self._pending.get(entry.id) is entry:
+                        del self._pending[entry.id]
+
+        return _traced(exchange, trace, entry.id, started)
 
     def begin(
         self,
@@ -559,14 +570,7 @@ class Client(Peer):
             InvalidMeta, InvalidRequest: as :meth:`request`; nothing was sent.
             Closed, NotConnected: the client is closed or not started; nothing was sent.
         """
-        if params is None:
-            body: dict[str, Any] = {}
-            caller_meta = None
-        elif isinstance(params, dict):
-            body = dict(params)
-            caller_meta = body.pop("_meta", None)
-        else:
-            raise InvalidRequest("params is not an object")
+        body, caller_meta = self._split_params(params)
         meta_obj = self._meta(capabilities, log_level, caller_meta, meta)
         started = time.monotonic()
         entry = self._register(method, on_progress, None, waits=False)
