@@ -70,7 +70,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 from . import jsonrpc
 from .cancel import NO_WAIT, CancelToken, WouldBlock
@@ -114,7 +114,10 @@ from .protocol import (
 from .text import escaped, format_duration
 from .transport import Transport
 
-__all__ = ["Call", "Client", "Subscription"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack is new in Python 3.11
+
+__all__ = ["Call", "Client", "RequestOptions", "Subscription"]
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -303,6 +306,28 @@ class Subscription:
         return True
 
 
+class RequestOptions(TypedDict, total=False):
+    """The options of :meth:`Client.request` and :meth:`Client.begin` beside ``timeout``.
+
+    ``cancel`` fires to stop waiting; the server gets ``notifications/cancelled``.
+    ``capabilities`` (the client capabilities, ``{}`` by default), ``log_level``
+    and the keys of ``meta`` go into the request's ``_meta``.
+    ``allow_input_required`` returns an ``input_required`` result instead of
+    failing. ``on_progress`` gets the params of each ``notifications/progress``
+    of the request. ``trace`` is called once at the end with the upstream id,
+    the outcome (``complete``, ``input_required``, ``error <code>`` or the cause
+    of the error) and the seconds it took.
+    """
+
+    cancel: CancelToken | None
+    capabilities: dict[str, Any] | None
+    log_level: str | None
+    meta: dict[str, Any] | None
+    allow_input_required: bool
+    on_progress: Callable[[dict[str, Any]], None] | None
+    trace: Callable[[RequestId, str, float], None] | None
+
+
 class Call:
     """A request of :meth:`Client.begin`: it went out, and its outcome comes to ``on_done``.
 
@@ -480,29 +505,18 @@ class Client(Peer):
         params: dict[str, Any] | None = None,
         *,
         timeout: float,
-        cancel: CancelToken | None = None,
-        capabilities: dict[str, Any] | None = None,
-        log_level: str | None = None,
-        meta: dict[str, Any] | None = None,
-        allow_input_required: bool = False,
-        on_progress: Callable[[dict[str, Any]], None] | None = None,
         on_log: Callable[[dict[str, Any]], None] | None = None,
-        trace: Callable[[RequestId, str, float], None] | None = None,
+        **options: Unpack[RequestOptions],
     ) -> dict[str, Any]:
         """Send one request and wait at most ``timeout`` seconds for its result.
 
         ``params._meta`` gets the protocol version, ``capabilities`` (or ``{}``),
         the client info, ``log_level`` when given, the progress token (the
         request id) when ``on_progress`` is given, and the keys of ``meta``.
+        The other options are those of :class:`RequestOptions`.
 
-        :param cancel: fires to stop waiting; the server gets ``notifications/cancelled``.
-        :param allow_input_required: return an ``input_required`` result instead of failing.
-        :param on_progress: gets the params of each ``notifications/progress`` of the request.
         :param on_log: gets the params of each ``notifications/message`` tied to the
             request (HTTP only: on stdio a log message names no request).
-        :param trace: called once at the end with the upstream id, the outcome
-            (``complete``, ``input_required``, ``error <code>`` or the cause of
-            the error) and the seconds it took.
 
         Raises:
             RpcError: the server answered with a JSON-RPC error (``.error`` holds it).
@@ -516,13 +530,10 @@ class Client(Peer):
             NotConnected: the client is not started.
             McpError: the transport failed (``TransportFailed`` and, over HTTP, others).
         """
-        base, caller_meta = self._split_params(params)
-        meta_obj = self._meta(capabilities, log_level, caller_meta, meta)
-        started = time.monotonic()
-        entry = self._register(method, on_progress, on_log)
-        if on_progress is not None:
-            meta_obj["progressToken"] = entry.id
-        message = Request(entry.id, method, {**base, "_meta": meta_obj})
+        entry, body, started = self._prepare(method, params, options, on_log, waits=True)
+        message = Request(entry.id, method, body)
+        cancel = options.get("cancel")
+        allow_input_required = options.get("allow_input_required", False)
 
         def exchange() -> dict[str, Any]:
             try:
@@ -534,7 +545,7 @@ class Client(Peer):
                     if self._pending.get(entry.id) is entry:
                         del self._pending[entry.id]
 
-        return _traced(exchange, trace, entry.id, started)
+        return _traced(exchange, options.get("trace"), entry.id, started)
 
     def begin(
         self,
@@ -543,14 +554,8 @@ class Client(Peer):
         *,
         on_done: Callable[[Call], None],
         timeout: float,
-        cancel: CancelToken | None = None,
-        capabilities: dict[str, Any] | None = None,
-        log_level: str | None = None,
-        meta: dict[str, Any] | None = None,
-        allow_input_required: bool = False,
-        on_progress: Callable[[dict[str, Any]], None] | None = None,
-        trace: Callable[[RequestId, str, float], None] | None = None,
         raw: jsonrpc.RawStrings | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Call | None:
         """Send one request without waiting for its answer; ``on_done`` gets the :class:`Call`.
 
@@ -570,14 +575,9 @@ class Client(Peer):
             InvalidMeta, InvalidRequest: as :meth:`request`; nothing was sent.
             Closed, NotConnected: the client is closed or not started; nothing was sent.
         """
-        body, caller_meta = self._split_params(params)
-        meta_obj = self._meta(capabilities, log_level, caller_meta, meta)
-        started = time.monotonic()
-        entry = self._register(method, on_progress, None, waits=False)
-        if on_progress is not None:
-            meta_obj["progressToken"] = entry.id
-        body["_meta"] = meta_obj
-        call = Call(self, entry, timeout, allow_input_required, trace, started)
+        entry, body, started = self._prepare(method, params, options, None, waits=False)
+        allow_input_required = options.get("allow_input_required", False)
+        call = Call(self, entry, timeout, allow_input_required, options.get("trace"), started)
         error: McpError | None = None
         try:
             self._transport.send(Request(entry.id, method, body, raw), cancel=NO_WAIT)
@@ -604,7 +604,7 @@ class Client(Peer):
         if notify:
             self._notify_done(entry)
         if open_:
-            self._arm(entry, started + timeout, cancel)
+            self._arm(entry, started + timeout, options.get("cancel"))
         return call
 
     def _arm(self, entry: _Pending, deadline: float, cancel: CancelToken | None) -> None:
@@ -702,6 +702,36 @@ class Client(Peer):
         return subscription
 
     # ------------------------------------------------------------ internals
+
+    def _prepare(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        options: RequestOptions,
+        on_log: Callable[[dict[str, Any]], None] | None,
+        *,
+        waits: bool,
+    ) -> tuple[_Pending, dict[str, Any], float]:
+        """Check a request and give it an id: its entry, its params with their ``_meta``, its start.
+
+        Raises:
+            TypeError: an option that :class:`RequestOptions` does not name.
+            InvalidMeta, InvalidRequest, Closed, NotConnected: as :meth:`request`.
+        """
+        unknown = sorted(set(options) - RequestOptions.__optional_keys__)
+        if unknown:
+            raise TypeError(f"unexpected option {unknown[0]!r}")
+        body, caller_meta = self._split_params(params)
+        meta = self._meta(
+            options.get("capabilities"), options.get("log_level"), caller_meta, options.get("meta")
+        )
+        started = time.monotonic()
+        on_progress = options.get("on_progress")
+        entry = self._register(method, on_progress, on_log, waits=waits)
+        if on_progress is not None:
+            meta["progressToken"] = entry.id
+        body["_meta"] = meta
+        return entry, body, started
 
     def _split_params(self, params: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
         if params is None:
