@@ -629,10 +629,10 @@ class LegacyPassthrough:
             try:
                 peer.start()
                 outcome = self._request(peer, "initialize", params, timeout=timeout, cancel=cancel)
-            except Cancelled:
+            except Cancelled as exc:
                 peer.close(grace)
-                raise OpenFailed(None) from None
-            except Closed:
+                raise OpenFailed(None) from exc
+            except Closed as exc:
                 peer.close(grace)
                 if reused and attempt == 1:
                     log.info(
@@ -640,15 +640,15 @@ class LegacyPassthrough:
                     )
                     continue
                 log.error("%s", stopped_during("initialize", peer.exit_status))
-                raise OpenFailed(errortable.error_object(Closed.cause, "initialize")) from None
+                raise OpenFailed(errortable.error_object(Closed.cause, "initialize")) from exc
             except RequestTimeout as exc:
                 peer.close(grace)
                 if isinstance(probe_error, RequestTimeout):
-                    raise OpenFailed(discover_error(probe_error, timeout)) from None
-                raise OpenFailed(errortable.error_object("timeout", exc.detail)) from None
+                    raise OpenFailed(discover_error(probe_error, timeout)) from exc
+                raise OpenFailed(errortable.error_object("timeout", exc.detail)) from exc
             except McpError as exc:
                 peer.close(grace)
-                raise OpenFailed(self._open_error(exc)) from None
+                raise OpenFailed(self._open_error(exc)) from exc
             if isinstance(outcome, ErrorResponse):
                 peer.close(grace)
                 log.error("initialize failed: %s", printable(outcome.error.message))

@@ -70,7 +70,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 from . import jsonrpc
 from .cancel import NO_WAIT, CancelToken, WouldBlock
@@ -114,7 +114,10 @@ from .protocol import (
 from .text import escaped, format_duration
 from .transport import Transport
 
-__all__ = ["Call", "Client", "Subscription"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack is new in Python 3.11
+
+__all__ = ["Call", "Client", "RequestOptions", "Subscription"]
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -135,6 +138,34 @@ def _as_id(value: Any) -> RequestId | None:
 def _call(what: str, callback: Callable[[], None]) -> None:
     """Run a callback of the caller; an error in it must not stop the delivering thread."""
     run_callback(what, callback, log)
+
+
+def _traced(
+    fetch: Callable[[], dict[str, Any]],
+    trace: Callable[[RequestId, str, float], None] | None,
+    request_id: RequestId,
+    started: float,
+) -> dict[str, Any]:
+    """What ``fetch()`` returns or raises; then ``trace`` gets the request's outcome and its seconds.
+
+    The outcome is the ``resultType`` of the result, ``error <code>`` for a
+    JSON-RPC error, the cause of another error of the MCP layer, or ``internal``.
+    """
+    outcome = "internal"
+    try:
+        result = fetch()
+        outcome = str(result.get("resultType", "complete"))
+        return result
+    except RpcError as exc:
+        outcome = f"error {exc.error.code}"
+        raise
+    except McpError as exc:
+        outcome = exc.cause
+        raise
+    finally:
+        if trace is not None:
+            elapsed = time.monotonic() - started
+            _call("a trace", lambda: trace(request_id, outcome, elapsed))
 
 
 def _nothing() -> None:
@@ -275,6 +306,28 @@ class Subscription:
         return True
 
 
+class RequestOptions(TypedDict, total=False):
+    """The options of :meth:`Client.request` and :meth:`Client.begin` beside ``timeout``.
+
+    ``cancel`` fires to stop waiting; the server gets ``notifications/cancelled``.
+    ``capabilities`` (the client capabilities, ``{}`` by default), ``log_level``
+    and the keys of ``meta`` go into the request's ``_meta``.
+    ``allow_input_required`` returns an ``input_required`` result instead of
+    failing. ``on_progress`` gets the params of each ``notifications/progress``
+    of the request. ``trace`` is called once at the end with the upstream id,
+    the outcome (``complete``, ``input_required``, ``error <code>`` or the cause
+    of the error) and the seconds it took.
+    """
+
+    cancel: CancelToken | None
+    capabilities: dict[str, Any] | None
+    log_level: str | None
+    meta: dict[str, Any] | None
+    allow_input_required: bool
+    on_progress: Callable[[dict[str, Any]], None] | None
+    trace: Callable[[RequestId, str, float], None] | None
+
+
 class Call:
     """A request of :meth:`Client.begin`: it went out, and its outcome comes to ``on_done``.
 
@@ -347,28 +400,17 @@ class Call:
             detail = f"no response in {format_duration(self._timeout)}" if why == "timeout" else ""
             client._send_cancelled(entry.id, detail or reason or "the client canceled the request", wait=wait)
         self._taken = True
-        name = "internal"
-        try:
+
+        def take() -> dict[str, Any]:
             if why == "timeout":
                 raise RequestTimeout(f"{entry.method}: no response in {format_duration(self._timeout)}")
             if why == "cancel":
                 raise Cancelled(reason or None)
             if outcome is None:
                 raise RuntimeError("the call has no outcome yet")
-            result = client._result(entry.method, outcome, self._allow_input_required)
-            name = str(result.get("resultType", "complete"))
-            return result
-        except RpcError as exc:
-            name = f"error {exc.error.code}"
-            raise
-        except McpError as exc:
-            name = exc.cause
-            raise
-        finally:
-            trace = self._trace
-            if trace is not None:
-                elapsed = time.monotonic() - self._started
-                _call("a trace", lambda: trace(entry.id, name, elapsed))
+            return client._result(entry.method, outcome, self._allow_input_required)
+
+        return _traced(take, self._trace, entry.id, self._started)
 
 
 class Client(Peer):
@@ -463,30 +505,19 @@ class Client(Peer):
         params: dict[str, Any] | None = None,
         *,
         timeout: float,
-        cancel: CancelToken | None = None,
-        capabilities: dict[str, Any] | None = None,
-        log_level: str | None = None,
-        meta: dict[str, Any] | None = None,
-        allow_input_required: bool = False,
-        on_progress: Callable[[dict[str, Any]], None] | None = None,
         on_log: Callable[[dict[str, Any]], None] | None = None,
-        trace: Callable[[RequestId, str, float], None] | None = None,
         long_strings: list[jsonrpc.RawStrings] | None = None,
+        **options: Unpack[RequestOptions],
     ) -> dict[str, Any]:
         """Send one request and wait at most ``timeout`` seconds for its result.
 
         ``params._meta`` gets the protocol version, ``capabilities`` (or ``{}``),
         the client info, ``log_level`` when given, the progress token (the
         request id) when ``on_progress`` is given, and the keys of ``meta``.
+        The other options are those of :class:`RequestOptions`.
 
-        :param cancel: fires to stop waiting; the server gets ``notifications/cancelled``.
-        :param allow_input_required: return an ``input_required`` result instead of failing.
-        :param on_progress: gets the params of each ``notifications/progress`` of the request.
         :param on_log: gets the params of each ``notifications/message`` tied to the
             request (HTTP only: on stdio a log message names no request).
-        :param trace: called once at the end with the upstream id, the outcome
-            (``complete``, ``input_required``, ``error <code>`` or the cause of
-            the error) and the seconds it took.
         :param long_strings: gets the record of the long strings of the answer's line
             (see :class:`~.jsonrpc.RawStrings`), when it has one, so that the result
             is written on with them as they came (as :attr:`Call.raw` gives it).
@@ -503,34 +534,26 @@ class Client(Peer):
             NotConnected: the client is not started.
             McpError: the transport failed (``TransportFailed`` and, over HTTP, others).
         """
-        base, caller_meta = self._split_params(params)
-        meta_obj = self._meta(capabilities, log_level, caller_meta, meta)
-        started = time.monotonic()
-        entry = self._register(method, on_progress, on_log)
-        if on_progress is not None:
-            meta_obj["progressToken"] = entry.id
-        message = Request(entry.id, method, {**base, "_meta": meta_obj})
-        outcome = "internal"
-        try:
-            result = self._exchange(entry, message, started + timeout, timeout, cancel, allow_input_required)
-            outcome = str(result.get("resultType", "complete"))
-            answer = entry.outcome
-            if long_strings is not None and isinstance(answer, Response) and answer.raw is not None:
-                long_strings.append(answer.raw)
-            return result
-        except RpcError as exc:
-            outcome = f"error {exc.error.code}"
-            raise
-        except McpError as exc:
-            outcome = exc.cause
-            raise
-        finally:
-            with self._cond:
-                if self._pending.get(entry.id) is entry:
-                    del self._pending[entry.id]
-            if trace is not None:
-                elapsed = time.monotonic() - started
-                _call("a trace", lambda: trace(entry.id, outcome, elapsed))
+        entry, body, started = self._prepare(method, params, options, on_log, waits=True)
+        message = Request(entry.id, method, body)
+        cancel = options.get("cancel")
+        allow_input_required = options.get("allow_input_required", False)
+
+        def exchange() -> dict[str, Any]:
+            try:
+                result = self._exchange(
+                    entry, message, started + timeout, timeout, cancel, allow_input_required
+                )
+                answer = entry.outcome
+                if long_strings is not None and isinstance(answer, Response) and answer.raw is not None:
+                    long_strings.append(answer.raw)
+                return result
+            finally:
+                with self._cond:
+                    if self._pending.get(entry.id) is entry:
+                        del self._pending[entry.id]
+
+        return _traced(exchange, options.get("trace"), entry.id, started)
 
     def begin(
         self,
@@ -539,14 +562,8 @@ class Client(Peer):
         *,
         on_done: Callable[[Call], None],
         timeout: float,
-        cancel: CancelToken | None = None,
-        capabilities: dict[str, Any] | None = None,
-        log_level: str | None = None,
-        meta: dict[str, Any] | None = None,
-        allow_input_required: bool = False,
-        on_progress: Callable[[dict[str, Any]], None] | None = None,
-        trace: Callable[[RequestId, str, float], None] | None = None,
         raw: jsonrpc.RawStrings | None = None,
+        **options: Unpack[RequestOptions],
     ) -> Call | None:
         """Send one request without waiting for its answer; ``on_done`` gets the :class:`Call`.
 
@@ -566,21 +583,9 @@ class Client(Peer):
             InvalidMeta, InvalidRequest: as :meth:`request`; nothing was sent.
             Closed, NotConnected: the client is closed or not started; nothing was sent.
         """
-        if params is None:
-            body: dict[str, Any] = {}
-            caller_meta = None
-        elif isinstance(params, dict):
-            body = dict(params)
-            caller_meta = body.pop("_meta", None)
-        else:
-            raise InvalidRequest("params is not an object")
-        meta_obj = self._meta(capabilities, log_level, caller_meta, meta)
-        started = time.monotonic()
-        entry = self._register(method, on_progress, None, waits=False)
-        if on_progress is not None:
-            meta_obj["progressToken"] = entry.id
-        body["_meta"] = meta_obj
-        call = Call(self, entry, timeout, allow_input_required, trace, started)
+        entry, body, started = self._prepare(method, params, options, None, waits=False)
+        allow_input_required = options.get("allow_input_required", False)
+        call = Call(self, entry, timeout, allow_input_required, options.get("trace"), started)
         error: McpError | None = None
         try:
             self._transport.send(Request(entry.id, method, body, raw), cancel=NO_WAIT)
@@ -607,7 +612,7 @@ class Client(Peer):
         if notify:
             self._notify_done(entry)
         if open_:
-            self._arm(entry, started + timeout, cancel)
+            self._arm(entry, started + timeout, options.get("cancel"))
         return call
 
     def _arm(self, entry: _Pending, deadline: float, cancel: CancelToken | None) -> None:
@@ -705,6 +710,36 @@ class Client(Peer):
         return subscription
 
     # ------------------------------------------------------------ internals
+
+    def _prepare(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        options: RequestOptions,
+        on_log: Callable[[dict[str, Any]], None] | None,
+        *,
+        waits: bool,
+    ) -> tuple[_Pending, dict[str, Any], float]:
+        """Check a request and give it an id: its entry, its params with their ``_meta``, its start.
+
+        Raises:
+            TypeError: an option that :class:`RequestOptions` does not name.
+            InvalidMeta, InvalidRequest, Closed, NotConnected: as :meth:`request`.
+        """
+        unknown = sorted(set(options) - RequestOptions.__optional_keys__)
+        if unknown:
+            raise TypeError(f"unexpected option {unknown[0]!r}")
+        body, caller_meta = self._split_params(params)
+        meta = self._meta(
+            options.get("capabilities"), options.get("log_level"), caller_meta, options.get("meta")
+        )
+        started = time.monotonic()
+        on_progress = options.get("on_progress")
+        entry = self._register(method, on_progress, on_log, waits=waits)
+        if on_progress is not None:
+            meta["progressToken"] = entry.id
+        body["_meta"] = meta
+        return entry, body, started
 
     def _split_params(self, params: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
         if params is None:

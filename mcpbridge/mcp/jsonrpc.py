@@ -274,10 +274,10 @@ def _parse_text(line: bytes | bytearray | str, max_depth: int) -> Any:
                 raise json.JSONDecodeError("Extra data", text, end)
         else:
             value = _decoder.decode(text)
-    except StopIteration:
-        raise FrameError("parse_error", detail="JSONDecodeError") from None
-    except RecursionError:
-        raise FrameError("too_deep", detail=f"limit: {max_depth} levels") from None
+    except StopIteration as exc:
+        raise FrameError("parse_error", detail="JSONDecodeError") from exc
+    except RecursionError as exc:
+        raise FrameError("too_deep", detail=f"limit: {max_depth} levels") from exc
     except (ValueError, TypeError) as exc:
         raise FrameError("parse_error", detail=type(exc).__name__) from exc
     if brackets > max_depth and _depth_exceeds(value, max_depth):
@@ -548,8 +548,8 @@ def _encode_text(obj: Any) -> str:
         return _encoder.encode(obj)
     try:
         return "".join(_c_encoder(obj, 0))
-    except RecursionError:
-        raise ValueError("the value is nested too deeply, or contains itself") from None
+    except RecursionError as exc:
+        raise ValueError("the value is nested too deeply, or contains itself") from exc
 
 
 # Long strings (a file, an image in base64) are most of a large message, and the

@@ -66,7 +66,7 @@ import typing
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, overload
 
 from . import protocol, state
 from .cancel import CancelToken
@@ -93,6 +93,9 @@ from .jsonrpc import (
     dumps,
 )
 from .transport import ServerTransport
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack is new in Python 3.11
 
 __all__ = [
     "Context",
@@ -525,20 +528,23 @@ class _Signature:
 
 
 @dataclass
-class _Tool:
+class _Named:
+    """A prompt (and the base of a tool): its handler takes named arguments, and it can be hidden."""
+
     definition: dict[str, Any]
     fn: Callable[..., Any]
     signature: _Signature
-    inferred: bool
     enabled: bool = True
 
 
 @dataclass
-class _Prompt:
-    definition: dict[str, Any]
-    fn: Callable[..., Any]
-    signature: _Signature
-    enabled: bool = True
+class _Tool(_Named):
+    #: Whether the input schema was inferred from the handler (then the argument types are checked).
+    inferred: bool = False
+
+
+_Prompt = _Named
+_N = TypeVar("_N", bound=_Named)
 
 
 @dataclass
@@ -552,6 +558,123 @@ class _Template:
     definition: dict[str, Any]
     fn: Callable[..., Any]
     pattern: re.Pattern[str]
+
+
+class _Described(TypedDict, total=False):
+    """The options of every registration but a resource's ``name``."""
+
+    title: str | None
+    description: str | None
+    icons: list[dict[str, Any]] | None
+
+
+class _PromptOptions(_Described, total=False):
+    """The options of :meth:`Server.prompt` and :meth:`Server.add_prompt`."""
+
+    name: str | None
+    arguments: list[dict[str, Any]] | None
+
+
+class _ToolOptions(_Described, total=False):
+    """The options of :meth:`Server.tool` and :meth:`Server.add_tool`."""
+
+    name: str | None
+    input_schema: dict[str, Any] | None
+    output_schema: dict[str, Any] | None
+    annotations: dict[str, Any] | None
+    meta: dict[str, Any] | None
+
+
+class _ResourceName(TypedDict):
+    name: str
+
+
+class _TemplateOptions(_ResourceName, _Described, total=False):
+    """The options of :meth:`Server.resource_template`."""
+
+    mime_type: str | None
+
+
+class _ResourceOptions(_TemplateOptions, total=False):
+    """The options of :meth:`Server.resource`."""
+
+    size: int | None
+
+
+#: The JSON name of each option of a registration, in the order of a definition's members.
+_MEMBERS: Final = {
+    "uri": "uri",
+    "uri_template": "uriTemplate",
+    "name": "name",
+    "title": "title",
+    "description": "description",
+    "input_schema": "inputSchema",
+    "output_schema": "outputSchema",
+    "mime_type": "mimeType",
+    "size": "size",
+    "arguments": "arguments",
+    "annotations": "annotations",
+    "icons": "icons",
+    "meta": "_meta",
+}
+
+
+def _check_options(spec: Any, options: Mapping[str, Any]) -> None:
+    """Raises: TypeError: ``options`` has a key that the TypedDict ``spec`` lacks, or lacks a required one."""
+    unknown = sorted(set(options) - spec.__required_keys__ - spec.__optional_keys__)
+    if unknown:
+        raise TypeError(f"unexpected option {unknown[0]!r}")
+    missing = sorted(spec.__required_keys__ - set(options))
+    if missing:
+        raise TypeError(f"missing the option {missing[0]!r}")
+
+
+def _definition(spec: Any, options: Mapping[str, Any], **fixed: Any) -> dict[str, Any]:
+    """The definition of a tool, prompt, resource or template: its members that are not None.
+
+    ``options`` are the caller's, of the TypedDict ``spec``; ``fixed`` are the
+    members that are no option (a URI) or that replace one (a default).
+
+    Raises:
+        TypeError: ``options`` do not fit ``spec``.
+    """
+    _check_options(spec, options)
+    members = {**options, **fixed}
+    return {member: members[key] for key, member in _MEMBERS.items() if members.get(key) is not None}
+
+
+def _named_definition(
+    spec: Any, fn: Callable[..., Any], options: Mapping[str, Any], **derived: Any
+) -> dict[str, Any]:
+    """The definition of a tool or prompt; its name and description default to those of ``fn``."""
+    description = options.get("description")
+    return _definition(
+        spec,
+        options,
+        **derived,
+        name=options.get("name") or fn.__name__,
+        description=description if description is not None else inspect.getdoc(fn),
+    )
+
+
+def _decorator(
+    add: Callable[..., None], spec: Any, name: str | Callable[..., Any] | None, options: Any
+) -> Any:
+    """What ``@server.tool`` and ``@server.prompt`` return: bare, or called with a name and options."""
+    if callable(name):
+        add(name)
+        return name
+    _check_options(spec, options)
+    if name is not None:
+        if "name" in options:
+            raise TypeError("the name is given twice")
+        options = {**options, "name": name}
+
+    def register(fn: _F) -> _F:
+        add(fn, **options)
+        return fn
+
+    return register
 
 
 _TEMPLATE_EXPRESSION = re.compile(r"\{([+]?)([A-Za-z0-9_]+)\}")
@@ -692,74 +815,28 @@ class Server:
     def tool(self, name: _F, /) -> _F: ...
 
     @overload
-    def tool(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        annotations: dict[str, Any] | None = None,
-        meta: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-    ) -> Callable[[_F], _F]: ...
+    def tool(self, name: str | None = None, /, **options: Unpack[_ToolOptions]) -> Callable[[_F], _F]: ...
 
-    def tool(
-        self,
-        name: str | Callable[..., Any] | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        annotations: dict[str, Any] | None = None,
-        meta: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-    ) -> Any:
+    def tool(self, name: str | Callable[..., Any] | None = None, /, **options: Unpack[_ToolOptions]) -> Any:
         """Register a tool: ``@server.tool()``, ``@server.tool("name")`` or ``@server.tool``.
 
-        The handler is called as ``fn(ctx, **arguments)``. Without
-        ``input_schema``, the schema is inferred from the parameters after the
-        context (``str``, ``int``, ``float``, ``bool``, ``list``, ``dict``,
-        ``list[X]``, ``X | None``; a default makes a parameter optional) and the
-        arguments are checked against those types. The description defaults to
-        the docstring. See :meth:`add_tool` for the results a tool may return.
+        The options are those of :meth:`add_tool`. The handler is called as
+        ``fn(ctx, **arguments)``. Without ``input_schema``, the schema is
+        inferred from the parameters after the context (``str``, ``int``,
+        ``float``, ``bool``, ``list``, ``dict``, ``list[X]``, ``X | None``; a
+        default makes a parameter optional) and the arguments are checked
+        against those types. The description defaults to the docstring. See
+        :meth:`add_tool` for the results a tool may return.
         """
-        if callable(name):
-            self.add_tool(name)
-            return name
+        return _decorator(self.add_tool, _ToolOptions, name, options)
 
-        def register(fn: _F) -> _F:
-            self.add_tool(
-                fn,
-                name=name,
-                title=title,
-                description=description,
-                input_schema=input_schema,
-                output_schema=output_schema,
-                annotations=annotations,
-                meta=meta,
-                icons=icons,
-            )
-            return fn
-
-        return register
-
-    def add_tool(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        annotations: dict[str, Any] | None = None,
-        meta: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-    ) -> None:
+    def add_tool(self, fn: Callable[..., Any], **options: Unpack[_ToolOptions]) -> None:
         """Register a tool and tell the listen streams that the list changed.
+
+        Options (all optional): ``name`` (default: the function's name),
+        ``title``, ``description`` (default: the docstring), ``input_schema``,
+        ``output_schema``, ``annotations``, ``meta`` (the ``_meta`` of the
+        definition) and ``icons``.
 
         A tool returns a ``str`` (one text block), a :class:`ToolResult`, a dict
         with ``content`` (the result as it is), or any other JSON value (it
@@ -771,31 +848,14 @@ class Server:
             ValueError: a tool with this name exists.
         """
         signature = _Signature.of(fn)
-        tool_name = name or fn.__name__
+        input_schema = options.get("input_schema")
         schema = input_schema if input_schema is not None else signature.input_schema()
-        definition = _compact(
-            name=tool_name,
-            title=title,
-            description=description if description is not None else inspect.getdoc(fn),
-            inputSchema=schema,
-            outputSchema=output_schema,
-            annotations=annotations,
-            icons=icons,
-            _meta=meta,
-        )
-        with self._lock:
-            if tool_name in self._tools:
-                raise ValueError(f"a tool named {tool_name!r} exists")
-            self._tools[tool_name] = _Tool(definition, fn, signature, inferred=input_schema is None)
-        self.notify_list_changed("tools")
+        definition = _named_definition(_ToolOptions, fn, options, input_schema=schema)
+        self._add_named("tools", self._tools, _Tool(definition, fn, signature, inferred=input_schema is None))
 
     def remove_tool(self, name: str) -> bool:
         """Remove a tool; tell the listen streams. Returns whether it existed."""
-        with self._lock:
-            removed = self._tools.pop(name, None) is not None
-        if removed:
-            self.notify_list_changed("tools")
-        return removed
+        return self._remove_named("tools", self._tools, name)
 
     def set_tool_enabled(self, name: str, enabled: bool) -> bool:
         """Show or hide a tool (it keeps its place in the list). Returns whether anything changed.
@@ -803,128 +863,84 @@ class Server:
         Raises:
             KeyError: no such tool.
         """
-        with self._lock:
-            tool = self._tools[name]
-            changed = tool.enabled != enabled
-            tool.enabled = enabled
-        if changed:
-            self.notify_list_changed("tools")
-        return changed
+        return self._set_named_enabled("tools", self._tools, name, enabled)
 
     @overload
     def prompt(self, name: _F, /) -> _F: ...
 
     @overload
-    def prompt(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        arguments: list[dict[str, Any]] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-    ) -> Callable[[_F], _F]: ...
+    def prompt(self, name: str | None = None, /, **options: Unpack[_PromptOptions]) -> Callable[[_F], _F]: ...
 
     def prompt(
-        self,
-        name: str | Callable[..., Any] | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        arguments: list[dict[str, Any]] | None = None,
-        icons: list[dict[str, Any]] | None = None,
+        self, name: str | Callable[..., Any] | None = None, /, **options: Unpack[_PromptOptions]
     ) -> Any:
         """Register a prompt; the handler is called as ``fn(ctx, **arguments)`` (strings).
 
-        It returns a ``str`` (one user message), a list of messages (``str`` or
+        The options are those of :meth:`add_prompt`. The handler returns a
+        ``str`` (one user message), a list of messages (``str`` or
         ``PromptMessage`` dicts), or a dict with ``messages`` (and optionally
         ``description``). ``arguments`` defaults to the handler's parameters.
         """
-        if callable(name):
-            self.add_prompt(name)
-            return name
+        return _decorator(self.add_prompt, _PromptOptions, name, options)
 
-        def register(fn: _F) -> _F:
-            self.add_prompt(
-                fn, name=name, title=title, description=description, arguments=arguments, icons=icons
-            )
-            return fn
+    def add_prompt(self, fn: Callable[..., Any], **options: Unpack[_PromptOptions]) -> None:
+        """Register a prompt and tell the listen streams. Raises: ValueError: the name exists.
 
-        return register
-
-    def add_prompt(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        arguments: list[dict[str, Any]] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-    ) -> None:
-        """Register a prompt and tell the listen streams. Raises: ValueError: the name exists."""
+        Options (all optional): ``name`` (default: the function's name),
+        ``title``, ``description`` (default: the docstring), ``arguments``
+        (default: the handler's parameters) and ``icons``.
+        """
         signature = _Signature.of(fn)
-        prompt_name = name or fn.__name__
+        arguments = options.get("arguments")
         if arguments is None:
             arguments = [{"name": n, "required": n in signature.required} for n in signature.names]
-        definition = _compact(
-            name=prompt_name,
-            title=title,
-            description=description if description is not None else inspect.getdoc(fn),
-            arguments=arguments or None,
-            icons=icons,
-        )
-        with self._lock:
-            if prompt_name in self._prompts:
-                raise ValueError(f"a prompt named {prompt_name!r} exists")
-            self._prompts[prompt_name] = _Prompt(definition, fn, signature)
-        self.notify_list_changed("prompts")
+        definition = _named_definition(_PromptOptions, fn, options, arguments=arguments or None)
+        self._add_named("prompts", self._prompts, _Prompt(definition, fn, signature))
 
     def remove_prompt(self, name: str) -> bool:
         """Remove a prompt; tell the listen streams. Returns whether it existed."""
-        with self._lock:
-            removed = self._prompts.pop(name, None) is not None
-        if removed:
-            self.notify_list_changed("prompts")
-        return removed
+        return self._remove_named("prompts", self._prompts, name)
 
     def set_prompt_enabled(self, name: str, enabled: bool) -> bool:
         """Show or hide a prompt. Returns whether anything changed. Raises: KeyError: no such prompt."""
+        return self._set_named_enabled("prompts", self._prompts, name, enabled)
+
+    def _add_named(self, kind: str, table: dict[str, _N], entry: _N) -> None:
+        """Add a tool or prompt and tell the listen streams. Raises: ValueError: the name exists."""
+        name = entry.definition["name"]
         with self._lock:
-            prompt = self._prompts[name]
-            changed = prompt.enabled != enabled
-            prompt.enabled = enabled
+            if name in table:
+                raise ValueError(f"a {kind[:-1]} named {name!r} exists")
+            table[name] = entry
+        self.notify_list_changed(kind)
+
+    def _remove_named(self, kind: str, table: dict[str, _N], name: str) -> bool:
+        with self._lock:
+            removed = table.pop(name, None) is not None
+        if removed:
+            self.notify_list_changed(kind)
+        return removed
+
+    def _set_named_enabled(self, kind: str, table: dict[str, _N], name: str, enabled: bool) -> bool:
+        with self._lock:
+            entry = table[name]
+            changed = entry.enabled != enabled
+            entry.enabled = enabled
         if changed:
-            self.notify_list_changed("prompts")
+            self.notify_list_changed(kind)
         return changed
 
-    def resource(
-        self,
-        uri: str,
-        *,
-        name: str,
-        title: str | None = None,
-        mime_type: str | None = None,
-        description: str | None = None,
-        size: int | None = None,
-        icons: list[dict[str, Any]] | None = None,
-    ) -> Callable[[_F], _F]:
+    def resource(self, uri: str, **options: Unpack[_ResourceOptions]) -> Callable[[_F], _F]:
         """Register a resource; the handler is called as ``fn(ctx)``.
 
-        It returns a ``str`` (text), ``bytes`` (a blob), a list of resource
-        contents, or a dict with ``contents``.
+        Options: ``name`` (required), ``title``, ``mime_type``,
+        ``description``, ``size`` and ``icons``. The handler returns a ``str``
+        (text), ``bytes`` (a blob), a list of resource contents, or a dict with
+        ``contents``.
         """
+        definition = _definition(_ResourceOptions, options, uri=uri)
 
         def register(fn: _F) -> _F:
-            definition = _compact(
-                uri=uri,
-                name=name,
-                title=title,
-                description=description,
-                mimeType=mime_type,
-                size=size,
-                icons=icons,
-            )
             with self._lock:
                 if uri in self._resources:
                     raise ValueError(f"a resource {uri!r} exists")
@@ -934,28 +950,15 @@ class Server:
 
         return register
 
-    def resource_template(
-        self,
-        uri_template: str,
-        *,
-        name: str,
-        title: str | None = None,
-        mime_type: str | None = None,
-        description: str | None = None,
-        icons: list[dict[str, Any]] | None = None,
-    ) -> Callable[[_F], _F]:
-        """Register a resource template (``{var}``, ``{+var}``); the handler gets ``fn(ctx, **vars)``."""
+    def resource_template(self, uri_template: str, **options: Unpack[_TemplateOptions]) -> Callable[[_F], _F]:
+        """Register a resource template (``{var}``, ``{+var}``); the handler gets ``fn(ctx, **vars)``.
+
+        Options: ``name`` (required), ``title``, ``mime_type``, ``description`` and ``icons``.
+        """
         pattern = _template_pattern(uri_template)
+        definition = _definition(_TemplateOptions, options, uri_template=uri_template)
 
         def register(fn: _F) -> _F:
-            definition = _compact(
-                uriTemplate=uri_template,
-                name=name,
-                title=title,
-                description=description,
-                mimeType=mime_type,
-                icons=icons,
-            )
             with self._lock:
                 self._templates.append(_Template(definition, fn, pattern))
             self.notify_list_changed("resources")

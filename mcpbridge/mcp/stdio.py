@@ -185,6 +185,41 @@ def _deliver_line(
     _call("a message", lambda: on_message(message), logger)
 
 
+def _deliver_lines(
+    reader: LineReader,
+    max_depth: int,
+    on_message: OnMessage,
+    on_frame_error: OnFrameError,
+    logger: logging.Logger,
+    *,
+    stopped: Callable[[], bool] | None = None,
+    recover_ids: bool = False,
+    on_anonymous: Callable[[FrameError, int], None] | None = None,
+) -> None:
+    """Hand on each line of ``reader`` (see :func:`_deliver_line`) until its end or ``stopped()``.
+
+    Raises:
+        OSError, ValueError: reading failed.
+    """
+    while stopped is None or not stopped():
+        line = reader.next()
+        if line is None or (stopped is not None and stopped()):
+            return
+        _deliver_line(
+            line,
+            max_depth,
+            on_message,
+            on_frame_error,
+            logger,
+            recover_ids=recover_ids,
+            control_free=reader.control_free,
+            on_anonymous=on_anonymous,
+        )
+        # Not held while the next line is awaited: a large line would stay
+        # in memory beside the copies that the consumer makes of it.
+        line = None
+
+
 class StdioChildTransport(Transport):
     """The upstream server as a child process on stdio; see the module docstring.
 
@@ -331,8 +366,8 @@ class StdioChildTransport(Transport):
         """
         try:
             data = jsonrpc.serialize(message)
-        except (TypeError, ValueError):
-            raise InvalidRequest("the message cannot be written as JSON") from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest("the message cannot be written as JSON") from exc
         if self._proc is None:
             raise NotConnected("the upstream server is not started")
         if cancel is NO_WAIT:
@@ -471,23 +506,15 @@ class StdioChildTransport(Transport):
         reader = LineReader(cast(BinaryIO, proc.stdout), self._max_line)
         error: McpError | None = None
         try:
-            while True:
-                line = reader.next()
-                if line is None:
-                    break
-                _deliver_line(
-                    line,
-                    self._max_depth,
-                    on_message,
-                    on_frame_error,
-                    log,
-                    recover_ids=True,
-                    control_free=reader.control_free,
-                    on_anonymous=self._dropped_line,
-                )
-                # Not held while the next line is awaited: a large line would stay
-                # in memory beside the copies that the consumer makes of it.
-                line = None
+            _deliver_lines(
+                reader,
+                self._max_depth,
+                on_message,
+                on_frame_error,
+                log,
+                recover_ids=True,
+                on_anonymous=self._dropped_line,
+            )
         except (OSError, ValueError) as exc:
             error = TransportFailed(f"reading from the upstream server failed ({type(exc).__name__})")
         self._drops.flush()
@@ -703,8 +730,8 @@ class StdioServerTransport(ServerTransport):
         """
         try:
             parts = jsonrpc.serialize_parts(message)
-        except (TypeError, ValueError):
-            raise InvalidRequest("the message cannot be written as JSON") from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest("the message cannot be written as JSON") from exc
         if not self._output_lock.acquire(timeout=OUTPUT_LOCK_TIMEOUT):
             raise TransportFailed("the output is blocked: the client does not read")
         try:
@@ -714,9 +741,9 @@ class StdioServerTransport(ServerTransport):
                 for part in parts:
                     self._stdout.write(part)
                 self._stdout.flush()
-            except (OSError, ValueError):
+            except (OSError, ValueError) as exc:
                 self._closed = True
-                raise Closed("the output is closed") from None
+                raise Closed("the output is closed") from exc
         finally:
             self._output_lock.release()
 
@@ -732,18 +759,9 @@ class StdioServerTransport(ServerTransport):
     def _read(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnServerClosed) -> None:
         reader = LineReader(self._stdin, self._max_line)
         try:
-            while not self._closed:
-                line = reader.next()
-                if line is None or self._closed:
-                    break
-                _deliver_line(
-                    line,
-                    self._max_depth,
-                    on_message,
-                    on_frame_error,
-                    server_log,
-                    control_free=reader.control_free,
-                )
+            _deliver_lines(
+                reader, self._max_depth, on_message, on_frame_error, server_log, stopped=lambda: self._closed
+            )
         except (OSError, ValueError) as exc:
             server_log.debug("reading the input failed: %s", type(exc).__name__)
         self._eof.set()

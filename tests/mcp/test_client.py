@@ -158,6 +158,17 @@ def test_params_that_are_not_an_object_and_unknown_log_levels_are_invalid_reques
         client.request("test/echo", timeout=WAIT, log_level="verbose")
 
 
+def test_an_unknown_option_is_refused_before_sending(client: Client) -> None:
+    with pytest.raises(TypeError, match="'cancle'"):
+        client.request("test/echo", timeout=WAIT, cancle=None)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="'on_log'"):
+        client.begin("test/echo", on_done=lambda call: None, timeout=WAIT, on_log=print)  # type: ignore[call-arg]
+    # Nothing went out: the next request is still id 1.
+    ids: list[Any] = []
+    client.request("test/echo", timeout=WAIT, trace=lambda rid, outcome, secs: ids.append(rid))
+    assert ids == [1]
+
+
 def test_an_error_response_raises_rpc_error_with_code_message_and_data(client: Client) -> None:
     error = {"code": -32602, "message": "bad", "data": {"why": "x"}}
     outcomes: list[str] = []

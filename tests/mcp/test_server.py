@@ -436,6 +436,34 @@ def test_prompts_resources_and_templates_are_listed(peer: MemoryPeer) -> None:
     assert templates[0]["uriTemplate"] == "file:///fixture/blob/{bytes}"
 
 
+def test_registration_options_become_definitions_in_order_and_wrong_ones_are_refused() -> None:
+    server = Server("options", "1")
+
+    @server.tool("named", title="Named", annotations={"readOnlyHint": True}, meta={"k": 1})
+    def tool_fn(ctx: Context) -> str:
+        """The docstring."""
+        return ""
+
+    server.prompt(description="Given")(lambda ctx: "hi")
+    server.resource("demo://a", name="a", size=3, mime_type="text/plain")(lambda ctx: "abc")
+    tool = server._tools["named"].definition
+    assert list(tool) == ["name", "title", "description", "inputSchema", "annotations", "_meta"]
+    assert tool["description"] == "The docstring." and tool["_meta"] == {"k": 1}
+    assert server._prompts["<lambda>"].definition == {"name": "<lambda>", "description": "Given"}
+    resource = server._resources["demo://a"].definition
+    assert list(resource) == ["uri", "name", "mimeType", "size"]
+    with pytest.raises(TypeError, match="'mime_type'"):
+        server.tool(mime_type="text/plain")  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="'input_schema'"):
+        server.add_prompt(lambda ctx: "", input_schema={})  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="'name'"):
+        server.resource("demo://b", title="b")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="given twice"):
+        server.tool("one", name="two")
+    with pytest.raises(ValueError, match="a tool named 'named' exists"):
+        server.add_tool(tool_fn, name="named")
+
+
 # ------------------------------------------------------------------ calls
 
 
