@@ -108,6 +108,26 @@ def test_a_request_carries_the_meta_of_the_revision_and_gets_its_result(client: 
     }
 
 
+def test_a_request_hands_over_the_long_strings_of_its_answer_as_they_came(client: Client) -> None:
+    text = "x" * (300 * 1024)
+    long_strings: list[jsonrpc.RawStrings] = []
+    result = client.request("test/echo", {"text": text}, timeout=WAIT, long_strings=long_strings)
+    assert result["params"]["text"] == text
+    assert len(long_strings) == 1
+    view = long_strings[0].text_of(result["params"]["text"])
+    assert view is not None and bytes(view) == text.encode()
+    # The result is written on with that very view: the same bytes as the encoder's.
+    parts = jsonrpc.serialize_parts({"jsonrpc": "2.0", "id": 1, "result": result}, raw=long_strings[0])
+    assert any(part is view or (isinstance(part, memoryview) and part.obj is view.obj) for part in parts)
+    assert b"".join(bytes(part) for part in parts) == jsonrpc.serialize(
+        {"jsonrpc": "2.0", "id": 1, "result": result}
+    )
+    # A short answer has no long strings to hand over.
+    short: list[jsonrpc.RawStrings] = []
+    client.request("test/echo", {"text": "short"}, timeout=WAIT, long_strings=short)
+    assert [len(record) for record in short] == [0]
+
+
 def test_a_request_without_params_still_sends_the_required_meta(client: Client) -> None:
     params = client.request("test/echo", timeout=WAIT)["params"]
     assert set(params) == {"_meta"}
