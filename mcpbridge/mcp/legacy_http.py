@@ -376,7 +376,7 @@ class LegacyHttpTransport(WireReading, Transport):
                 raise InvalidResponse(
                     "the body is not a valid JSON-RPC message", http_status=status
                 ) from exc
-            raise HttpStatusError(status) from exc
+            raise status_error(response) from exc
         if isinstance(answer, ErrorResponse) and answer.id in (None, request.id):
             deliver(ErrorResponse(request.id, answer.error))
             return
@@ -386,7 +386,7 @@ class LegacyHttpTransport(WireReading, Transport):
             return
         if 200 <= status < 300:
             raise InvalidResponse("the body is not the response of the request", http_status=status)
-        raise HttpStatusError(status)
+        raise status_error(response)
 
     def _read_stream(
         self,
