@@ -100,7 +100,13 @@ from .httpwire import (
     tls_context,
 )
 from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
-from .protocol import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN
+from .protocol import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+    MODERN,
+    READ_ONLY_METHODS,
+)
 from .sse import EventTooLarge, SseParser
 from .transport import OnClosed, OnFrameError, OnMessage, Transport
 
@@ -307,18 +313,7 @@ def filter_tools(result: Any) -> tuple[Any, dict[str, dict[tuple[str, ...], str]
 #: The methods without side effects: a request of one of them whose connection broke
 #: after it was written is sent once more, with a new id (the revision says such a
 #: request is lost). Any other request fails with ``transport_failed``.
-REISSUE_METHODS: Final = frozenset(
-    {
-        "server/discover",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "prompts/get",
-        "completion/complete",
-    }
-)
+REISSUE_METHODS: Final = READ_ONLY_METHODS
 
 
 class _Retry(enum.Enum):
