@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 from . import jsonrpc
 from .cancel import CancelToken
-from .errors import InvalidRequest, InvalidResponse, McpError, TransportFailed
+from .errors import InvalidRequest, InvalidResponse, TransportFailed
 from .httpwire import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_DEPTH,
@@ -68,6 +68,12 @@ def json_body(message: Message) -> bytes:
         return jsonrpc.dumps(jsonrpc.to_obj(message))
     except (TypeError, ValueError) as exc:
         raise InvalidRequest("the message cannot be written as JSON") from exc
+
+
+def _without_value(exc: ValueError) -> ValueError:
+    """``exc`` without the header name or value that its text quotes (a value may be a token)."""
+    plain = ValueError(f"{type(exc).__name__}: a header name or value that HTTP cannot carry")
+    return plain.with_traceback(exc.__traceback__)
 
 
 def _answer_to(request: Request, message: Message) -> Response | ErrorResponse | None:
@@ -232,21 +238,18 @@ class HttpTransportBase(WireReading, Transport):
             McpError: the exchange failed (:func:`~.httppool.edge_error`).
         """
         try:
-            return self._wire.request(
-                verb,
-                headers.items(),
-                body,
-                exchange=exchange,
-                read_timeout=read_limit(method, self._read_timeout),
-            )
-        except McpError:
-            if exchange.aborted is not None:
-                # The read failed because the exchange was aborted: the inner error is noise.
-                raise self._aborted(exchange, cancel) from None
-            raise
-        except ValueError:
-            # The inner error quotes the header's value, which may be a token.
-            raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
+            with self._abort_named(exchange, cancel):
+                return self._wire.request(
+                    verb,
+                    headers.items(),
+                    body,
+                    exchange=exchange,
+                    read_timeout=read_limit(method, self._read_timeout),
+                )
+        except ValueError as exc:
+            # The inner error quotes the header's value, which may be a token: the cause keeps
+            # its kind and its traceback, not its text.
+            raise InvalidRequest("a header of the request cannot be sent over HTTP") from _without_value(exc)
 
     def _challenged(self, response: WireResponse, tried: bool) -> bool:
         """Whether to send the request once more after a 401 or 403 that the authorizer handled.
