@@ -9,10 +9,10 @@ wire with the errors it can end in, the answer to a 401 or 403 that goes to the
 SSE stream of messages that ends with the response.
 
 What differs stays in each transport as a small override: which user headers go
-into the wire's fixed part (:meth:`HttpTransportBase._fixed_headers`), the state of
-its own (:meth:`HttpTransportBase._own_state`), what passes of a response
-(:meth:`HttpTransportBase._passing`), and whether an answer to another request on
-the stream of a request goes on (:attr:`HttpTransportBase.PASS_OTHER_ANSWERS`).
+into the wire's fixed part (:meth:`HttpTransportBase._fixed_headers`), the state
+that only one transport has (:meth:`HttpTransportBase._own_state`), what passes of
+a response (:meth:`HttpTransportBase._passing`), and whether an answer to another
+request on the stream of a request goes on (:attr:`HttpTransportBase.PASS_OTHER_ANSWERS`).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ class HttpTransportBase(WireReading, Transport):
         return []
 
     def _own_state(self) -> None:
-        """Set up the state of the transport's own, at the end of ``__init__``."""
+        """Set up the state that only this transport has, at the end of ``__init__``."""
 
     def _begin_close(self) -> bool:
         """Whether this call is the first to close the transport."""
