@@ -60,30 +60,21 @@ import enum
 import itertools
 import logging
 import re
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
+from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from . import jsonrpc
 from .cancel import CancelToken
 from .errorbase import PeerFault
-from .errors import (
-    Cancelled,
-    Closed,
-    InvalidRequest,
-    InvalidResponse,
-    McpError,
-    NotConnected,
-    TransportFailed,
-)
+from .errors import Cancelled, Closed, McpError, NotConnected
+from .httpbase import Headers, HttpTransportBase, json_body
 from .httpwire import (
     ACCEPT,
     DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_POOL_SIZE,
     DEFAULT_READ_TIMEOUT,
     Authorizer,
     CaFileError,
@@ -91,22 +82,23 @@ from .httpwire import (
     HttpStatusError,
     StreamBroken,
     Why,
-    WireReading,
     media_type,
     parse_event,
     proxy_for,
-    read_limit,
-    status_error,
+    seconds_text,
     tls_context,
 )
-from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
-from .protocol import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, MODERN
-from .sse import EventTooLarge, SseParser
-from .transport import OnClosed, OnFrameError, OnMessage, Transport
+from .jsonrpc import ErrorResponse, Message, Notification, Request, Response
+from .protocol import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+    MODERN,
+    READ_ONLY_METHODS,
+)
+from .transport import OnClosed, OnFrameError, OnMessage
 
 if TYPE_CHECKING:
-    import ssl
-
     from .httppool import WireResponse
 
 __all__ = [
@@ -307,18 +299,7 @@ def filter_tools(result: Any) -> tuple[Any, dict[str, dict[tuple[str, ...], str]
 #: The methods without side effects: a request of one of them whose connection broke
 #: after it was written is sent once more, with a new id (the revision says such a
 #: request is lost). Any other request fails with ``transport_failed``.
-REISSUE_METHODS: Final = frozenset(
-    {
-        "server/discover",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "prompts/get",
-        "completion/complete",
-    }
-)
+REISSUE_METHODS: Final = READ_ONLY_METHODS
 
 
 class _Retry(enum.Enum):
@@ -334,21 +315,10 @@ class _Attempts:
     reissued: bool = False
 
 
-class HttpTransport(WireReading, Transport):
+class HttpTransport(HttpTransportBase):
     """A client transport to one Streamable HTTP URL; see the module docstring.
 
-    :param url: the ``http`` or ``https`` URL of the server.
-    :param headers: ``(name, value)`` pairs sent with every request (``--header``,
-        ``--header-env``); a value goes as ``value.encode("utf-8", "surrogateescape")``.
-    :param max_response_bytes: the limit of one JSON body and of one SSE event.
-    :param ca_file: PEM certificates trusted beside the trust store of the system.
-    :param ssl_context: a context from :func:`tls_context` instead of ``ca_file``, or a
-        function that makes it at the first TLS connection.
-    :param connect_timeout: seconds for the connection and the TLS handshake.
-    :param read_timeout: the longest wait for the next bytes of any answer; by default each
-        method has its own (:data:`~.httpwire.METHOD_READ_LIMITS`).
-    :param authorizer: asked for headers before each request and told of 401 and 403.
-    :param env: the environment for the proxy variables (``os.environ`` by default).
+    The parameters are those of :class:`~.httpbase.HttpTransportBase`.
 
     Raises:
         ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
@@ -356,61 +326,23 @@ class HttpTransport(WireReading, Transport):
         CaFileError: ``ca_file`` cannot be used.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        headers: Sequence[tuple[str, str]] = (),
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        ca_file: str | None = None,
-        ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        read_timeout: float | None = None,
-        authorizer: Authorizer | None = None,
-        env: Mapping[str, str] | None = None,
-        max_depth: int = DEFAULT_MAX_DEPTH,
-        pool_size: int = DEFAULT_POOL_SIZE,
-    ) -> None:
-        self._url = url
-        fixed: list[tuple[str, str | bytes]] = []
+    def _fixed_headers(self) -> Headers:
+        fixed: Headers = []
         # A user header that a request sets too stays in the mapping of each request, as it was.
-        self._headers: list[tuple[str, str | bytes]] = []
-        for name, value in headers:
-            raw = value.encode("utf-8", "surrogateescape")
+        per_request: Headers = []
+        for name, raw in self._headers:
             lower = name.lower()
             if name in ("Content-Type", "Accept"):
                 continue  # each request sets it
             if lower in _PER_REQUEST_NAMES or lower.startswith("mcp-param-"):
-                self._headers.append((name, raw))
+                per_request.append((name, raw))
             else:
                 fixed.append((name, raw))
-        fixed += [("Content-Type", "application/json"), ("Accept", ACCEPT)]
-        self._max_bytes = max_response_bytes
-        self._connect_timeout = connect_timeout
-        self._read_timeout = read_timeout
-        self._authorizer = authorizer
-        self._max_depth = max_depth
-        from .httppool import open_wire  # loads urllib3 and ssl: at the first transport
+        self._headers = per_request
+        return [*fixed, ("Content-Type", "application/json"), ("Accept", ACCEPT)]
 
-        self._pool = open_wire(
-            url,
-            ca_file=ca_file,
-            ssl_context=ssl_context,
-            env=env,
-            pool_size=pool_size,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            headers=fixed,
-        )
-        self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
-        self._in_flight: set[Exchange] = set()
-        self._waits: set[threading.Event] = set()
-        self._closed = False
-        self._pool_closed = False
+    def _own_state(self) -> None:
         self._markings: dict[str, dict[tuple[str, ...], str]] = {}
-        self._on_message: OnMessage | None = None
-        self._on_closed: OnClosed | None = None
 
     # ------------------------------------------------------------------ seam
 
@@ -421,15 +353,7 @@ class HttpTransport(WireReading, Transport):
     def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
         """Send one request and deliver the messages of its answer; see the module docstring.
 
-        Raises:
-            Cancelled: ``cancel`` fired.
-            Closed: the transport is closed.
-            NotConnected: the transport is not started.
-            InvalidRequest: the message cannot be written as JSON.
-            TransportFailed: the connection failed, or no data came in the read timeout.
-            HttpStatusError: an HTTP status without a JSON-RPC message.
-            InvalidResponse: the answer is not valid (not JSON-RPC, an event over the limit).
-            McpError: an error of the authorizer passes unchanged.
+        The errors are those of :class:`~.httpbase.HttpTransportBase`.
         """
         if self._closed:
             raise Closed("the connection to the upstream server is closed")
@@ -452,10 +376,8 @@ class HttpTransport(WireReading, Transport):
 
     def close(self, grace: float = 2.0) -> None:
         """Abort the requests in flight, wait at most ``grace`` for them, close the pool."""
-        with self._lock:
-            if self._pool_closed:
-                return
-            self._pool_closed = True
+        if not self._begin_close():
+            return
         for exchange in self._refuse_all():
             exchange.abort(Why.CLOSE)
         deadline = time.monotonic() + grace
@@ -463,10 +385,10 @@ class HttpTransport(WireReading, Transport):
             while self._in_flight:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    log.debug("%d requests did not stop in %s", len(self._in_flight), _seconds(grace))
+                    log.debug("%d requests did not stop in %s", len(self._in_flight), seconds_text(grace))
                     break
                 self._idle.wait(remaining)
-        self._pool.close()
+        self._wire.close()
         on_closed = self._on_closed
         if on_closed is not None:
             on_closed(None)
@@ -507,68 +429,31 @@ class HttpTransport(WireReading, Transport):
         self, request: Request, cancel: CancelToken | None, deliver: OnMessage, attempts: _Attempts
     ) -> _Retry | None:
         """One POST. Returns what to retry, or None when the answer was delivered."""
-        exchange = Exchange()
-        remove = cancel.add_callback(exchange.abort) if cancel is not None else None
-        with self._lock:
-            if self._closed:
-                exchange.aborted = Why.CLOSE
-            self._in_flight.add(exchange)
-        response: WireResponse | None = None
-        try:
-            if exchange.aborted is not None:
-                raise self._aborted(exchange, cancel)
-            response = self._post(request, exchange, cancel)
-            status = response.status
-            media = media_type(response)
+        with self._tracked(cancel) as exchange, closing(self._post(request, exchange, cancel)) as response:
+            status, media = response.status, media_type(response)
             log.debug("%s: HTTP status %d (%s)", _loggable(request.method), status, media or "no body")
-            if status in (401, 403) and self._authorizer is not None and not attempts.auth:
-                challenge = response.header("WWW-Authenticate")
+            if self._challenged(response, attempts.auth):
+                return _Retry.AUTH
+            answer = self._read_answer(request, response, exchange, cancel, deliver)
+            if (
+                media == "application/json"
+                and isinstance(answer, ErrorResponse)
+                and answer.error.code == jsonrpc.HEADER_MISMATCH
+                and request.method == "tools/call"
+                and not attempts.headers
+            ):
                 response.close()
-                if self._authorizer.on_challenge(status, challenge):
-                    return _Retry.AUTH
-                raise HttpStatusError(status)
-            if 200 <= status < 300 and media == "text/event-stream":
-                self._read_stream(request, response, exchange, cancel, deliver)
-                return None
-            if media == "application/json" and status not in (202, 204):
-                return self._read_json(request, response, exchange, cancel, deliver, attempts)
-            raise status_error(response)
-        finally:
-            if response is not None:
-                response.close()
-            if remove is not None:
-                remove()
-            with self._idle:
-                self._in_flight.discard(exchange)
-                self._idle.notify_all()
+                if self._refresh_tools(request, cancel):
+                    return _Retry.HEADERS
+            deliver(answer)
+            return None
 
     def _post(self, request: Request, exchange: Exchange, cancel: CancelToken | None) -> WireResponse:
-        try:
-            body = jsonrpc.dumps(jsonrpc.to_obj(request))
-        except (TypeError, ValueError) as exc:
-            raise InvalidRequest("the message cannot be written as JSON") from exc
-        headers = self._request_headers(request)
-        try:
-            return self._pool.request(
-                "POST",
-                headers.items(),
-                body,
-                exchange=exchange,
-                read_timeout=read_limit(request.method, self._read_timeout),
-            )
-        except McpError:
-            if exchange.aborted is not None:
-                # The read failed because the exchange was aborted: the inner error is noise.
-                raise self._aborted(exchange, cancel) from None
-            raise
-        except ValueError:
-            # The inner error quotes the header's value, which may be a token.
-            raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
+        body = json_body(request)
+        return self._send("POST", self._headers_of(request), body, exchange, cancel, method=request.method)
 
-    def _request_headers(self, request: Request) -> dict[str, str | bytes]:
-        headers: dict[str, str | bytes] = dict(self._headers)
-        if self._authorizer is not None:
-            headers.update(self._authorizer.headers())
+    def _headers_of(self, request: Request) -> dict[str, str | bytes]:
+        headers = self._base_headers()
         params = request.params or {}
         meta = params.get("_meta")
         version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
@@ -584,76 +469,6 @@ class HttpTransport(WireReading, Transport):
             if markings:
                 headers.update(param_headers(markings, params.get("arguments")))
         return headers
-
-    # ----------------------------------------------------------------- read
-
-    def _read_json(
-        self,
-        request: Request,
-        response: WireResponse,
-        exchange: Exchange,
-        cancel: CancelToken | None,
-        deliver: OnMessage,
-        attempts: _Attempts,
-    ) -> _Retry | None:
-        status = response.status
-        try:
-            message = self._message(response, exchange, cancel)
-        except FrameError as exc:
-            if 200 <= status < 300:
-                raise InvalidResponse(
-                    "the body is not a valid JSON-RPC message", http_status=status
-                ) from exc
-            raise status_error(response) from exc
-        if isinstance(message, ErrorResponse) and message.id in (None, request.id):
-            if (
-                message.error.code == jsonrpc.HEADER_MISMATCH
-                and request.method == "tools/call"
-                and not attempts.headers
-            ):
-                response.close()
-                if self._refresh_tools(request, cancel):
-                    return _Retry.HEADERS
-            deliver(ErrorResponse(request.id, message.error))
-            return None
-        if isinstance(message, Response) and message.id == request.id and 200 <= status < 300:
-            deliver(self._passing(request, message))
-            return None
-        if 200 <= status < 300:
-            raise InvalidResponse("the body is not the response of the request", http_status=status)
-        raise status_error(response)
-
-    def _read_stream(
-        self,
-        request: Request,
-        response: WireResponse,
-        exchange: Exchange,
-        cancel: CancelToken | None,
-        deliver: OnMessage,
-    ) -> None:
-        parser = SseParser(self._max_bytes)
-        for chunk in self._chunks(response, exchange, cancel):
-            try:
-                events = parser.feed(chunk)
-            except EventTooLarge as exc:
-                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from exc
-            for event in events:
-                if event.type != "message" or not event.raw:
-                    continue
-                try:
-                    message = parse_event(event, self._max_depth)
-                except FrameError as exc:
-                    raise InvalidResponse(f"an event is not a valid JSON-RPC message ({exc.cause})") from exc
-                if isinstance(message, (Response, ErrorResponse)):
-                    if message.id is None and isinstance(message, ErrorResponse):
-                        message = ErrorResponse(request.id, message.error)
-                    if message.id != request.id:
-                        log.debug("dropped a response to another request on the stream of %s", request.method)
-                        continue
-                    deliver(self._passing(request, message))
-                    return
-                deliver(message)
-        raise TransportFailed("the response stream ended before the response")
 
     # ---------------------------------------------------------------- tools
 
@@ -727,10 +542,6 @@ def _same_id(original: Request, sent: Request, deliver: OnMessage) -> OnMessage:
         deliver(message)
 
     return renamed
-
-
-def _seconds(value: float) -> str:
-    return f"{int(value)} s" if value >= 1 and value == int(value) else f"{int(value * 1000)} ms"
 
 
 def _loggable(text: str) -> str:

@@ -60,6 +60,7 @@ This module holds the rules and loads neither urllib3 nor :mod:`ssl`;
 from __future__ import annotations
 
 import base64
+import contextlib
 import enum
 import logging
 import socket
@@ -571,15 +572,21 @@ class WireReading:
         reason = cancel.reason if cancel is not None else ""
         return Cancelled(reason or None)
 
+    @contextlib.contextmanager
+    def _abort_named(self, exchange: Exchange, cancel: CancelToken | None) -> Iterator[None]:
+        """A step of ``exchange``: when it fails because the exchange was aborted, the error
+        is that of the abort (:meth:`_aborted`), caused by the failure of the step."""
+        try:
+            yield
+        except McpError as exc:
+            if exchange.aborted is None:
+                raise
+            raise self._aborted(exchange, cancel) from exc
+
     def _read(self, read: Callable[[], bytes], exchange: Exchange, cancel: CancelToken | None) -> bytes:
         """What ``read`` gives, or the error of the abort when the exchange was aborted."""
-        try:
+        with self._abort_named(exchange, cancel):
             data = read()
-        except McpError:
-            if exchange.aborted is not None:
-                # The read failed because the exchange was aborted: the inner error is noise.
-                raise self._aborted(exchange, cancel) from None
-            raise
         if exchange.aborted is not None:
             raise self._aborted(exchange, cancel)
         return data

@@ -47,43 +47,19 @@ import collections
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import closing
 from typing import TYPE_CHECKING, Any, Final
 
-from . import jsonrpc
 from .cancel import CancelToken
 from .errorbase import PeerFault
-from .errors import (
-    Closed,
-    InvalidRequest,
-    InvalidResponse,
-    McpError,
-    NotConnected,
-    TransportFailed,
-)
-from .httpwire import (
-    ACCEPT,
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_MAX_DEPTH,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_POOL_SIZE,
-    Authorizer,
-    Exchange,
-    HttpStatusError,
-    Why,
-    WireReading,
-    media_type,
-    parse_event,
-    read_limit,
-    status_error,
-)
-from .jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
-from .sse import EventTooLarge, SseParser
-from .transport import OnClosed, OnFrameError, OnMessage, Transport
+from .errors import Closed, InvalidResponse, McpError, NotConnected
+from .httpbase import HttpTransportBase, json_body
+from .httpwire import ACCEPT, Exchange, HttpStatusError, Why, media_type
+from .jsonrpc import ErrorResponse, Message, Notification, Request, Response
+from .sse import SseParser
+from .transport import OnClosed, OnFrameError, OnMessage
 
 if TYPE_CHECKING:
-    import ssl
-
     from .httppool import WireResponse
 
 __all__ = ["LegacyHttpTransport"]
@@ -117,10 +93,10 @@ class _Expired(PeerFault):
         self.session = session
 
 
-class LegacyHttpTransport(WireReading, Transport):
+class LegacyHttpTransport(HttpTransportBase):
     """A client transport to one 2025-11-25 Streamable HTTP URL; see the module docstring.
 
-    The parameters are those of :class:`~.http.HttpTransport`.
+    The parameters are those of :class:`~.httpbase.HttpTransportBase`.
 
     Raises:
         ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
@@ -128,46 +104,10 @@ class LegacyHttpTransport(WireReading, Transport):
         CaFileError: ``ca_file`` cannot be used.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        headers: Sequence[tuple[str, str]] = (),
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        ca_file: str | None = None,
-        ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        read_timeout: float | None = None,
-        authorizer: Authorizer | None = None,
-        env: Mapping[str, str] | None = None,
-        max_depth: int = DEFAULT_MAX_DEPTH,
-        pool_size: int = DEFAULT_POOL_SIZE,
-    ) -> None:
-        self._url = url
-        self._headers = [(name, value.encode("utf-8", "surrogateescape")) for name, value in headers]
-        self._max_bytes = max_response_bytes
-        self._connect_timeout = connect_timeout
-        self._read_timeout = read_timeout
-        self._authorizer = authorizer
-        self._max_depth = max_depth
-        from .httppool import open_wire  # loads urllib3 and ssl: at the first transport
+    #: The messages are carried raw: an answer to another request on a stream goes on too.
+    PASS_OTHER_ANSWERS = True
 
-        self._http = open_wire(
-            url,
-            ca_file=ca_file,
-            ssl_context=ssl_context,
-            env=env,
-            pool_size=pool_size,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-        )
-
-        self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
-        self._in_flight: set[Exchange] = set()
-        self._waits: set[threading.Event] = set()
-        self._closed = False
-        self._close_started = False
+    def _own_state(self) -> None:
         self._stopped = threading.Event()
         self._session_id: str | None = None
         self._version: str | None = None
@@ -176,8 +116,6 @@ class LegacyHttpTransport(WireReading, Transport):
         self._listener: threading.Thread | None = None
         #: Set once the GET stream got its answer (or cannot get one).
         self._stream_ready = threading.Event()
-        self._on_message: OnMessage | None = None
-        self._on_closed: OnClosed | None = None
 
         # The queue of notifications and answers; guarded by _queue_ready's lock.
         self._queue_ready = threading.Condition(threading.Lock())
@@ -206,14 +144,7 @@ class LegacyHttpTransport(WireReading, Transport):
     def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
         """Post a request and deliver its answer, or queue a notification or an answer.
 
-        Raises:
-            Cancelled: ``cancel`` fired.
-            Closed: the transport is closed.
-            NotConnected: the transport is not started.
-            InvalidRequest: the message cannot be written as JSON.
-            TransportFailed: the connection failed, or no data came in the read timeout.
-            HttpStatusError: an HTTP status without a JSON-RPC message.
-            InvalidResponse: the answer is not valid.
+        The errors are those of :class:`~.httpbase.HttpTransportBase`.
         """
         if self._closed:
             raise Closed("the connection to the upstream server is closed")
@@ -240,10 +171,8 @@ class LegacyHttpTransport(WireReading, Transport):
 
     def close(self, grace: float = 2.0) -> None:
         """End the session (``DELETE``), abort what is in flight, stop the threads."""
-        with self._lock:
-            if self._close_started:
-                return
-            self._close_started = True
+        if not self._begin_close():
+            return
         # The queued messages go first (a cancellation, for example), for at most the grace.
         with self._queue_ready:
             self._queue_ready.wait_for(lambda: self._posted >= self._queued, grace)
@@ -259,7 +188,7 @@ class LegacyHttpTransport(WireReading, Transport):
             if thread is not None and thread is not current:
                 thread.join(JOIN_TIMEOUT + grace)
         self._delete_session(grace)
-        self._http.close()
+        self._wire.close()
         on_closed, self._on_closed = self._on_closed, None
         if on_closed is not None:
             on_closed(None)
@@ -290,30 +219,17 @@ class LegacyHttpTransport(WireReading, Transport):
         challenged = False
         while True:
             session = self._session_id
-            exchange = Exchange()
-            remove = cancel.add_callback(exchange.abort) if cancel is not None else None
-            self._track(exchange)
-            response: WireResponse | None = None
-            try:
-                response = self._http_call("POST", message, exchange, cancel, session)
-                status = response.status
-                if status in (401, 403) and self._authorizer is not None and not challenged:
-                    challenge = response.header("WWW-Authenticate")
-                    response.close()
-                    if self._authorizer.on_challenge(status, challenge):
-                        challenged = True
-                        continue
-                    raise HttpStatusError(status)
-                if status == 404 and session is not None:
+            with (
+                self._tracked(cancel) as exchange,
+                closing(self._http_call("POST", message, exchange, cancel, session)) as response,
+            ):
+                if self._challenged(response, challenged):
+                    challenged = True
+                    continue
+                if response.status == 404 and session is not None:
                     raise _Expired(session)
                 self._answer(message, response, exchange, cancel, deliver)
                 return
-            finally:
-                if response is not None:
-                    response.close()
-                if remove is not None:
-                    remove()
-                self._untrack(exchange)
 
     def _answer(
         self,
@@ -333,13 +249,7 @@ class LegacyHttpTransport(WireReading, Transport):
             raise HttpStatusError(status)
         if 200 <= status < 300 and message.method == "initialize":
             self._remember_session(response)
-        if 200 <= status < 300 and media == "text/event-stream":
-            self._read_stream(message, response, exchange, cancel, deliver)
-            return
-        if media == "application/json" and status not in (202, 204):
-            self._read_json(message, response, exchange, cancel, deliver)
-            return
-        raise status_error(response)
+        deliver(self._read_answer(message, response, exchange, cancel, deliver))
 
     def _remember_session(self, response: WireResponse) -> None:
         session = response.header(SESSION_HEADER)
@@ -350,7 +260,8 @@ class LegacyHttpTransport(WireReading, Transport):
                 "the upstream server sent a session id that is not visible ASCII, thus the bridge drops it"
             )
 
-    def _note(self, request: Request, answer: Response | ErrorResponse) -> None:
+    def _passing(self, request: Request, answer: Response | ErrorResponse) -> Response | ErrorResponse:
+        """The answer unchanged; the answer to ``initialize`` gives the version of later messages."""
         if (
             request.method == "initialize"
             and isinstance(answer, Response)
@@ -359,82 +270,7 @@ class LegacyHttpTransport(WireReading, Transport):
             version = answer.result.get("protocolVersion")
             if isinstance(version, str) and _visible_ascii(version):
                 self._version = version
-
-    def _read_json(
-        self,
-        request: Request,
-        response: WireResponse,
-        exchange: Exchange,
-        cancel: CancelToken | None,
-        deliver: OnMessage,
-    ) -> None:
-        status = response.status
-        try:
-            answer = self._message(response, exchange, cancel)
-        except FrameError as exc:
-            if 200 <= status < 300:
-                raise InvalidResponse(
-                    "the body is not a valid JSON-RPC message", http_status=status
-                ) from exc
-            raise HttpStatusError(status) from exc
-        if isinstance(answer, ErrorResponse) and answer.id in (None, request.id):
-            deliver(ErrorResponse(request.id, answer.error))
-            return
-        if isinstance(answer, Response) and answer.id == request.id and 200 <= status < 300:
-            self._note(request, answer)
-            deliver(answer)
-            return
-        if 200 <= status < 300:
-            raise InvalidResponse("the body is not the response of the request", http_status=status)
-        raise HttpStatusError(status)
-
-    def _read_stream(
-        self,
-        request: Request,
-        response: WireResponse,
-        exchange: Exchange,
-        cancel: CancelToken | None,
-        deliver: OnMessage,
-    ) -> None:
-        for message in self._events(response, exchange, cancel, SseParser(self._max_bytes), strict=True):
-            if isinstance(message, (Response, ErrorResponse)) and message.id in (None, request.id):
-                answer = message if message.id is not None else ErrorResponse(request.id, message.error)
-                self._note(request, answer)
-                deliver(answer)
-                return
-            deliver(message)
-        raise TransportFailed("the response stream ended before the response")
-
-    def _events(
-        self,
-        response: WireResponse,
-        exchange: Exchange,
-        cancel: CancelToken | None,
-        parser: SseParser,
-        *,
-        strict: bool,
-        last_id: list[str] | None = None,
-    ) -> Iterator[Message]:
-        for chunk in self._chunks(response, exchange, cancel):
-            try:
-                events = parser.feed(chunk)
-            except EventTooLarge as exc:
-                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from exc
-            for event in events:
-                if last_id is not None and event.last_event_id:
-                    last_id[0] = event.last_event_id
-                if event.type != "message" or not event.raw:
-                    continue
-                try:
-                    message = parse_event(event, self._max_depth)
-                except FrameError as exc:
-                    if strict:
-                        raise InvalidResponse(
-                            f"an event is not a valid JSON-RPC message ({exc.cause})"
-                        ) from exc
-                    log.debug("dropped an event of the upstream server that is not a message (%s)", exc.cause)
-                    continue
-                yield message
+        return answer
 
     # ------------------------------------------------------------- sessions
 
@@ -462,7 +298,7 @@ class LegacyHttpTransport(WireReading, Transport):
         if session is None:
             return
         try:
-            response = self._http.request(
+            response = self._wire.request(
                 "DELETE",
                 self._headers_for(session, accept=None).items(),
                 None,
@@ -553,53 +389,52 @@ class LegacyHttpTransport(WireReading, Transport):
                 return
 
     def _listen_once(self, session: str | None, parser: SseParser, last_id: list[str]) -> str:
-        exchange = Exchange()
-        self._track(exchange)
-        response: WireResponse | None = None
         try:
-            try:
+            with self._tracked(None) as exchange:
                 response = self._http_call("GET", None, exchange, None, session, resume=last_id[0])
-            except McpError as exc:
-                if self._closed:
-                    return "closed"
-                log.debug(
-                    "the stream of the upstream server failed: %s", exc.detail or exc.cause, exc_info=exc
-                )
-                return "failed"
-            finally:
                 self._stream_ready.set()
-            status = response.status
-            if status == 405:
-                return "unsupported"
-            if status == 404 and session is not None:
-                return "expired"
-            if status != 200 or media_type(response) != "text/event-stream":
-                log.debug("the stream of the upstream server got HTTP status %d", status)
-                return "failed"
-            deliver = self._on_message
-            assert deliver is not None
-            try:
-                for message in self._events(response, exchange, None, parser, strict=False, last_id=last_id):
-                    deliver(message)
-            except McpError as exc:
-                if self._closed:
-                    return "closed"
-                log.debug(
-                    "the stream of the upstream server ended: %s", exc.detail or exc.cause, exc_info=exc
-                )
-                return "failed"
-            return "ended"
+                with closing(response):
+                    return self._listen_stream(session, response, exchange, parser, last_id)
+        except McpError as exc:
+            if self._closed:
+                return "closed"
+            log.debug("the stream of the upstream server failed: %s", exc.detail or exc.cause, exc_info=exc)
+            return "failed"
         finally:
-            if response is not None:
-                response.close()
-            self._untrack(exchange)
+            self._stream_ready.set()  # also when the stream did not open
+
+    def _listen_stream(
+        self,
+        session: str | None,
+        response: WireResponse,
+        exchange: Exchange,
+        parser: SseParser,
+        last_id: list[str],
+    ) -> str:
+        status = response.status
+        if status == 405:
+            return "unsupported"
+        if status == 404 and session is not None:
+            return "expired"
+        if status != 200 or media_type(response) != "text/event-stream":
+            log.debug("the stream of the upstream server got HTTP status %d", status)
+            return "failed"
+        deliver = self._on_message
+        assert deliver is not None
+        try:
+            for message in self._events(response, exchange, None, parser, strict=False, last_id=last_id):
+                deliver(message)
+        except McpError as exc:
+            if self._closed:
+                return "closed"
+            log.debug("the stream of the upstream server ended: %s", exc.detail or exc.cause, exc_info=exc)
+            return "failed"
+        return "ended"
 
     # ------------------------------------------------------------- plumbing
 
     def _headers_for(self, session: str | None, *, accept: str | None) -> dict[str, str | bytes]:
-        headers: dict[str, str | bytes] = dict(self._headers)
-        if self._authorizer is not None:
-            headers.update(self._authorizer.headers())
+        headers = self._base_headers()
         if accept is not None:
             headers["Accept"] = accept
         if session is not None:
@@ -618,45 +453,13 @@ class LegacyHttpTransport(WireReading, Transport):
         *,
         resume: str = "",
     ) -> WireResponse:
-        if exchange.aborted is not None:
-            raise self._aborted(exchange, cancel)
         if message is None:
             headers = self._headers_for(session, accept="text/event-stream")
             if resume:
                 headers["Last-Event-ID"] = resume
-            body = None
-        else:
-            headers = self._headers_for(session, accept=ACCEPT)
-            headers["Content-Type"] = "application/json"
-            try:
-                body = jsonrpc.dumps(jsonrpc.to_obj(message))
-            except (TypeError, ValueError) as exc:
-                raise InvalidRequest("the message cannot be written as JSON") from exc
-        try:
-            method = message.method if isinstance(message, (Request, Notification)) else ""
-            return self._http.request(
-                verb,
-                headers.items(),
-                body,
-                exchange=exchange,
-                read_timeout=read_limit(method, self._read_timeout),
-            )
-        except McpError:
-            if exchange.aborted is not None:
-                # The read failed because the exchange was aborted: the inner error is noise.
-                raise self._aborted(exchange, cancel) from None
-            raise
-        except ValueError:
-            # The inner error quotes the header's value, which may be a token.
-            raise InvalidRequest("a header of the request cannot be sent over HTTP") from None
-
-    def _track(self, exchange: Exchange) -> None:
-        with self._lock:
-            if self._closed:
-                exchange.aborted = Why.CLOSE
-            self._in_flight.add(exchange)
-
-    def _untrack(self, exchange: Exchange) -> None:
-        with self._idle:
-            self._in_flight.discard(exchange)
-            self._idle.notify_all()
+            return self._send(verb, headers, None, exchange, cancel, method="")
+        headers = self._headers_for(session, accept=ACCEPT)
+        headers["Content-Type"] = "application/json"
+        body = json_body(message)
+        method = message.method if isinstance(message, (Request, Notification)) else ""
+        return self._send(verb, headers, body, exchange, cancel, method=method)

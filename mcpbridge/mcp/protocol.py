@@ -41,6 +41,8 @@ CACHEABLE_METHODS = frozenset(
         "resources/read",
     }
 )
+#: Methods without side effects: the cacheable ones, and those that read one prompt or complete.
+READ_ONLY_METHODS = CACHEABLE_METHODS | {"prompts/get", "completion/complete"}
 
 LISTEN_ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 LIST_CHANGED = {

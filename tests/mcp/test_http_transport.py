@@ -17,6 +17,7 @@ import socket
 import ssl
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -553,7 +554,9 @@ def test_close_aborts_the_requests_in_flight(scripted: ScriptedServer):
     scripted.wait_requests(1)
     started = time.monotonic()
     transport.close(grace=2.0)
-    assert isinstance(sender.join(2.0), Closed)
+    error = sender.join(2.0)
+    assert isinstance(error, Closed)
+    assert isinstance(error.__cause__, McpError)  # the read of the head that the close broke
     assert time.monotonic() - started < 2.0
     with pytest.raises(Closed):
         transport.send(call(2, "ok"))
@@ -771,6 +774,10 @@ def test_a_header_value_with_a_line_break_is_refused_before_sending(scripted: Sc
         with pytest.raises(InvalidRequest) as info:
             transport.send(call(1, "ok"))
         assert info.value.detail == "a header of the request cannot be sent over HTTP"
+        # The cause is kept, without the value it would quote (a header value may be a token).
+        assert isinstance(info.value.__cause__, ValueError)
+        told = "".join(traceback.format_exception(info.value))
+        assert "Bearer" not in told and "X-Injected" not in told
     finally:
         transport.close()
     assert scripted.received == []

@@ -325,3 +325,29 @@ def test_a_busy_answer_with_a_short_retry_after_is_waited_for_once() -> None:
     assert [m.id for m in delivered] == [1]
     assert info.value.detail == "HTTP status 503, retry after 1 s"
     assert [r.rpc_id for r in scripted.received] == [1, 1, 2, 2]
+
+
+def test_a_busy_answer_whose_json_body_is_no_message_is_waited_for_once_too() -> None:
+    from tests.peers.scripted_http import ScriptedServer
+
+    answers = iter(["busy", "ok"])
+
+    def server(ex: Any) -> None:
+        if ex.request.method != "POST":
+            ex.body(405, b"", "text/plain")
+            return
+        if next(answers) == "busy":
+            ex.json({"error": "overloaded"}, 503, [("Retry-After", "1")])
+            return
+        ex.json({"jsonrpc": "2.0", "id": ex.request.rpc_id, "result": {"tools": []}})
+
+    with ScriptedServer(server) as scripted:
+        transport = LegacyHttpTransport(scripted.url())
+        delivered: list[Any] = []
+        transport.start(delivered.append, lambda _e: None, lambda _e: None)
+        try:
+            transport.send(Request(1, "tools/list", None))
+        finally:
+            transport.close()
+    assert [m.id for m in delivered] == [1]
+    assert [r.rpc_id for r in scripted.received] == [1, 1]
