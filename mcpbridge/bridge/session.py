@@ -499,10 +499,10 @@ class _Rounds:
                     "input_timeout",
                     f"no answers in {format_duration(timeout)} "
                     f"(input requests of the round: {len(outgoing)})",
-                ) from None
+                ) from ended
             if ended.reason == "canceled":
-                raise Cancelled() from None
-            raise _Silent() from None
+                raise Cancelled() from ended
+            raise _Silent() from ended
         finally:
             self.slot.waiting_for = "upstream"
         return {request.key: answer for request, answer in zip(outgoing, got, strict=True)}
