@@ -9,6 +9,7 @@ of a URL, for either era.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,8 @@ from ..mcp.transport import Transport
 if TYPE_CHECKING:
     import ssl
 
-    from ..mcp.http import Authorizer
+    from ..mcp.http import Authorizer, HttpTransport
+    from ..mcp.legacy_http import LegacyHttpTransport
 
 #: Nesting of a message of the upstream server: deep schemas must survive.
 UPSTREAM_MAX_DEPTH = 200
@@ -75,10 +77,17 @@ def url_transports(
     HTTP modules load at the first call, not before.
     """
 
-    def modern() -> Transport:
-        from ..mcp.http import HttpTransport
+    def make(legacy: bool) -> Transport:
+        kind: type[HttpTransport | LegacyHttpTransport]
+        if legacy:
+            from ..mcp.legacy_http import LegacyHttpTransport
 
-        return HttpTransport(
+            kind = LegacyHttpTransport
+        else:
+            from ..mcp.http import HttpTransport
+
+            kind = HttpTransport
+        return kind(
             url,
             headers=headers,
             max_response_bytes=max_response_bytes,
@@ -87,19 +96,7 @@ def url_transports(
             env=env,
         )
 
-    def legacy() -> Transport:
-        from ..mcp.legacy_http import LegacyHttpTransport
-
-        return LegacyHttpTransport(
-            url,
-            headers=headers,
-            max_response_bytes=max_response_bytes,
-            ssl_context=ssl_context,
-            authorizer=authorizer,
-            env=env,
-        )
-
-    return modern, legacy
+    return functools.partial(make, False), functools.partial(make, True)
 
 
 def _start(
