@@ -6,10 +6,10 @@ Theory of operation
 The **reader** thread reads the client's lines, parses them and classifies
 them. It answers ``ping``, ``logging/setLevel``, ``server/discover`` and every
 bad line itself, resolves the client's answers to the bridge's own requests,
-and hands every other request to a **slot**: a task of a bounded
-``ThreadPoolExecutor``. The reader never waits for a slot: at the limit of
-requests in flight a request gets ``too_many_requests`` at once, so the reader
-always reads cancellations and answers.
+and hands every other request to a **slot** (module ``slots``): a task of a
+bounded ``ThreadPoolExecutor``. The reader never waits for a slot: at the limit
+of requests in flight a request gets ``too_many_requests`` at once, so the
+reader always reads cancellations and answers.
 
 Each slot owns a :class:`Slot` with a cancel token. A slot writes its response
 once; the check that it may write and the write are one step under the
@@ -52,9 +52,7 @@ import enum
 import functools
 import logging
 import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 from ..mcp import jsonrpc
@@ -67,7 +65,6 @@ from ..mcp.jsonrpc import (
     FrameError,
     Notification,
     Request,
-    RequestId,
     Response,
 )
 from ..mcp.protocol import MODERN
@@ -83,6 +80,7 @@ from .passthrough import LegacyPassthrough, LegacyUpstream, OpenFailed, falls_ba
 from .pending import BAD_LINE, ClientError, PendingAnswers
 from .session import ModernSession, UpstreamSession, discover_error, forward_upstream_log
 from .session import flush_drops as session_drops
+from .slots import Slots, Work
 
 __all__ = [
     "LARGE_FRAME_BYTES",
@@ -142,14 +140,8 @@ class Frontend:
         self._state = State.AWAITING
         self._state_lock = threading.Lock()
         self._closing_reason: Ended | None = None
-        self._slots: dict[RequestId, Slot] = {}
-        self._slots_lock = threading.Lock()
-        self._slots_idle = threading.Condition(self._slots_lock)
-        #: Set (under the slots lock) once the end waits for the slots: a release wakes it.
-        self._draining = False
-        self._executor = ThreadPoolExecutor(
-            max_workers=options.max_in_flight, thread_name_prefix="mcpbridge-slot"
-        )
+        #: The requests of the client in flight.
+        self.slots = Slots(self.output, options.max_in_flight)
         #: Set when the upstream speaks 2026-07-28 (a successful discover).
         self._session: ModernSession | None = None
         self._client_kinds_caps: dict[str, Any] = {}
@@ -301,8 +293,7 @@ class Frontend:
             request_id = legacy.parse_cancelled(message.params)
             if request_id is None:
                 return
-            with self._slots_lock:
-                slot = self._slots.get(request_id)
+            slot = self.slots.get(request_id)
             if slot is not None:
                 slot.cancel.cancel("the client canceled the request")
         elif message.method == "notifications/initialized":
@@ -392,7 +383,7 @@ class Frontend:
     def _admit(
         self,
         request: Request,
-        work: Callable[[Slot, Request], None],
+        work: Work,
         on_reader: Callable[[Slot, Request], bool] | None = None,
     ) -> None:
         """Give the request a slot and run ``work`` on it; ``on_reader`` may start it here first.
@@ -400,52 +391,22 @@ class Frontend:
         ``on_reader`` runs on the reader thread and must not block; it returns
         False when ``work`` must run on a slot thread after all.
         """
-        with self._slots_lock:
-            # A second request with the id of one in flight would hide the first from
-            # the count of the limit and from its cancellation: refuse it.
-            in_use = request.id in self._slots
-            refused = in_use or len(self._slots) >= self.options.max_in_flight
-            if not refused:
-                slot = Slot(request.id, request.method)
-                self._slots[request.id] = slot
-        if refused:
-            log.warning(
-                "rejected request %s (%s): %s",
-                printable(request.id),
-                printable(request.method),
-                "its id is in use by a request in flight" if in_use else "too many requests in flight",
-            )
-            cause = "invalid_request_shape" if in_use else "too_many_requests"
-            self.output.write_error(request.id, errortable.error_object(cause))
+        slot = self.slots.admit(request)
+        if slot is None:
             if request.method == "initialize":
                 self._set_state(State.AWAITING)
             return
         if on_reader is not None and on_reader(slot, request):
             return
-        self.submit(slot, request, work)
+        self.slots.submit(slot, request, work)
 
-    def submit(self, slot: Slot, request: Request, work: Callable[[Slot, Request], None]) -> None:
+    def submit(self, slot: Slot, request: Request, work: Work) -> None:
         """Run ``work`` on a slot thread; the slot is released when it ends."""
-        try:
-            self._executor.submit(self._run_slot, slot, request, work)
-        except RuntimeError:  # the executor shut down: the connection is closing
-            self.release(slot)
-
-    def _run_slot(self, slot: Slot, request: Request, work: Callable[[Slot, Request], None]) -> None:
-        try:
-            work(slot, request)
-        except Exception:  # noqa: BLE001 - a bug must not kill the slot silently
-            log.exception("request %s (%s) failed inside the bridge", printable(slot.id), slot.method)
-            self.output.respond_error(slot, errortable.internal_error())
-        finally:
-            self.release(slot)
+        self.slots.submit(slot, request, work)
 
     def release(self, slot: Slot) -> None:
-        with self._slots_lock:
-            if self._slots.get(slot.id) is slot:
-                del self._slots[slot.id]
-            if self._draining:
-                self._slots_idle.notify_all()
+        """The slot ended without a slot thread."""
+        self.slots.release(slot)
 
     # --------------------------------------------------------------- output
 
@@ -563,9 +524,7 @@ class Frontend:
 
     def _start_listener(self) -> None:
         declared = self._declared
-        if declared is None or not (
-            declared.tools or declared.prompts or declared.resources or declared.subscribe
-        ):
+        if declared is None or not declared.listens:
             return
         assert self._session is not None
         self._listener = Listener(
@@ -628,24 +587,8 @@ class Frontend:
             if stalled >= self.options.output_stall_timeout:
                 self._output_stalled(stalled)
                 return
-            self._report_long_requests()
+            self.slots.report_long()
             self._large_frames.release_when_quiet(self.release_memory)
-
-    def _report_long_requests(self) -> None:
-        now = time.monotonic()
-        with self._slots_lock:
-            slots = list(self._slots.values())
-        for slot in slots:
-            waited = now - slot.started
-            if waited >= slot.next_report:
-                slot.next_report += 30.0
-                text = (
-                    "still waiting for the answers of the client to the input requests of %s "
-                    "(request %s, %d s)"
-                    if slot.waiting_for == "client"
-                    else "still waiting for the upstream server: %s (request %s, %d s)"
-                )
-                log.info(text, slot.method, printable(slot.id), int(waited))
 
     @property
     def _upstream(self) -> UpstreamSession | None:
@@ -657,12 +600,7 @@ class Frontend:
             return
         status = client.exit_status or "an unknown status"
         log.error("the upstream server exited with %s", status)
-        with self._slots_lock:
-            slots = list(self._slots.values())
-        error = errortable.error_object("upstream_exited")
-        for slot in slots:
-            self.output.respond_error(slot, error)
-            slot.cancel.cancel("the upstream server stopped")
+        self.slots.cancel_all("the upstream server stopped", errortable.error_object("upstream_exited"))
         self._end_slots()
         client.close(self.options.shutdown_grace)
         self._finish(Ended.UPSTREAM_LOST)
@@ -686,10 +624,7 @@ class Frontend:
         self._stop.set()
         if self.on_eof is not None:
             self.on_eof()
-        with self._slots_lock:
-            slots = list(self._slots.values())
-        for slot in slots:
-            slot.cancel.cancel("the client closed the connection")
+        self.slots.cancel_all("the client closed the connection")
         self._end_slots()
         upstream = self._upstream
         if upstream is not None:
@@ -721,20 +656,9 @@ class Frontend:
         if self._listener is not None:
             self._listener.stop()
         self.lists.clear("the end of the connection")
-        self._wait_for_slots(self.options.shutdown_grace)
+        self.slots.drain(self.options.shutdown_grace)
         self.output.close(0.0 if self._stalled else self.options.shutdown_grace)
-        self._executor.shutdown(wait=False, cancel_futures=True)
-
-    def _wait_for_slots(self, grace: float) -> None:
-        deadline = time.monotonic() + grace
-        with self._slots_idle:
-            self._draining = True
-            while self._slots:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    log.debug("%d requests did not stop in the grace period", len(self._slots))
-                    return
-                self._slots_idle.wait(remaining)
+        self.slots.close()
 
 
 class _Counter:

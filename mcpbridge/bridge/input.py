@@ -312,16 +312,15 @@ _REQUEST_META: Final = {
     "additionalProperties": {},
     "properties": {"progressToken": _ref("ProgressToken")},
 }
-_SAMPLING_CONTENT: Final = {
-    "anyOf": [
-        _ref("TextContent"),
-        _ref("ImageContent"),
-        _ref("AudioContent"),
-        _ref("ToolUseContent"),
-        _ref("ToolResultContent"),
-        _array(_ref("SamplingMessageContentBlock")),
-    ]
-}
+#: The kinds of a ``SamplingMessageContentBlock``.
+_SAMPLING_BLOCKS: Final = (
+    _ref("TextContent"),
+    _ref("ImageContent"),
+    _ref("AudioContent"),
+    _ref("ToolUseContent"),
+    _ref("ToolResultContent"),
+)
+_SAMPLING_CONTENT: Final = {"anyOf": [*_SAMPLING_BLOCKS, _array(_ref("SamplingMessageContentBlock"))]}
 _TOOL_SCHEMA: Final = _object(
     {
         "$schema": _STRING,
@@ -443,15 +442,7 @@ LEGACY_SHAPES: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType(
                 _ref("EmbeddedResource"),
             ]
         },
-        "SamplingMessageContentBlock": {
-            "anyOf": [
-                _ref("TextContent"),
-                _ref("ImageContent"),
-                _ref("AudioContent"),
-                _ref("ToolUseContent"),
-                _ref("ToolResultContent"),
-            ]
-        },
+        "SamplingMessageContentBlock": {"anyOf": list(_SAMPLING_BLOCKS)},
         "SamplingMessage": _object(
             {"_meta": _META, "content": _SAMPLING_CONTENT, "role": _ref("Role")}, ("content", "role")
         ),
@@ -893,33 +884,47 @@ def _compile_field(prop: dict[str, Any]) -> _Field:
     )
 
 
-def _count(schema: Mapping[str, Any], keyword: str) -> int | None:
-    """A non-negative integer keyword such as ``minLength``, or ``None``."""
-    value = schema.get(keyword)
-    if value is None:
+def _keyword(schema: Mapping[str, Any], keyword: str, valid: Callable[[Any], bool], what: str) -> Any:
+    """The value of ``keyword`` in ``schema`` (``None`` when it is absent), which must be ``valid``.
+
+    Raises:
+        SchemaError: ``{keyword} is {what}``, for a value that is not valid.
+    """
+    if keyword not in schema:
         return None
-    if not _is_type(value, "integer") or value < 0:
-        raise SchemaError(f"{keyword} is not a non-negative integer")
-    return int(value)
+    value = schema[keyword]
+    if not valid(value):
+        raise SchemaError(f"{keyword} is {what}")
+    return value
+
+
+def _count(schema: Mapping[str, Any], keyword: str) -> int | None:
+    """A non-negative integer keyword such as ``minLength``, or ``None`` (also for ``null``)."""
+    value = _keyword(
+        schema,
+        keyword,
+        lambda v: v is None or (_is_type(v, "integer") and v >= 0),
+        "not a non-negative integer",
+    )
+    return None if value is None else int(value)
 
 
 def _names(schema: Mapping[str, Any], keyword: str) -> tuple[str, ...] | None:
     """An ``enum`` of strings, or ``None``."""
-    if keyword not in schema:
-        return None
-    values = schema[keyword]
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise SchemaError(f"{keyword} is not a list of strings")
-    return tuple(values)
+    values = _keyword(
+        schema,
+        keyword,
+        lambda v: isinstance(v, list) and all(isinstance(name, str) for name in v),
+        "not a list of strings",
+    )
+    return None if values is None else tuple(values)
 
 
 def _choices(schema: Mapping[str, Any], keyword: str) -> tuple[str, ...] | None:
     """The ``const`` strings of a ``oneOf`` or ``anyOf`` of choices, or ``None``."""
-    if keyword not in schema:
+    options = _keyword(schema, keyword, lambda v: isinstance(v, list) and bool(v), "not a non-empty list")
+    if options is None:
         return None
-    options = schema[keyword]
-    if not isinstance(options, list) or not options:
-        raise SchemaError(f"{keyword} is not a non-empty list")
     consts: list[str] = []
     for option in options:
         if not isinstance(option, dict) or not isinstance(option.get("const"), str):

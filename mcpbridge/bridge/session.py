@@ -48,6 +48,7 @@ from .listrules import ListRules
 from .options import Options
 from .output import Host, Slot
 from .pending import PendingAnswers, WaitEnded
+from .slots import Work
 
 __all__ = ["ModernSession", "SessionHost", "UpstreamSession", "discover_error", "forward_upstream_log"]
 
@@ -63,9 +64,6 @@ def flush_drops() -> None:
 
 #: The words of the exchange log line for the result types of the upstream client.
 _OUTCOMES = {"complete": "response", "input_required": "input required"}
-
-#: The work of a slot: it runs on a slot thread and answers the slot.
-Work = Callable[[Slot, Request], None]
 
 
 class UpstreamSession(Protocol):
@@ -506,10 +504,10 @@ class _Rounds:
                     "input_timeout",
                     f"no answers in {format_duration(timeout)} "
                     f"(input requests of the round: {len(outgoing)})",
-                ) from None
+                ) from ended
             if ended.reason == "canceled":
-                raise Cancelled() from None
-            raise _Silent() from None
+                raise Cancelled() from ended
+            raise _Silent() from ended
         finally:
             self.slot.waiting_for = "upstream"
         return {request.key: answer for request, answer in zip(outgoing, got, strict=True)}

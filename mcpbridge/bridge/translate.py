@@ -235,14 +235,18 @@ PASS_META_KEYS: Final = frozenset({"traceparent", "tracestate"})
 PASS_META_PREFIX: Final = "vscode."
 
 
-def _valid_label(label: str) -> bool:
+def _spelled(word: str, first: Callable[[str], bool], inner: str) -> bool:
+    """True when ``word`` is not empty, starts with a ``first`` character, ends with a letter or digit.
+
+    Every character is ASCII: a letter, a digit or one of ``inner``.
+    """
     return (
-        bool(label)
-        and label[0].isascii()
-        and label[0].isalpha()
-        and label[-1].isascii()
-        and label[-1].isalnum()
-        and all(c.isascii() and (c.isalnum() or c == "-") for c in label)
+        bool(word)
+        and word[0].isascii()
+        and first(word[0])
+        and word[-1].isascii()
+        and word[-1].isalnum()
+        and all(c.isascii() and (c.isalnum() or c in inner) for c in word)
     )
 
 
@@ -257,16 +261,9 @@ def valid_meta_key(key: str) -> bool:
     prefix, slash, name = key.partition("/")
     if not slash:
         prefix, name = "", key
-    elif not prefix or not all(_valid_label(label) for label in prefix.split(".")):
+    elif not prefix or not all(_spelled(label, str.isalpha, "-") for label in prefix.split(".")):
         return False
-    return (
-        bool(name)
-        and name[0].isascii()
-        and name[0].isalnum()
-        and name[-1].isascii()
-        and name[-1].isalnum()
-        and all(c.isascii() and (c.isalnum() or c in "-_.") for c in name)
-    )
+    return _spelled(name, str.isalnum, "-_.")
 
 
 def reserved_meta_key(key: str) -> bool:
@@ -622,13 +619,7 @@ def shape_result(
     if not _is_object(result):  # the upstream client refuses such results; stay total anyway
         return result, []
     out = {key: value for key, value in result.items() if key not in _DROPPED_RESULT_KEYS}
-    if "_meta" in out:
-        meta = out["_meta"]
-        if isinstance(meta, dict) and META_SERVER_INFO in meta:
-            meta = {key: value for key, value in meta.items() if key != META_SERVER_INFO}
-            out["_meta"] = meta
-        if not isinstance(meta, dict) or not meta:
-            del out["_meta"]
+    _drop_meta_key(out, META_SERVER_INFO)
     if "nextCursor" in out and method in LIST_METHODS and not isinstance(out["nextCursor"], str):
         del out["nextCursor"]
     notes: list[str] = []
@@ -743,6 +734,20 @@ LISTEN_EVENTS: Final = frozenset(
 )
 
 
+def _drop_meta_key(out: dict[str, Any], key: str) -> None:
+    """Take ``key`` out of the ``_meta`` of ``out``; a ``_meta`` that becomes empty or is not an object goes.
+
+    A ``_meta`` with ``key`` is replaced by a copy: the object of the upstream does not change.
+    """
+    if "_meta" in out:
+        meta = out["_meta"]
+        if isinstance(meta, dict) and key in meta:
+            meta = {name: value for name, value in meta.items() if name != key}
+            out["_meta"] = meta
+        if not isinstance(meta, dict) or not meta:
+            del out["_meta"]
+
+
 def listen_event(notification_method: str, params: Any) -> tuple[str, dict[str, Any] | None] | None:
     """The notification for the client from an event of a listen stream, or ``None`` to drop it.
 
@@ -761,13 +766,7 @@ def listen_event(notification_method: str, params: Any) -> tuple[str, dict[str, 
         out = dict(params)
     else:
         return None
-    if "_meta" in out:
-        meta = out["_meta"]
-        if isinstance(meta, dict) and META_SUBSCRIPTION_ID in meta:
-            meta = {key: value for key, value in meta.items() if key != META_SUBSCRIPTION_ID}
-            out["_meta"] = meta
-        if not isinstance(meta, dict) or not meta:
-            del out["_meta"]
+    _drop_meta_key(out, META_SUBSCRIPTION_ID)
     if notification_method == "notifications/resources/updated" and not isinstance(out.get("uri"), str):
         return None
     return notification_method, (out or None)

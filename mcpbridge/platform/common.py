@@ -8,6 +8,8 @@
   for room at most its write timeout, and a writer that stays blocked is freed
   when the close ends the child. It needs no ``poll``, so it runs on Windows,
   and the tests run it on Linux too.
+* :func:`start_piped`: the start of an upstream command with pipes on its
+  stdio, which each system's ``spawn`` completes with its own options.
 * :func:`browser_command`: the program that opens a URL, per system; a pure
   function.
 * :class:`FileLock`: a lock file shared by processes, with a bounded wait.
@@ -22,9 +24,9 @@ import subprocess
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from ..mcp.errorbase import LocalFault
 
@@ -37,6 +39,7 @@ __all__ = [
     "ProcessTree",
     "ThreadPipeWriter",
     "browser_command",
+    "start_piped",
 ]
 
 #: The largest piece that the thread writer writes at once: between pieces it
@@ -69,6 +72,35 @@ class ProcessTree(ABC):
         """After the last :meth:`kill`: free what guards the tree (the guardian, the job handle)."""
 
 
+def start_piped(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None,
+    cwd: str | None,
+    bufsize: int,
+    popen: Callable[..., subprocess.Popen[bytes]] = subprocess.Popen,
+    **system: Any,
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` with pipes on its stdin, stdout and stderr and no other inherited file.
+
+    ``system`` holds the options of one system (the new process group).
+
+    Raises:
+        OSError, ValueError, TypeError, subprocess.SubprocessError: as ``subprocess.Popen``.
+    """
+    return popen(
+        list(argv),
+        bufsize=bufsize,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        close_fds=True,
+        **system,
+    )
+
+
 class PipeWriter(ABC):
     """Writes the frames of the transport to the child's stdin."""
 
@@ -80,9 +112,22 @@ class PipeWriter(ABC):
             OSError: the child closed its stdin or exited.
         """
 
-    @abstractmethod
     def write_all(self, data: memoryview, stopped: Callable[[], bool]) -> bool:
         """Write all of ``data`` (on the writer thread); False when ``stopped()`` ended the write.
+
+        Raises:
+            OSError: the child closed its stdin or exited.
+        """
+        view = data
+        while view:
+            if stopped():
+                return False
+            view = view[self._write_waiting(view) :]
+        return True
+
+    @abstractmethod
+    def _write_waiting(self, view: memoryview) -> int:
+        """One write of :meth:`write_all`, which may wait a bounded time; the bytes written.
 
         Raises:
             OSError: the child closed its stdin or exited.
@@ -99,14 +144,8 @@ class ThreadPipeWriter(PipeWriter):
         # A blocking pipe cannot tell whether a write would wait: the writer thread writes.
         return 0
 
-    def write_all(self, data: memoryview, stopped: Callable[[], bool]) -> bool:
-        view = data
-        while view:
-            if stopped():
-                return False
-            written = os.write(self._fd, view[:WRITE_PIECE])
-            view = view[written:]
-        return True
+    def _write_waiting(self, view: memoryview) -> int:
+        return os.write(self._fd, view[:WRITE_PIECE])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from .common import PipeWriter, ProcessTree, ThreadPipeWriter
+from .common import PipeWriter, ProcessTree, ThreadPipeWriter, start_piped
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -186,17 +186,8 @@ def spawn(
     Raises:
         OSError, ValueError, TypeError, subprocess.SubprocessError: as ``subprocess.Popen``.
     """
-    proc = subprocess.Popen(
-        list(argv),
-        bufsize=bufsize,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-        preexec_fn=parent_death_hook(),
-        close_fds=True,
+    proc = start_piped(
+        argv, env=env, cwd=cwd, bufsize=bufsize, start_new_session=True, preexec_fn=parent_death_hook()
     )
     return PosixTree(proc, Guardian.start(proc.pid) if guardian else None)
 
@@ -216,18 +207,12 @@ class PollPipeWriter(PipeWriter):
         except BlockingIOError:
             return 0
 
-    def write_all(self, data: memoryview, stopped: Callable[[], bool]) -> bool:
-        view = data
-        while view:
-            if stopped():
-                return False
-            try:
-                written = os.write(self._fd, view)
-            except BlockingIOError:
-                self._poller.poll(POLL_SLICE * 1000)
-                continue
-            view = view[written:]
-        return True
+    def _write_waiting(self, view: memoryview) -> int:
+        try:
+            return os.write(self._fd, view)
+        except BlockingIOError:
+            self._poller.poll(POLL_SLICE * 1000)
+            return 0
 
 
 def pipe_writer(fd: int, *, threaded: bool | None = None) -> PipeWriter:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection, Mapping, MutableMapping, Seque
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from .common import ProcessTree, ThreadPipeWriter
+from .common import ProcessTree, ThreadPipeWriter, start_piped
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -384,16 +384,8 @@ def spawn(
         log.debug("no job object for the upstream server: %s", exc.strerror)
         job = None
     try:
-        proc = popen(
-            list(argv),
-            bufsize=bufsize,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-            creationflags=CREATE_NEW_PROCESS_GROUP,
-            close_fds=True,
+        proc = start_piped(
+            argv, env=env, cwd=cwd, bufsize=bufsize, popen=popen, creationflags=CREATE_NEW_PROCESS_GROUP
         )
     except BaseException:
         if job is not None:

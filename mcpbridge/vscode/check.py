@@ -212,9 +212,8 @@ class _Check:
 
     def url(self) -> tuple[Report, int]:
         from ..bridge.passthrough import LegacyTransports
-        from ..bridge.upstream import transport_connector
-        from ..mcp.http import CaFileError, HttpTransport, proxy_for, tls_context
-        from ..mcp.legacy_http import LegacyHttpTransport
+        from ..bridge.upstream import transport_connector, url_transports
+        from ..mcp.http import CaFileError, proxy_for, tls_context
 
         settings = self.settings
         url = settings.url
@@ -254,24 +253,13 @@ class _Check:
         if token is not None:
             headers.append(("Authorization", f"Bearer {token}"))
 
-        def modern() -> HttpTransport:
-            return HttpTransport(
-                url,
-                headers=headers,
-                max_response_bytes=settings.max_response_bytes,
-                ssl_context=context,
-                env=self.env,
-            )
-
-        def legacy() -> LegacyHttpTransport:
-            return LegacyHttpTransport(
-                url,
-                headers=headers,
-                max_response_bytes=settings.max_response_bytes,
-                ssl_context=context,
-                env=self.env,
-            )
-
+        modern, legacy = url_transports(
+            url,
+            headers=headers,
+            max_response_bytes=settings.max_response_bytes,
+            ssl_context=context,
+            env=self.env,
+        )
         try:
             connect = transport_connector(modern)
             result = self._run(connect, LegacyTransports(legacy), over_http=True)

@@ -28,9 +28,6 @@ from . import settings as args
 if TYPE_CHECKING:
     import ssl
 
-    from ..mcp.http import HttpTransport
-    from ..mcp.legacy_http import LegacyHttpTransport
-
 logger = logging.getLogger("mcpbridge.vscode")
 
 #: The exit code for a ``--ca-file`` that the bridge cannot use.
@@ -65,7 +62,7 @@ def serve_url(settings: args.Settings) -> int:
     from ..bridge.frontend import Frontend
     from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
-    from ..bridge.upstream import transport_connector
+    from ..bridge.upstream import transport_connector, url_transports
     from .serving import frontend_options, serve
 
     assert settings.url is not None
@@ -93,28 +90,14 @@ def serve_url(settings: args.Settings) -> int:
             return EXIT_TOKEN_STORE
     authorizer = oauth.authorizer if oauth is not None else None
 
-    def make_transport() -> HttpTransport:
-        from ..mcp.http import HttpTransport
-
-        return HttpTransport(
-            url,
-            headers=headers,
-            max_response_bytes=settings.max_response_bytes,
-            ssl_context=context,
-            authorizer=authorizer,
-        )
-
-    def make_legacy_transport() -> LegacyHttpTransport:
-        # A 2025-era server (module passthrough): the Streamable HTTP of 2025-11-25.
-        from ..mcp.legacy_http import LegacyHttpTransport
-
-        return LegacyHttpTransport(
-            url,
-            headers=headers,
-            max_response_bytes=settings.max_response_bytes,
-            ssl_context=context,
-            authorizer=authorizer,
-        )
+    # The second serves a 2025-era server (module passthrough): the Streamable HTTP of 2025-11-25.
+    make_transport, make_legacy_transport = url_transports(
+        url,
+        headers=headers,
+        max_response_bytes=settings.max_response_bytes,
+        ssl_context=context,
+        authorizer=authorizer,
+    )
 
     options = dataclasses.replace(frontend_options(settings), icon_rule=IconRule.DATA_ONLY)
     connect = oauth.connector(make_transport) if oauth is not None else transport_connector(make_transport)

@@ -1,0 +1,153 @@
+"""The requests of the client in flight: admission at the limit, the slot threads, the end.
+
+Theory of operation
+-------------------
+
+The front end hands each request that it does not answer itself to
+:meth:`Slots.admit`. A request gets a :class:`~.output.Slot` while fewer than
+``max_in_flight`` are in flight and no request in flight has its id; else it
+gets ``too_many_requests`` (or ``invalid_request_shape`` for an id in use) at
+once, and the reader goes on reading. The work of a slot runs on a task of a
+bounded ``ThreadPoolExecutor`` (threads ``mcpbridge-slot``) and the slot is
+released when the work ends; a slot that was answered without a slot thread
+(the fast path, the list cache) is released by whoever answered it.
+
+At the end of the connection the front end cancels every slot
+(:meth:`Slots.cancel_all`), waits a bounded grace for them to end
+(:meth:`Slots.drain`) and shuts the executor down (:meth:`Slots.close`). The
+watcher asks :meth:`Slots.report_long` for the log lines of requests that wait
+for a long time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..mcp.jsonrpc import Request, RequestId
+from ..mcp.text import printable
+from . import errortable
+from .output import Output, Slot
+
+__all__ = ["Slots", "Work"]
+
+log = logging.getLogger("mcpbridge.bridge")
+
+#: The work of a slot: it runs on a slot thread and answers the slot.
+Work = Callable[[Slot, Request], None]
+
+#: The time between two log lines of a request that still waits.
+_REPORT_EVERY = 30.0
+
+
+class Slots:
+    """The slots of one connection; see the module docstring.
+
+    :param output: the client's output, for the errors of refused and failed requests.
+    :param limit: the most requests in flight (``Options.max_in_flight``).
+    """
+
+    def __init__(self, output: Output, limit: int) -> None:
+        self._output = output
+        self._limit = limit
+        self._slots: dict[RequestId, Slot] = {}
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        #: Set (under the lock) once the end waits for the slots: a release wakes it.
+        self._draining = False
+        self._executor = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="mcpbridge-slot")
+
+    def get(self, request_id: RequestId) -> Slot | None:
+        """The slot of the request ``request_id`` in flight, if any."""
+        with self._lock:
+            return self._slots.get(request_id)
+
+    def admit(self, request: Request) -> Slot | None:
+        """A new slot for ``request``; ``None`` when it was refused (and answered with an error)."""
+        with self._lock:
+            # A second request with the id of one in flight would hide the first from
+            # the count of the limit and from its cancellation: refuse it.
+            in_use = request.id in self._slots
+            if not in_use and len(self._slots) < self._limit:
+                slot = Slot(request.id, request.method)
+                self._slots[request.id] = slot
+                return slot
+        log.warning(
+            "rejected request %s (%s): %s",
+            printable(request.id),
+            printable(request.method),
+            "its id is in use by a request in flight" if in_use else "too many requests in flight",
+        )
+        cause = "invalid_request_shape" if in_use else "too_many_requests"
+        self._output.write_error(request.id, errortable.error_object(cause))
+        return None
+
+    def submit(self, slot: Slot, request: Request, work: Work) -> None:
+        """Run ``work`` on a slot thread; the slot is released when it ends."""
+        try:
+            self._executor.submit(self._run, slot, request, work)
+        except RuntimeError:  # the executor shut down: the connection is closing
+            self.release(slot)
+
+    def _run(self, slot: Slot, request: Request, work: Work) -> None:
+        try:
+            work(slot, request)
+        except Exception:  # noqa: BLE001 - a bug must not kill the slot silently
+            log.exception("request %s (%s) failed inside the bridge", printable(slot.id), slot.method)
+            self._output.respond_error(slot, errortable.internal_error())
+        finally:
+            self.release(slot)
+
+    def release(self, slot: Slot) -> None:
+        """The slot ended: its id is free again."""
+        with self._lock:
+            if self._slots.get(slot.id) is slot:
+                del self._slots[slot.id]
+            if self._draining:
+                self._idle.notify_all()
+
+    def cancel_all(self, reason: str, error: dict[str, Any] | None = None) -> None:
+        """Cancel every slot in flight, first answering each with ``error`` when one is given."""
+        with self._lock:
+            slots = list(self._slots.values())
+        for slot in slots:
+            if error is not None:
+                self._output.respond_error(slot, error)
+            slot.cancel.cancel(reason)
+
+    def report_long(self) -> None:
+        """Log the requests that wait for a long time (first after 10 s, then every 30 s)."""
+        now = time.monotonic()
+        with self._lock:
+            slots = list(self._slots.values())
+        for slot in slots:
+            waited = now - slot.started
+            if waited >= slot.next_report:
+                slot.next_report += _REPORT_EVERY
+                text = (
+                    "still waiting for the answers of the client to the input requests of %s "
+                    "(request %s, %d s)"
+                    if slot.waiting_for == "client"
+                    else "still waiting for the upstream server: %s (request %s, %d s)"
+                )
+                log.info(text, slot.method, printable(slot.id), int(waited))
+
+    def drain(self, grace: float) -> None:
+        """Wait at most ``grace`` seconds for every slot to end."""
+        deadline = time.monotonic() + grace
+        with self._idle:
+            self._draining = True
+            while self._slots:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    log.debug("%d requests did not stop in the grace period", len(self._slots))
+                    return
+                self._idle.wait(remaining)
+
+    def close(self) -> None:
+        """Shut the executor down without waiting; a later :meth:`submit` releases its slot."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
