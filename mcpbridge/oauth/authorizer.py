@@ -99,6 +99,22 @@ class OAuthConfig:
     #: Why the bridge seems to run far from the browser (:func:`.grants.remote_session`).
     remote: str | None = None
 
+    @classmethod
+    def of(cls, options: SignInOptions, env: Mapping[str, str]) -> OAuthConfig:
+        """The config of the sign-in options of a command line, in the environment ``env``."""
+        import sys
+
+        from .grants import remote_session
+
+        return cls(
+            options.url,
+            options.account,
+            options.redirect_port,
+            options.registration,
+            sign_in=options.sign_in,
+            remote=remote_session(env, platform=sys.platform),
+        )
+
     @property
     def redirect_uri(self) -> str:
         return flow.redirect_uri(self.port)
@@ -915,9 +931,6 @@ def start_oauth(
     Raises:
         StoreOpenError: the options of the token store cannot work (the executable exits with 2).
     """
-    import sys
-
-    from .grants import remote_session
     from .signin import Gate, Opener, SignInSettings
     from .store import DeferredStore, check_options, open_store
 
@@ -943,13 +956,6 @@ def start_oauth(
         Gate(),
         Opener(env, options.secret_variables),
     )
-    config = OAuthConfig(
-        options.url,
-        options.account,
-        options.redirect_port,
-        options.registration,
-        sign_in=options.sign_in,
-        remote=remote_session(env, platform=sys.platform),
-    )
+    config = OAuthConfig.of(options, env)
     authorizer = OAuthAuthorizer(config, IndexedStore(DeferredStore(open_token_store)), make_web, sign_in)
     return OAuthSession(authorizer)

@@ -653,13 +653,7 @@ def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[
         )
     except StoreOpenError as exc:
         return {"state": "not checked", "note": f"the token store did not open: {exc.detail}"}, None
-    config = OAuthConfig(
-        settings.url,
-        settings.account,
-        settings.redirect_port,
-        settings.registration,
-        sign_in=settings.sign_in,
-    )
+    config = OAuthConfig.of(settings.sign_in_options(), env)
     store = IndexedStore(opened.store)
     found: dict[str, Any] = {"state": "none", "note": "no stored sign-in", "store": opened.line}
     token: str | None = None
