@@ -588,6 +588,8 @@ class Frontend:
                 self._output_stalled(stalled)
                 return
             self.slots.report_long()
+            if self.slots.retire_idle() and upstream is not None:
+                upstream.rest()
             self._large_frames.release_when_quiet(self.release_memory)
 
     @property

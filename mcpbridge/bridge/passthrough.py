@@ -857,6 +857,11 @@ class LegacyPassthrough:
         if peer is not None:
             peer.close(grace)
 
+    def rest(self) -> None:
+        peer = self._peer
+        if peer is not None:
+            peer.rest()
+
     def kill(self) -> None:
         peer = self._peer
         if peer is not None:

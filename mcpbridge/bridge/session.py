@@ -88,6 +88,11 @@ class UpstreamSession(Protocol):
         """Close the upstream connection (idempotent)."""
         ...
 
+    def rest(self) -> None:
+        """No request has been in flight for a while: the connection lets go of what it keeps
+        for a busy one (idle keep-alive connections)."""
+        ...
+
     def kill(self) -> None:
         """Kill the upstream process group at once (the watchdog's last step)."""
         ...
@@ -182,6 +187,9 @@ class ModernSession:
 
     def close(self, grace: float = 2.0) -> None:
         self.client.close(grace)
+
+    def rest(self) -> None:
+        self.client.rest()
 
     def kill(self) -> None:
         self.client.kill()

@@ -12,6 +12,15 @@ bounded ``ThreadPoolExecutor`` (threads ``mcpbridge-slot``) and the slot is
 released when the work ends; a slot that was answered without a slot thread
 (the fast path, the list cache) is released by whoever answered it.
 
+The executor starts a slot thread whenever a request finds none idle, and
+keeps its threads: a burst leaves them behind, and under a steady load their
+number creeps up (a response reaches the client before its thread is idle
+again, so the client's next request may find none). After
+:data:`RETIRE_AFTER` seconds without a request in flight the watcher retires
+them (:meth:`Slots.retire_idle`): the executor is shut down and its threads
+joined, and the next request starts a fresh one. A connection that rests is
+back to the threads it started with.
+
 At the end of the connection the front end cancels every slot
 (:meth:`Slots.cancel_all`), waits a bounded grace for them to end
 (:meth:`Slots.drain`) and shuts the executor down (:meth:`Slots.close`). The
@@ -42,6 +51,8 @@ Work = Callable[[Slot, Request], None]
 
 #: The time between two log lines of a request that still waits.
 _REPORT_EVERY = 30.0
+#: The slot threads end after this many seconds without a request in flight.
+RETIRE_AFTER = 30.0
 
 
 class Slots:
@@ -59,7 +70,16 @@ class Slots:
         self._idle = threading.Condition(self._lock)
         #: Set (under the lock) once the end waits for the slots: a release wakes it.
         self._draining = False
-        self._executor = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="mcpbridge-slot")
+        self._executor = self._new_executor()
+        #: The executor ran a task since it was made (under the lock): it may have threads.
+        self._used = False
+        #: When the last slot ended (the clock of :func:`time.monotonic`).
+        self._quiet_since = time.monotonic()
+        #: Set (under the lock) by :meth:`close`: no executor is made any more.
+        self._closed = False
+
+    def _new_executor(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=self._limit, thread_name_prefix="mcpbridge-slot")
 
     def get(self, request_id: RequestId) -> Slot | None:
         """The slot of the request ``request_id`` in flight, if any."""
@@ -89,7 +109,10 @@ class Slots:
     def submit(self, slot: Slot, request: Request, work: Work) -> None:
         """Run ``work`` on a slot thread; the slot is released when it ends."""
         try:
-            self._executor.submit(self._run, slot, request, work)
+            # Under the lock: :meth:`retire_idle` never swaps the executor under a submit.
+            with self._lock:
+                self._used = True
+                self._executor.submit(self._run, slot, request, work)
         except RuntimeError:  # the executor shut down: the connection is closing
             self.release(slot)
 
@@ -107,8 +130,26 @@ class Slots:
         with self._lock:
             if self._slots.get(slot.id) is slot:
                 del self._slots[slot.id]
+                if not self._slots:
+                    self._quiet_since = time.monotonic()
             if self._draining:
                 self._idle.notify_all()
+
+    def retire_idle(self) -> bool:
+        """End the slot threads after :data:`RETIRE_AFTER` seconds without a request in flight.
+
+        Called by the watcher. Returns True when it retired them.
+        """
+        with self._lock:
+            quiet = time.monotonic() - self._quiet_since
+            if self._slots or self._draining or self._closed or not self._used or quiet < RETIRE_AFTER:
+                return False
+            retired, self._executor = self._executor, self._new_executor()
+            self._used = False
+        # No slot is in flight: each thread is idle or ends its last task's bookkeeping now.
+        retired.shutdown(wait=True)
+        log.debug("the slot threads ended after %d s without a request", int(quiet))
+        return True
 
     def cancel_all(self, reason: str, error: dict[str, Any] | None = None) -> None:
         """Cancel every slot in flight, first answering each with ``error`` when one is given."""
@@ -150,4 +191,7 @@ class Slots:
 
     def close(self) -> None:
         """Shut the executor down without waiting; a later :meth:`submit` releases its slot."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            self._closed = True
+            executor = self._executor
+        executor.shutdown(wait=False, cancel_futures=True)

@@ -179,6 +179,12 @@ class HttpTransportBase(WireReading, Transport):
     def _own_state(self) -> None:
         """Set up the state that only this transport has, at the end of ``__init__``."""
 
+    def rest(self) -> None:
+        """Close the pooled connections idle too long to be reused."""
+        closed = self._wire.close_idle()
+        if closed:
+            log.debug("closed %d idle connections to the upstream server", closed)
+
     def _begin_close(self) -> bool:
         """Whether this call is the first to close the transport."""
         with self._lock:

@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from queue import Empty, Full
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import quote, urlsplit
 
@@ -260,6 +261,41 @@ class _PoolMixin:
         ):
             conn.close()
         return conn
+
+    def close_idle(self) -> int:
+        """Close the pooled connections idle longer than :data:`IDLE_REUSE_LIMIT`; how many.
+
+        They would not be reused (:meth:`_get_conn` closes them first): closing them
+        now gives their descriptors back while the connection rests. Each stays in the
+        pool, closed, and connects again at its next use.
+        """
+        queue = getattr(self, "pool", None)
+        if queue is None:  # the pool is closed
+            return 0
+        now = time.monotonic()
+        held: list[Any] = []
+        closed = 0
+        while True:
+            try:
+                conn = queue.get(block=False)
+            except Empty:
+                break
+            held.append(conn)
+            idle_since = getattr(conn, "idle_since", None)
+            if (
+                idle_since is not None
+                and getattr(conn, "sock", None) is not None
+                and now - idle_since > IDLE_REUSE_LIMIT
+            ):
+                conn.close()
+                closed += 1
+        for conn in held:
+            try:
+                queue.put(conn, block=False)
+            except Full:  # a request made a new one meanwhile: this one is not needed
+                if conn is not None:
+                    conn.close()
+        return closed
 
     def _put_conn(self, conn: Any) -> None:
         if isinstance(conn, _Wired):
@@ -510,6 +546,10 @@ class Wire:
         finally:
             _sending.exchange = None
         return WireResponse(raw, exchange, (connect, read))
+
+    def close_idle(self) -> int:
+        """Close the connections idle too long to be reused (see :meth:`_PoolMixin.close_idle`)."""
+        return self._pool.close_idle()  # type: ignore[attr-defined, no-any-return]
 
     def close(self) -> None:
         """Close the idle connections; a connection in use closes with its answer."""

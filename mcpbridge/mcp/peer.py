@@ -235,6 +235,10 @@ class Peer:
         """How the upstream process ended (``"code 3"``, ``"signal 9"``), if known."""
         return self._transport.exit_status
 
+    def rest(self) -> None:
+        """The connection rests: the transport lets go of what it keeps for a busy one."""
+        self._transport.rest()
+
     def kill(self) -> None:
         """Kill the upstream process group at once (a watchdog's last step); waits for nothing.
 

@@ -63,6 +63,10 @@ class Transport(ABC):
         """How the peer process ended, for example ``"code 3"``, if known."""
         return None
 
+    def rest(self) -> None:  # noqa: B027 - a hook: most transports keep nothing for a busy connection
+        """The connection rests (no request in flight for a while): let go of what only
+        a busy connection needs, such as idle keep-alive connections. Nothing by default."""
+
 
 class ServerTransport(ABC):
     """The server side of a connection."""

@@ -237,6 +237,28 @@ def test_a_connection_idle_longer_than_the_reuse_limit_is_not_reused(monkeypatch
     assert server.connections == 2
 
 
+def test_at_rest_the_connections_idle_too_long_to_be_reused_are_closed(monkeypatch) -> None:
+    from mcpbridge.mcp import httppool
+
+    clock = [1000.0]
+    monkeypatch.setattr(httppool.time, "monotonic", lambda: clock[0])
+    with ScriptedServer(_misbehave) as server:
+        inbox = Inbox()
+        transport = open_transport(server.url(), inbox)
+        try:
+            transport.send(call(1, "ok"))
+            transport.rest()  # idle 0 s: still good for the next request
+            clock[0] += 60.0
+            assert server.ended == 0
+            transport.rest()
+            server.wait_ended(1)  # the server saw the connection close
+            transport.send(call(2, "ok"))  # on a new connection
+        finally:
+            transport.close()
+    assert server.connections == 2
+    assert [m.id for m in inbox.messages if isinstance(m, Response)] == [1, 2]
+
+
 def test_the_read_limit_of_an_exchange_is_the_time_limit_of_its_method(monkeypatch) -> None:
     from mcpbridge.mcp import httpwire
 

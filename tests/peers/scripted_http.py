@@ -157,6 +157,8 @@ class ScriptedServer:
         self.ssl_context = ssl_context
         self.received: list[Received] = []
         self.connections = 0
+        #: Connections that ended (the client closed them, or an exchange did).
+        self.ended = 0
         self.release = threading.Event()
         self._lock = threading.Lock()
         self._request_seen = threading.Condition(self._lock)
@@ -181,6 +183,12 @@ class ScriptedServer:
             if not self._request_seen.wait_for(lambda: len(self.received) >= count, timeout):
                 raise TimeoutError(f"{len(self.received)} requests arrived, not {count}")
             return list(self.received)
+
+    def wait_ended(self, count: int, timeout: float = WAIT) -> None:
+        """Wait until ``count`` connections ended."""
+        with self._request_seen:
+            if not self._request_seen.wait_for(lambda: self.ended >= count, timeout):
+                raise TimeoutError(f"{self.ended} connections ended, not {count}")
 
     def close(self) -> None:
         self._closed = True
@@ -250,6 +258,9 @@ class ScriptedServer:
                 sock.close()
             except OSError:
                 pass
+            with self._request_seen:
+                self.ended += 1
+                self._request_seen.notify_all()
 
 
 def _stop_listening(listener: socket.socket) -> None:
