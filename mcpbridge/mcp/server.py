@@ -72,7 +72,8 @@ from . import protocol, state
 from .cancel import CancelToken
 from .errorbase import BridgeError
 from .errors import Cancelled, InvalidRequest, McpError
-from .framing import KEEP_BYTES, TooLong
+from .framing import TooLong
+from .ids import recover_id
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -1372,26 +1373,6 @@ class _Active:
     subscription: _Subscription | None = None
 
 
-_ID_VALUE = rb'("(?:[^"\\]|\\.){0,200}"|-?\d{1,19})'
-_ID_AT_START = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID_VALUE)
-_ID_AT_END = re.compile(rb'"id"\s*:\s*' + _ID_VALUE + rb"\s*\}\s*$")
-
-
-def _recover_id(too_long: TooLong) -> RequestId | None:
-    """The id of a too-long line, when it sits at its start or its end."""
-    for pattern, data in ((_ID_AT_START, too_long.head), (_ID_AT_END, too_long.tail)):
-        match = pattern.search(data[: KEEP_BYTES + 1])
-        if match is not None:
-            raw = match.group(1)
-            try:
-                value = json.loads(raw.decode("utf-8"))
-            except ValueError:
-                continue
-            if isinstance(value, (str, int)) and not isinstance(value, bool):
-                return value
-    return None
-
-
 class ServerConnection:
     """One transport served by a :class:`Server`. Made by :meth:`Server.start`."""
 
@@ -1496,7 +1477,7 @@ class ServerConnection:
     def _on_frame_error(self, error: FrameError | TooLong) -> None:
         if isinstance(error, TooLong):
             self._send_error(
-                _recover_id(error),
+                recover_id(error.head, error.tail),
                 INVALID_REQUEST,
                 f"Invalid Request: the line is too long (limit: {self.server.max_line_bytes} bytes)",
             )

@@ -56,7 +56,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import re
 import subprocess
 import threading
 import time
@@ -70,6 +69,7 @@ from .cancel import NO_WAIT, CancelToken, WouldBlock
 from .droplog import DROP_LOG_INTERVAL, DropLog
 from .errors import Cancelled, Closed, InvalidRequest, McpError, NotConnected, SpawnFailed, TransportFailed
 from .framing import KEEP_BYTES, LineReader, TooLong
+from .ids import recover_id
 from .jsonrpc import FrameError, Message
 from .transport import OnClosed, OnFrameError, OnMessage, OnServerClosed, ServerTransport, Transport
 
@@ -127,28 +127,6 @@ def _call(what: str, callback: Callable[[], None], logger: logging.Logger) -> No
         logger.debug("the handler of %s failed", what, exc_info=True)
 
 
-# The id of a line that did not parse: the first member, or the one after
-# ``"jsonrpc":"2.0"``, or the last member; a number must end there (``1.5`` is no id).
-_ID_VALUE = rb'(-?\d+|"(?:[^"\\]|\\.)*")'
-_HEAD_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID_VALUE + rb"\s*[,}]")
-_TAIL_ID = re.compile(rb'[,{]\s*"id"\s*:\s*' + _ID_VALUE + rb"\s*\}\s*$")
-
-
-def _recover_id(line: bytes) -> jsonrpc.RequestId | None:
-    """The id at either end of a line that is not valid JSON, or ``None``."""
-    for pattern, text in ((_HEAD_ID, line[:KEEP_BYTES]), (_TAIL_ID, line[-KEEP_BYTES:])):
-        match = pattern.search(text)
-        if match is None:
-            continue
-        try:
-            value = jsonrpc.parse_json(match.group(1), max_depth=1)
-        except FrameError:
-            continue
-        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-            return value
-    return None
-
-
 def _deliver_line(
     line: bytes | TooLong,
     max_depth: int,
@@ -172,7 +150,7 @@ def _deliver_line(
         if recover_ids and exc.id is None and exc.cause in ("parse_error", "too_deep"):
             # An answer with NaN, a lone surrogate or nesting past the parser's stack:
             # its request must fail now, not at its time limit.
-            recovered = _recover_id(line)
+            recovered = recover_id(line[:KEEP_BYTES], line[-KEEP_BYTES:])
             if recovered is not None:
                 error = FrameError(exc.cause, id=recovered, detail=exc.detail, is_response=exc.is_response)
         if error.id is None and on_anonymous is not None:

@@ -1082,6 +1082,8 @@ def test_too_long_and_too_deep_lines_get_invalid_request_with_their_id() -> None
         [
             b'{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{' + text + b"}}",
             b'{"jsonrpc":"2.0","method":"tools/call","params":{' + text + b'},"id":"tail"}',
+            # The id after the method: the head still names it (an id inside params would not).
+            b'{"jsonrpc":"2.0","method":"tools/call","id":13,"params":{' + text + b"}}",
             b'{"jsonrpc":"2.0","method":"x","params":{"a":[[[[[1]]]]]},"id":12}',
             b"\xff\xfe",
         ],
@@ -1089,11 +1091,12 @@ def test_too_long_and_too_deep_lines_get_invalid_request_with_their_id() -> None
     assert [(f.get("id"), f["error"]["code"]) for f in frames] == [
         (11, jsonrpc.INVALID_REQUEST),
         ("tail", jsonrpc.INVALID_REQUEST),
+        (13, jsonrpc.INVALID_REQUEST),
         (12, jsonrpc.INVALID_REQUEST),
         (None, jsonrpc.PARSE_ERROR),
     ]
     assert frames[0]["error"]["message"] == "Invalid Request: the line is too long (limit: 200 bytes)"
-    assert frames[2]["error"]["message"] == "Invalid Request: too deep (limit: 5 levels)"
+    assert frames[3]["error"]["message"] == "Invalid Request: too deep (limit: 5 levels)"
 
 
 def test_a_result_that_is_not_json_becomes_an_internal_error() -> None:
