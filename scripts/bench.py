@@ -18,7 +18,10 @@ of this script, alternating, because the machine is shared and noisy:
 
 * ``direct``: the same client talking to the upstream server without the bridge (both
   upstream servers answer 2025-11-25 too);
-* ``bridge``: ``python -m mcpbridge`` in front of the upstream server;
+* ``bridge``: ``python -m mcpbridge`` in front of the upstream server, started with the
+  interpreter of a plain install of its dependencies (``scripts/.bench/bridge-venv``) and
+  the code of this checkout, as a user runs it (a development environment's editable
+  install costs every start more than 10 ms of its own);
 * for the URL form, the programs a user would pick instead, each in its stdio-to-HTTP
   mode: ``mcp-remote`` (npm), ``mcp-proxy`` and ``mcp-stdio`` (PyPI). They are installed
   at the first run into ``scripts/.bench`` (git-ignored), never by the tests.
@@ -29,7 +32,7 @@ In the stdio form each target starts its own copy; in the URL form one copy list
 127.0.0.1 for all targets.
 
 1. Start-up: from the spawn to the answer of the first ``ping``, and to the ``initialize``
-   response, beside a bare ``python -c pass`` of the same interpreter (15 starts each).
+   response, beside a bare ``python -c pass`` of the bridge's interpreter (15 starts each).
 2. Latency of a small ``tools/call`` (``echo``): p50 and p99 at concurrency 1 (2,000
    calls) and 32 (10,000 calls), in rounds that alternate the targets; the bridge's
    added time is the bridge minus direct, round by round.
@@ -69,6 +72,9 @@ from bench_driver import HttpPeer, LinePeer, PeerError  # noqa: E402
 BENCH_DIR = HERE / ".bench"
 VENV = BENCH_DIR / "venv"
 NODE_PREFIX = BENCH_DIR / "node"
+#: A plain (not editable) install of the bridge's dependencies, as a user has it: the
+#: bridge starts with its interpreter, the code of this checkout first on its path.
+BRIDGE_VENV = BENCH_DIR / "bridge-venv"
 MiB = 1024 * 1024
 PY = sys.executable
 
@@ -150,8 +156,35 @@ def upstream_argv(kind: str, *, http: bool = False) -> list[str]:
     return [PY, str(HERE / script), *(["--http"] if http else [])]
 
 
+def bridge_python() -> str:
+    """The interpreter of the bridge: that of :data:`BRIDGE_VENV` once installed, else this one.
+
+    A development environment starts slower than an install (its editable install adds
+    an import hook to every start), so the bridge runs from a plain install, as the
+    competitors do.
+    """
+    installed = BRIDGE_VENV / "bin" / "python"
+    return str(installed) if installed.exists() else PY
+
+
 def bridge_argv(*rest: str) -> list[str]:
-    return [PY, "-m", "mcpbridge", *rest]
+    return [bridge_python(), "-m", "mcpbridge", *rest]
+
+
+def install_bridge() -> None:
+    """Install the bridge and its dependencies into scripts/.bench/bridge-venv, once."""
+    BENCH_DIR.mkdir(exist_ok=True)
+    python = BRIDGE_VENV / "bin" / "python"
+    if not python.exists():
+        log("creating the virtual environment of the bridge")
+        subprocess.run([sys.executable, "-m", "venv", str(BRIDGE_VENV)], check=True)
+    probe = [str(python), "-c", "import typer, urllib3, keyring, truststore, cryptography, requests"]
+    if subprocess.run(probe, capture_output=True).returncode != 0:
+        log(f"installing the bridge into {BRIDGE_VENV.relative_to(ROOT)}")
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(ROOT)],
+            check=True,
+        )
 
 
 class UrlUpstream:
@@ -347,7 +380,7 @@ def measure_startup(targets: list[Target], sizes: Sizes, results: dict[str, Any]
     env = child_env()
     for rep in range(sizes.starts):
         started = time.perf_counter()
-        subprocess.run([PY, "-c", "pass"], env=env, check=True)
+        subprocess.run([bridge_python(), "-c", "pass"], env=env, check=True)
         bare.append(time.perf_counter() - started)
         order = targets[rep % len(targets) :] + targets[: rep % len(targets)]
         for target in order:
@@ -830,6 +863,8 @@ def main(argv: list[str] | None = None) -> int:
     forms = ["stdio", "url"] if options.form == "both" else [options.form]
     upstreams = ["own", "sdk"] if upstream == "both" else [upstream]
     competitors = "url" in forms and not options.no_competitors
+    if not options.no_install and not options.quick:
+        install_bridge()
     if competitors and not options.no_install and not options.quick:
         install_competitors()
     # Compile the package once, as an install does: every start then reads cached byte code.
