@@ -78,7 +78,13 @@ from .options import Connect, Options, Timeouts
 from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
 from .passthrough import LegacyPassthrough, LegacyUpstream, OpenFailed, falls_back, stopped_during
 from .pending import BAD_LINE, ClientError, PendingAnswers
-from .session import ModernSession, UpstreamSession, discover_error, forward_upstream_log
+from .session import (
+    ModernSession,
+    UpstreamSession,
+    discover_error,
+    discover_failure_text,
+    forward_upstream_log,
+)
 from .session import flush_drops as session_drops
 from .slots import Slots, Work
 
@@ -456,11 +462,7 @@ class Frontend:
             if isinstance(exc, Closed):
                 log.error("%s", stopped_during("server/discover", client.exit_status))
             else:
-                log.error(
-                    "server/discover failed: %s",
-                    error["data"].get("detail", error["data"]["cause"]),
-                    exc_info=exc,
-                )
+                log.error("server/discover failed: %s", discover_failure_text(exc, error), exc_info=exc)
             self.output.respond_error(slot, error)
             return
         init = translate.initialize_result(

@@ -449,6 +449,16 @@ def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
     return errortable.error_object(exc.cause, detail)
 
 
+def discover_failure_text(exc: McpError, error: dict[str, Any]) -> str:
+    """What the log says of a failed ``server/discover``: the detail of its error, and for a
+    failure of the connection what failed (a TLS or proxy step, a refused connection)."""
+    data = error["data"]
+    text = str(data.get("detail", data["cause"]))
+    if not isinstance(exc, (RpcError, RequestTimeout, SignInError)) and exc.detail and exc.detail not in text:
+        text = f"{text}: {exc.detail}"
+    return text
+
+
 class _Silent(BridgeError):
     """The request ends without a response (the connection is closing)."""
 

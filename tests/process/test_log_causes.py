@@ -96,4 +96,8 @@ def test_the_info_log_keeps_the_failure_line_short() -> None:
     lines = [line for line in output.splitlines() if "server/discover failed" in line]
     assert len(lines) == 1, output
     assert "caused by" not in lines[0] and "SSL" not in lines[0], lines[0]
+    # The line still says what failed, in the words of the bridge.
+    assert lines[0].endswith(
+        "server/discover failed: server/discover: TLS: the certificate of the server is not trusted"
+    ), lines[0]
     assert [secret for secret in SECRETS if secret in output] == [], output
