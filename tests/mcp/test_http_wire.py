@@ -6,6 +6,7 @@ error (or succeeds when the framing is valid), and the next request still works.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import socket
@@ -218,43 +219,46 @@ def test_100_concurrent_requests_share_one_pool_without_closing_connections() ->
     assert server.connections == 100  # the second wave reused all 100
 
 
-def test_a_connection_idle_longer_than_the_reuse_limit_is_not_reused(monkeypatch) -> None:
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The clock of the pool's idle ages, moved by hand."""
     from mcpbridge.mcp import httppool
 
-    clock = [1000.0]
-    monkeypatch.setattr(httppool.time, "monotonic", lambda: clock[0])
+    now = [1000.0]
+    monkeypatch.setattr(httppool.time, "monotonic", lambda: now[0])
+    return now
+
+
+@contextlib.contextmanager
+def _misbehaving() -> Iterator[tuple[ScriptedServer, HttpTransport, Inbox]]:
     with ScriptedServer(_misbehave) as server:
         inbox = Inbox()
         transport = open_transport(server.url(), inbox)
         try:
-            transport.send(call(1, "ok"))
-            clock[0] += 1.0
-            transport.send(call(2, "ok"))  # reused: idle 1 s
-            clock[0] += 60.0
-            transport.send(call(3, "ok"))  # idle 60 s: a new connection
+            yield server, transport, inbox
         finally:
             transport.close()
+
+
+def test_a_connection_idle_longer_than_the_reuse_limit_is_not_reused(clock: list[float]) -> None:
+    with _misbehaving() as (server, transport, _inbox):
+        transport.send(call(1, "ok"))
+        clock[0] += 1.0
+        transport.send(call(2, "ok"))  # reused: idle 1 s
+        clock[0] += 60.0
+        transport.send(call(3, "ok"))  # idle 60 s: a new connection
     assert server.connections == 2
 
 
-def test_at_rest_the_connections_idle_too_long_to_be_reused_are_closed(monkeypatch) -> None:
-    from mcpbridge.mcp import httppool
-
-    clock = [1000.0]
-    monkeypatch.setattr(httppool.time, "monotonic", lambda: clock[0])
-    with ScriptedServer(_misbehave) as server:
-        inbox = Inbox()
-        transport = open_transport(server.url(), inbox)
-        try:
-            transport.send(call(1, "ok"))
-            transport.rest()  # idle 0 s: still good for the next request
-            clock[0] += 60.0
-            assert server.ended == 0
-            transport.rest()
-            server.wait_ended(1)  # the server saw the connection close
-            transport.send(call(2, "ok"))  # on a new connection
-        finally:
-            transport.close()
+def test_at_rest_the_connections_idle_too_long_to_be_reused_are_closed(clock: list[float]) -> None:
+    with _misbehaving() as (server, transport, inbox):
+        transport.send(call(1, "ok"))
+        transport.rest()  # idle 0 s: still good for the next request
+        clock[0] += 60.0
+        assert server.ended == 0
+        transport.rest()
+        server.wait_ended(1)  # the server saw the connection close
+        transport.send(call(2, "ok"))  # on a new connection
     assert server.connections == 2
     assert [m.id for m in inbox.messages if isinstance(m, Response)] == [1, 2]
 

@@ -7,9 +7,10 @@ client gives up. The transport runs under :class:`LegacyPeer`, as in the bridge.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -298,30 +299,44 @@ def test_last_event_id_goes_only_on_a_get_that_resumes_the_same_stream() -> None
     assert [n.method for n in notifications][:1] == ["notifications/tools/list_changed"]
 
 
-def test_a_busy_answer_with_a_short_retry_after_is_waited_for_once() -> None:
-    from tests.peers.scripted_http import ScriptedServer
-
-    answers = iter(["busy", "ok", "busy", "busy"])
+def _busy_then_tools(answers: Iterator[str], busy: Callable[[Any], None]) -> Callable[[Any], None]:
+    """A server that answers each POST as ``answers`` says: ``busy`` writes a busy answer."""
 
     def server(ex: Any) -> None:
         if ex.request.method != "POST":
             ex.body(405, b"", "text/plain")
             return
         if next(answers) == "busy":
-            ex.body(503, b"busy\n", "text/plain", [("Retry-After", "1")])
+            busy(ex)
             return
         ex.json({"jsonrpc": "2.0", "id": ex.request.rpc_id, "result": {"tools": []}})
 
-    with ScriptedServer(server) as scripted:
-        transport = LegacyHttpTransport(scripted.url())
-        delivered: list[Any] = []
-        transport.start(delivered.append, lambda _e: None, lambda _e: None)
-        try:
+    return server
+
+
+@contextlib.contextmanager
+def _started(url: str) -> Iterator[tuple[LegacyHttpTransport, list[Any]]]:
+    """A started 2025-era transport to ``url`` and the messages it delivers; closed at the end."""
+    transport = LegacyHttpTransport(url)
+    delivered: list[Any] = []
+    transport.start(delivered.append, lambda _e: None, lambda _e: None)
+    try:
+        yield transport, delivered
+    finally:
+        transport.close()
+
+
+def test_a_busy_answer_with_a_short_retry_after_is_waited_for_once() -> None:
+    from tests.peers.scripted_http import ScriptedServer
+
+    def busy(ex: Any) -> None:
+        ex.body(503, b"busy\n", "text/plain", [("Retry-After", "1")])
+
+    with ScriptedServer(_busy_then_tools(iter(["busy", "ok", "busy", "busy"]), busy)) as scripted:
+        with _started(scripted.url()) as (transport, delivered):
             transport.send(Request(1, "tools/list", None))
             with pytest.raises(HttpStatusError) as info:
                 transport.send(Request(2, "tools/list", None))
-        finally:
-            transport.close()
     assert [m.id for m in delivered] == [1]
     assert info.value.detail == "HTTP status 503, retry after 1 s"
     assert [r.rpc_id for r in scripted.received] == [1, 1, 2, 2]
@@ -330,24 +345,11 @@ def test_a_busy_answer_with_a_short_retry_after_is_waited_for_once() -> None:
 def test_a_busy_answer_whose_json_body_is_no_message_is_waited_for_once_too() -> None:
     from tests.peers.scripted_http import ScriptedServer
 
-    answers = iter(["busy", "ok"])
+    def busy(ex: Any) -> None:
+        ex.json({"error": "overloaded"}, 503, [("Retry-After", "1")])
 
-    def server(ex: Any) -> None:
-        if ex.request.method != "POST":
-            ex.body(405, b"", "text/plain")
-            return
-        if next(answers) == "busy":
-            ex.json({"error": "overloaded"}, 503, [("Retry-After", "1")])
-            return
-        ex.json({"jsonrpc": "2.0", "id": ex.request.rpc_id, "result": {"tools": []}})
-
-    with ScriptedServer(server) as scripted:
-        transport = LegacyHttpTransport(scripted.url())
-        delivered: list[Any] = []
-        transport.start(delivered.append, lambda _e: None, lambda _e: None)
-        try:
+    with ScriptedServer(_busy_then_tools(iter(["busy", "ok"]), busy)) as scripted:
+        with _started(scripted.url()) as (transport, delivered):
             transport.send(Request(1, "tools/list", None))
-        finally:
-            transport.close()
     assert [m.id for m in delivered] == [1]
     assert [r.rpc_id for r in scripted.received] == [1, 1]
