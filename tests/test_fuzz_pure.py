@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 
 from mcpbridge.bridge import input as input_rules
 from mcpbridge.bridge import legacy, translate
-from mcpbridge.mcp import jsonrpc, stdio
+from mcpbridge.mcp import jsonrpc
+from mcpbridge.mcp.framing import KEEP_BYTES
+from mcpbridge.mcp.ids import recover_id
 from mcpbridge.mcp.jsonrpc import ErrorResponse, FrameError, Notification, Request, Response
 from mcpbridge.mcp.protocol import META_SERVER_INFO
 from mcpbridge.vscode import cli
@@ -418,7 +420,7 @@ def test_the_id_of_an_upstream_line_that_does_not_parse_is_recovered_from_its_en
         damaged = line[: 40 + cut] + damage + line[40 + cut :]
     else:
         damaged = line[: len(line) - 40 - cut] + damage  # the end is cut off
-    found = stdio._recover_id(damaged)
+    found = recover_id(damaged[:KEEP_BYTES], damaged[-KEEP_BYTES:])  # as the stdio client reads it
     if len(json.dumps(id)) < 100:  # the kept ends hold it
         assert found == id
     assert found is None or isinstance(found, (str, int)) and not isinstance(found, bool)
@@ -427,7 +429,7 @@ def test_the_id_of_an_upstream_line_that_does_not_parse_is_recovered_from_its_en
 @FUZZ
 @given(st.binary(max_size=300))
 def test_recovering_an_upstream_id_from_any_bytes_gives_a_valid_id_or_none(line: bytes) -> None:
-    found = stdio._recover_id(line)
+    found = recover_id(line[:KEEP_BYTES], line[-KEEP_BYTES:])
     assert found is None or isinstance(found, (str, int)) and not isinstance(found, bool)
     writable(found)
 

@@ -19,6 +19,8 @@ __all__ = ["recover_id"]
 _SPACE = b" \t\r\n"
 _INTEGER = re.compile(rb"-?(?:0|[1-9][0-9]*)")
 _DIGITS = b"0123456789"
+#: A string id that ends the top-level object.
+_TAIL_STRING_ID = re.compile(rb'[,{]\s*"id"\s*:\s*("(?:[^"\\]|\\.)*")\s*\}\s*$')
 
 
 def recover_id(head: bytes, tail: bytes) -> RequestId | None:
@@ -136,8 +138,9 @@ def _tail_id(text: bytes) -> RequestId | None:
 
     The text must end with ``"id"``, a colon, the value, one ``}`` and optional white
     space, and a ``,`` or ``{`` must come before ``"id"``. An ``id`` in a nested object
-    has more than one ``}`` after it and does not count. A string id must have no escape
-    sequence: from the end, the quote before an escaped quote cannot be told apart.
+    has more than one ``}`` after it and does not count. A string id is read forward
+    from a ``"id":`` that a ``,`` or ``{`` opens: from the end, the quote before an
+    escaped quote cannot be told apart.
     """
     end = _skip_space_back(text, len(text))
     if end == 0 or text[end - 1] != 0x7D:  # "}"
@@ -145,27 +148,18 @@ def _tail_id(text: bytes) -> RequestId | None:
     end = _skip_space_back(text, end - 1)
     if end == 0:
         return None
-    value: RequestId
     if text[end - 1] == 0x22:
-        start = text.rfind(b'"', 0, end - 1)
-        if start < 0:
-            return None
-        inner = text[start + 1 : end - 1]
-        if b"\\" in inner or any(byte < 0x20 for byte in inner):
-            return None
-        try:
-            value = inner.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    else:
-        start = end
-        while start > 0 and text[start - 1] in _DIGITS:
-            start -= 1
-        if start > 0 and text[start - 1] == 0x2D:  # "-"
-            start -= 1
-        if _INTEGER.fullmatch(text, start, end) is None:
-            return None
-        value = int(text[start:end])
+        # Read forward from a ``"id":`` that a ``,`` or ``{`` opens: the escapes then read as written.
+        match = _TAIL_STRING_ID.search(text)
+        return None if match is None else _decode_string(match.group(1))
+    start = end
+    while start > 0 and text[start - 1] in _DIGITS:
+        start -= 1
+    if start > 0 and text[start - 1] == 0x2D:  # "-"
+        start -= 1
+    if _INTEGER.fullmatch(text, start, end) is None:
+        return None
+    value = int(text[start:end])
     # A colon and the key "id" come before the value, and a "," or "{" before the key.
     # A fraction or an exponent puts a different byte before the digits.
     i = _skip_space_back(text, start)

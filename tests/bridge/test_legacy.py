@@ -279,6 +279,10 @@ def test_the_id_is_found_in_the_start_of_a_line_only_as_a_top_level_member(
         (b'"2.0","id":"req-1"}', "req-1"),
         (b',"id":"caf\xc3\xa9"}', "caf\u00e9"),
         (b',"id":123456789012345678901234567890}', 123456789012345678901234567890),
+        # A string id with escape sequences, read forward from its key.
+        (b',"id":"a\\"b"}', 'a"b'),
+        (b',"id":"\\u001f"}', "\x1f"),
+        (b'"x":"q\\\\","id":"\\\\"}', "\\"),
         # An id in a nested object has more than one "}" after it.
         (b',"params":{"id":5}}', None),
         # The text of a string value, and a key that only ends with "id".
@@ -286,11 +290,10 @@ def test_the_id_is_found_in_the_start_of_a_line_only_as_a_top_level_member(
         (b',"xid":5}', None),
         (b',"text":"a\\\\","id":5}', 5),
         (b'["id":5}', None),
-        # A value that is not an integer or a string without escape sequences.
+        # A value that is not an integer or a valid string.
         (b',"id":1.5}', None),
         (b',"id":1e5}', None),
         (b',"id":null}', None),
-        (b',"id":"a\\"b"}', None),
         (b',"id":"a\x01b"}', None),
         (b',"id":"\xb3\xe3"}', None),
         # A text that does not end with the object, or that starts inside the member.
