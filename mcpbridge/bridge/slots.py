@@ -71,7 +71,7 @@ class Slots:
         #: Set (under the lock) once the end waits for the slots: a release wakes it.
         self._draining = False
         self._executor = self._new_executor()
-        #: The executor ran a task since it was made (under the lock): it may have threads.
+        #: A request was admitted since the executor was made (under the lock): it may have threads.
         self._used = False
         #: When the last slot ended (the clock of :func:`time.monotonic`).
         self._quiet_since = time.monotonic()
@@ -95,6 +95,7 @@ class Slots:
             if not in_use and len(self._slots) < self._limit:
                 slot = Slot(request.id, request.method)
                 self._slots[request.id] = slot
+                self._used = True
                 return slot
         log.warning(
             "rejected request %s (%s): %s",
@@ -108,11 +109,9 @@ class Slots:
 
     def submit(self, slot: Slot, request: Request, work: Work) -> None:
         """Run ``work`` on a slot thread; the slot is released when it ends."""
+        # The slot is in flight since admit: retire_idle does not swap the executor meanwhile.
         try:
-            # Under the lock: :meth:`retire_idle` never swaps the executor under a submit.
-            with self._lock:
-                self._used = True
-                self._executor.submit(self._run, slot, request, work)
+            self._executor.submit(self._run, slot, request, work)
         except RuntimeError:  # the executor shut down: the connection is closing
             self.release(slot)
 
