@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..mcp.jsonrpc import Request, RequestId
-from ..mcp.text import printable
+from ..mcp.text import format_duration, printable
 from . import errortable
 from .output import Output, Slot
 
@@ -53,6 +53,8 @@ Work = Callable[[Slot, Request], None]
 _REPORT_EVERY = 30.0
 #: The slot threads end after this many seconds without a request in flight.
 RETIRE_AFTER = 30.0
+#: The longest wait for the slot threads that retire.
+JOIN_TIMEOUT = 2.0
 
 
 class Slots:
@@ -70,6 +72,8 @@ class Slots:
         self._idle = threading.Condition(self._lock)
         #: Set (under the lock) once the end waits for the slots: a release wakes it.
         self._draining = False
+        #: The threads of the current executor, as each starts (its initializer adds it).
+        self._threads: list[threading.Thread] = []
         self._executor = self._new_executor()
         #: A request was admitted since the executor was made (under the lock): it may have threads.
         self._used = False
@@ -79,7 +83,13 @@ class Slots:
         self._closed = False
 
     def _new_executor(self) -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(max_workers=self._limit, thread_name_prefix="mcpbridge-slot")
+        threads: list[threading.Thread] = []
+        self._threads = threads
+        return ThreadPoolExecutor(
+            max_workers=self._limit,
+            thread_name_prefix="mcpbridge-slot",
+            initializer=lambda: threads.append(threading.current_thread()),
+        )
 
     def get(self, request_id: RequestId) -> Slot | None:
         """The slot of the request ``request_id`` in flight, if any."""
@@ -143,10 +153,17 @@ class Slots:
             quiet = time.monotonic() - self._quiet_since
             if self._slots or self._draining or self._closed or not self._used or quiet < RETIRE_AFTER:
                 return False
-            retired, self._executor = self._executor, self._new_executor()
+            retired, threads = self._executor, self._threads
+            self._executor = self._new_executor()
             self._used = False
         # No slot is in flight: each thread is idle or ends its last task's bookkeeping now.
-        retired.shutdown(wait=True)
+        retired.shutdown(wait=False)
+        deadline = time.monotonic() + JOIN_TIMEOUT
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        alive = sum(thread.is_alive() for thread in threads)
+        if alive:
+            log.warning("%d slot threads did not end in %s", alive, format_duration(JOIN_TIMEOUT))
         log.debug("the slot threads ended after %d s without a request", int(quiet))
         return True
 
