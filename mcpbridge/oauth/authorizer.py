@@ -39,6 +39,7 @@ import contextlib
 import logging
 import math
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -71,7 +72,7 @@ from .errors import (
     StoreOpenError,
 )
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
-from .grants import FlowChoice
+from .grants import FlowChoice, remote_session
 from .receiver import PortBusy, Receiver, probe
 from .signin import Consent, SignIn
 from .store import IndexedStore, OpenedStore
@@ -102,10 +103,6 @@ class OAuthConfig:
     @classmethod
     def of(cls, options: SignInOptions, env: Mapping[str, str]) -> OAuthConfig:
         """The config of the sign-in options of a command line, in the environment ``env``."""
-        import sys
-
-        from .grants import remote_session
-
         return cls(
             options.url,
             options.account,
