@@ -70,7 +70,7 @@ class Slots:
         self._slots: dict[RequestId, Slot] = {}
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        #: Set (under the lock) once the end waits for the slots: a release wakes it.
+        #: Set (under the lock) once the end waits for the slots: no retirement then.
         self._draining = False
         #: The threads of the current executor, as each starts (its initializer adds it).
         self._threads: list[threading.Thread] = []
@@ -141,8 +141,7 @@ class Slots:
                 del self._slots[slot.id]
                 if not self._slots:
                     self._quiet_since = time.monotonic()
-            if self._draining:
-                self._idle.notify_all()
+                    self._idle.notify_all()
 
     def retire_idle(self) -> bool:
         """End the slot threads after :data:`RETIRE_AFTER` seconds without a request in flight.
@@ -193,17 +192,19 @@ class Slots:
                 )
                 log.info(text, slot.method, printable(slot.id), int(waited))
 
-    def drain(self, grace: float) -> None:
-        """Wait at most ``grace`` seconds for every slot to end."""
-        deadline = time.monotonic() + grace
+    def wait_empty(self, timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds until no request is in flight; tell whether none is."""
         with self._idle:
+            return self._idle.wait_for(lambda: not self._slots, timeout)
+
+    def drain(self, grace: float) -> None:
+        """Wait at most ``grace`` seconds for every slot to end (the slot threads stay)."""
+        with self._lock:
             self._draining = True
-            while self._slots:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    log.debug("%d requests did not stop in the grace period", len(self._slots))
-                    return
-                self._idle.wait(remaining)
+        if not self.wait_empty(grace):
+            with self._lock:
+                left = len(self._slots)
+            log.debug("%d requests did not stop in the grace period", left)
 
     def close(self) -> None:
         """Shut the executor down without waiting; a later :meth:`submit` releases its slot."""

@@ -45,23 +45,12 @@ def run_burst(slots: Slots, count: int, first_id: int = 0) -> None:
         assert ended.acquire(timeout=WAIT)
 
 
-def wait_for_release(slots: Slots, ids: range) -> None:
-    """Wait (bounded) until the slots are released: that happens on their threads after the work."""
-    done = threading.Event()
-    for _ in range(int(WAIT / 0.01)):
-        if all(slots.get(i) is None for i in ids):
-            done.set()
-            break
-        done.wait(0.01)
-    assert done.is_set(), "the slots were not released"
-
-
 def test_the_slot_threads_of_a_burst_end_after_a_rest_and_a_new_request_starts_one(
     slots: Slots, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = len(slot_threads())
     run_burst(slots, 6)
-    wait_for_release(slots, range(6))
+    assert slots.wait_empty(WAIT)
     assert len(slot_threads()) == before + 6
     # Not yet: the connection has not rested for RETIRE_AFTER seconds.
     assert slots.retire_idle() is False
@@ -71,7 +60,7 @@ def test_the_slot_threads_of_a_burst_end_after_a_rest_and_a_new_request_starts_o
     assert len(slot_threads()) == before  # joined, not only told to end
     assert slots.retire_idle() is False  # nothing ran since: nothing to retire
     run_burst(slots, 2, first_id=100)
-    wait_for_release(slots, range(100, 102))
+    assert slots.wait_empty(WAIT)
     assert len(slot_threads()) == before + 2
 
 
@@ -92,7 +81,7 @@ def test_the_slot_threads_stay_while_a_request_is_in_flight(
     assert started.wait(WAIT)
     assert slots.retire_idle() is False
     finish.set()
-    wait_for_release(slots, range(1, 2))
+    assert slots.wait_empty(WAIT)
     assert slots.retire_idle() is True
 
 
@@ -101,7 +90,7 @@ def test_a_closed_front_end_retires_nothing_and_refuses_new_work(
 ) -> None:
     monkeypatch.setattr(slots_module, "RETIRE_AFTER", 0.0)
     run_burst(slots, 1)
-    wait_for_release(slots, range(1))
+    assert slots.wait_empty(WAIT)
     slots.close()
     assert slots.retire_idle() is False
     request = Request(5, "tools/call", {})
