@@ -23,4 +23,4 @@ def serve_command(settings: args.Settings) -> int:
     # One upstream for both eras: a 2025-era child keeps running after server/discover.
     upstream = StdioUpstream(settings.command, max_line_bytes=settings.max_line_bytes)
     frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, upstream.connect, options, legacy=upstream)
-    return serve(frontend, keep_freed_memory=True)
+    return serve(frontend)

@@ -42,13 +42,11 @@ def frontend_options(settings: Settings) -> Options:
     )
 
 
-def serve(frontend: object, *, keep_freed_memory: bool = False) -> int:
+def serve(frontend: object) -> int:
     """Run the front end with the watchdog and SIGTERM; the exit code.
 
-    ``keep_freed_memory``: the large frames pass on one thread (the upstream reader
-    of the stdio form), so its heap keeps the memory of one large frame for the
-    next, and gives it back once they stop. Else every large block is returned at
-    once (with many slot threads, each heap would keep its own).
+    A freed large block stays in the one heap of the process for the next large
+    frame, and goes back to the system once they stop (:func:`_keep_large_blocks`).
     """
     from ..bridge.frontend import Ended, Frontend
 
@@ -57,11 +55,8 @@ def serve(frontend: object, *, keep_freed_memory: bool = False) -> int:
     frontend.on_eof = watchdog.arm
     _stop_on_sigterm(frontend)
     platform.binary_stdio()
-    if keep_freed_memory:
-        _keep_large_blocks()
-        frontend.release_memory = _trim_heap
-    else:
-        _release_large_blocks()
+    _keep_large_blocks()
+    frontend.release_memory = _trim_heap
     _widen_stdio_pipes()
     # What exists now (the modules, the settings) lives as long as the process: out of
     # the collector's sight, a full collection walks only what the connection made.
@@ -85,22 +80,6 @@ def _widen_stdio_pipes() -> None:
             platform.widen_pipe(stream.fileno())
         except (OSError, ValueError, AttributeError):
             pass
-
-
-def _release_large_blocks() -> None:
-    """Serve blocks of 128 KiB and more with mmap, so a freed 16 MiB frame goes back to the system.
-
-    glibc otherwise keeps such blocks in the heap of each thread that freed them, and a
-    few large results make the bridge's memory grow by several times their size.
-    """
-    if not _GLIBC_LINUX:
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
 
 
 def _keep_large_blocks() -> None:

@@ -45,7 +45,7 @@ stall = float(sys.argv[1])
 options = Options(fallback_name="t", version=__version__, forward_on_reader=True, output_stall_timeout=stall)
 upstream = StdioUpstream(sys.argv[2:], max_line_bytes=64 * 1024 * 1024)
 frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, upstream.connect, options, legacy=upstream)
-exit_now(serve(frontend, keep_freed_memory=True))
+exit_now(serve(frontend))
 """
 
 

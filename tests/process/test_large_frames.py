@@ -7,12 +7,14 @@ tested in the process; the bridge itself over real pipes with the fixture server
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ from harness import Bridge, bridge_command, fixture_command, text_of
 from mcpbridge.mcp import jsonrpc
 from mcpbridge.mcp.framing import LineReader, TooLong
 from mcpbridge.mcp.jsonrpc import FrameError, Response
+from peers import running_py_http_server
 
 MiB = 1024 * 1024
 LONG = 300 * 1024
@@ -194,16 +197,46 @@ def test_a_16_mib_result_and_a_16_mib_blob_pass_the_bridge_whole() -> None:
         assert bridge.request("ping")["result"] == {}
 
 
+def minor_faults(pid: int) -> int:
+    """The page faults of the process that found no page (each fresh 4 KiB page costs one)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[7])
+
+
+@contextlib.contextmanager
+def bridge_of(form: str) -> Iterator[Bridge]:
+    """A bridge in ``form``: a command (the fixture server) or a URL (the Python SDK under uvicorn)."""
+    if form == "command":
+        with Bridge(bridge_command(upstream=fixture_command())) as bridge:
+            yield bridge
+        return
+    with running_py_http_server() as url, Bridge(bridge_command(url)) as bridge:
+        yield bridge
+
+
+def big_call(bridge: Bridge, form: str, size: int) -> None:
+    arguments = {"bytes": size} if form == "command" else {"size": size}
+    response = bridge.request("tools/call", {"name": "big", "arguments": arguments})
+    assert len(text_of(response)) == size
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_the_memory_of_large_results_goes_back_once_they_stop() -> None:
-    """While large results come one after another their memory is kept; a quiet bridge returns it."""
-    with Bridge(bridge_command(upstream=fixture_command())) as bridge:
+@pytest.mark.parametrize("form", ["command", "url"])
+def test_the_memory_of_large_results_is_kept_while_they_come_and_goes_back_once_they_stop(form: str) -> None:
+    """While large results come one after another, the next one needs no fresh pages; a quiet
+    bridge returns the memory."""
+    size = 16 * MiB
+    with bridge_of(form) as bridge:
         assert "result" in bridge.initialize()
         pid = bridge.proc.pid
         idle = rss_bytes(pid)
-        for _ in range(3):
-            response = bridge.request("tools/call", {"name": "big", "arguments": {"bytes": 16 * MiB}})
-            assert len(text_of(response)) == 16 * MiB
+        big_call(bridge, form, size)
+        big_call(bridge, form, size)
+        before = minor_faults(pid)
+        big_call(bridge, form, size)
+        fresh_pages = minor_faults(pid) - before
+        # The line alone is 4,096 pages: in fresh memory each copy of it costs that many faults.
+        assert fresh_pages < size // 4096 // 4, f"{fresh_pages} page faults for a {size}-byte result"
         released = threading.Event()
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:
