@@ -65,7 +65,8 @@ _PERCENT = re.compile(r"%([0-9A-F]{2})")
 
 _secrets_lock = threading.Lock()
 _secrets: set[str] = set()
-#: One pattern of every form of every secret, longest first; rebuilt on registration.
+#: One pattern of every form of every secret, longest first; ``None`` after a registration,
+#: until the next line needs it (:func:`_pattern`).
 _secret_pattern: re.Pattern[str] | None = None
 
 logging.getLogger("mcpbridge").addHandler(logging.NullHandler())
@@ -97,9 +98,18 @@ def add_secret(value: str | None) -> None:
         if value in _secrets:
             return
         _secrets.add(value)
-        forms = {form for secret in _secrets for form in _forms(secret)}
-        # Longest first: the whole URL wins over its query.
-        _secret_pattern = re.compile("|".join(sorted(forms, key=len, reverse=True)))
+        _secret_pattern = None
+
+
+def _pattern() -> re.Pattern[str] | None:
+    """The pattern of every registered secret, built once after the registrations that preceded it."""
+    global _secret_pattern
+    with _secrets_lock:
+        if _secret_pattern is None and _secrets:
+            forms = {form for secret in _secrets for form in _forms(secret)}
+            # Longest first: the whole URL wins over its query.
+            _secret_pattern = re.compile("|".join(sorted(forms, key=len, reverse=True)))
+        return _secret_pattern
 
 
 def add_url_secrets(url: str, *, whole: bool = True) -> None:
@@ -147,6 +157,8 @@ def _port_of(parts: SplitResult) -> int | None:
 def redact(text: str) -> str:
     """``text`` with each registered secret replaced by :data:`REDACTED`."""
     pattern = _secret_pattern
+    if pattern is None and _secrets:
+        pattern = _pattern()
     return text if pattern is None else pattern.sub(REDACTED, text)
 
 
