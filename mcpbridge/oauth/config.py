@@ -12,6 +12,8 @@ from typing import Final, TypeAlias
 
 __all__ = [
     "CLIENT_SECRET_VARIABLE",
+    "DEFAULT_SIGN_IN_FLOW",
+    "SIGN_IN_FLOWS",
     "TOKEN_KEY_VARIABLE",
     "ClientMetadataDocument",
     "DynamicRegistration",
@@ -24,6 +26,9 @@ __all__ = [
 CLIENT_SECRET_VARIABLE: Final = "MCP_BRIDGE_CLIENT_SECRET"
 #: The key of the file store, 64 hexadecimal digits. There is no option for it.
 TOKEN_KEY_VARIABLE: Final = "MCP_BRIDGE_TOKEN_KEY"
+#: The values of ``--sign-in``.
+SIGN_IN_FLOWS: Final = ("auto", "browser", "device", "client-credentials")
+DEFAULT_SIGN_IN_FLOW: Final = "auto"
 
 
 @dataclass(frozen=True, slots=True)

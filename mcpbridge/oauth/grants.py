@@ -40,7 +40,6 @@ __all__ = [
     "CLIENT_CREDENTIALS_GRANT",
     "DEFAULT_INTERVAL",
     "DEVICE_CODE_GRANT",
-    "SIGN_IN_FLOWS",
     "SLOW_DOWN_STEP",
     "DeviceAuthorization",
     "DeviceDenied",
@@ -61,10 +60,6 @@ __all__ = [
     "poll_answer",
     "remote_session",
 ]
-
-#: The values of ``--sign-in``.
-SIGN_IN_FLOWS: Final = ("auto", "browser", "device", "client-credentials")
-DEFAULT_SIGN_IN_FLOW: Final = "auto"
 
 Flow: TypeAlias = Literal["browser", "device", "client-credentials"]
 
@@ -166,7 +161,7 @@ def choose_flow(requested: str, *, remote: str | None, server: ServerMetadata) -
     Raises:
         DeviceUnavailable: ``device`` was asked for and :func:`device_endpoint_problem`
             found a problem (the message is that problem).
-        ValueError: ``requested`` is not one of :data:`SIGN_IN_FLOWS`.
+        ValueError: ``requested`` is not one of :data:`.config.SIGN_IN_FLOWS`.
     """
     if requested == "browser":
         return FlowChoice("browser", "--sign-in browser")

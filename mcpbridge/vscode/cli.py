@@ -43,8 +43,7 @@ from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from .. import __version__, log
 from ..mcp.protocol import MODERN
-from ..oauth.config import CLIENT_SECRET_VARIABLE, TOKEN_KEY_VARIABLE
-from ..oauth.grants import DEFAULT_SIGN_IN_FLOW
+from ..oauth.config import CLIENT_SECRET_VARIABLE, DEFAULT_SIGN_IN_FLOW, TOKEN_KEY_VARIABLE
 from . import settings
 from .settings import PROGRAM, ArgError, Settings, Words
 

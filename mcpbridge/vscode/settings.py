@@ -48,6 +48,8 @@ from mcpbridge.mcp.errorbase import UsageFault
 from mcpbridge.mcp.protocol import MODERN
 from mcpbridge.oauth.config import (
     CLIENT_SECRET_VARIABLE,
+    DEFAULT_SIGN_IN_FLOW,
+    SIGN_IN_FLOWS,
     TOKEN_KEY_VARIABLE,
     ClientMetadataDocument,
     DynamicRegistration,
@@ -55,7 +57,6 @@ from mcpbridge.oauth.config import (
     Registration,
     SignInOptions,
 )
-from mcpbridge.oauth.grants import DEFAULT_SIGN_IN_FLOW, SIGN_IN_FLOWS
 
 __all__ = [
     "OPTIONS",
