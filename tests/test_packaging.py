@@ -24,6 +24,7 @@ PURE_MODULES = (
     "mcpbridge/bridge/legacy.py",
     "mcpbridge/bridge/translate.py",
     "mcpbridge/bridge/errortable.py",
+    "mcpbridge/bridge/answers.py",
     "mcpbridge/bridge/input.py",
     "mcpbridge/bridge/lists.py",
     "mcpbridge/vscode/settings.py",

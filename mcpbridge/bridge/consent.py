@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..mcp.cancel import CancelToken
+from ..mcp.protocol import ELICITATION_COMPLETE
 from ..oauth.signin import ConsentEnded
-from .input import ELICITATION_COMPLETE, ClientKinds
+from .input import ClientKinds
 from .pending import WaitEnded
 
 if TYPE_CHECKING:

@@ -67,10 +67,9 @@ from ..mcp.jsonrpc import (
     Request,
     Response,
 )
-from ..mcp.protocol import MODERN
+from ..mcp.protocol import ELICITATION_CREATE, MODERN
 from ..mcp.text import format_duration, printable
 from . import errortable, legacy, translate
-from . import input as input_rules
 from .listrules import ListRules
 from .notify import Listener
 from .notify import flush_drops as listen_drops
@@ -572,7 +571,7 @@ class Frontend:
             WaitEnded: ``canceled``, ``timeout`` or ``closed``.
         """
         params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
-        request = (input_rules.ELICITATION_CREATE, params)
+        request = (ELICITATION_CREATE, params)
         [answer] = self.pending.ask(self.output, [request], timeout=timeout, cancel=cancel)
         return isinstance(answer, dict) and answer.get("action") == "accept"
 

@@ -59,6 +59,8 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ..mcp.errorbase import BridgeError, PeerFault
+from ..mcp.protocol import ELICITATION_CREATE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE
+from .answers import BAD_LINE, ClientError
 
 #: zig-sdk's ``mrtr_max_rounds_client``: at most this many upstream requests per forwarded
 #: request, so the client is asked at most ``MAX_ROUNDS - 1`` times.
@@ -66,11 +68,6 @@ MAX_ROUNDS: Final = 10
 #: A round with more input requests fails before the client gets one of them. It bounds
 #: the bridge's own requests that wait for the client.
 MAX_INPUT_REQUESTS: Final = 16
-
-ELICITATION_CREATE: Final = "elicitation/create"
-SAMPLING_CREATE_MESSAGE: Final = "sampling/createMessage"
-ROOTS_LIST: Final = "roots/list"
-ELICITATION_COMPLETE: Final = "notifications/elicitation/complete"
 
 #: The one property of the choice form and the "Continue" form, and its one value.
 CONTINUE_PROPERTY: Final = "continue"
@@ -85,27 +82,6 @@ MAX_FORM_SUBSCHEMAS: Final = 4096
 # ---------------------------------------------------------------------------------------
 # The answers of the client and the errors
 # ---------------------------------------------------------------------------------------
-
-
-class BadLine(enum.Enum):
-    """The type of :data:`BAD_LINE`."""
-
-    BAD_LINE = "bad_line"
-
-    def __repr__(self) -> str:
-        return "BAD_LINE"
-
-
-#: The answer of a client line that had the id of a pending request of the bridge but
-#: was not a valid message (a lone surrogate, invalid UTF-8, too deep, too long).
-BAD_LINE: Final = BadLine.BAD_LINE
-
-
-@dataclass(frozen=True, slots=True)
-class ClientError:
-    """The client answered a request of the bridge with a JSON-RPC error object."""
-
-    error: dict[str, Any]
 
 
 #: The answer of the client to one outgoing request: its ``result`` value (any JSON), a

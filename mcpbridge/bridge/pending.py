@@ -24,7 +24,7 @@ from typing import Any, Final
 from ..mcp.cancel import CancelToken
 from ..mcp.errorbase import BridgeError
 from ..mcp.jsonrpc import RequestId
-from .input import BAD_LINE, ClientError
+from .answers import BAD_LINE, ClientError
 from .output import Host
 
 __all__ = ["BAD_LINE", "ClientError", "PendingAnswers", "WaitEnded"]

@@ -38,7 +38,7 @@ from ..mcp.droplog import DropLog
 from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import Notification, Request, RequestId
-from ..mcp.protocol import INPUT_METHODS
+from ..mcp.protocol import ELICITATION_COMPLETE, INPUT_METHODS
 from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..oauth.errors import SignInError
@@ -481,15 +481,11 @@ class _Rounds:
     def after_result(self, result: dict[str, Any]) -> None:
         """Complete the URL elicitations that the new result no longer asks for."""
         for elicitation_id in self.session.completions_after_round(result):
-            self.host.output.write_notification(
-                input_rules.ELICITATION_COMPLETE, {"elicitationId": elicitation_id}
-            )
+            self.host.output.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
 
     def failed(self) -> None:
         for elicitation_id in self.session.completions_on_failure():
-            self.host.output.write_notification(
-                input_rules.ELICITATION_COMPLETE, {"elicitationId": elicitation_id}
-            )
+            self.host.output.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
 
     def next_round(self, result: dict[str, Any]) -> None:
         """Run one round: raises InputError, ClientFailed, Cancelled or _Silent on failure."""

@@ -27,6 +27,12 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 RESULT_COMPLETE = "complete"
 RESULT_INPUT_REQUIRED = "input_required"
 
+#: The requests and the notification of the client's input that the bridge sends to the client.
+ELICITATION_CREATE = "elicitation/create"
+SAMPLING_CREATE_MESSAGE = "sampling/createMessage"
+ROOTS_LIST = "roots/list"
+ELICITATION_COMPLETE = "notifications/elicitation/complete"
+
 #: Methods that may answer with an InputRequiredResult.
 INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
