@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from ..mcp.cancel import CancelToken
 from ..mcp.protocol import ELICITATION_COMPLETE
 from ..oauth.signin import ConsentEnded
-from .input import ClientKinds
 from .pending import WaitEnded
 
 if TYPE_CHECKING:
@@ -31,6 +30,8 @@ class FrontendConsent:
         self._frontend = frontend
 
     def url_elicitation(self) -> bool:
+        from .input import ClientKinds
+
         return ClientKinds.from_capabilities(self._frontend.client_capabilities).url
 
     def new_elicitation_id(self) -> str:

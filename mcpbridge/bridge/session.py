@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..mcp import jsonrpc
 from ..mcp.cancel import WouldBlock
@@ -43,12 +43,14 @@ from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..oauth.errors import SignInError
 from . import errortable, translate
-from . import input as input_rules
 from .listrules import ListRules
 from .options import Options
 from .output import Host, Slot
 from .pending import PendingAnswers, WaitEnded
 from .slots import Work
+
+if TYPE_CHECKING:
+    from .input import Outgoing
 
 __all__ = ["ModernSession", "SessionHost", "UpstreamSession", "discover_error", "forward_upstream_log"]
 
@@ -344,6 +346,8 @@ class ModernSession:
 
         ``first`` gives the outcome of a first round that :meth:`begin_forward` sent.
         """
+        from .input import ClientFailed, InputError  # imported here: only the input rounds need the rules
+
         client = self.client
         params, client_token, meta = translate.forward_params(request.params)
         if progress is None and client_token is not None:
@@ -387,7 +391,7 @@ class ModernSession:
                 self._refused_state(slot, request.method, exc)
                 return
             self._host.output.respond_error(slot, self._error_for(exc, request.method, request.params))
-        except input_rules.ClientFailed as failure:
+        except ClientFailed as failure:
             rounds.failed()
             log.info(
                 "request %s (%s): the client answered an input request with an error: %s",
@@ -396,7 +400,7 @@ class ModernSession:
                 printable(failure.error.get("message", "")),
             )
             self._host.output.respond_error(slot, failure.error)
-        except input_rules.InputError as failure:
+        except InputError as failure:
             rounds.failed()
             log.warning(
                 "request %s (%s): the input requests of the upstream server failed: %s",
@@ -467,14 +471,16 @@ class _Rounds:
     """The input rounds of one forwarded request: ask the client, check, retry upstream."""
 
     def __init__(self, host: SessionHost, slot: Slot, method: str, params: dict[str, Any]) -> None:
+        from .input import ClientKinds, Session
+
         self.host = host
         self.slot = slot
         self.method = method
         self.original = params
         self.params = params
         self.sent_state = False
-        self.session = input_rules.Session(
-            input_rules.ClientKinds.from_capabilities(host.client_capabilities),
+        self.session = Session(
+            ClientKinds.from_capabilities(host.client_capabilities),
             host.next_elicitation_id,
         )
 
@@ -489,6 +495,8 @@ class _Rounds:
 
     def next_round(self, result: dict[str, Any]) -> None:
         """Run one round: raises InputError, ClientFailed, Cancelled or _Silent on failure."""
+        from .input import retry_params
+
         planned = self.session.plan_round(result)
         for warning in planned.warnings:
             log.warning("%s", warning)
@@ -496,10 +504,12 @@ class _Rounds:
         if planned.outgoing:
             answers = self._ask(planned.outgoing)
         responses = self.session.input_responses(answers)
-        self.params = input_rules.retry_params(self.original, responses, planned.request_state)
+        self.params = retry_params(self.original, responses, planned.request_state)
         self.sent_state = planned.request_state is not None
 
-    def _ask(self, outgoing: tuple[input_rules.Outgoing, ...]) -> dict[str, Any]:
+    def _ask(self, outgoing: tuple[Outgoing, ...]) -> dict[str, Any]:
+        from .input import InputError
+
         host = self.host
         self.slot.waiting_for = "client"
         self.slot.next_report = time.monotonic() - self.slot.started + 10.0
@@ -514,7 +524,7 @@ class _Rounds:
             )
         except WaitEnded as ended:
             if ended.reason == "timeout":
-                raise input_rules.InputError(
+                raise InputError(
                     "input_timeout",
                     f"no answers in {format_duration(timeout)} "
                     f"(input requests of the round: {len(outgoing)})",
