@@ -55,7 +55,7 @@ from ..mcp.http import HttpStatusError
 from ..mcp.jsonrpc import Notification
 from ..mcp.transport import Transport
 from . import flow
-from .config import ClientMetadataDocument, PreRegistered, Registration, SignInOptions
+from .config import ClientMetadataDocument, PreRegistered, Registration, SignInOptions, remote_session
 from .errors import (
     AccessRefused,
     ClientCredentialsRefused,
@@ -72,7 +72,7 @@ from .errors import (
     StoreOpenError,
 )
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
-from .grants import FlowChoice, remote_session
+from .grants import FlowChoice
 from .receiver import PortBusy, Receiver, probe
 from .signin import Consent, SignIn
 from .store import IndexedStore, OpenedStore
@@ -97,7 +97,7 @@ class OAuthConfig:
     registration: Registration
     #: ``--sign-in``: ``auto``, ``browser``, ``device`` or ``client-credentials``.
     sign_in: str = "auto"
-    #: Why the bridge seems to run far from the browser (:func:`.grants.remote_session`).
+    #: Why the bridge seems to run far from the browser (:func:`.config.remote_session`).
     remote: str | None = None
 
     @classmethod

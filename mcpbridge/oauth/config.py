@@ -3,10 +3,13 @@
 This module is pure. The command line builds a :class:`SignInOptions` from its settings, and
 :func:`~mcpbridge.oauth.authorizer.start_oauth` takes it; the sign-in thus works without the
 command line. The fields that can hold a secret are left out of the ``repr``.
+:func:`remote_session` reads from the environment whether the browser may be far from the
+bridge, for the choice of the flow (:func:`.grants.choose_flow`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
@@ -20,6 +23,7 @@ __all__ = [
     "PreRegistered",
     "Registration",
     "SignInOptions",
+    "remote_session",
 ]
 
 #: The client secret of ``--client-id``. There is no option for it.
@@ -85,3 +89,33 @@ class SignInOptions:
     def secret_variables(self) -> set[str]:
         """The variables that a browser program must not get."""
         return {CLIENT_SECRET_VARIABLE, TOKEN_KEY_VARIABLE, *self.header_variables}
+
+
+def _set(env: Mapping[str, str], name: str) -> bool:
+    return bool(env.get(name, "").strip())
+
+
+def remote_session(
+    env: Mapping[str, str], *, platform: str, wsl_localhost_forwarding: bool = True
+) -> str | None:
+    """Why a browser of the person possibly cannot reach the loopback address of the bridge.
+
+    ``None`` when the bridge seems to run on the machine of the person. The reason
+    names what the bridge found, never a value: ``SSH_CONNECTION is set``,
+    ``SSH_TTY is set``, ``REMOTE_CONTAINERS is set``, ``CODESPACES is set``,
+    ``a WSL session without localhost forwarding`` or ``no DISPLAY or WAYLAND_DISPLAY``.
+
+    :param platform: ``sys.platform``.
+    :param wsl_localhost_forwarding: in a WSL session (``WSL_DISTRO_NAME`` is set),
+        whether Windows forwards its loopback address into the session (the WSL default).
+    """
+    for name in ("SSH_CONNECTION", "SSH_TTY", "REMOTE_CONTAINERS", "CODESPACES"):
+        if _set(env, name):
+            return f"{name} is set"
+    if platform.startswith("linux"):
+        if _set(env, "WSL_DISTRO_NAME"):
+            # The browser runs on Windows; with forwarding it reaches 127.0.0.1 of the session.
+            return None if wsl_localhost_forwarding else "a WSL session without localhost forwarding"
+        if not _set(env, "DISPLAY") and not _set(env, "WAYLAND_DISPLAY"):
+            return "no DISPLAY or WAYLAND_DISPLAY"
+    return None

@@ -14,7 +14,7 @@ is a secret: it is left out of every ``repr`` and never part of an error text.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
@@ -58,7 +58,6 @@ __all__ = [
     "offered_flows",
     "parse_device_authorization",
     "poll_answer",
-    "remote_session",
 ]
 
 Flow: TypeAlias = Literal["browser", "device", "client-credentials"]
@@ -80,36 +79,6 @@ _DEVICE_CODE: Final = re.compile(rf"[!-~]{{1,{MAX_DEVICE_CODE_CHARS}}}\Z")
 # ---------------------------------------------------------------------------------------------
 # The choice of the flow
 # ---------------------------------------------------------------------------------------------
-
-
-def _set(env: Mapping[str, str], name: str) -> bool:
-    return bool(env.get(name, "").strip())
-
-
-def remote_session(
-    env: Mapping[str, str], *, platform: str, wsl_localhost_forwarding: bool = True
-) -> str | None:
-    """Why a browser of the person possibly cannot reach the loopback address of the bridge.
-
-    ``None`` when the bridge seems to run on the machine of the person. The reason
-    names what the bridge found, never a value: ``SSH_CONNECTION is set``,
-    ``SSH_TTY is set``, ``REMOTE_CONTAINERS is set``, ``CODESPACES is set``,
-    ``a WSL session without localhost forwarding`` or ``no DISPLAY or WAYLAND_DISPLAY``.
-
-    :param platform: ``sys.platform``.
-    :param wsl_localhost_forwarding: in a WSL session (``WSL_DISTRO_NAME`` is set),
-        whether Windows forwards its loopback address into the session (the WSL default).
-    """
-    for name in ("SSH_CONNECTION", "SSH_TTY", "REMOTE_CONTAINERS", "CODESPACES"):
-        if _set(env, name):
-            return f"{name} is set"
-    if platform.startswith("linux"):
-        if _set(env, "WSL_DISTRO_NAME"):
-            # The browser runs on Windows; with forwarding it reaches 127.0.0.1 of the session.
-            return None if wsl_localhost_forwarding else "a WSL session without localhost forwarding"
-        if not _set(env, "DISPLAY") and not _set(env, "WAYLAND_DISPLAY"):
-            return "no DISPLAY or WAYLAND_DISPLAY"
-    return None
 
 
 def device_endpoint_problem(server: ServerMetadata) -> str | None:
@@ -156,7 +125,7 @@ def choose_flow(requested: str, *, remote: str | None, server: ServerMetadata) -
     """The flow for ``--sign-in requested``.
 
     ``auto`` takes the device flow when the bridge runs in a remote session
-    (:func:`remote_session` gave a reason) and the server offers it, else the browser.
+    (:func:`.config.remote_session` gave a reason) and the server offers it, else the browser.
 
     Raises:
         DeviceUnavailable: ``device`` was asked for and :func:`device_endpoint_problem`

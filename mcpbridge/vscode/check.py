@@ -594,7 +594,7 @@ def _sign_in_flows(settings: args.Settings, env: dict[str, str], context: Any) -
     It reads the metadata of the upstream server and of its authorization server (best
     effort: a failure gives ``"not checked"`` with the reason); it never signs in.
     """
-    from ..oauth import discovery, grants
+    from ..oauth import config, discovery, grants
     from ..oauth.web import WebClient
 
     assert settings.url is not None
@@ -613,7 +613,7 @@ def _sign_in_flows(settings: args.Settings, env: dict[str, str], context: Any) -
         "offered": [flow for flow, yes in offered.items() if yes],
         "unknown": [flow for flow, yes in offered.items() if yes is None],
     }
-    remote = grants.remote_session(env, platform=sys.platform)
+    remote = config.remote_session(env, platform=sys.platform)
     try:
         choice = grants.choose_flow(settings.sign_in, remote=remote, server=server)
     except grants.DeviceUnavailable as exc:

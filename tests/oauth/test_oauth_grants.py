@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.oauth import flow, grants
+from mcpbridge.oauth import config, flow, grants
 from mcpbridge.oauth.flow import ServerMetadata, TokenProblem
 
 ISSUER = "https://auth.example.com"
@@ -99,11 +99,11 @@ LINUX_DESKTOP = {"DISPLAY": ":0"}
     ],
 )
 def test_remote_session(env, platform, forwarding, reason):
-    assert grants.remote_session(env, platform=platform, wsl_localhost_forwarding=forwarding) == reason
+    assert config.remote_session(env, platform=platform, wsl_localhost_forwarding=forwarding) == reason
 
 
 def test_the_reason_never_holds_a_value_of_the_environment():
-    reason = grants.remote_session({"SSH_CONNECTION": "10.9.8.7 1 2 3"}, platform="linux")
+    reason = config.remote_session({"SSH_CONNECTION": "10.9.8.7 1 2 3"}, platform="linux")
     assert reason is not None and "10.9.8.7" not in reason
 
 
