@@ -72,7 +72,6 @@ from .errors import (
     StoreOpenError,
 )
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
-from .grants import FlowChoice
 from .receiver import PortBusy, Receiver, probe
 from .signin import Consent, SignIn
 from .store import IndexedStore, OpenedStore
@@ -80,6 +79,8 @@ from .store import IndexedStore, OpenedStore
 if TYPE_CHECKING:
     import ssl
 
+    from .device import DeviceFlow
+    from .grants import FlowChoice
     from .web import WebClient
 
 __all__ = ["AuthorizedClient", "OAuthAuthorizer", "OAuthConfig", "OAuthSession", "start_oauth"]
@@ -199,9 +200,7 @@ class OAuthAuthorizer:
         self._servers: dict[str, ServerMetadata] = {}
         self._bound_issuer: str | None = None
         self._choices: dict[str, FlowChoice] = {}
-        from .device import DeviceFlow
-
-        self.device = DeviceFlow(sign_in)
+        self._device_flow: DeviceFlow | None = None
         #: Called after a new sign-in took effect (this process's, or one of another process
         #: that it adopted), on the thread of the request; not after a refresh.
         self.on_signed_in: Callable[[], None] | None = None
@@ -217,6 +216,19 @@ class OAuthAuthorizer:
                 web = self._web
         assert not callable(web)
         return web
+
+    @property
+    def device(self) -> DeviceFlow:
+        """The device sign-in (made at its first use; one sign-in runs at a time)."""
+        if self._device_flow is None:
+            from .device import DeviceFlow
+
+            self._device_flow = DeviceFlow(self.sign_in)
+        return self._device_flow
+
+    @device.setter
+    def device(self, device: DeviceFlow) -> None:
+        self._device_flow = device
 
     # ------------------------------------------------------------- the seam
 
