@@ -71,8 +71,6 @@ from ..mcp.protocol import ELICITATION_CREATE, MODERN
 from ..mcp.text import format_duration, printable
 from . import errortable, legacy, translate
 from .listrules import ListRules
-from .notify import Listener
-from .notify import flush_drops as listen_drops
 from .options import Connect, Options, Timeouts
 from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
 from .passthrough import LegacyPassthrough, LegacyUpstream, OpenFailed, falls_back, stopped_during
@@ -188,6 +186,8 @@ class Frontend:
             pass
         self._stop.set()
         session_drops()
+        from .notify import flush_drops as listen_drops
+
         listen_drops()
         watcher.join(timeout=self.options.watch_interval * 5)
         if self._end_reason is Ended.EOF:
@@ -524,6 +524,8 @@ class Frontend:
         forward_upstream_log(self.output, self._log_level, message)
 
     def _start_listener(self) -> None:
+        from .notify import Listener  # imported here: the listen streams start after the answer to initialize
+
         declared = self._declared
         if declared is None or not declared.listens:
             return
