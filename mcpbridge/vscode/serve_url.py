@@ -58,7 +58,6 @@ class SharedContext:
 
 def serve_url(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of the upstream URL of ``settings``; return the exit code."""
-    from ..bridge import consent
     from ..bridge.frontend import Frontend
     from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
@@ -104,6 +103,8 @@ def serve_url(settings: args.Settings) -> int:
     legacy = LegacyTransports(make_legacy_transport, sign_in=authorizer)
     frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options, legacy=legacy)
     if oauth is not None:
+        from ..bridge import consent
+
         consent.attach(oauth, frontend)
         # Another sign-in can be another account: the lists of the old one must not be shown.
         oauth.authorizer.on_signed_in = lambda: frontend.lists.clear("a new sign-in")
