@@ -79,7 +79,7 @@ from ..mcp.jsonrpc import (
 from ..mcp.peer import Entry, Outcome, Peer
 from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
-from ..mcp.transport import OnClosed, OnFrameError, OnMessage, Transport
+from ..mcp.transport import OnClosed, OnFrameError, OnMessage, Transport, run_callback
 from . import errortable, legacy, translate
 from .listrules import ListRules
 from .options import Options
@@ -163,15 +163,6 @@ def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None)
         exc_info=exc,
     )
     return True
-
-
-def _call(what: str, callback: Callable[[], None]) -> None:
-    """Run a callback; an error in it must not stop the delivering thread."""
-    try:
-        callback()
-    except Exception as exc:  # noqa: BLE001 - the next message must still be routed
-        log.error("the handler of %s failed: %s", what, type(exc).__name__)
-        log.debug("the handler of %s failed", what, exc_info=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -495,10 +486,10 @@ class LegacyPeer(Peer):
                 self._drop_unmatched("a response", message.id)
         elif isinstance(message, Request):
             request = message
-            _call(message.method, lambda: self._on_request(request))
+            run_callback(message.method, lambda: self._on_request(request), log)
         else:
             notification = message
-            _call(message.method, lambda: self._on_notification(notification))
+            run_callback(message.method, lambda: self._on_notification(notification), log)
 
     def _on_frame_error(self, error: FrameError | TooLong) -> None:
         if isinstance(error, TooLong):

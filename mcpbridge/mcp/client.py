@@ -97,7 +97,7 @@ from .jsonrpc import (
     RequestId,
     Response,
 )
-from .peer import JOIN_TIMEOUT, Entry, Outcome, Peer, run_callback
+from .peer import JOIN_TIMEOUT, Entry, Outcome, Peer
 from .peer import fresh as _fresh
 from .protocol import (
     LISTEN_ACKNOWLEDGED,
@@ -112,7 +112,7 @@ from .protocol import (
     SDK_OWNED_META_KEYS,
 )
 from .text import escaped, format_duration
-from .transport import Transport
+from .transport import Transport, run_callback
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is new in Python 3.11

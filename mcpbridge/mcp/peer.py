@@ -38,9 +38,9 @@ from .droplog import DropLog
 from .errors import McpError, RpcError
 from .jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from .text import escaped, format_duration
-from .transport import Transport
+from .transport import Transport, run_callback
 
-__all__ = ["DeadlineTimer", "Entry", "Outcome", "Peer", "fresh", "run_callback"]
+__all__ = ["DeadlineTimer", "Entry", "Outcome", "Peer", "fresh"]
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -63,15 +63,6 @@ def fresh(error: McpError) -> McpError:
     except Exception:  # noqa: BLE001 - an error class with an unusual constructor
         return error
     return duplicate if isinstance(duplicate, McpError) else error
-
-
-def run_callback(what: str, callback: Callable[[], None], logger: logging.Logger) -> None:
-    """Run a callback of the caller; an error in it must not stop the delivering thread."""
-    try:
-        callback()
-    except Exception as exc:  # noqa: BLE001 - the next message must still be routed
-        logger.error("the callback for %s failed: %s", what, type(exc).__name__)
-        logger.debug("the callback for %s failed", what, exc_info=True)
 
 
 class Entry:

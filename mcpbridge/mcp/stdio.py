@@ -71,7 +71,15 @@ from .errors import Cancelled, Closed, InvalidRequest, McpError, NotConnected, S
 from .framing import KEEP_BYTES, LineReader, TooLong
 from .ids import recover_id
 from .jsonrpc import FrameError, Message
-from .transport import OnClosed, OnFrameError, OnMessage, OnServerClosed, ServerTransport, Transport
+from .transport import (
+    OnClosed,
+    OnFrameError,
+    OnMessage,
+    OnServerClosed,
+    ServerTransport,
+    Transport,
+    run_callback,
+)
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -118,15 +126,6 @@ def _describe_status(returncode: int) -> str:
     return f"signal {-returncode}" if returncode < 0 else f"code {returncode}"
 
 
-def _call(what: str, callback: Callable[[], None], logger: logging.Logger) -> None:
-    """Run a consumer callback; an error in it must not stop a reader thread."""
-    try:
-        callback()
-    except Exception as exc:  # noqa: BLE001 - the reader goes on with the next line
-        logger.error("the handler of %s failed: %s", what, type(exc).__name__)
-        logger.debug("the handler of %s failed", what, exc_info=True)
-
-
 def _deliver_line(
     line: bytes | TooLong,
     max_depth: int,
@@ -141,7 +140,7 @@ def _deliver_line(
     """Parse one line and hand it on: a message, a frame error, or (``on_anonymous``)
     a frame error that names no request, with the length of its line."""
     if isinstance(line, TooLong):
-        _call("a line that is too long", lambda: on_frame_error(line), logger)
+        run_callback("a line that is too long", lambda: on_frame_error(line), logger)
         return
     try:
         message = jsonrpc.parse(line, max_depth=max_depth, control_free=control_free)
@@ -156,11 +155,11 @@ def _deliver_line(
         if error.id is None and on_anonymous is not None:
             anonymous = on_anonymous
             size = len(line)
-            _call("a line that is not a message", lambda: anonymous(error, size), logger)
+            run_callback("a line that is not a message", lambda: anonymous(error, size), logger)
             return
-        _call("a line that is not a message", lambda: on_frame_error(error), logger)
+        run_callback("a line that is not a message", lambda: on_frame_error(error), logger)
         return
-    _call("a message", lambda: on_message(message), logger)
+    run_callback("a message", lambda: on_message(message), logger)
 
 
 def _deliver_lines(
@@ -509,7 +508,7 @@ class StdioChildTransport(Transport):
                 else "the upstream server closed its output"
             )
             error = Closed(detail)
-        _call("the end of the connection", lambda: on_closed(error), log)
+        run_callback("the end of the connection", lambda: on_closed(error), log)
 
     def _dropped_line(self, error: FrameError, size: int) -> None:
         """Log a line of the child's stdout that is not a message and names no request."""
@@ -547,7 +546,7 @@ class StdioChildTransport(Transport):
                     text = line.head.decode("utf-8", "replace") + f" [... {line.size} bytes]"
                 else:
                     text = line.decode("utf-8", "replace")
-                _call("a stderr line of the upstream server", functools.partial(sink, text), log)
+                run_callback("a stderr line of the upstream server", functools.partial(sink, text), log)
         except (OSError, ValueError):
             return
 
@@ -743,4 +742,4 @@ class StdioServerTransport(ServerTransport):
         except (OSError, ValueError) as exc:
             server_log.debug("reading the input failed: %s", type(exc).__name__)
         self._eof.set()
-        _call("the end of the input", on_closed, server_log)
+        run_callback("the end of the input", on_closed, server_log)

@@ -8,6 +8,7 @@ stdio and the in-memory link.
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
@@ -22,6 +23,19 @@ OnFrameError = Callable[[FrameError | TooLong], None]
 OnClosed = Callable[[McpError | None], None]
 #: A server transport's end.
 OnServerClosed = Callable[[], None]
+
+
+def run_callback(what: str, callback: Callable[[], None], logger: logging.Logger) -> None:
+    """Run a callback of the caller; an error in it must not stop the thread that delivers.
+
+    The thread that reads a connection or routes its messages goes on with the next one;
+    the failure is an error line that names ``what`` (the traceback at debug level).
+    """
+    try:
+        callback()
+    except Exception as exc:  # noqa: BLE001 - the next message must still be delivered
+        logger.error("the callback for %s failed: %s", what, type(exc).__name__)
+        logger.debug("the callback for %s failed", what, exc_info=True)
 
 
 class Transport(ABC):
