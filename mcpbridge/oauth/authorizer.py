@@ -172,6 +172,7 @@ class OAuthAuthorizer:
         later one) with ``sign_in_failed``.
     :param web: the HTTP client of the sign-in, or a function that makes it at its first use.
     :param clock: Unix seconds (``time.time``); the expiry of the tokens uses it.
+    :param device: the device sign-in; by default one is made at its first use.
     """
 
     def __init__(
@@ -182,6 +183,7 @@ class OAuthAuthorizer:
         sign_in: SignIn,
         *,
         clock: Callable[[], float] = time.time,
+        device: DeviceFlow | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -200,7 +202,7 @@ class OAuthAuthorizer:
         self._servers: dict[str, ServerMetadata] = {}
         self._bound_issuer: str | None = None
         self._choices: dict[str, FlowChoice] = {}
-        self._device_flow: DeviceFlow | None = None
+        self._device_flow = device
         #: Called after a new sign-in took effect (this process's, or one of another process
         #: that it adopted), on the thread of the request; not after a refresh.
         self.on_signed_in: Callable[[], None] | None = None
@@ -225,10 +227,6 @@ class OAuthAuthorizer:
 
             self._device_flow = DeviceFlow(self.sign_in)
         return self._device_flow
-
-    @device.setter
-    def device(self, device: DeviceFlow) -> None:
-        self._device_flow = device
 
     # ------------------------------------------------------------- the seam
 

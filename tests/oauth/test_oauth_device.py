@@ -155,8 +155,13 @@ class Harness:
             remote=remote,
         )
         self.web = WebClient(ca.client_context(), {})
-        self.authorizer = OAuthAuthorizer(self.config, IndexedStore(self.store), self.web, self.sign_in)
-        self.authorizer.device = DeviceFlow(self.sign_in, write=self._write)
+        self.authorizer = OAuthAuthorizer(
+            self.config,
+            IndexedStore(self.store),
+            self.web,
+            self.sign_in,
+            device=DeviceFlow(self.sign_in, write=self._write),
+        )
         self.transport = HttpTransport(
             auth.url, ssl_context=ca.client_context(), authorizer=self.authorizer, env={}
         )
