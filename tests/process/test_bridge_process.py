@@ -7,7 +7,6 @@ import os
 import re
 import select
 import subprocess
-import time
 
 import pytest
 
@@ -88,10 +87,8 @@ def test_the_end_of_stdin_during_a_slow_call_exits_0_in_bounded_time_and_stops_t
         child = upstream_pid(bridge)
         slow = bridge.request_async("tools/call", {"name": "slow", "arguments": {"ms": 60000}})
         bridge.request("ping")
-        started = time.monotonic()
         bridge.close_stdin()
         assert bridge.wait_exit(2 * GRACE + 4) == 0
-        assert time.monotonic() - started < 2 * GRACE + 4
         assert not [f for f in bridge.seen + bridge.drain() if f.get("id") == slow]
         assert wait_gone(child)
 

@@ -245,11 +245,13 @@ def test_canceling_the_call_withdraws_the_elicitation(setup):
 
 def test_a_second_get_of_the_start_url_stops_the_sign_in(setup):
     bridge = setup.bridge(env={"TEST_BROWSER_MODE": "reuse"})
-    started = time.monotonic()
-    error = bridge.initialize()["error"]
+    init = bridge.request_async(
+        "initialize",
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}},
+    )
+    error = bridge.wait_response(init, 5 + 5)["error"]
     assert error["data"] == {"cause": "sign_in_start_reused"}
     assert "--no-browser" in error["message"]
-    assert time.monotonic() - started < 5 + 5
     statuses = Path(str(setup.browser_log) + ".statuses").read_text().splitlines()
     assert statuses[0].startswith("303 https://") and statuses[0][4:] == sign_in_lines(bridge)[0]
     assert statuses[1].startswith("410")
@@ -291,10 +293,8 @@ def test_the_end_of_stdin_while_the_browser_is_out_stops_the_bridge_quickly_twen
             },
         )
         wait_for(partial(sign_in_lines, bridge))
-        stopped = time.monotonic()
         bridge.close_stdin()
-        assert bridge.wait_exit() == 0
-        assert time.monotonic() - stopped < 5
+        assert bridge.wait_exit(5) == 0
         assert all("result" not in f and "error" not in f for f in bridge.seen)
         bridge.stop()
 
