@@ -346,7 +346,7 @@ class ModernSession:
 
         ``first`` gives the outcome of a first round that :meth:`begin_forward` sent.
         """
-        from .input import ClientFailed, InputError  # imported here: only the input rounds need the rules
+        from .input import ClientFailed, InputError  # imported here: the rules load at the first request
 
         client = self.client
         params, client_token, meta = translate.forward_params(request.params)
