@@ -10,6 +10,16 @@ short connection thread; at most :data:`MAX_CONNECTIONS` run at one time, and a
 connection over that limit is closed at once. A request head has
 :data:`HEAD_LIMIT` bytes and :data:`HEAD_TIMEOUT` seconds.
 
+Every request must name the receiver: its ``Host`` header, and the authority of
+an absolute-form target, must be ``127.0.0.1:<port>`` or ``localhost:<port>``
+(any case, the port of the receiver). Otherwise a web page whose host name an
+attacker points at 127.0.0.1 (DNS rebinding) would share its origin with the
+receiver and could read its answers. A request for another host gets ``421`` on
+every path, before anything of the sign-in happens; one without exactly one
+``Host`` header gets ``400``. ``[::1]`` is refused (the receiver does not listen
+there), and so is ``localhost.``: a name with a trailing dot is another name,
+which a resolver may look up in DNS.
+
 Paths:
 
 * ``GET /callback?state=...&code=...`` (or ``error=...``) with the expected
@@ -35,6 +45,8 @@ from __future__ import annotations
 import enum
 import errno
 import hmac
+import http.client
+import io
 import logging
 import secrets
 import selectors
@@ -43,10 +55,12 @@ import struct
 import sys
 import threading
 import time
+from http import HTTPStatus
 from typing import Final
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 from ..mcp.cancel import CancelToken
+from ..mcp.droplog import DropLog
 from ..mcp.errorbase import LocalFault, PeerFault
 from .errors import OAuthError
 from .flow import Redirect, b64url
@@ -102,6 +116,10 @@ REUSED_PAGE: Final = _page(
 )
 LATE_PAGE: Final = _page(
     "The start URL of this sign-in was already used, and the sign-in is complete. You can close this page."
+)
+MISDIRECTED: Final = (
+    b"misdirected request: the sign-in receiver answers only requests for 127.0.0.1 or localhost "
+    b"at its port\n"
 )
 
 
@@ -167,6 +185,7 @@ class Receiver:
         self._stopping = False
         self._connections: dict[socket.socket, threading.Thread] = {}
         self._late_warned = False
+        self._drops = DropLog(log)
         self._listener: socket.socket | None = None
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
@@ -375,17 +394,33 @@ class Receiver:
         return head
 
     def _route(self, sock: socket.socket, head: bytes) -> None:
-        line = head.split(b"\n", 1)[0].rstrip(b"\r")
-        parts = line.split(b" ")
+        line, _, fields = head.partition(b"\n")
+        parts = line.rstrip(b"\r").split(b" ")
         if len(parts) != 3 or parts[2] not in (b"HTTP/1.0", b"HTTP/1.1"):
             self._send(sock, 400, b"bad request\n", "text/plain")
             return
         try:
             method, target = parts[0].decode("ascii"), parts[1].decode("ascii")
+            hosts = http.client.parse_headers(io.BytesIO(fields)).get_all("Host", [])
         except UnicodeDecodeError:
             self._send(sock, 400, b"bad request\n", "text/plain")
             return
-        path, _, query = target.partition("?")
+        except http.client.HTTPException:
+            self._send(sock, 431, b"request header fields too large\n", "text/plain")
+            return
+        if len(hosts) != 1:
+            self._send(sock, 400, b"bad request: a request needs one Host header\n", "text/plain")
+            return
+        authority, path, query = _split_target(target)
+        if not all(self._serves(name) for name in (hosts[0], authority) if name is not None):
+            self._drops(
+                logging.WARNING,
+                "host",
+                "the sign-in receiver refused a request for another host name: a web page may try "
+                "to reach it through DNS rebinding",
+            )
+            self._send(sock, 421, MISDIRECTED, "text/plain")
+            return
         if path == "/callback":
             self._callback(sock, method, query)
         elif path.startswith("/start/") and self._start_token is not None:
@@ -394,6 +429,10 @@ class Receiver:
             self._answer_probe(sock, path[len("/sign-in/") :])
         else:
             self._send(sock, 404, b"not found\n", "text/plain")
+
+    def _serves(self, authority: str) -> bool:
+        """Whether ``authority`` (``host:port``) names this receiver; see the module docstring."""
+        return authority.strip(" \t").lower() in (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
 
     def _callback(self, sock: socket.socket, method: str, query: str) -> None:
         params: dict[str, list[str]] = {}
@@ -490,8 +529,7 @@ class Receiver:
         *,
         location: str | None = None,
     ) -> None:
-        reasons = {200: "OK", 303: "See Other", 400: "Bad Request", 404: "Not Found", 410: "Gone"}
-        lines = [f"HTTP/1.1 {status} {reasons.get(status, 'Request Header Fields Too Large')}"]
+        lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}"]
         if content_type is not None:
             lines.append(f"Content-Type: {content_type}")
         if location is not None:
@@ -521,6 +559,24 @@ class _HeadTooLarge(OAuthError, PeerFault):
     pass
 
 
+def _split_target(target: str) -> tuple[str | None, str, str]:
+    """The authority (of an absolute-form target only), the path and the query of a request target.
+
+    A target that is neither a path nor an ``http`` URL gets the authority ``""``,
+    which names no receiver.
+    """
+    if target.startswith("/"):
+        path, _, query = target.partition("?")
+        return None, path, query
+    try:
+        url = urlsplit(target)
+    except ValueError:
+        return "", target, ""
+    if url.scheme != "http":
+        return "", target, ""
+    return url.netloc, url.path, url.query
+
+
 #: The errors of a bind to a busy port (Windows answers WSAEACCES to an exclusive port).
 _IN_USE: Final = frozenset({errno.EADDRINUSE} | ({10048, 10013} if sys.platform == "win32" else set()))
 
@@ -548,7 +604,7 @@ def probe(port: int, digest: str, *, timeout: float = PROBE_HOLD + 1.0) -> str |
     Returns ``pending``, ``done`` or ``failed``; ``None`` when the port has no
     receiver of that sign-in (another program, another sign-in, or nobody).
     """
-    request = f"GET /sign-in/{digest} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    request = f"GET /sign-in/{digest} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
             sock.sendall(request.encode("ascii"))

@@ -16,6 +16,7 @@ from mcpbridge.oauth import receiver as receiver_module
 from mcpbridge.oauth.receiver import (
     HEAD_LIMIT,
     MAX_CONNECTIONS,
+    MISDIRECTED,
     PortBusy,
     Receiver,
     StartReused,
@@ -133,6 +134,103 @@ def test_other_paths_get_404_and_other_methods_or_versions_get_400(receiver, por
     assert get(port, f"/callback?code=x&state={STATE}", method="POST")[0] == 400
     assert http(port, f"GET /callback?code=x&state={STATE} HTTP/2.0\r\n\r\n".encode())[0] == 400
     assert http(port, b"GARBAGE\r\n\r\n")[0] == 400
+
+
+def request(target: str, *hosts: str) -> bytes:
+    return (
+        f"GET {target} HTTP/1.1\r\n".encode() + b"".join(f"Host: {h}\r\n".encode() for h in hosts) + b"\r\n"
+    )
+
+
+def paths_of(r: Receiver) -> list[str]:
+    """A target on each path of the receiver: the start URL, the callback, the probe and any other."""
+    return [f"/start/{token_of(r)}", f"/callback?code=c&state={STATE}", "/sign-in/" + "ab" * 32, "/"]
+
+
+def assert_the_sign_in_is_untouched(r: Receiver, port: int) -> None:
+    """The start URL is unused, and the callback is not claimed yet."""
+    assert get(port, f"/start/{token_of(r)}")[0] == 303
+    assert get(port, f"/callback?code=real&state={STATE}")[0] == 200
+    assert r.wait(time.monotonic() + WAIT).code == "real"
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "attacker.example:{port}",
+        "127.0.0.1:{other}",
+        "127.0.0.1",
+        "localhost",
+        "127.0.0.1:",
+        "localhost.:{port}",
+        "127.0.0.1.:{port}",
+        "[::1]:{port}",
+        "[::ffff:127.0.0.1]:{port}",
+        "127.1:{port}",
+        "0x7f.0.0.1:{port}",
+        "user@127.0.0.1:{port}",
+        "127.0.0.1:{port}.attacker.example",
+        "127.0.0.1:0{port}",
+        "127.0.0.1:{port}, attacker.example",
+        "",
+    ],
+)
+def test_a_request_for_another_host_gets_421_on_every_path_and_changes_nothing(receiver, port, host):
+    name = host.format(port=port, other=port + 1 if port < 65535 else port - 1)
+    for target in paths_of(receiver):
+        status, headers, body = http(port, request(target, name))
+        assert (status, body) == (421, MISDIRECTED)
+        assert "location" not in headers and headers["cache-control"] == "no-store"
+    assert_the_sign_in_is_untouched(receiver, port)
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1:{port}", "localhost:{port}", "LocalHost:{port}", "127.0.0.1:{port} "]
+)
+def test_the_loopback_names_of_the_receiver_in_any_case_are_served(receiver, port, host):
+    status, headers, _body = http(port, request(f"/start/{token_of(receiver)}", host.format(port=port)))
+    assert (status, headers["location"]) == (303, AUTH_URL)
+
+
+def test_an_absolute_form_target_must_name_the_receiver_as_well_as_the_host_header(receiver, port):
+    token = token_of(receiver)
+    ours, theirs = f"127.0.0.1:{port}", f"attacker.example:{port}"
+    for target, host in [
+        (f"http://{theirs}/start/{token}", ours),
+        (f"http://{ours}/start/{token}", theirs),
+        (f"https://{ours}/start/{token}", ours),
+        (f"http:/start/{token}", ours),
+        ("*", ours),
+    ]:
+        status, _headers, body = http(port, request(target, host))
+        assert (status, body) == (421, MISDIRECTED)
+    status, headers, _body = http(port, request(f"HTTP://LOCALHOST:{port}/start/{token}", ours))
+    assert (status, headers["location"]) == (303, AUTH_URL)
+
+
+def test_a_request_without_exactly_one_host_header_gets_400_on_every_path(receiver, port):
+    ours = f"127.0.0.1:{port}"
+    for target in paths_of(receiver):
+        for raw in (
+            request(target),
+            f"GET {target} HTTP/1.0\r\n\r\n".encode(),
+            request(target, ours, ours),
+            request(target, ours, f"attacker.example:{port}"),
+        ):
+            status, _headers, body = http(port, raw)
+            assert (status, body) == (400, b"bad request: a request needs one Host header\n")
+    assert_the_sign_in_is_untouched(receiver, port)
+
+
+def test_refused_hosts_give_one_warning_that_names_no_host(receiver, port, caplog):
+    with caplog.at_level("WARNING", logger="mcpbridge"):
+        for _ in range(3):
+            assert http(port, request("/", f"attacker.example:{port}"))[0] == 421
+    warnings = [
+        r.getMessage() for r in caplog.records if "refused a request for another host" in r.getMessage()
+    ]
+    assert len(warnings) == 1
+    assert "attacker" not in warnings[0] and str(port) not in warnings[0]
 
 
 def test_an_error_redirect_ends_the_wait_with_the_error(receiver, port):
