@@ -293,13 +293,7 @@ class Receiver:
         with self._cond:
             connections = dict(self._connections)
         for sock in connections:
-            _abort(sock)
-            try:
-                # Wakes a thread that waits for a request head (a browser's idle preconnection)
-                # without sending a FIN; its close then sends a reset.
-                sock.shutdown(socket.SHUT_RD)
-            except OSError:
-                pass
+            _interrupt(sock)
         for thread in connections.values():
             thread.join(max(0.0, deadline - time.monotonic()))
         for sock_or_none in (self._listener, self._wake_r, self._wake_w):
@@ -585,6 +579,19 @@ def _abort(sock: socket.socket) -> None:
     """Make the next close a reset: the port never waits in TIME_WAIT."""
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+
+
+def _interrupt(sock: socket.socket) -> None:
+    """End the connection of another thread, also while it waits for its peer (an idle preconnection).
+
+    The shutdown of the read side wakes its wait without sending a FIN; its close
+    then sends a reset.
+    """
+    _abort(sock)
+    try:
+        sock.shutdown(socket.SHUT_RD)
     except OSError:
         pass
 

@@ -35,24 +35,29 @@ def http(port: int, raw: bytes, *, timeout: float = WAIT) -> tuple[int, dict[str
     Like a browser, it reads the body by its Content-Length and closes first.
     """
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        sock.sendall(raw)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        while len(body) < int(headers.get("content-length", "0")):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            body += chunk
+        return exchange(sock, raw)
+
+
+def exchange(sock: socket.socket, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send raw request bytes on ``sock`` and read the answer by its Content-Length."""
+    sock.sendall(raw)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    while len(body) < int(headers.get("content-length", "0")):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
     return int(lines[0].split(" ")[1]), headers, body
 
 
