@@ -6,9 +6,17 @@ Theory of operation
 A :class:`Receiver` listens on ``127.0.0.1:<port>`` only, without
 ``SO_REUSEADDR`` (``SO_EXCLUSIVEADDRUSE`` on Windows), before the sign-in line
 is written or a browser opens. One accept thread hands each connection to a
-short connection thread; at most :data:`MAX_CONNECTIONS` run at one time, and a
-connection over that limit is closed at once. A request head has
-:data:`HEAD_LIMIT` bytes and :data:`HEAD_TIMEOUT` seconds.
+short connection thread; at most :data:`MAX_CONNECTIONS` run at one time. A
+request head has :data:`HEAD_LIMIT` bytes and :data:`HEAD_TIMEOUT` seconds.
+
+Idle connections never keep the browser out. A browser opens spare connections
+that send nothing, and so can any program on the host; when every place is
+taken, the accept thread closes the connection whose peer has been quiet the
+longest among those that wait for their peer (for the request head, or after
+the answer for the peer's close), and the new connection takes its place. A
+connection whose request is being answered (the callback, the start URL) is
+never closed to make room: a new connection waits up to :data:`ADMIT_WAIT` for
+one of them to end.
 
 Every request must name the receiver: its ``Host`` header, and the authority of
 an absolute-form target, must be ``127.0.0.1:<port>`` or ``localhost:<port>``
@@ -55,6 +63,7 @@ import struct
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Final
 from urllib.parse import parse_qsl, urlsplit
@@ -66,6 +75,7 @@ from .errors import OAuthError
 from .flow import Redirect, b64url
 
 __all__ = [
+    "ADMIT_WAIT",
     "CLOSE_GRACE",
     "HEAD_LIMIT",
     "HEAD_TIMEOUT",
@@ -79,7 +89,7 @@ __all__ = [
 
 log = logging.getLogger("mcpbridge.oauth")
 
-MAX_CONNECTIONS: Final = 16
+MAX_CONNECTIONS: Final = 32
 HEAD_LIMIT: Final = 16 * 1024
 HEAD_TIMEOUT: Final = 10.0
 CLOSE_GRACE: Final = 2.0
@@ -87,6 +97,8 @@ CLOSE_GRACE: Final = 2.0
 PROBE_HOLD: Final = 2.0
 #: The wait for the threads of the receiver at its stop.
 STOP_WAIT: Final = 5.0
+#: The longest wait of a new connection for a place, while every place answers a request.
+ADMIT_WAIT: Final = 1.0
 
 PROBE_PREFIX: Final = "mcpbridge sign-in "
 
@@ -148,6 +160,19 @@ class _Outcome(enum.Enum):
     FAILED = "failed"
 
 
+@dataclass(eq=False)
+class _Connection:
+    """One accepted connection; the fields are guarded by the receiver's condition."""
+
+    sock: socket.socket
+    #: The last sign of life of the peer: the accept, a part of the head, the answer.
+    heard_at: float
+    #: A request is being answered: the connection is never closed to make room.
+    answering: bool = False
+    #: Closed to make room; its thread ends at once.
+    evicted: bool = False
+
+
 class Receiver:
     """The receiver of one sign-in; see the module docstring.
 
@@ -183,7 +208,7 @@ class Receiver:
         self._ended = False
         self._outcome: _Outcome | None = None
         self._stopping = False
-        self._connections: dict[socket.socket, threading.Thread] = {}
+        self._connections: dict[_Connection, threading.Thread] = {}
         self._late_warned = False
         self._drops = DropLog(log)
         self._listener: socket.socket | None = None
@@ -292,8 +317,8 @@ class Receiver:
             self._accepter.join(STOP_WAIT)
         with self._cond:
             connections = dict(self._connections)
-        for sock in connections:
-            _interrupt(sock)
+        for connection in connections:
+            _interrupt(connection.sock)
         for thread in connections.values():
             thread.join(max(0.0, deadline - time.monotonic()))
         for sock_or_none in (self._listener, self._wake_r, self._wake_w):
@@ -329,33 +354,68 @@ class Receiver:
 
     def _admit(self, sock: socket.socket) -> None:
         with self._cond:
-            if self._stopping or len(self._connections) >= MAX_CONNECTIONS:
-                refused = True
-            else:
-                refused = False
+            admitted = self._make_room()
+            if admitted:
+                connection = _Connection(sock, time.monotonic())
                 thread = threading.Thread(
-                    target=self._serve, args=(sock,), name="mcpbridge-oauth-connection", daemon=True
+                    target=self._serve, args=(connection,), name="mcpbridge-oauth-connection", daemon=True
                 )
-                self._connections[sock] = thread
-        if refused:
+                self._connections[connection] = thread
+        if not admitted:
             _abort(sock)
             sock.close()
             return
         thread.start()
 
+    def _make_room(self) -> bool:
+        """Wait until a new connection has a place; the caller holds the condition.
+
+        When every place is taken, close the connection quiet the longest among
+        those that wait for their peer, and wait for its thread to end. Returns
+        False when the receiver stops, or when every place answers a request
+        for :data:`ADMIT_WAIT`.
+        """
+        deadline = time.monotonic() + ADMIT_WAIT
+        while not self._stopping and len(self._connections) >= MAX_CONNECTIONS:
+            if not any(c.evicted for c in self._connections):
+                waiting = [c for c in self._connections if not c.answering]
+                if waiting:
+                    quietest = min(waiting, key=lambda c: c.heard_at)
+                    quietest.evicted = True
+                    _interrupt(quietest.sock)
+                    self._drops(
+                        logging.DEBUG,
+                        "evicted",
+                        "the sign-in receiver closed its quietest connection to make room for a new one",
+                    )
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self._cond.wait(remaining)
+        return not self._stopping
+
+    def _heard(self, connection: _Connection, *, answering: bool) -> None:
+        """Record a sign of life of the peer: a part of its head, or the start or end of an answer."""
+        with self._cond:
+            connection.heard_at = time.monotonic()
+            connection.answering = answering
+
     # ----------------------------------------------------------- connection
 
-    def _serve(self, sock: socket.socket) -> None:
+    def _serve(self, connection: _Connection) -> None:
+        sock = connection.sock
         try:
             try:
-                head = self._read_head(sock)
+                head = self._read_head(connection)
             except _HeadTooLarge:
+                self._heard(connection, answering=True)
                 self._send(sock, 431, b"request header fields too large\n", "text/plain")
-                self._close_gracefully(sock)
-                return
-            if head is None:
-                return
-            self._route(sock, head)
+            else:
+                if head is None:
+                    return
+                self._heard(connection, answering=True)
+                self._route(sock, head)
+            self._heard(connection, answering=False)
             self._close_gracefully(sock)
         except OSError:
             pass
@@ -363,9 +423,11 @@ class Receiver:
             _abort(sock)
             sock.close()
             with self._cond:
-                self._connections.pop(sock, None)
+                self._connections.pop(connection, None)
+                self._cond.notify_all()
 
-    def _read_head(self, sock: socket.socket) -> bytes | None:
+    def _read_head(self, connection: _Connection) -> bytes | None:
+        sock = connection.sock
         deadline = time.monotonic() + self._head_timeout
         data = b""
         while b"\r\n\r\n" not in data and b"\n\n" not in data:
@@ -382,6 +444,7 @@ class Receiver:
             if not chunk:
                 return None
             data += chunk
+            self._heard(connection, answering=False)
         head = data.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
         if len(head) > HEAD_LIMIT:
             raise _HeadTooLarge()

@@ -8,7 +8,9 @@ keyring or the file-based test backend.
 
 from __future__ import annotations
 
+import http.client
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -17,10 +19,12 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from conftest import WAIT
+from mcpbridge.oauth.receiver import MAX_CONNECTIONS
 from tests.harness import ROOT, Bridge, bridge_command, text_of
 from tests.oauth_peers import AuthServer, TestCA, browser_calls, browser_script, free_port, query_of, visit
 from tests.peers.scripted_http import ScriptedServer
@@ -255,6 +259,35 @@ def test_a_second_get_of_the_start_url_stops_the_sign_in(setup):
     statuses = Path(str(setup.browser_log) + ".statuses").read_text().splitlines()
     assert statuses[0].startswith("303 https://") and statuses[0][4:] == sign_in_lines(bridge)[0]
     assert statuses[1].startswith("410")
+
+
+def test_a_request_for_another_host_and_idle_connections_do_not_disturb_the_sign_in(setup):
+    bridge = setup.bridge(env={"TEST_BROWSER_MODE": "ignore"})
+    init = bridge.request_async(
+        "initialize",
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}},
+    )
+    (call,) = wait_for(lambda: setup.browser)
+    start = call["argv"][0]
+    idle = [
+        socket.create_connection(("127.0.0.1", setup.port), timeout=WAIT) for _ in range(2 * MAX_CONNECTIONS)
+    ]
+    try:
+        # A web page of attacker.example after its name was rebound to 127.0.0.1.
+        rebound = http.client.HTTPConnection("127.0.0.1", setup.port, timeout=WAIT)
+        rebound.request("GET", urlsplit(start).path, headers={"Host": f"attacker.example:{setup.port}"})
+        answer = rebound.getresponse()
+        body = answer.read()
+        rebound.close()
+        assert answer.status == 421 and answer.getheader("Location") is None
+        assert b"https://" not in body and urlsplit(start).path.encode() not in body
+        assert visit(start, setup.ca) == 200
+    finally:
+        for sock in idle:
+            sock.close()
+    assert "result" in bridge.wait_response(init)
+    assert "the sign-in receiver refused a request for another host name" in bridge.stderr_text
+    assert "attacker.example" not in bridge.stderr_text
 
 
 def test_the_sandbox_fails_the_sign_in_at_once(setup):
