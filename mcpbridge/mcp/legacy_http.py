@@ -19,14 +19,16 @@ are raw JSON-RPC: the transport adds nothing to them, it only carries them.
   reaches the server before the first request that follows it.
 * The response to ``initialize`` brings the session id (``Mcp-Session-Id``); every
   later message carries it and the negotiated ``MCP-Protocol-Version``.
-* After ``notifications/initialized``, the thread ``mcpbridge-legacy-http-stream``
-  holds a ``GET`` stream open for the messages that the server sends on its own
-  (list changes, resource updates, requests). The first GET carries no
-  ``Last-Event-ID``. When the stream ends it opens it again with the id of the
-  last event of that same stream (never the id of an event of a POST answer),
-  after the ``retry`` time of the server or one second; failures back off up to
-  30 seconds. A server without such a stream
-  answers 405, and the thread ends.
+* Before ``notifications/initialized`` goes out, the thread
+  ``mcpbridge-legacy-http-stream`` opens a ``GET`` stream for the messages that
+  the server sends on its own (list changes, resource updates, requests), and the
+  notification waits for its answer: a server drops what it sends while no such
+  stream is open, also what it sends while it handles that very notification.
+  The first GET carries no ``Last-Event-ID``. When the stream ends it opens it
+  again with the id of the last event of that same stream (never the id of an
+  event of a POST answer), after the ``retry`` time of the server or one second;
+  failures back off up to 30 seconds. A server without such a stream answers
+  405, and the thread ends.
 * A 404 on a message that carried a session id means that the session expired:
   the transport sends ``initialize`` again with the first parameters, then
   ``notifications/initialized``, and repeats the message once.
@@ -73,7 +75,7 @@ ORDER_WAIT: Final = 30.0
 #: The first wait before a new GET stream after a failure, and the longest.
 STREAM_BACKOFF: Final = 1.0
 MAX_STREAM_BACKOFF: Final = 30.0
-#: The longest wait of the messages after ``notifications/initialized`` for the GET stream.
+#: The longest wait of ``notifications/initialized`` (and what follows it) for the GET stream.
 STREAM_READY_WAIT: Final = 10.0
 #: The wait for each thread of the transport at its close.
 JOIN_TIMEOUT: Final = 2.0
@@ -289,9 +291,9 @@ class LegacyHttpTransport(HttpTransportBase):
             answer = next((m for m in answers if isinstance(m, (Response, ErrorResponse))), None)
             if not isinstance(answer, Response):
                 raise InvalidResponse("initialize of a new session failed")
+            self._open_stream()
             self._post(Notification("notifications/initialized"), cancel, answers.append)
         log.info("the session of the upstream server expired, thus the bridge started a new session")
-        self._ensure_listener()
 
     def _delete_session(self, grace: float) -> None:
         session = self._session_id
@@ -322,12 +324,9 @@ class LegacyHttpTransport(HttpTransportBase):
                     self._queue_ready.notify_all()
                     return
                 seq, message = self._queue.popleft()
-            self._post_queued(message)
             if isinstance(message, Notification) and message.method == "notifications/initialized":
-                # The server sends its own requests on the GET stream only: the messages
-                # after this one wait until the stream is open.
-                self._ensure_listener()
-                self._stream_ready.wait(STREAM_READY_WAIT)
+                self._open_stream()
+            self._post_queued(message)
             with self._queue_ready:
                 self._posted = seq
                 self._queue_ready.notify_all()
@@ -352,6 +351,17 @@ class LegacyHttpTransport(HttpTransportBase):
                 )
 
     # --------------------------------------------------------------- stream
+
+    def _open_stream(self) -> None:
+        """Open the GET stream and wait for its answer (at most :data:`STREAM_READY_WAIT`).
+
+        Called before ``notifications/initialized`` goes out: what the server sends on its
+        own while it handles that notification (a list change, a request) goes on the GET
+        stream, and a server without an open one drops it. The messages queued after the
+        notification wait too.
+        """
+        self._ensure_listener()
+        self._stream_ready.wait(STREAM_READY_WAIT)
 
     def _ensure_listener(self) -> None:
         with self._lock:

@@ -1,8 +1,8 @@
 """The real ``@modelcontextprotocol/server-everything`` behind the bridge, over stdio and HTTP.
 
 server-everything (2026.8.31, the 2025-era TypeScript SDK) sends messages outside any
-request: after ``notifications/initialized`` it registers a tool (a tool list change)
-and asks the client for its roots (``roots/list``), then logs what it got; a resource
+request: while it handles ``notifications/initialized`` it registers tools (a tool list
+change), then asks the client for its roots (``roots/list``) and logs what it got; a resource
 subscription is acknowledged with a log message, ``toggle-subscriber-updates`` sends
 ``notifications/resources/updated`` at once, and ``gzip-file-as-resource`` adds a
 resource (a resource list change). Through the bridge, each of them
@@ -108,16 +108,14 @@ def _notification(method: str, contains: str = "") -> Any:
     return match
 
 
-def _run(command: list[str], *, stdio: bool) -> None:
+def _run(command: list[str]) -> None:
     with Bridge(command) as bridge:
         client = Client(bridge)
         answer = bridge.initialize()
         assert answer["result"]["serverInfo"]["name"] == "mcp-servers/everything"
-        if stdio:
-            # The tool it registers while it handles notifications/initialized. Over HTTP the
-            # server sends that one before any GET stream is open and drops it, as it does for
-            # a client that talks to it directly.
-            client.until(_notification("notifications/tools/list_changed"))
+        # The tools it registers while it handles notifications/initialized. Over HTTP they go
+        # on the GET stream, which the bridge opens before it sends that notification.
+        client.until(_notification("notifications/tools/list_changed"))
         # After initialized: the server's roots/list, and a log line of the roots it got.
         client.until(lambda f: f.get("method") == "roots/list" and "id" in f)
         client.until(_notification("notifications/message", "Roots updated: 1 root(s)"))
@@ -143,8 +141,8 @@ def _run(command: list[str], *, stdio: bool) -> None:
 
 
 def test_messages_outside_requests_reach_the_client_over_stdio(node: NodePeers) -> None:
-    _run(bridge_command(upstream=[str(node.node22), str(_everything(node)), "stdio"]), stdio=True)
+    _run(bridge_command(upstream=[str(node.node22), str(_everything(node)), "stdio"]))
 
 
 def test_messages_outside_requests_reach_the_client_over_streamable_http(everything_url: str) -> None:
-    _run(bridge_command(everything_url), stdio=False)
+    _run(bridge_command(everything_url))

@@ -186,6 +186,17 @@ def test_an_expired_session_is_initialized_again_once_and_the_request_repeated(e
     later = [entry for entry in script.seen if entry[1] is not None]
     assert all(version == "2025-06-18" for _verb, _session, version, _method in later)
     assert ("DELETE", "s2", "2025-06-18", None) in script.seen
+    # Each session's GET stream is answered before its notifications/initialized goes out.
+    opening = [(verb, session, method) for verb, session, _v, method in script.seen if method != "tools/list"]
+    assert opening == [
+        ("POST", None, "initialize"),
+        ("GET", "s1", None),
+        ("POST", "s1", "notifications/initialized"),
+        ("POST", None, "initialize"),
+        ("GET", "s2", None),
+        ("POST", "s2", "notifications/initialized"),
+        ("DELETE", "s2", None),
+    ]
 
 
 def test_a_refused_get_stream_leaves_the_requests_working(endpoint) -> None:
