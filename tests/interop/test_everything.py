@@ -7,7 +7,9 @@ subscription is acknowledged with a log message, ``toggle-subscriber-updates`` s
 ``notifications/resources/updated`` at once, and ``gzip-file-as-resource`` adds a
 resource (a resource list change). Through the bridge, each of them
 must reach the client (VS Code's side), over the server's stdio and over its
-Streamable HTTP transport (whose GET stream carries them).
+Streamable HTTP transport (whose GET stream carries them). The progress of
+``trigger-long-running-operation`` shares the stream of its call: each step, the
+last one included, must reach the client before the result.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ pytestmark = [pytest.mark.interop]
 ROOTS = [{"uri": "file:///home/dev/project", "name": "project"}]
 SUBSCRIBED = "demo://resource/static/document/architecture.md"
 HELLO = "data:text/plain;base64,aGVsbG8="
+LONG_RUNNING = {
+    "name": "trigger-long-running-operation",
+    "arguments": {"duration": 0.2, "steps": 4},
+    "_meta": {"progressToken": "long"},
+}
 
 
 def _everything(node: NodePeers) -> Path:
@@ -129,6 +136,10 @@ def _run(command: list[str]) -> None:
         updated = client.until(_notification("notifications/resources/updated"))
         assert updated["params"]["uri"] == SUBSCRIBED
         client.request("tools/call", {"name": "toggle-subscriber-updates", "arguments": {}})
+        # Progress and the result share a stream: each step comes before the result, the last too.
+        client.request("tools/call", LONG_RUNNING)
+        steps = [f["params"]["progress"] for f in client.frames if _notification("notifications/progress")(f)]
+        assert steps == [1, 2, 3, 4]
         # A resource of the session: the server's resource list changes.
         gzipped = client.request(
             "tools/call",
