@@ -168,6 +168,7 @@ class LegacyHttpTransport(HttpTransportBase):
         """Abort every exchange at once and refuse new ones; wait for nothing."""
         exchanges = self._refuse_all()
         self._stopped.set()
+        self._stream_ready.set()
         for exchange in exchanges:
             exchange.abort(Why.CLOSE)
 
