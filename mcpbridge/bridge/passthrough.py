@@ -308,6 +308,10 @@ class _Seat(Transport):
         return self._shared.inner.gone
 
     @property
+    def form(self) -> str:
+        return self._shared.inner.form
+
+    @property
     def exit_status(self) -> str | None:
         return self._shared.inner.exit_status
 

@@ -179,6 +179,10 @@ class HttpTransportBase(WireReading, Transport):
     def _own_state(self) -> None:
         """Set up the state that only this transport has, at the end of ``__init__``."""
 
+    @property
+    def form(self) -> str:
+        return "url"
+
     def rest(self) -> None:
         """Close the pooled connections idle too long to be reused."""
         closed = self._wire.close_idle()

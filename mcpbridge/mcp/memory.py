@@ -93,6 +93,10 @@ class MemoryClientTransport(Transport):
         """Close the link (both ends)."""
         self._link.close()
 
+    @property
+    def form(self) -> str:
+        return "in-process"
+
 
 class MemoryServerTransport(ServerTransport):
     """The server end of a memory link; made by :func:`memory_pair`."""

@@ -226,6 +226,16 @@ class Peer:
         """How the upstream process ended (``"code 3"``, ``"signal 9"``), if known."""
         return self._transport.exit_status
 
+    @property
+    def form(self) -> str:
+        """How the upstream server is reached (:attr:`Transport.form`), never its address."""
+        return self._transport.form
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection closed: every request fails at once."""
+        return self._closed is not None
+
     def rest(self) -> None:
         """The connection rests: the transport lets go of what it keeps for a busy one."""
         self._transport.rest()

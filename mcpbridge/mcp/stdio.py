@@ -283,6 +283,10 @@ class StdioChildTransport(Transport):
         return self._gone
 
     @property
+    def form(self) -> str:
+        return "command"
+
+    @property
     def exit_status(self) -> str | None:
         """``"code N"`` or ``"signal N"`` once the child has exited, else ``None``."""
         returncode = self._returncode

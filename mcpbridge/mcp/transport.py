@@ -73,6 +73,14 @@ class Transport(ABC):
         return False
 
     @property
+    def form(self) -> str:
+        """How the peer is reached, for a thread dump: ``"command"``, ``"url"``, ``"in-process"``.
+
+        Never the address itself: the URL of the server can hold a secret.
+        """
+        return "other"
+
+    @property
     def exit_status(self) -> str | None:
         """How the peer process ended, for example ``"code 3"``, if known."""
         return None
