@@ -10,6 +10,8 @@
 * :func:`widen_pipe`, :func:`binary_stdio`: the pipes and our own stdio.
 * :func:`on_terminate`: ``SIGTERM`` on POSIX; Ctrl-Break and the close of the
   console on Windows.
+* :func:`on_dump`: the trigger of a thread dump, ``SIGUSR1`` on POSIX and a named
+  event on Windows, served by the ``mcpbridge-dump`` thread (:class:`DumpTrigger`).
 * :func:`browser_command`: the program that opens a URL on each system.
 * :func:`file_lock`: a lock file shared by the processes of the user.
 
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from .common import (
     SHELL_EXECUTE,
+    DumpTrigger,
     FileLock,
     LockTimeout,
     PipeWriter,
@@ -35,12 +38,13 @@ from .common import (
 )
 
 if sys.platform == "win32":
-    from .windows import binary_stdio, on_terminate, pipe_writer, spawn, try_lock, unlock, widen_pipe
+    from .windows import binary_stdio, on_dump, on_terminate, pipe_writer, spawn, try_lock, unlock, widen_pipe
 else:
-    from .posix import binary_stdio, on_terminate, pipe_writer, spawn, try_lock, unlock, widen_pipe
+    from .posix import binary_stdio, on_dump, on_terminate, pipe_writer, spawn, try_lock, unlock, widen_pipe
 
 __all__ = [
     "SHELL_EXECUTE",
+    "DumpTrigger",
     "FileLock",
     "LockTimeout",
     "PipeWriter",
@@ -49,6 +53,7 @@ __all__ = [
     "binary_stdio",
     "browser_command",
     "file_lock",
+    "on_dump",
     "on_terminate",
     "pipe_writer",
     "protect_directory",

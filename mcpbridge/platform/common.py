@@ -13,12 +13,15 @@
 * :func:`browser_command`: the program that opens a URL, per system; a pure
   function.
 * :class:`FileLock`: a lock file shared by processes, with a bounded wait.
+* :class:`DumpTrigger`: the ``mcpbridge-dump`` thread, which runs the thread dump
+  each time the trigger of the system (a :class:`DumpWaiter`) fires.
 
 Nothing here imports a module that exists on one system only.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import threading
@@ -29,9 +32,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..mcp.errorbase import LocalFault
+from ..mcp.text import format_duration
 
 __all__ = [
     "LOCK_RETRY",
+    "DumpTrigger",
+    "DumpWaiter",
     "FileLock",
     "LockTimeout",
     "PipeWriter",
@@ -47,6 +53,12 @@ __all__ = [
 WRITE_PIECE: Final = 64 * 1024
 #: The wait between two attempts to take a lock that another process holds.
 LOCK_RETRY: Final = 0.02
+#: The longest sleep of the dump thread between two looks at its stop (it wakes at once for both).
+DUMP_IDLE_WAIT: Final = 60.0
+#: The wait of :meth:`DumpTrigger.close` for the dump thread.
+DUMP_JOIN_TIMEOUT: Final = 2.0
+
+_dump_log = logging.getLogger("mcpbridge.dump")
 
 
 class ProcessTree(ABC):
@@ -242,3 +254,75 @@ class FileLock:
                     os.close(fd)
         finally:
             self._thread_lock.release()
+
+
+# ---------------------------------------------------------------------------------------------
+# The thread dump
+# ---------------------------------------------------------------------------------------------
+
+
+class DumpWaiter(ABC):
+    """The trigger of a thread dump on one system, as the dump thread waits for it."""
+
+    #: How a user fires the trigger, for a log line (``"SIGUSR1"``, the name of an event).
+    how: str
+
+    @abstractmethod
+    def wait(self, timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds; True when a dump was asked for.
+
+        Raises:
+            OSError: the trigger broke (its handle is closed).
+        """
+
+    @abstractmethod
+    def wake(self) -> None:
+        """End a :meth:`wait` at once (the dump thread then looks at its stop)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Put back what the trigger replaced (the former handler of the signal), free what it holds."""
+
+
+class DumpTrigger:
+    """The ``mcpbridge-dump`` thread: it runs ``callback`` each time ``waiter`` fires.
+
+    The dump never runs in a signal handler: the handler only wakes this thread,
+    so a dump takes no lock inside whatever code the signal interrupted.
+    """
+
+    def __init__(self, waiter: DumpWaiter, callback: Callable[[], None]) -> None:
+        self._waiter = waiter
+        self._callback = callback
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="mcpbridge-dump", daemon=True)
+
+    @property
+    def how(self) -> str:
+        return self._waiter.how
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped:
+            try:
+                asked = self._waiter.wait(DUMP_IDLE_WAIT)
+            except OSError as exc:  # the trigger broke: no dump can be asked for any more
+                _dump_log.debug("the trigger of the thread dump failed: %s", exc.strerror)
+                return
+            if asked and not self._stopped:
+                try:
+                    self._callback()
+                except Exception as exc:  # noqa: BLE001 - a failed dump must not end the next one
+                    _dump_log.error("the thread dump failed: %s", type(exc).__name__)
+
+    def close(self) -> None:
+        """Stop the thread (bounded), then put back what the trigger replaced."""
+        self._stopped = True
+        self._waiter.wake()
+        if self._thread is not threading.current_thread():
+            self._thread.join(DUMP_JOIN_TIMEOUT)
+            if self._thread.is_alive():
+                _dump_log.warning("the dump thread did not stop in %s", format_duration(DUMP_JOIN_TIMEOUT))
+        self._waiter.close()

@@ -20,6 +20,9 @@ When the bridge itself is killed, two things end that group:
 
 A process that leaves the group on purpose (``setsid``, a daemon) is out of reach
 on every system.
+
+``SIGUSR1`` asks for a thread dump (:func:`on_dump`); the upstream command, in its
+own group, never gets it from a signal to the bridge.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import ctypes
 import fcntl
 import logging
 import os
+import queue
 import select
 import signal
 import subprocess
@@ -40,7 +44,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from .common import PipeWriter, ProcessTree, ThreadPipeWriter, start_piped
+from .common import DumpTrigger, DumpWaiter, PipeWriter, ProcessTree, ThreadPipeWriter, start_piped
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -231,6 +235,61 @@ def on_terminate(callback: Callable[[], None]) -> bool:
     except ValueError:  # not the main thread
         return False
     return True
+
+
+class SignalWaiter(DumpWaiter):
+    """``SIGUSR1`` asks for a thread dump.
+
+    Python runs the handler on the main thread between two bytecodes, inside any
+    code that thread runs, even inside a lock's method. So the handler only puts a
+    mark into a :class:`queue.SimpleQueue`, whose ``put`` is reentrant and takes no
+    lock of ours. At most one mark waits: signals that come during a dump make one
+    more dump.
+
+    Raises:
+        ValueError: not on the main thread (only it may set a signal handler).
+    """
+
+    how = "SIGUSR1"
+
+    def __init__(self) -> None:
+        self._marks: queue.SimpleQueue[bool] = queue.SimpleQueue()
+        self._previous = signal.signal(signal.SIGUSR1, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        if self._marks.empty():
+            self._marks.put(True)
+
+    def wait(self, timeout: float) -> bool:
+        try:
+            return self._marks.get(timeout=timeout)
+        except queue.Empty:
+            return False
+
+    def wake(self) -> None:
+        self._marks.put(False)
+
+    def close(self) -> None:
+        previous = self._previous
+        signal.signal(signal.SIGUSR1, previous if previous is not None else signal.SIG_DFL)
+
+
+def on_dump(callback: Callable[[], None], *, take_over: bool = True) -> DumpTrigger | None:
+    """Run ``callback`` on the ``mcpbridge-dump`` thread at each ``SIGUSR1``.
+
+    ``None`` when not on the main thread, or, without ``take_over``, when the
+    program has a handler of its own for ``SIGUSR1``. :meth:`DumpTrigger.close`
+    puts the former handler back.
+    """
+    if not take_over and signal.getsignal(signal.SIGUSR1) != signal.SIG_DFL:
+        return None
+    try:
+        waiter = SignalWaiter()
+    except ValueError:  # not the main thread
+        return None
+    trigger = DumpTrigger(waiter, callback)
+    trigger.start()
+    return trigger
 
 
 def binary_stdio() -> None:

@@ -13,6 +13,12 @@ The bridge stops at Ctrl-Break and at the close of its console (and at logoff
 and shutdown) through ``SetConsoleCtrlHandler``. Its stdin and stdout are set
 to binary mode, so no ``\\r`` is added or taken away.
 
+A thread dump is asked for through a named event of the session,
+``Local\\mcpbridge-dump-<pid>`` (:func:`on_dump`): Ctrl-Break already stops the
+bridge, Ctrl-C reaches every process of the console, and VS Code starts the
+bridge without a console that a user could type into. Only the user's own
+processes can open the event (the default security of a named object).
+
 Every Win32 call goes through :class:`Win32`, which :class:`Kernel32` fills
 with :mod:`ctypes` on Windows; the tests give a fake. This module imports on
 every system: the real calls exist only on Windows.
@@ -30,7 +36,7 @@ from collections.abc import Callable, Collection, Mapping, MutableMapping, Seque
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from .common import ProcessTree, ThreadPipeWriter, start_piped
+from .common import DumpTrigger, DumpWaiter, ProcessTree, ThreadPipeWriter, start_piped
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -52,6 +58,9 @@ STOP_EVENTS: Final = frozenset({CTRL_BREAK_EVENT}) | _ENDING_EVENTS
 ENDING_WAIT: Final = 4.5
 #: The exit code of the processes of a job that the bridge ends.
 KILLED_EXIT_CODE: Final = 1
+#: What ``WaitForSingleObject`` returns when the object is signaled, and when the time passed.
+WAIT_OBJECT_0: Final = 0x00000000
+WAIT_TIMEOUT: Final = 0x00000102
 
 
 class Win32(Protocol):
@@ -87,6 +96,15 @@ class Win32(Protocol):
 
     def protect(self, path: Path) -> None:
         """Give ``path`` a protected ACL that allows the current user only."""
+
+    def create_event(self, name: str) -> int:
+        """A named auto-reset event, not signaled (``CreateEventW``); its handle."""
+
+    def wait_event(self, handle: int, timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds for the event (``WaitForSingleObject``); True when signaled."""
+
+    def set_event(self, handle: int) -> None:
+        """Signal the event (``SetEvent``)."""
 
 
 class _IoCounters(ctypes.Structure):
@@ -197,6 +215,12 @@ if sys.platform == "win32":
             self._k.SetConsoleCtrlHandler.restype = wintypes.BOOL
             self._k.SetConsoleCtrlHandler.argtypes = [self._handler_type, wintypes.BOOL]
             self._handlers: list[Any] = []  # kept alive while installed
+            self._k.CreateEventW.restype = wintypes.HANDLE
+            self._k.CreateEventW.argtypes = [ctypes.c_void_p, wintypes.BOOL, wintypes.BOOL, wintypes.LPCWSTR]
+            self._k.WaitForSingleObject.restype = wintypes.DWORD
+            self._k.WaitForSingleObject.argtypes = [wintypes.HANDLE, wintypes.DWORD]
+            self._k.SetEvent.restype = wintypes.BOOL
+            self._k.SetEvent.argtypes = [wintypes.HANDLE]
 
         def _check(self, ok: object, what: str) -> None:
             if not ok:
@@ -301,6 +325,20 @@ if sys.platform == "win32":
                 )
             finally:
                 self._k.LocalFree(descriptor)
+
+        def create_event(self, name: str) -> int:
+            event = self._k.CreateEventW(None, False, False, name)
+            self._check(event, "CreateEventW")
+            return int(event)
+
+        def wait_event(self, handle: int, timeout: float) -> bool:
+            result = self._k.WaitForSingleObject(handle, max(0, int(timeout * 1000)))
+            if result not in (WAIT_OBJECT_0, WAIT_TIMEOUT):
+                self._check(False, "WaitForSingleObject")
+            return bool(result == WAIT_OBJECT_0)
+
+        def set_event(self, handle: int) -> None:
+            self._check(self._k.SetEvent(handle), "SetEvent")
 
     def default_api() -> Win32:
         global _API
@@ -473,6 +511,56 @@ def on_terminate(callback: Callable[[], None], *, api: Win32 | None = None) -> b
         log.debug("no handler of console events: %s", exc.strerror)
         return False
     return True
+
+
+def dump_event_name(pid: int) -> str:
+    """The name of the event that asks the bridge with the process id ``pid`` for a thread dump."""
+    return f"Local\\mcpbridge-dump-{pid}"
+
+
+class EventWaiter(DumpWaiter):
+    """The named event of :func:`dump_event_name` asks for a thread dump.
+
+    Raises:
+        OSError: the event was not made.
+    """
+
+    def __init__(self, api: Win32, name: str) -> None:
+        self.how = f"the event {name}"
+        self._api = api
+        self._handle = api.create_event(name)
+
+    def wait(self, timeout: float) -> bool:
+        return self._api.wait_event(self._handle, timeout)
+
+    def wake(self) -> None:
+        try:
+            self._api.set_event(self._handle)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self._api.close_handle(self._handle)
+
+
+def on_dump(
+    callback: Callable[[], None], *, take_over: bool = True, api: Win32 | None = None
+) -> DumpTrigger | None:
+    """Run ``callback`` on the ``mcpbridge-dump`` thread each time the event of
+    :func:`dump_event_name` is signaled; ``None`` when not on the main thread, or when
+    the event was not made. The event is the process's own, so ``take_over`` changes nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    api = api if api is not None else default_api()
+    try:
+        waiter = EventWaiter(api, dump_event_name(os.getpid()))
+    except OSError as exc:
+        log.debug("no event for a thread dump: %s", exc.strerror)
+        return None
+    trigger = DumpTrigger(waiter, callback)
+    trigger.start()
+    return trigger
 
 
 def binary_stdio(*, api: Win32 | None = None) -> None:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -115,3 +116,65 @@ def test_the_tree_of_spawn_has_a_guardian_that_its_release_reaps() -> None:
     for stream in (tree.proc.stdout, tree.proc.stderr):
         assert stream is not None
         stream.close()
+
+
+# --------------------------------------------------------------------------- the thread dump
+
+
+class Dumps:
+    """The callback of a dump trigger: records the thread of each call, and wakes the test."""
+
+    def __init__(self) -> None:
+        self.threads: list[str] = []
+        self.called = threading.Semaphore(0)
+
+    def __call__(self) -> None:
+        self.threads.append(threading.current_thread().name)
+        self.called.release()
+
+
+def test_sigusr1_runs_the_dump_on_the_dump_thread_and_the_close_puts_the_former_handler_back() -> None:
+    former_ran = threading.Event()
+
+    def former(signum: int, _frame: object) -> None:
+        former_ran.set()
+
+    previous = signal.signal(signal.SIGUSR1, former)
+    try:
+        dumps = Dumps()
+        trigger = platform.on_dump(dumps)
+        assert trigger is not None and trigger.how == "SIGUSR1"
+        try:
+            for _ in range(2):
+                os.kill(os.getpid(), signal.SIGUSR1)
+                assert dumps.called.acquire(timeout=WAIT)
+        finally:
+            trigger.close()
+        assert dumps.threads == ["mcpbridge-dump", "mcpbridge-dump"]
+        assert signal.getsignal(signal.SIGUSR1) is former
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert former_ran.wait(WAIT)
+        assert dumps.threads == ["mcpbridge-dump", "mcpbridge-dump"]
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def test_a_dump_trigger_is_installed_on_the_main_thread_only() -> None:
+    found: list[object] = []
+    thread = threading.Thread(target=lambda: found.append(platform.on_dump(Dumps())), name="test-not-main")
+    thread.start()
+    thread.join(WAIT)
+    assert found == [None]
+    assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+
+
+def test_without_take_over_a_handler_of_the_program_keeps_sigusr1() -> None:
+    def own(signum: int, _frame: object) -> None:
+        pass
+
+    previous = signal.signal(signal.SIGUSR1, own)
+    try:
+        assert platform.on_dump(Dumps(), take_over=False) is None
+        assert signal.getsignal(signal.SIGUSR1) is own
+    finally:
+        signal.signal(signal.SIGUSR1, previous)

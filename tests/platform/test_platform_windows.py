@@ -8,6 +8,7 @@ calls, the fall-backs, the console event handler, the structure given to
 from __future__ import annotations
 
 import ctypes
+import os
 import subprocess
 import sys
 import threading
@@ -37,6 +38,7 @@ class FakeWin32:
         self.fail = fail or set()
         self.handlers: list[Callable[[int], bool]] = []
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.events: dict[int, threading.Event] = {}
         self._next = 100
 
     def _record(self, *call: Any) -> None:
@@ -82,6 +84,21 @@ class FakeWin32:
 
     def protect(self, path: Path) -> None:
         self._record("protect", path)
+
+    def create_event(self, name: str) -> int:
+        self._record("create_event", name)
+        self._next += 4
+        self.events[self._next] = threading.Event()
+        return self._next
+
+    def wait_event(self, handle: int, timeout: float) -> bool:
+        event = self.events[handle]
+        signaled = event.wait(timeout)
+        event.clear()  # an auto-reset event
+        return signaled
+
+    def set_event(self, handle: int) -> None:
+        self.events[handle].set()
 
 
 class Popen:
@@ -246,3 +263,40 @@ def test_the_token_folder_is_protected_through_the_win32_seam(tmp_path: Path) ->
     api = FakeWin32()
     windows.protect_directory(tmp_path, api=api)
     assert api.calls == [("protect", tmp_path)]
+
+
+def test_the_named_event_of_the_process_runs_the_dump_and_the_close_frees_it() -> None:
+    api = FakeWin32()
+    dumped = threading.Semaphore(0)
+    threads: list[str] = []
+
+    def dump() -> None:
+        threads.append(threading.current_thread().name)
+        dumped.release()
+
+    trigger = windows.on_dump(dump, api=api)
+    assert trigger is not None
+    name = f"Local\\mcpbridge-dump-{os.getpid()}"
+    assert trigger.how == f"the event {name}"
+    ((call, made_name),) = api.calls
+    assert (call, made_name) == ("create_event", name)
+    (handle,) = api.events
+    try:
+        for _ in range(2):
+            api.set_event(handle)  # what another process of the user does to ask for a dump
+            assert dumped.acquire(timeout=WAIT)
+    finally:
+        trigger.close()
+    assert threads == ["mcpbridge-dump", "mcpbridge-dump"]
+    assert api.calls[-1] == ("close_handle", handle)
+    assert not [thread for thread in threading.enumerate() if thread.name == "mcpbridge-dump"]
+
+
+def test_no_dump_trigger_off_the_main_thread_or_without_its_event() -> None:
+    assert windows.on_dump(lambda: None, api=FakeWin32(fail={"create_event"})) is None
+    found: list[object] = []
+    api = FakeWin32()
+    thread = threading.Thread(target=lambda: found.append(windows.on_dump(lambda: None, api=api)))
+    thread.start()
+    thread.join(WAIT)
+    assert found == [None] and api.calls == []
