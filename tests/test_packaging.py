@@ -25,6 +25,7 @@ PURE_MODULES = (
     "mcpbridge/bridge/translate.py",
     "mcpbridge/bridge/errortable.py",
     "mcpbridge/bridge/answers.py",
+    "mcpbridge/bridge/dumptext.py",
     "mcpbridge/bridge/input.py",
     "mcpbridge/bridge/lists.py",
     "mcpbridge/vscode/settings.py",

@@ -70,6 +70,7 @@ from ..mcp.jsonrpc import (
 from ..mcp.protocol import ELICITATION_CREATE, MODERN
 from ..mcp.text import format_duration, printable
 from . import errortable, legacy, translate
+from .dumptext import FrontendState
 from .listrules import ListRules
 from .options import Connect, Options, Timeouts
 from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
@@ -594,6 +595,21 @@ class Frontend:
             if self.slots.retire_idle() and upstream is not None:
                 upstream.rest()
             self._large_frames.release_when_quiet(self.release_memory)
+
+    def describe(self, wait: float) -> FrontendState:
+        """What the connection does now, for a thread dump: no content, no secret.
+
+        Waits at most ``wait`` seconds for each lock; a part whose lock stays held
+        is ``None`` (the stacks of the dump show the thread that holds it).
+        """
+        upstream = self._upstream
+        return FrontendState(
+            state=self._state.value,
+            slots=self.slots.describe(wait),
+            output=self.output.describe(wait),
+            pending=self.pending.describe(wait),
+            upstream=upstream.describe() if upstream is not None else None,
+        )
 
     @property
     def _upstream(self) -> UpstreamSession | None:

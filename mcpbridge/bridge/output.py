@@ -49,6 +49,7 @@ from typing import Any, BinaryIO, Final, Protocol
 from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
 from ..mcp.jsonrpc import RequestId
+from .dumptext import OutputState
 
 __all__ = ["LARGE_FRAME_BYTES", "QUIET_SECONDS", "Host", "LargeFrames", "Output", "Slot"]
 
@@ -192,6 +193,17 @@ class Output:
             if not self._writing or self._closed:
                 return 0.0
             return max(0.0, time.monotonic() - self._progress_at)
+
+    def describe(self, wait: float) -> OutputState | None:
+        """What waits for the client, for a thread dump; ``None`` when the lock stays held ``wait`` s."""
+        if not self._lock.acquire(timeout=wait):
+            return None
+        try:
+            size = sum(len(piece) for _, pieces in self._queue for piece in pieces)
+            stalled_since = self._progress_at if self._writing and not self._closed else None
+            return OutputState(len(self._queue), size, stalled_since, self._closed)
+        finally:
+            self._lock.release()
 
     def close(self, grace: float = 0.0) -> None:
         """Write nothing from now on, after at most ``grace`` seconds for the frames queued before."""

@@ -81,10 +81,11 @@ from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..mcp.transport import OnClosed, OnFrameError, OnMessage, Transport, run_callback
 from . import errortable, legacy, translate
+from .dumptext import UpstreamState
 from .listrules import ListRules
 from .options import Options
 from .output import Host, Slot
-from .session import discover_error
+from .session import discover_error, upstream_state
 from .upstream import UPSTREAM_MAX_DEPTH, _write_child_stderr
 
 __all__ = [
@@ -861,3 +862,8 @@ class LegacyPassthrough:
         peer = self._peer
         if peer is not None:
             peer.kill()
+
+    def describe(self) -> UpstreamState:
+        peer = self._peer
+        assert peer is not None, "the passthrough is not open"
+        return upstream_state(peer, f"MCP {self.protocol_version}, passed through")

@@ -25,6 +25,7 @@ from ..mcp.cancel import CancelToken
 from ..mcp.errorbase import BridgeError
 from ..mcp.jsonrpc import RequestId
 from .answers import BAD_LINE, ClientError
+from .dumptext import PendingState
 from .output import Host
 
 __all__ = ["BAD_LINE", "ClientError", "PendingAnswers", "WaitEnded"]
@@ -50,14 +51,18 @@ class PendingAnswers:
         self._cond = threading.Condition()
         self._counter = itertools.count(1)
         self._entries: dict[str, Answer | None] = {}
+        #: When each entry was made (the clock of :func:`time.monotonic`), for a thread dump.
+        self._asked_at: dict[str, float] = {}
         self._closed = False
 
     def new_ids(self, count: int) -> list[str]:
         """Reserve ``count`` ids and put their entries into the table."""
         with self._cond:
             ids = [f"{PREFIX}{next(self._counter)}" for _ in range(count)]
+            now = time.monotonic()
             for request_id in ids:
                 self._entries[request_id] = None
+                self._asked_at[request_id] = now
             return ids
 
     def resolve(self, request_id: RequestId | None, answer: Answer) -> bool:
@@ -105,6 +110,7 @@ class PendingAnswers:
             unanswered = [i for i in ids if i in self._entries and self._entries[i] is None]
             for request_id in ids:
                 self._entries.pop(request_id, None)
+                self._asked_at.pop(request_id, None)
             return unanswered
 
     def ask(
@@ -148,6 +154,19 @@ class PendingAnswers:
         finally:
             self.remove(ids)
         return [got[request_id] for request_id in ids]
+
+    def describe(self, wait: float) -> PendingState | None:
+        """The entries of the table, for a thread dump; ``None`` when the lock stays held ``wait`` s."""
+        if not self._cond.acquire(timeout=wait):
+            return None
+        try:
+            entries = tuple(
+                (request_id, self._asked_at[request_id], answer is not None)
+                for request_id, answer in self._entries.items()
+            )
+        finally:
+            self._cond.release()
+        return PendingState(entries)
 
     def close(self) -> None:
         """Wake every waiter; no wait succeeds any more unless already answered."""

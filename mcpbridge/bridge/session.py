@@ -38,11 +38,13 @@ from ..mcp.droplog import DropLog
 from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import Notification, Request, RequestId
-from ..mcp.protocol import ELICITATION_COMPLETE, INPUT_METHODS
+from ..mcp.peer import Peer
+from ..mcp.protocol import ELICITATION_COMPLETE, INPUT_METHODS, MODERN
 from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..oauth.errors import SignInError
 from . import errortable, translate
+from .dumptext import UpstreamState
 from .listrules import ListRules
 from .options import Options
 from .output import Host, Slot
@@ -98,6 +100,15 @@ class UpstreamSession(Protocol):
     def kill(self) -> None:
         """Kill the upstream process group at once (the watchdog's last step)."""
         ...
+
+    def describe(self) -> UpstreamState:
+        """The form, the era and the state of the upstream, for a thread dump."""
+        ...
+
+
+def upstream_state(peer: Peer, era: str) -> UpstreamState:
+    """The state of the upstream server behind ``peer``, which speaks ``era``, for a thread dump."""
+    return UpstreamState(peer.form, era, peer.gone, peer.exit_status, peer.closed)
 
 
 class SessionHost(Protocol):
@@ -195,6 +206,9 @@ class ModernSession:
 
     def kill(self) -> None:
         self.client.kill()
+
+    def describe(self) -> UpstreamState:
+        return upstream_state(self.client, f"MCP {MODERN}")
 
     def _timeout_for(self, method: str, round_number: int) -> float:
         timeouts = self.options.timeouts

@@ -40,6 +40,7 @@ from typing import Any
 from ..mcp.jsonrpc import Request, RequestId
 from ..mcp.text import format_duration, printable
 from . import errortable
+from .dumptext import RequestState, SlotsState
 from .output import Output, Slot
 
 __all__ = ["Slots", "Work"]
@@ -191,6 +192,17 @@ class Slots:
                     else "still waiting for the upstream server: %s (request %s, %d s)"
                 )
                 log.info(text, slot.method, printable(slot.id), int(waited))
+
+    def describe(self, wait: float) -> SlotsState | None:
+        """The requests in flight, for a thread dump; ``None`` when the lock stays held ``wait`` s."""
+        if not self._lock.acquire(timeout=wait):
+            return None
+        try:
+            slots = list(self._slots.values())
+        finally:
+            self._lock.release()
+        requests = (RequestState(slot.id, slot.method, slot.started, slot.waiting_for) for slot in slots)
+        return SlotsState(self._limit, tuple(requests))
 
     def wait_empty(self, timeout: float) -> bool:
         """Wait at most ``timeout`` seconds until no request is in flight; tell whether none is."""
