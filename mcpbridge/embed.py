@@ -60,7 +60,10 @@ At the end of the input the function stops in a bounded time:
 
 Only a handler that ignores its cancellation can make the stop take longer than
 that, and then it is not waited for. The function arms no watchdog and changes no
-signal handler: an executable that wants one arms it itself.
+signal handler but one: while a path serves, on the main thread, ``SIGUSR1``
+(Windows: a named event) writes a thread dump to stderr (:mod:`mcpbridge.bridge.dump`;
+the legacy path adds the state of its front end), unless the program has a handler
+of its own for it; the former handler is back when the function returns.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ import time
 from typing import BinaryIO, Final, Literal, cast
 
 from . import __version__
-from .bridge import errortable
+from .bridge import dump, errortable
 from .bridge.frontend import Frontend, Options, Timeouts
 from .bridge.upstream import transport_connector
 from .mcp import jsonrpc
@@ -189,7 +192,8 @@ def _serve_legacy(server: Server, stdin: BinaryIO, stdout: BinaryIO, fallback_na
     )
     frontend = Frontend(stdin, stdout, transport_connector(make_transport), options)
     try:
-        frontend.run()
+        with dump.enabled(frontend.describe, take_over=False):
+            frontend.run()
     finally:
         # The front end closed its client, which closes the link; close each
         # link again in case a connect raced with the end, then wait for the
@@ -211,7 +215,8 @@ def _serve_modern(server: Server, stdin: BinaryIO, stdout: BinaryIO) -> None:
     )
     # serve() ends the listen streams at the end of the input, gives the other
     # requests the grace, then cancels them (ServerConnection.shutdown).
-    server.serve(transport)
+    with dump.enabled(lambda _wait: None, take_over=False):
+        server.serve(transport)
 
 
 # ---------------------------------------------------------- the first lines

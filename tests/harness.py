@@ -58,6 +58,8 @@ class Bridge:
         self.raw_lines: list[bytes] = []
         self.stderr_lines: list[str] = []
         self._stderr_done = threading.Event()
+        #: Notified at each stderr line and at the end of stderr.
+        self._stderr_changed = threading.Condition()
         self._stdout_thread = threading.Thread(
             target=self._read_stdout, name="test-bridge-stdout", daemon=True
         )
@@ -83,9 +85,13 @@ class Bridge:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
             text = line.decode("utf-8", "replace")
-            self.stderr_lines.append(text)
+            with self._stderr_changed:
+                self.stderr_lines.append(text)
+                self._stderr_changed.notify_all()
             CAPTURED.append(text)
-        self._stderr_done.set()
+        with self._stderr_changed:
+            self._stderr_done.set()
+            self._stderr_changed.notify_all()
 
     # -------------------------------------------------------------- sending
 
@@ -205,6 +211,19 @@ class Bridge:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
+
+    def wait_stderr(self, text: str, timeout: float = WAIT) -> int:
+        """The index of the first stderr line that holds ``text``, waiting at most ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        with self._stderr_changed:
+            while True:
+                for index, line in enumerate(self.stderr_lines):
+                    if text in line:
+                        return index
+                remaining = deadline - time.monotonic()
+                if self._stderr_done.is_set() or remaining <= 0:
+                    raise TimeoutError(f"no {text!r} on stderr: {self.stderr_lines[-20:]}")
+                self._stderr_changed.wait(remaining)
 
     @property
     def stderr_text(self) -> str:

@@ -1,4 +1,5 @@
-"""The wiring that both serve forms share: the options, the watchdog, SIGTERM, the pipes, the heap, the exit.
+"""The wiring that both serve forms share: the options, the watchdog, SIGTERM, the thread dump, the pipes,
+the heap, the exit.
 
 :func:`frontend_options` reads the options of the front end from the command line;
 :func:`serve` runs a :class:`~mcpbridge.bridge.frontend.Frontend` until VS Code closes
@@ -43,11 +44,14 @@ def frontend_options(settings: Settings) -> Options:
 
 
 def serve(frontend: object) -> int:
-    """Run the front end with the watchdog and SIGTERM; the exit code.
+    """Run the front end with the watchdog, SIGTERM and the thread dump; the exit code.
 
     A freed large block stays in the one heap of the process for the next large
     frame, and goes back to the system once they stop (:func:`_keep_large_blocks`).
+    ``SIGUSR1`` (Windows: an event, see :mod:`mcpbridge.bridge.dump`) writes a thread
+    dump to stderr while the front end serves.
     """
+    from ..bridge import dump
     from ..bridge.frontend import Ended, Frontend
 
     assert isinstance(frontend, Frontend)
@@ -61,7 +65,8 @@ def serve(frontend: object) -> int:
     # What exists now (the modules, the settings) lives as long as the process: out of
     # the collector's sight, a full collection walks only what the connection made.
     gc.freeze()
-    ended = frontend.run()
+    with dump.enabled(frontend.describe):
+        ended = frontend.run()
     return 1 if ended is Ended.UPSTREAM_LOST else 0
 
 

@@ -58,6 +58,7 @@ MARKERS = (
     CONTENT_SECRET,
     "FUZZ-CONTENT-5e1a",  # test_fuzz_bridge.py
     "CONTENT-MARKER-41c9",  # test_bridge_process.py
+    "MCPB-SECRET-dump-",  # test_thread_dump.py
 )
 BRIDGE_SECRETS = (HEADER_SECRET, API_KEY_SECRET, LITERAL_SECRET, PATH_SECRET, QUERY_SECRET)
 
