@@ -53,7 +53,6 @@ from __future__ import annotations
 import enum
 import errno
 import hmac
-import http.client
 import io
 import logging
 import secrets
@@ -451,6 +450,10 @@ class Receiver:
         return head
 
     def _route(self, sock: socket.socket, head: bytes) -> None:
+        # http.client loads ssl and email: it loads at the first request, not at the start
+        # of the URL form, which answers before it loads the HTTP client.
+        import http.client
+
         line, _, fields = head.partition(b"\n")
         parts = line.rstrip(b"\r").split(b" ")
         if len(parts) != 3 or parts[2] not in (b"HTTP/1.0", b"HTTP/1.1"):
