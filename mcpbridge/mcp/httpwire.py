@@ -63,6 +63,7 @@ import base64
 import contextlib
 import enum
 import logging
+import math
 import socket
 import threading
 import time
@@ -164,6 +165,9 @@ DRAIN_WAIT: Final = 0.002
 ACCEPT: Final = "application/json, text/event-stream"
 #: The longest ``Retry-After`` of a 429 or 503 that a transport waits for, once.
 MAX_RETRY_AFTER: Final = 30.0
+#: The longest ``Retry-After`` that is a usable wait at all (a day): a wait up to it that is
+#: too long to wait for is named in the error of the request; a longer one is no usable wait.
+MAX_USABLE_RETRY_AFTER: Final = 86400
 
 #: Linux only: acknowledge the next segment at once (the flag does not stay set).
 _QUICKACK: Final = getattr(socket, "TCP_QUICKACK", None)
@@ -256,22 +260,44 @@ def seconds_text(value: float) -> str:
     return f"{int(value)} s" if value >= 1 and value == int(value) else f"{int(value * 1000)} ms"
 
 
-def retry_after(value: str | None) -> float | None:
-    """The seconds of a ``Retry-After`` value (seconds or an HTTP date), or None."""
+def retry_after(value: str | None, *, now: float | None = None) -> int | None:
+    """The wait of a ``Retry-After`` value in whole seconds, or None when it gives no usable wait.
+
+    A usable wait is a number of seconds in ASCII digits or an HTTP date (RFC 9110, 10.2.3;
+    a date without a zone is in UTC, as every HTTP date is), at most
+    :data:`MAX_USABLE_RETRY_AFTER` away; a date in the past is a wait of 0. A wait from a
+    date is rounded up to whole seconds, the resolution of the date. Every other value is
+    None: no header, a digit that is not ASCII (``²``), a number of hundreds of digits, a
+    date years away, text. ``now`` is the time of the answer (by default the clock's).
+
+    urllib3's own parser (``Retry.parse_retry_after``) is not used: it raises for such values
+    and caps the wait where this rule has none. ``email.utils`` parses the dates.
+    """
     if not value:
         return None
-    value = value.strip()
-    if value.isdigit():
-        return float(int(value))
+    text = value.strip(" \t")
+    if text.isascii() and text.isdigit():
+        digits = text.lstrip("0")
+        # The length first: int() of thousands of digits raises, and costs time before that.
+        seconds = int(digits or "0") if len(digits) <= len(str(MAX_USABLE_RETRY_AFTER)) else None
+    else:
+        seconds = _date_wait(text, time.time() if now is None else now)
+    return seconds if seconds is not None and seconds <= MAX_USABLE_RETRY_AFTER else None
+
+
+def _date_wait(text: str, now: float) -> int | None:
+    """The whole seconds from ``now`` to the HTTP date ``text`` (0 when it is past), or None."""
     import email.utils
+    from datetime import timezone
 
     try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+        when = email.utils.parsedate_to_datetime(text)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        return max(0, math.ceil(when.timestamp() - now))
+    except (ValueError, OverflowError):
+        # email.utils raises each of these for a value that is not a date it can place.
         return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def status_error(response: Answer) -> HttpStatusError:

@@ -395,6 +395,28 @@ def test_a_retry_after_over_30_s_is_not_waited_for_and_the_error_names_the_wait(
     then_ok(transport, inbox)
 
 
+#: ``Retry-After`` values that give no usable wait: the busy answer fails at once, named by its
+#: status alone.
+NO_USABLE_WAIT = {
+    "superscript-digit": "\u00b2",
+    "400-digits": "1" + "0" * 399,
+    "5000-nines": "9" * 5000,
+    "far-future-date": "Fri, 31 Dec 9999 23:59:59 GMT",
+    "text": "soon",
+}
+
+
+@pytest.mark.parametrize("value", NO_USABLE_WAIT.values(), ids=NO_USABLE_WAIT.keys())
+def test_a_retry_after_that_is_no_usable_wait_fails_at_once_with_the_status(scripted_transport, value):
+    transport, inbox, server = scripted_transport
+    with pytest.raises(HttpStatusError) as info:
+        transport.send(call(1, "retry_after", {"status": 429, "seconds": value}))
+    assert info.value.detail == "HTTP status 429"
+    assert info.value.retry_after is None and info.value.transient
+    assert len(server.received) == 1  # sent once, no wait
+    then_ok(transport, inbox)
+
+
 def test_a_retry_after_of_1_s_is_waited_for_once_then_the_request_goes_again(
     scripted: ScriptedServer, log_lines
 ):

@@ -7,17 +7,27 @@ error (or succeeds when the framing is valid), and the next request still works.
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import gzip
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from mcpbridge.mcp.errors import InvalidResponse
 from mcpbridge.mcp.http import HttpTransport
-from mcpbridge.mcp.httpwire import ControlScan, ReadTimedOut, StreamBroken
+from mcpbridge.mcp.httpwire import (
+    MAX_USABLE_RETRY_AFTER,
+    ControlScan,
+    ReadTimedOut,
+    StreamBroken,
+    retry_after,
+)
 from mcpbridge.mcp.jsonrpc import Response, serialize_parts
 from tests.conftest import WAIT
 from tests.mcp.test_http_transport import Inbox, Sender, call, open_transport, text_of
@@ -419,3 +429,53 @@ def test_the_control_scan_allows_only_white_space_at_the_end(pieces, clean, body
     kept = list(pieces)
     scan.strip_end(kept)
     assert bytes(joined) == b"".join(kept) == body
+
+
+# ---------------------------------------------------------------------------------------------
+# Retry-After: a wait of whole seconds up to a day, or none
+# ---------------------------------------------------------------------------------------------
+
+#: The time of the answer in the tests of Retry-After: a whole second, as HTTP dates are.
+NOW = 1_800_000_000
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text())
+@example("\u00b2")
+@example("\u0665")  # ARABIC-INDIC DIGIT FIVE
+@example("1" + "0" * 399)
+@example("9" * 5000)
+@example("Fri, 31 Dec 9999 23:59:59 GMT")
+@example("Mon, 01 Jan 99999999999999999999 00:00:00 GMT")
+@example("Mon, 01 Jan 2030 00:00:00 +9999")
+def test_any_retry_after_value_is_a_wait_of_at_most_a_day_or_none(value: str) -> None:
+    wait = retry_after(value, now=NOW)
+    assert wait is None or (type(wait) is int and 0 <= wait <= MAX_USABLE_RETRY_AFTER)
+
+
+@given(st.integers(0, MAX_USABLE_RETRY_AFTER), st.integers(0, 3), st.sampled_from(["", " ", "\t"]))
+def test_a_number_of_seconds_up_to_a_day_is_its_wait(seconds: int, zeros: int, space: str) -> None:
+    assert retry_after(f"{space}{'0' * zeros}{seconds}{space}", now=NOW) == seconds
+
+
+@given(st.integers(MAX_USABLE_RETRY_AFTER + 1, 10**400))
+def test_a_longer_number_of_seconds_is_no_usable_wait(seconds: int) -> None:
+    assert retry_after(str(seconds), now=NOW) is None
+
+
+@given(st.integers(0, MAX_USABLE_RETRY_AFTER))
+def test_an_http_date_within_a_day_is_the_wait_up_to_it(offset: int) -> None:
+    imf_fixdate = email.utils.formatdate(NOW + offset, usegmt=True)
+    asctime = time.asctime(time.gmtime(NOW + offset))  # the third form of HTTP-date: no zone, UTC
+    assert retry_after(imf_fixdate, now=NOW) == offset
+    assert retry_after(asctime, now=NOW) == offset
+    # Between two whole seconds, the wait is rounded up to the date.
+    assert retry_after(imf_fixdate, now=NOW + 0.75) == offset
+
+
+@pytest.mark.parametrize(
+    ("offset", "wait"),
+    [(-1, 0), (-10 * 365 * 86400, 0), (MAX_USABLE_RETRY_AFTER + 1, None), (80 * 365 * 86400, None)],
+)
+def test_a_past_date_is_no_wait_and_a_date_over_a_day_away_is_no_usable_wait(offset, wait) -> None:
+    assert retry_after(email.utils.formatdate(NOW + offset, usegmt=True), now=NOW) == wait

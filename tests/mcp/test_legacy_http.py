@@ -364,3 +364,22 @@ def test_a_busy_answer_whose_json_body_is_no_message_is_waited_for_once_too() ->
             transport.send(Request(1, "tools/list", None))
     assert [m.id for m in delivered] == [1]
     assert [r.rpc_id for r in scripted.received] == [1, 1]
+
+
+@pytest.mark.parametrize(
+    "value", ["\u00b2", "9" * 5000, "Fri, 31 Dec 9999 23:59:59 GMT"], ids=["digit", "nines", "date"]
+)
+def test_a_busy_answer_with_no_usable_wait_fails_at_once_with_the_status(value: str) -> None:
+    from tests.peers.scripted_http import ScriptedServer
+
+    def busy(ex: Any) -> None:
+        ex.body(429, b"slow down\n", "text/plain", [("Retry-After", value)])
+
+    with ScriptedServer(_busy_then_tools(iter(["busy", "ok"]), busy)) as scripted:
+        with _started(scripted.url()) as (transport, delivered):
+            with pytest.raises(HttpStatusError) as info:
+                transport.send(Request(1, "tools/list", None))
+            transport.send(Request(2, "tools/list", None))
+    assert info.value.detail == "HTTP status 429" and info.value.retry_after is None
+    assert [m.id for m in delivered] == [2]
+    assert [r.rpc_id for r in scripted.received] == [1, 2]
