@@ -117,7 +117,7 @@ from .transport import Transport, run_callback
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is new in Python 3.11
 
-__all__ = ["Call", "Client", "RequestOptions", "Subscription"]
+__all__ = ["Call", "Client", "RequestOptions", "Subscription", "object_result"]
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -126,6 +126,17 @@ DEFAULT_MAX_DEPTH: Final = 200
 #: The slice of an unbounded :meth:`Subscription.wait_ended`.
 WAIT_SLICE: Final = 60.0
 _Outcome = Outcome
+
+
+def object_result(method: str, result: Any) -> dict[str, Any]:
+    """The ``result`` of a request of ``method``, which is an object in every MCP revision.
+
+    Raises:
+        InvalidResponse: it is a number, a string, an array, null or a boolean.
+    """
+    if not isinstance(result, dict):
+        raise InvalidResponse(f"{method}: the result is not an object")
+    return result
 
 
 def _as_id(value: Any) -> RequestId | None:
@@ -834,9 +845,7 @@ class Client(Peer):
             raise outcome
         if isinstance(outcome, ErrorResponse):
             raise RpcError(outcome.error)
-        result = outcome.result
-        if not isinstance(result, dict):
-            raise InvalidResponse(f"{method}: the result is not an object")
+        result = object_result(method, outcome.result)
         kind = result.get("resultType", "complete")
         if kind == "complete":
             return result

@@ -344,6 +344,7 @@ class _Check:
 
     def _legacy(self, legacy_upstream: Any, probe: Any) -> None:
         from ..bridge.passthrough import LegacyPeer
+        from ..mcp.client import object_result
         from ..mcp.jsonrpc import ErrorResponse
 
         transport = legacy_upstream.transport(probe)
@@ -384,11 +385,7 @@ class _Check:
                 reply = peer.request(method, params, timeout=self.timeout)
                 if isinstance(reply, ErrorResponse):
                     raise RpcError(reply.error)
-                if not isinstance(reply.result, dict):
-                    from ..mcp.errors import InvalidResponse
-
-                    raise InvalidResponse(f"{method}: the result is not an object")
-                return reply.result
+                return object_result(method, reply.result)
 
             self._count_lists(capabilities, fetch)
             self.report.ok = not self.report.problems
