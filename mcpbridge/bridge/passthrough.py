@@ -30,7 +30,10 @@ bridge only carries the messages:
   ``tools/list``, a string-or-nothing ``nextCursor``, and the icon rule of the front
   end (only ``data:`` icons from a server at a URL, its ``serverInfo`` icons
   included). The translation's own rules (a text copy of ``structuredContent``, the
-  2026-07-28 members) are not for a 2025-era result.
+  2026-07-28 members) are not for a 2025-era result. A result that is not an object,
+  which no MCP revision allows and VS Code refuses, fails its request with
+  ``invalid_response`` by the rule of the 2026-07-28 path
+  (:func:`~mcpbridge.mcp.client.object_result`), with a warning line.
   A line of the client that answers a ``u-`` request but cannot be read
   answers the server with an error, so that its request does not wait forever.
 
@@ -57,7 +60,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final, Protocol
 
 from ..mcp.cancel import CancelToken
-from ..mcp.client import Client
+from ..mcp.client import Client, object_result
 from ..mcp.droplog import DropLog
 from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, RpcError, SpawnFailed
@@ -720,16 +723,27 @@ class LegacyPassthrough:
         finally:
             if token is not None:
                 self._progress.close(token)
-        if isinstance(outcome, Response):
-            self._trace(slot, request.method, "response", started)
-            shaped = self._shape(request.method, params, outcome.result)
-            self._host.respond(slot, shaped, raw=outcome.raw)
-        else:
+        if isinstance(outcome, ErrorResponse):
             self._trace(slot, request.method, f"error {outcome.error.code}", started)
             self._host.respond_error(slot, outcome.error.to_obj())
+            return
+        try:
+            result = object_result(request.method, outcome.result)
+        except InvalidResponse as exc:
+            self._trace(slot, request.method, exc.cause, started)
+            self._drops(
+                logging.WARNING,
+                "results that are not objects",
+                "%s: the upstream server sent a result that is not an object, thus the client gets an error",
+                printable(request.method),
+            )
+            self._host.respond_error(slot, errortable.error_from_mcp(exc))
+            return
+        self._trace(slot, request.method, "response", started)
+        self._host.respond(slot, self._shape(request.method, params, result), raw=outcome.raw)
 
-    def _shape(self, method: str, params: Any, result: Any) -> Any:
-        if method not in _SHAPED_METHODS or not isinstance(result, dict):
+    def _shape(self, method: str, params: Any, result: dict[str, Any]) -> dict[str, Any]:
+        if method not in _SHAPED_METHODS:
             return result
         # The tool filter; a 2025-era result has no ttlMs, so nothing is cached.
         result = self._lists.page(method, params, result, cache=False)

@@ -34,12 +34,13 @@ end of its stdin.
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import ssl
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -416,6 +417,55 @@ _BEHAVIOURS: dict[str, Callable[[Exchange, dict[str, Any]], None]] = {
     "drop_stream": _drop_stream,
     "redirect": lambda ex, _a: ex.body(307, b"", "text/plain", [("Location", "/elsewhere")]),
 }
+
+
+# ---------------------------------------------------------------------------------------------
+# A 2025-era endpoint
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LegacyScript:
+    """A scripted 2025-era (2025-06-18) endpoint, for the passthrough over HTTP.
+
+    ``initialize`` opens the session ``s1``, the next one ``s2``, and so on; a notification
+    or an answer gets 202, a GET 405 (no stream of the server's own). ``tools/call`` of
+    ``result`` answers ``arguments.value`` as the result, as it is; of ``ok`` the text
+    ``ok``. Every other request gets -32601. With ``forget_sessions``, every message of a
+    session gets 404: a server that forgets each session at once.
+    """
+
+    forget_sessions: bool = False
+    _sessions: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def __call__(self, ex: Exchange) -> None:
+        request = ex.request
+        if request.method != "POST":
+            ex.body(405, b"", "text/plain")
+            return
+        if self.forget_sessions and request.header("Mcp-Session-Id") is not None:
+            ex.body(404, b"", "text/plain")
+            return
+        if request.rpc_method == "initialize":
+            result = {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "scripted-legacy", "version": "1"},
+            }
+            answer = {"jsonrpc": "2.0", "id": request.rpc_id, "result": result}
+            ex.json(answer, extra=[("Mcp-Session-Id", f"s{next(self._sessions)}")])
+            return
+        if "id" not in (request.json or {}) or request.rpc_method is None:
+            ex.body(202, b"", "text/plain")
+            return
+        name = request.params.get("name") if request.rpc_method == "tools/call" else None
+        if name == "result":
+            value = (request.params.get("arguments") or {}).get("value")
+            ex.json({"jsonrpc": "2.0", "id": request.rpc_id, "result": value})
+        elif name == "ok":
+            ex.result({"content": [{"type": "text", "text": "ok"}]})
+        else:
+            ex.error(-32601, "Method not found")
 
 
 def main() -> None:

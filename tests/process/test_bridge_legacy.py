@@ -7,6 +7,7 @@ bridge is driven over its stdin and stdout as VS Code drives it.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from harness import WAIT, Bridge, bridge_command, fixture_command, text_of
 from peers.legacy import legacy_command, running_legacy_http_server
 from schema import validate_legacy_frame
+from tests.peers.scripted_http import LegacyScript, ScriptedServer
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -281,6 +283,48 @@ def test_the_loss_of_a_2025_era_child_ends_the_bridge_with_exit_1() -> None:
         assert bridge.wait_response(pending)["error"]["data"]["cause"] == "upstream_exited"
         assert bridge.wait_exit() == 1
         assert "the upstream server exited with code 3" in bridge.stderr_text
+
+
+# --------------------------------------------------- what a server must not send
+
+#: Results that no MCP revision allows, and VS Code refuses: each fails its own request.
+NOT_OBJECTS = [5, "not-an-object-7f3", [1, 2], None, True]
+#: ``tools/call`` of a scripted stdio server as :class:`~peers.scripted_http.LegacyScript` answers it.
+RESULT_TOOLS = """
+elif m.get('method') == 'tools/call' and m['params']['name'] == 'result':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': m['params']['arguments']['value']})
+elif m.get('method') == 'tools/call':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': {'content': [{'type': 'text', 'text': 'ok'}]}})
+"""
+
+
+@pytest.mark.parametrize("over", ["stdio", "http"])
+def test_a_result_that_is_not_an_object_fails_its_request_and_the_bridge_serves_on(over: str) -> None:
+    with contextlib.ExitStack() as stack:
+        if over == "http":
+            server = stack.enter_context(ScriptedServer(LegacyScript()))
+            command = bridge_command("--protocol", "legacy", server.url())
+        else:
+            command = bridge_command("--protocol", "legacy", upstream=legacy_script(RESULT_TOOLS))
+        bridge = stack.enter_context(Bridge(command))
+        assert "result" in bridge.initialize()
+        for value in NOT_OBJECTS:
+            response = call(bridge, "result", {"value": value})
+            validate_legacy_frame(response)
+            assert response["error"]["code"] == -32603
+            assert response["error"]["data"] == {
+                "cause": "invalid_response",
+                "detail": "tools/call: the result is not an object",
+            }
+        assert text_of(call(bridge, "ok")) == "ok"
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+    warnings = [line.rstrip("\n") for line in bridge.stderr_lines if "not an object" in line]
+    assert warnings == [
+        "mcp-bridge-vscode: bridge: warning: tools/call: the upstream server sent a result that is not an "
+        "object, thus the client gets an error"
+    ]
+    assert "not-an-object-7f3" not in bridge.stderr_text
 
 
 # ------------------------------------------------------------ the passthrough
