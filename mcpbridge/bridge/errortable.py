@@ -78,6 +78,11 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             f"The bridge has no connection to the upstream server. {_SEE_OUTPUT}",
         ),
         "task_cancelled": (INTERNAL_ERROR, "The upstream server canceled the task of the request."),
+        "session_expired": (
+            INTERNAL_ERROR,
+            "The upstream server ended its session, and a new session at once too, thus the bridge "
+            f"starts no more sessions. Restart the server. {_SEE_OUTPUT}",
+        ),
         "invalid_request": (
             INVALID_PARAMS,
             "The bridge cannot send the parameters of the request to the upstream server.",

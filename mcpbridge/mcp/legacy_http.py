@@ -31,7 +31,11 @@ are raw JSON-RPC: the transport adds nothing to them, it only carries them.
   405, and the thread ends.
 * A 404 on a message that carried a session id means that the session expired:
   the transport sends ``initialize`` again with the first parameters, then
-  ``notifications/initialized``, and repeats the message once.
+  ``notifications/initialized``, and repeats the message once. When the new
+  session expires at once too (a 404 for its ``notifications/initialized`` or for
+  the message repeated in it), the server forgets every session: the transport
+  starts no more sessions, says so in one warning line, and fails that message and
+  each later one with :class:`SessionExpired`, without sending it.
 * A 429 or 503 of a request with a ``Retry-After`` of at most 30 s is waited
   for once, as in :mod:`.http`.
 * :meth:`close` posts what is queued (for at most its grace), then ends the
@@ -53,6 +57,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING, Any, Final
 
 from .cancel import CancelToken
+from .droplog import DropLog
 from .errorbase import PeerFault
 from .errors import Closed, InvalidResponse, McpError, NotConnected
 from .httpbase import HttpTransportBase, json_body
@@ -64,7 +69,7 @@ from .transport import OnClosed, OnFrameError, OnMessage
 if TYPE_CHECKING:
     from .httppool import WireResponse
 
-__all__ = ["LegacyHttpTransport"]
+__all__ = ["LegacyHttpTransport", "SessionExpired"]
 
 log = logging.getLogger("mcpbridge.http")
 
@@ -81,14 +86,22 @@ STREAM_READY_WAIT: Final = 10.0
 JOIN_TIMEOUT: Final = 2.0
 
 _init_ids = itertools.count(1)
+#: The detail of :class:`SessionExpired`.
+_SESSIONS_ENDED: Final = "the upstream server ended a new session at once too"
 
 
 def _visible_ascii(value: str) -> bool:
     return bool(value) and all(0x21 <= ord(char) <= 0x7E for char in value)
 
 
+class SessionExpired(McpError, PeerFault):
+    """The server ended the session, and a new one at once too: the transport starts no more."""
+
+    cause = "session_expired"
+
+
 class _Expired(PeerFault):
-    """A 404 for a message that carried the session id ``session``."""
+    """A 404 for a message that carried the session id ``session``; the transport handles it."""
 
     def __init__(self, session: str) -> None:
         super().__init__("the session expired")
@@ -115,6 +128,9 @@ class LegacyHttpTransport(HttpTransportBase):
         self._version: str | None = None
         self._init_params: dict[str, Any] | None = None
         self._renew_lock = threading.Lock()
+        #: Set once a new session expired at once too; guarded by ``_lock``.
+        self._sessions_ended = False
+        self._drops = DropLog(log)
         self._listener: threading.Thread | None = None
         #: Set once the GET stream got its answer (or cannot get one).
         self._stream_ready = threading.Event()
@@ -212,13 +228,21 @@ class LegacyHttpTransport(HttpTransportBase):
                     raise
                 waited = True
             except _Expired as expired:
-                if renewed or request.method == "initialize":
+                if request.method == "initialize":
                     raise HttpStatusError(404) from expired
+                if renewed:
+                    raise self._end_sessions() from expired
                 renewed = True
                 self._renew(expired.session, cancel)
 
     def _post(self, message: Message, cancel: CancelToken | None, deliver: OnMessage) -> None:
-        """One message, with one more try after a 401 or 403 that the authorizer handled."""
+        """One message, with one more try after a 401 or 403 that the authorizer handled.
+
+        Raises:
+            SessionExpired: the transport starts no more sessions; nothing was sent.
+        """
+        if self._sessions_ended:
+            raise SessionExpired(_SESSIONS_ENDED)
         challenged = False
         while True:
             session = self._session_id
@@ -293,8 +317,22 @@ class LegacyHttpTransport(HttpTransportBase):
             if not isinstance(answer, Response):
                 raise InvalidResponse("initialize of a new session failed")
             self._open_stream()
-            self._post(Notification("notifications/initialized"), cancel, answers.append)
+            try:
+                self._post(Notification("notifications/initialized"), cancel, answers.append)
+            except _Expired as expired:
+                raise self._end_sessions() from expired
         log.info("the session of the upstream server expired, thus the bridge started a new session")
+
+    def _end_sessions(self) -> SessionExpired:
+        """Start no more sessions (a new one expired at once too); the error of the message at hand."""
+        with self._lock:
+            first, self._sessions_ended = not self._sessions_ended, True
+        if first:
+            log.warning(
+                "the upstream server ended a new session at once too, thus the bridge starts no more "
+                "sessions: restart the server"
+            )
+        return SessionExpired(_SESSIONS_ENDED)
 
     def _delete_session(self, grace: float) -> None:
         session = self._session_id
@@ -339,9 +377,17 @@ class LegacyHttpTransport(HttpTransportBase):
                 self._post(message, None, lambda _m: None)
             except _Expired as expired:
                 self._renew(expired.session, None)
-                self._post(message, None, lambda _m: None)
-        except _Expired:
-            log.warning("%s was not sent to the upstream server: its session expired again", what[:128])
+                try:
+                    self._post(message, None, lambda _m: None)
+                except _Expired as again:
+                    raise self._end_sessions() from again
+        except SessionExpired:
+            self._drops(
+                logging.WARNING,
+                "messages without a session",
+                "%s was not sent to the upstream server: the bridge starts no more sessions",
+                what[:128],
+            )
         except McpError as exc:
             if not self._closed:
                 log.warning(

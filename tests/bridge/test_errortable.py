@@ -23,6 +23,7 @@ from mcpbridge.mcp.jsonrpc import (
     PARSE_ERROR,
     ErrorObject,
 )
+from mcpbridge.mcp.legacy_http import SessionExpired
 from tests.schema import validate_legacy
 
 SEE = "See the Output channel of the server."
@@ -48,6 +49,11 @@ EXPECTED = {
     "hook_failed": (INTERNAL_ERROR, "The bridge cannot give the input that the upstream server asked for."),
     "not_connected": (INTERNAL_ERROR, f"The bridge has no connection to the upstream server. {SEE}"),
     "task_cancelled": (INTERNAL_ERROR, "The upstream server canceled the task of the request."),
+    "session_expired": (
+        INTERNAL_ERROR,
+        "The upstream server ended its session, and a new session at once too, thus the bridge starts no "
+        f"more sessions. Restart the server. {SEE}",
+    ),
     "invalid_request": (
         INVALID_PARAMS,
         "The bridge cannot send the parameters of the request to the upstream server.",
@@ -298,6 +304,7 @@ def test_the_2026_resource_not_found_is_not_changed_by_the_error_table() -> None
         (errors.InvalidMeta("vscode.bad key"), ("invalid_meta", "vscode.bad key")),
         (errors.InvalidRequest(), ("invalid_request", None)),
         (errors.Cancelled(), ("canceled", None)),
+        (SessionExpired("a new session ended"), ("session_expired", "a new session ended")),
     ],
 )
 def test_every_other_error_of_the_upstream_client_gives_the_row_of_its_cause(

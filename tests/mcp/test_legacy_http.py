@@ -22,7 +22,7 @@ from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled
 from mcpbridge.mcp.http import HttpStatusError
 from mcpbridge.mcp.jsonrpc import Notification, Request, Response
-from mcpbridge.mcp.legacy_http import LegacyHttpTransport
+from mcpbridge.mcp.legacy_http import LegacyHttpTransport, SessionExpired
 
 INIT_PARAMS = {
     "protocolVersion": "2025-11-25",
@@ -39,6 +39,8 @@ class Endpoint:
         self.sessions = 0
         self.expired: set[str] = set()
         self.expire_next_list = False
+        #: The methods whose messages get 404 in every session: a server that forgets sessions.
+        self.forget_for: set[str] = set()
         self.release = threading.Event()
         self.hanging = threading.Event()
         self.lock = threading.Lock()
@@ -58,7 +60,7 @@ class Endpoint:
         method = message.get("method")
         with self.lock:
             self.seen.append(("POST", session, version, method))
-            if session is not None and session in self.expired:
+            if session is not None and (session in self.expired or method in self.forget_for):
                 self._empty(handler, 404)
                 return
             if method == "initialize":
@@ -197,6 +199,31 @@ def test_an_expired_session_is_initialized_again_once_and_the_request_repeated(e
         ("POST", "s2", "notifications/initialized"),
         ("DELETE", "s2", None),
     ]
+
+
+@pytest.mark.parametrize(
+    "forgotten",
+    [{"tools/list"}, {"tools/list", "notifications/initialized"}],
+    ids=["the-request-again", "initialized-too"],
+)
+def test_a_new_session_that_expires_at_once_too_ends_the_new_sessions(endpoint, forgotten) -> None:
+    script, url = endpoint
+    peer = open_peer(url, [])
+    try:
+        assert isinstance(peer.request("tools/list", None, timeout=WAIT), Response)  # the session works
+        script.forget_for = forgotten
+        for _ in range(2):
+            with pytest.raises(SessionExpired) as info:
+                peer.request("tools/list", None, timeout=WAIT)
+            assert info.value.cause == "session_expired"
+    finally:
+        peer.close()
+    first = [("initialize", None), ("notifications/initialized", "s1"), ("tools/list", "s1")]
+    renewal = [("tools/list", "s1"), ("initialize", None), ("notifications/initialized", "s2")]
+    if "notifications/initialized" not in forgotten:
+        renewal.append(("tools/list", "s2"))  # the request once more, in the new session
+    # The second request is not sent: the bridge starts no more sessions.
+    assert script.posts() == first + renewal
 
 
 def test_a_refused_get_stream_leaves_the_requests_working(endpoint) -> None:

@@ -327,6 +327,38 @@ def test_a_result_that_is_not_an_object_fails_its_request_and_the_bridge_serves_
     assert "not-an-object-7f3" not in bridge.stderr_text
 
 
+def test_a_server_that_forgets_every_session_gets_one_new_session_then_each_request_fails_named() -> None:
+    with (
+        ScriptedServer(LegacyScript(forget_sessions=True)) as server,
+        Bridge(bridge_command("--protocol", "legacy", server.url())) as bridge,
+    ):
+        assert "result" in bridge.initialize()
+        for _ in range(3):
+            response = call(bridge, "ok")
+            validate_legacy_frame(response)
+            assert response["error"]["data"]["cause"] == "session_expired"
+            assert "starts no more sessions" in response["error"]["message"]
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        posts = [(r.rpc_method, r.header("Mcp-Session-Id")) for r in server.received if r.method == "POST"]
+    # notifications/initialized of the client expired its session, and that of the one new session too;
+    # no request went out after that.
+    assert posts == [
+        ("initialize", None),
+        ("notifications/initialized", "s1"),
+        ("initialize", None),
+        ("notifications/initialized", "s2"),
+    ]
+    warning = "mcp-bridge-vscode: http: warning: "
+    assert [line.rstrip("\n") for line in bridge.stderr_lines if "no more sessions" in line] == [
+        warning + "the upstream server ended a new session at once too, thus the bridge starts no more "
+        "sessions: restart the server",
+        warning + "notifications/initialized was not sent to the upstream server: the bridge starts no "
+        "more sessions",
+    ]
+    assert "failed inside the bridge" not in bridge.stderr_text
+
+
 # ------------------------------------------------------------ the passthrough
 
 
