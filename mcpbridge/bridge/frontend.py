@@ -9,7 +9,10 @@ bad line itself, resolves the client's answers to the bridge's own requests,
 and hands every other request to a **slot** (module ``slots``): a task of a
 bounded ``ThreadPoolExecutor``. The reader never waits for a slot: at the limit
 of requests in flight a request gets ``too_many_requests`` at once, so the
-reader always reads cancellations and answers.
+reader always reads cancellations and answers. It waits only for room in the
+output: a client that reads slower than the bridge answers it meets the bound of
+the output (module ``output``), and then the reader stops reading it until it
+reads, or until the stall rule of the watcher ends the connection.
 
 Each slot owns a :class:`Slot` with a cancel token. A slot writes its response
 once; the check that it may write and the write are one step under the
@@ -43,7 +46,10 @@ Rules of the lifecycle (the table is :data:`LIFECYCLE`):
 
 A **watcher** thread looks at the upstream every 200 ms: when a child process
 is gone it answers every request in flight with ``upstream_exited`` and ends
-the connection. It also logs requests that wait for a long time.
+the connection. When the client has read nothing for ``output_stall_timeout``
+(:data:`~.options.OUTPUT_STALL_TIMEOUT`) while output waits for it, the watcher
+ends the connection as at the end of the input (the *stall rule*). It also logs
+requests that wait for a long time.
 """
 
 from __future__ import annotations
@@ -134,7 +140,7 @@ class Frontend:
         self._in = stdin
         #: The client's output; the parts behind the front end write through it.
         self._large_frames = LargeFrames()
-        self.output = Output(stdout, self._large_frames.count)
+        self.output = Output(stdout, self._large_frames.count, max_queued=options.max_output_bytes)
         self._connect = connect
         self.options = options
         #: How to reach a 2025-era upstream; ``None``: the bridge never falls back.

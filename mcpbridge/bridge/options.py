@@ -10,6 +10,7 @@ from ..mcp.client import Client
 from ..mcp.jsonrpc import Notification
 from . import translate
 from .lists import ToolFilter
+from .output import MAX_QUEUED_BYTES
 
 __all__ = ["OUTPUT_STALL_TIMEOUT", "Connect", "Options", "Timeouts"]
 
@@ -62,6 +63,9 @@ class Options:
     tool_filter: ToolFilter = ToolFilter()
     #: See :data:`OUTPUT_STALL_TIMEOUT`.
     output_stall_timeout: float = OUTPUT_STALL_TIMEOUT
+    #: The bytes that may wait for the client before the reader stops reading it
+    #: (see :data:`~.output.MAX_QUEUED_BYTES`).
+    max_output_bytes: int = MAX_QUEUED_BYTES
 
 
 #: The factory of the upstream client: (client info, notification callback) -> a started Client.

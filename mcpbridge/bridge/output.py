@@ -11,13 +11,26 @@ or a write that failed) nothing more is written.
 
 A thread that writes a frame waits until it is written, as a blocking write
 would, and writes the queue itself when the pen is free: a response costs no
-hand-off. Only the client's reader thread (:meth:`Output.set_reader`) never
-waits: its frames (the answers to ``ping``, the errors of bad lines) join the
-queue, and when the pen is free the ``mcpbridge-output`` thread takes it. So a
-client that stops reading its input never stops the reader: it still reads the
-cancellations and the answers to the bridge's requests. A thread that wrote its
-own frame hands the rest of the queue to that thread too, so that nobody writes
-for others for ever.
+hand-off. Only the client's reader thread (:meth:`Output.set_reader`) does not
+wait for its frames (the answers to ``ping``, the errors of bad lines) to be
+written: they join the queue, and when the pen is free the ``mcpbridge-output``
+thread takes it. So a client that stops reading its input does not stop the
+reader at once: it still reads the cancellations and the answers to the
+bridge's requests, up to the bound of the queue. A thread that wrote its own
+frame hands the rest of the queue to that thread too, so that nobody writes for
+others for ever.
+
+The queue has a bound in bytes (``max_queued``, :data:`MAX_QUEUED_BYTES` by
+default). A frame counts its bytes and :data:`FRAME_OVERHEAD` (the memory of
+its place in the queue) until it is written, and it joins the queue only while
+the frames count less than the bound: at most the bound and one frame wait for
+the client, whatever the client sends. At the bound every writer waits for
+room, the reader too: it stops reading the client until the client reads. That
+wait depends on the client alone, never on another thread of the bridge: the
+frames that fill the queue are in it already, and the pen holder only writes
+them, so the reader goes on as soon as the client has read enough. A client that
+reads nothing is ended by the stall rule below, which closes the output and so
+ends every wait.
 
 The writes go to the file descriptor of the stream, in pieces of at most
 :data:`WRITE_CHUNK_BYTES`; each piece written is progress. :meth:`Output.waiting`
@@ -48,10 +61,11 @@ from typing import Any, BinaryIO, Final, Protocol
 
 from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
+from ..mcp.droplog import DROP_LOG_INTERVAL
 from ..mcp.jsonrpc import RequestId
 from .dumptext import OutputState
 
-__all__ = ["LARGE_FRAME_BYTES", "QUIET_SECONDS", "Host", "LargeFrames", "Output", "Slot"]
+__all__ = ["LARGE_FRAME_BYTES", "MAX_QUEUED_BYTES", "QUIET_SECONDS", "Host", "LargeFrames", "Output", "Slot"]
 
 log = logging.getLogger("mcpbridge.bridge")
 
@@ -63,6 +77,13 @@ QUIET_SECONDS = 1.0
 WRITE_CHUNK_BYTES: Final = 1024 * 1024
 #: The wait of :meth:`Output.close` for the ``mcpbridge-output`` thread.
 JOIN_TIMEOUT: Final = 1.0
+#: The bytes that may wait for the client before its reader stops reading (see the module
+#: docstring): as much as the longest line, so that what waits, the bound and one frame,
+#: stays about twice the line limit.
+MAX_QUEUED_BYTES: Final = 64 * 1024 * 1024
+#: The memory of a frame's place in the queue beyond its bytes (the entry, the objects of a
+#: short frame): counted with the bytes, so that a flood of small frames meets the bound too.
+FRAME_OVERHEAD: Final = 256
 
 
 class Slot:
@@ -153,10 +174,20 @@ class Output:
 
     ``on_large_frame`` is called for each response that carries a long line
     (the front end counts large frames to give memory back when they stop).
+    ``max_queued`` is the bound in bytes of the queue.
     """
 
-    def __init__(self, stream: BinaryIO, on_large_frame: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        stream: BinaryIO,
+        on_large_frame: Callable[[], None] | None = None,
+        *,
+        max_queued: int = MAX_QUEUED_BYTES,
+    ) -> None:
+        if max_queued < 1:
+            raise ValueError("max_queued must be at least 1")
         self._out = stream
+        self._max_queued = max_queued
         self._fd = _descriptor(stream)
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -166,8 +197,10 @@ class Output:
         self._sequence = itertools.count(1)
         # Guarded by _cond:
         self._closed = False
-        #: The frames that wait for the pen, each with its number.
-        self._queue: deque[tuple[int, Sequence[jsonrpc.Piece]]] = deque()
+        #: The frames that wait for the pen, each with its number and the bytes it counts.
+        self._queue: deque[tuple[int, Sequence[jsonrpc.Piece], int]] = deque()
+        #: The bytes that the frames of the queue and the frame being written count.
+        self._queued_bytes = 0
         #: The number of the last frame that is written (or dropped at the close).
         self._done = 0
         #: A thread holds the pen: it writes the queue.
@@ -178,13 +211,15 @@ class Output:
         self._progress_at = 0.0
         #: A write failed: the output closed.
         self._failed = False
+        #: The reader's next wait for room may say so in the log (rate-limited).
+        self._next_pause_log = 0.0
 
     @property
     def closed(self) -> bool:
         return self._closed
 
     def set_reader(self, thread: threading.Thread) -> None:
-        """The client's reader thread: its frames never make it wait (see the module docstring)."""
+        """The client's reader thread: it waits for room for its frames, never for their write."""
         self._reader = thread
 
     def waiting(self) -> float:
@@ -199,7 +234,7 @@ class Output:
         if not self._lock.acquire(timeout=wait):
             return None
         try:
-            size = sum(len(piece) for _, pieces in self._queue for piece in pieces)
+            size = sum(len(piece) for _, pieces, _ in self._queue for piece in pieces)
             stalled_since = self._progress_at if self._writing and not self._closed else None
             return OutputState(len(self._queue), size, stalled_since, self._closed)
         finally:
@@ -217,19 +252,50 @@ class Output:
             if self._queue:
                 log.debug("dropped %d frames for the client at the close of the output", len(self._queue))
             self._closed = True
-            self._queue.clear()
+            self._drop_queue_locked()
             self._cond.notify_all()
             writer, busy = self._writer, self._writing and self._handed_over
         if writer is not None and not busy:
             writer.join(JOIN_TIMEOUT)
 
+    def _drop_queue_locked(self) -> None:
+        """Drop the frames that wait (the output closed); the caller holds the lock."""
+        self._queued_bytes -= sum(size for _, _, size in self._queue)
+        self._queue.clear()
+
+    def _wait_for_room_locked(self) -> bool:
+        """Wait until less than the bound waits (see the module docstring); False once closed.
+
+        The caller holds the lock. No time limit of its own: the queue drains as the
+        client reads, and the stall rule closes the output of a client that reads nothing.
+        """
+        while self._queued_bytes >= self._max_queued and not self._closed:
+            if threading.current_thread() is self._reader:
+                self._log_pause_locked()
+            self._cond.wait()
+        return not self._closed
+
+    def _log_pause_locked(self) -> None:
+        """Say that the reader stops reading the client, at most once every :data:`DROP_LOG_INTERVAL`."""
+        now = time.monotonic()
+        if now >= self._next_pause_log:
+            self._next_pause_log = now + DROP_LOG_INTERVAL
+            log.debug(
+                "the client reads slower than the bridge answers: %d KiB wait for it, so the bridge "
+                "stops reading the client until it reads",
+                self._max_queued // 1024,
+            )
+
     def _submit_locked(self, pieces: Sequence[jsonrpc.Piece]) -> bool:
-        """Queue ``pieces`` and write or wait (see the module docstring); the caller holds the lock.
+        """Queue ``pieces`` and write or wait (see the module docstring); the caller holds the
+        lock and waited for room.
 
         True when the frame is written, or (the reader) queued.
         """
         number = next(self._sequence)
-        self._queue.append((number, pieces))
+        size = sum(len(piece) for piece in pieces) + FRAME_OVERHEAD
+        self._queue.append((number, pieces, size))
+        self._queued_bytes += size
         if not self._writing:
             self._writing = True
             self._progress_at = time.monotonic()
@@ -278,13 +344,14 @@ class Output:
                 if until is not None and self._done >= until:
                     self._hand_over_locked()
                     return
-                number, pieces = self._queue.popleft()
+                number, pieces, size = self._queue.popleft()
             ok = self._write_pieces(pieces)
             with self._cond:
+                self._queued_bytes -= size
                 if not ok:
                     self._failed = True
                     self._closed = True
-                    self._queue.clear()
+                    self._drop_queue_locked()
                     self._writing = False
                     self._handed_over = False
                 self._done = max(self._done, number)
@@ -318,7 +385,7 @@ class Output:
         With a ``slot`` the frame is its response: written once, never for a canceled slot.
         """
         with self._cond:
-            if self._closed:
+            if not self._wait_for_room_locked():
                 return False
             if slot is not None:
                 if slot.done or slot.cancel.cancelled:
@@ -333,7 +400,7 @@ class Output:
         events atomically; ``frames`` must not block or take another lock.
         """
         with self._cond:
-            if self._closed:
+            if not self._wait_for_room_locked():
                 return False
             data = b"".join(frames())
             if not data:

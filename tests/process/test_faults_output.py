@@ -1,15 +1,19 @@
-"""A client that stops reading the bridge's stdout: the reader goes on, and the bridge ends in time.
+"""A client that reads the bridge's stdout slowly or not at all: the reader goes on up to the
+bound of the output, waits there for the client, and the bridge ends in time.
 
 The bridge runs as a real process with the wiring of ``mcp-bridge-vscode -- <command>``
-(only the stall timeout lowered through its option). The upstream is
-``tests/peers/bad_upstream.py``, which writes ``bad_upstream: cancelled`` to stderr
-(the bridge passes it on to its own stderr) when a ``silent`` call is canceled.
+(only the stall timeout and the bound of the output set through their options). The
+upstream is ``tests/peers/bad_upstream.py``, which writes ``bad_upstream: cancelled`` to
+stderr (the bridge passes it on to its own stderr) when a ``silent`` call is canceled.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import itertools
 import json
+import logging
 import os
 import queue
 import select
@@ -23,7 +27,7 @@ from typing import Any
 
 from harness import WAIT
 from mcpbridge.bridge.options import OUTPUT_STALL_TIMEOUT
-from mcpbridge.bridge.output import Output
+from mcpbridge.bridge.output import MAX_QUEUED_BYTES, Output
 
 BAD_UPSTREAM = Path(__file__).resolve().parents[1] / "peers" / "bad_upstream.py"
 #: The stall timeout of the runs here, in place of 60 s.
@@ -33,7 +37,15 @@ LONG_ID = "p" * 65536
 #: The pings: more answers than the pipe of stdout (1 MiB at most) and its buffers hold.
 PINGS = 64
 
-#: The bridge of ``mcp-bridge-vscode -- <command>`` with ``output_stall_timeout`` from argv[1].
+#: The bound of the output in the runs that meet it: a few hundred pings fill it.
+BOUND = 256 * 1024
+#: The id of a ping there: each line and each answer is about 1 KiB.
+KIB_ID = "k" * 1000
+#: What the client of those runs writes at most: many times what the bridge may take in.
+BUDGET = 16 * 1024 * 1024
+
+#: The bridge of ``mcp-bridge-vscode -- <command>`` with ``output_stall_timeout`` from argv[1]
+#: and ``max_output_bytes`` from argv[2].
 BRIDGE = """
 import sys
 from mcpbridge import __version__, log
@@ -43,9 +55,15 @@ from mcpbridge.bridge.passthrough import StdioUpstream
 from mcpbridge.vscode.serving import exit_now, serve
 
 log.configure("debug")
-stall = float(sys.argv[1])
-options = Options(fallback_name="t", version=__version__, forward_on_reader=True, output_stall_timeout=stall)
-upstream = StdioUpstream(sys.argv[2:], max_line_bytes=64 * 1024 * 1024)
+stall, bound = float(sys.argv[1]), int(sys.argv[2])
+options = Options(
+    fallback_name="t",
+    version=__version__,
+    forward_on_reader=True,
+    output_stall_timeout=stall,
+    max_output_bytes=bound,
+)
+upstream = StdioUpstream(sys.argv[3:], max_line_bytes=64 * 1024 * 1024)
 frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, upstream.connect, options, legacy=upstream)
 exit_now(serve(frontend))
 """
@@ -123,10 +141,10 @@ class Lines:
 
 
 @contextlib.contextmanager
-def initialized_bridge(stall: float) -> Iterator[tuple[subprocess.Popen[bytes], Lines]]:
+def initialized_bridge(stall: float, bound: int) -> Iterator[tuple[subprocess.Popen[bytes], Lines]]:
     """A bridge past ``initialize`` and its stderr lines; its stdout is the test's to read."""
     process = subprocess.Popen(
-        [sys.executable, "-c", BRIDGE, str(stall), sys.executable, str(BAD_UPSTREAM)],
+        [sys.executable, "-c", BRIDGE, str(stall), str(bound), sys.executable, str(BAD_UPSTREAM)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -160,9 +178,22 @@ def initialized_bridge(stall: float) -> Iterator[tuple[subprocess.Popen[bytes], 
     assert not [text for text in stderr.lines if "Traceback" in text]
 
 
+def pings(count: int) -> Iterator[bytes]:
+    """``count`` pings of about 1 KiB each, numbered in their ids."""
+    return (frame(f"{KIB_ID}-{n}", "ping") for n in range(count))
+
+
+def intake(process: subprocess.Popen[bytes]) -> int:
+    """The most bytes of input the bridge may take in while its client reads nothing: the bound,
+    the pipes of stdin and stdout, and a line with its answer in its hands (and buffers)."""
+    streams = (process.stdin, process.stdout)
+    pipes = sum(fcntl.fcntl(stream.fileno(), fcntl.F_GETPIPE_SZ) for stream in streams if stream is not None)
+    return BOUND + pipes + 256 * 1024
+
+
 def test_a_client_that_stops_reading_does_not_stop_the_reader_and_the_bridge_ends_after_the_stall() -> None:
     assert OUTPUT_STALL_TIMEOUT == 60.0
-    with initialized_bridge(STALL) as (process, stderr):
+    with initialized_bridge(STALL, MAX_QUEUED_BYTES) as (process, stderr):
         assert process.stdin is not None
         send = process.stdin
         send.write(frame(2, "tools/call", {"name": "silent", "arguments": {}}))
@@ -186,7 +217,47 @@ def test_a_client_that_stops_reading_does_not_stop_the_reader_and_the_bridge_end
         assert process.wait(WAIT) == 0
 
 
-def test_the_output_keeps_the_order_of_its_frames_and_only_the_reader_never_waits() -> None:
+def test_at_the_bound_of_the_output_the_reader_stops_reading_and_a_silent_client_is_ended() -> None:
+    assert MAX_QUEUED_BYTES == 64 * 1024 * 1024  # the bound that the README tells
+    with initialized_bridge(STALL, BOUND) as (process, stderr):
+        assert process.stdin is not None
+        # Many times the bound in pings, as fast as the bridge takes them, and nothing read.
+        writer = Pour(process.stdin, pings(BUDGET // 1024))
+        # A reader that waits for room does not keep the stall rule from ending the bridge.
+        stderr.wait_for("the client has read nothing for", timeout=STALL + WAIT)
+        assert process.wait(WAIT) == 0
+        writer.join()  # the pipe broke at the exit
+        assert writer.written <= intake(process), f"the bridge took in {writer.written} bytes"
+
+
+def test_a_reader_that_waits_at_the_bound_reads_on_when_the_client_reads() -> None:
+    with initialized_bridge(OUTPUT_STALL_TIMEOUT, BOUND) as (process, stderr):
+        assert process.stdin is not None and process.stdout is not None
+        send = process.stdin
+        send.write(frame("call", "tools/call", {"name": "silent", "arguments": {}}))
+        send.flush()
+        stderr.wait_for("bad_upstream: silent")
+        # More pings than the bridge takes in while nobody reads, then the call's cancellation.
+        count = 2 * intake(process) // 1024
+        lines = itertools.chain(
+            pings(count),
+            [frame(None, "notifications/cancelled", {"requestId": "call"}), frame("last", "ping")],
+        )
+        writer = Pour(send, lines)
+        stderr.wait_for("so the bridge stops reading the client until it reads")
+        # The client reads again: each ping gets its answer once, in order; the reader reads on
+        # to the cancellation, and the canceled call gets no response.
+        stdout = Lines(process.stdout, "test-stdout")
+        ids = [json.loads(stdout.next() or "{}").get("id") for _ in range(count + 1)]
+        assert ids == [f"{KIB_ID}-{n}" for n in range(count)] + ["last"]
+        stderr.wait_for("bad_upstream: cancelled")
+        writer.join()
+        send.close()
+        assert process.wait(WAIT) == 0
+        assert stdout.next() is None, "a response after the last ping"
+
+
+def test_the_output_keeps_the_order_of_its_frames_and_only_the_reader_does_not_wait_for_its_writes() -> None:
     """The :class:`Output` over a real pipe that nobody reads for a while."""
     read_fd, write_fd = os.pipe()
     reader_end = os.fdopen(read_fd, "rb")
@@ -223,3 +294,59 @@ def test_the_output_keeps_the_order_of_its_frames_and_only_the_reader_never_wait
     assert output.waiting() == 0.0 and not output.write_frame(b"{}\n")
     writer_end.close()
     reader_end.close()
+
+
+class _LogEvent(logging.Handler):
+    """Set an event when the log has a line with ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.text = text
+        self.seen = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.seen.set()
+
+
+def test_at_its_bound_the_output_makes_the_reader_wait_until_the_client_reads() -> None:
+    """The bound counts a frame until it is written: behind a frame larger than the bound the
+    reader waits for room, and goes on when the client has read."""
+    logger = logging.getLogger("mcpbridge.bridge")
+    paused = _LogEvent("so the bridge stops reading the client until it reads")
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(paused)
+    read_fd, write_fd = os.pipe()
+    reader_end = os.fdopen(read_fd, "rb")
+    writer_end = os.fdopen(write_fd, "wb")
+    output = Output(writer_end, max_queued=64 * 1024)
+    try:
+        big = b"x" * (2 * 1024 * 1024)  # more than the bound and than any pipe holds
+        slot_thread = threading.Thread(
+            target=lambda: output.write_frame(b'{"n":1,"pad":"' + big + b'"}\n'), name="test-slot"
+        )
+        slot_thread.start()
+        poller = select.poll()
+        poller.register(read_fd, select.POLLIN)
+        assert poller.poll(WAIT * 1000), "the slot did not start to write"
+        returned: list[bool] = []
+        reader_thread = threading.Thread(
+            target=lambda: returned.append(output.write_frame(b'{"n":2}\n')), name="test-reader"
+        )
+        output.set_reader(reader_thread)
+        reader_thread.start()
+        assert paused.seen.wait(WAIT), "the reader did not wait for room"
+        assert not returned
+        # The client reads: the reader's frame joins the queue and follows the first one.
+        lines = [reader_end.readline() for _ in range(2)]
+        reader_thread.join(WAIT)
+        slot_thread.join(WAIT)
+        assert returned == [True]
+        assert [json.loads(line)["n"] for line in lines] == [1, 2]
+    finally:
+        logger.removeHandler(paused)
+        logger.setLevel(level)
+        output.close(WAIT)
+        writer_end.close()
+        reader_end.close()
