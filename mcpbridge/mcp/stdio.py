@@ -32,6 +32,15 @@ work for one child, each with one job:
   ``stderr_sink`` (it reads them even without a sink, so that a chatty child
   never blocks on a full stderr pipe).
 
+The child's stdout ends when every process that holds the pipe has closed it,
+and a process that the child started holds it too (``sh -c 'helper & exec
+server'``): then the output goes on after the exit of the child. So the exit
+counts on its own: when the output has not ended :data:`OUTPUT_END_WAIT` seconds
+after the exit (the lines the child wrote before it arrive in that time), the
+reaper makes the child gone and reports the close itself. Whichever of the two
+threads sees the end first reports it, once; the close of the transport then ends
+the process tree (its group; on Windows its job object), and with it the pipe.
+
 The child is started, stopped and written to through :mod:`mcpbridge.platform`:
 on POSIX it runs in its own process group, on Windows in a new process group
 inside a job object. The shutdown closes its stdin, waits ``grace``, asks the
@@ -103,6 +112,9 @@ WRITE_TIMEOUT: Final = 10.0
 MAX_QUEUED_BYTES: Final = 16 * 1024 * 1024
 #: At the end of the child's stdout, the wait for its exit status.
 EXIT_STATUS_WAIT: Final = 1.0
+#: After the exit of the child, the wait for the end of its stdout (a process that the
+#: child started may hold the pipe open): then the child is gone all the same.
+OUTPUT_END_WAIT: Final = 1.0
 #: The buffer of the pipes of the child. A large line is read in pieces of this
 #: size; the default (8 KiB) makes a 16 MiB line cost thousands of reads.
 READ_BUFFER_BYTES: Final = 1024 * 1024
@@ -250,7 +262,10 @@ class StdioChildTransport(Transport):
         self._spawn_error: McpError | None = None
         self._spawned = threading.Event()
         self._exited = threading.Event()
+        #: The reader reached the end of the child's stdout.
+        self._output_ended = threading.Event()
         self._returncode: int | None = None
+        #: Set once, with the report of the close (under _queue_ready's lock).
         self._gone = False
         self._closing = False
         self._close_lock = threading.Lock()
@@ -279,7 +294,7 @@ class StdioChildTransport(Transport):
 
     @property
     def gone(self) -> bool:
-        """True once the child closed its stdout (it exited, or it will not answer again)."""
+        """True once the child closed its stdout or exited: it will not answer again."""
         return self._gone
 
     @property
@@ -304,7 +319,9 @@ class StdioChildTransport(Transport):
             raise Closed("the transport is closed")
         if not self._argv:
             raise SpawnFailed("no upstream command")
-        reaper = threading.Thread(target=self._reap, name="mcpbridge-upstream-reaper", daemon=True)
+        reaper = threading.Thread(
+            target=lambda: self._reap(on_closed), name="mcpbridge-upstream-reaper", daemon=True
+        )
         self._threads.append(reaper)
         reaper.start()
         if not self._spawned.wait(SPAWN_TIMEOUT):
@@ -445,7 +462,7 @@ class StdioChildTransport(Transport):
 
     # --------------------------------------------------------------- threads
 
-    def _reap(self) -> None:
+    def _reap(self, on_closed: OnClosed) -> None:
         """Start the child, then wait for its exit (the thread of the parent-death signal)."""
         try:
             tree = platform.spawn(self._argv, env=self._env, cwd=self._cwd, bufsize=READ_BUFFER_BYTES)
@@ -475,6 +492,9 @@ class StdioChildTransport(Transport):
         self._returncode = returncode
         self._exited.set()
         log.debug("the upstream server exited with %s", _describe_status(returncode))
+        if not self._output_ended.wait(OUTPUT_END_WAIT) and not self._closing:
+            log.debug("a process that the upstream server started keeps its output open")
+            self._report_close(self._exit_error(), on_closed)
 
     def _read_stdout(
         self,
@@ -498,20 +518,28 @@ class StdioChildTransport(Transport):
             )
         except (OSError, ValueError) as exc:
             error = TransportFailed(f"reading from the upstream server failed ({type(exc).__name__})")
+        self._output_ended.set()
         self._drops.flush()
         # The output ends when the child exits; its exit status follows a moment later.
         self._exited.wait(EXIT_STATUS_WAIT)
-        self._gone = True
-        with self._queue_ready:
-            self._queue_ready.notify_all()
         if error is None and not self._closing:
-            status = self.exit_status
-            detail = (
-                f"the upstream server exited ({status})"
-                if status
-                else "the upstream server closed its output"
-            )
-            error = Closed(detail)
+            error = self._exit_error()
+        self._report_close(error, on_closed)
+
+    def _exit_error(self) -> Closed:
+        """The end of the child, with its exit status when it has one."""
+        status = self.exit_status
+        return Closed(
+            f"the upstream server exited ({status})" if status else "the upstream server closed its output"
+        )
+
+    def _report_close(self, error: McpError | None, on_closed: OnClosed) -> None:
+        """Make the child gone and tell the consumer, once (see the module docstring)."""
+        with self._queue_ready:
+            if self._gone:
+                return
+            self._gone = True
+            self._queue_ready.notify_all()
         run_callback("the end of the connection", lambda: on_closed(error), log)
 
     def _dropped_line(self, error: FrameError, size: int) -> None:

@@ -49,9 +49,11 @@ class Inbox:
         self.frame_errors: queue.Queue[FrameError | TooLong] = queue.Queue()
         self.closed = threading.Event()
         self.close_error: McpError | None = None
+        self.closes = 0
 
     def on_closed(self, error: McpError | None) -> None:
         self.close_error = error
+        self.closes += 1
         self.closed.set()
 
     def start(self, transport: StdioChildTransport) -> None:
@@ -233,6 +235,37 @@ def test_close_kills_the_process_group_with_a_grandchild_left_behind(
         # The server itself exited at the end of its stdin; its grandchild did not.
         assert transport.exit_status == "code 0"
         assert wait_dead(pidfd), "the grandchild survived the close"
+    finally:
+        os.close(pidfd)
+
+
+@needs_pidfd
+def test_the_exit_of_the_child_ends_the_connection_while_a_grandchild_holds_its_stdout(
+    transports: list[StdioChildTransport],
+) -> None:
+    """The pipe of the child's stdout stays open in the grandchild: no end of the output comes,
+    so the exit of the child itself ends the connection, after the lines it wrote."""
+    transport, inbox = started(transports)
+    transport.send(request("test/spawn-grandchild", holds_stdout=True))
+    reply = inbox.next()
+    assert isinstance(reply, Response)
+    pidfd = os.pidfd_open(reply.result["pid"])
+    try:
+        transport.send(request("test/echo", id=2))
+        transport.send(request("test/kill-self", id=3))
+        answer = inbox.next()
+        assert isinstance(answer, Response) and answer.id == 2
+        assert inbox.closed.wait(WAIT), "the exit of the child did not end the connection"
+        assert transport.gone
+        assert transport.exit_status == "signal 9"
+        assert isinstance(inbox.close_error, Closed)
+        assert inbox.close_error.detail == "the upstream server exited (signal 9)"
+        with pytest.raises(Closed):
+            transport.send(request("test/echo", id=4))
+        # The close ends the process group: the grandchild, and with it the output.
+        transport.close(grace=WAIT)
+        assert wait_dead(pidfd), "the grandchild survived the close"
+        assert inbox.closes == 1
     finally:
         os.close(pidfd)
 

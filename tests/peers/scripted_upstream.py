@@ -36,6 +36,7 @@ of each request says what to do:
     Answer, then never read stdin again (the process stays alive).
 ``test/spawn-grandchild``
     Start a process that sleeps in the same process group; the result has its ``pid``.
+    With ``"holds_stdout": true`` the process keeps this one's stdout open.
 ``test/close-stdout``
     Answer, then close stdout and keep reading stdin.
 ``subscriptions/listen``
@@ -132,7 +133,7 @@ def handle(message: dict[str, Any]) -> bool:
         child = subprocess.Popen(
             [sys.executable, "-c", "import time\nwhile True: time.sleep(60)"],
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdout=None if params.get("holds_stdout") else subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         result(request_id, {"resultType": "complete", "pid": child.pid})

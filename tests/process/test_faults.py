@@ -367,16 +367,28 @@ def test_an_upstream_that_never_answers_discover_gives_discover_failed_after_the
         finish(bridge)
 
 
-def test_an_upstream_killed_with_sigkill_mid_call_fails_the_call_and_the_bridge_exits_1() -> None:
-    with Bridge(bridge_command(upstream=fixture_command())) as bridge:
+#: The upstream command as is, and behind a shell that leaves a helper behind which holds the
+#: server's stdout open (``sh -c 'helper & exec server'``): no end of the output comes then.
+LAUNCHES = {
+    "direct": fixture_command(),
+    "helper-holds-stdout": ["/bin/sh", "-c", 'sleep 60 & exec "$0" "$@"', *fixture_command()],
+}
+
+
+@pytest.mark.parametrize("launch", list(LAUNCHES))
+def test_an_upstream_killed_with_sigkill_mid_call_fails_the_call_and_the_bridge_exits_1(launch: str) -> None:
+    with Bridge(bridge_command(upstream=LAUNCHES[launch])) as bridge:
         bridge.initialize()
         (child,) = children_of(bridge.proc.pid)
+        helpers = children_of(child)
+        assert len(helpers) == (0 if launch == "direct" else 1)
         slow = bridge.request_async("tools/call", {"name": "slow", "arguments": {"ms": 60000}})
         assert bridge.request("ping")["result"] == {}
         os.kill(child, signal.SIGKILL)
         assert error_of(bridge.wait_response(slow)) == (-32603, "upstream_exited")
         assert bridge.wait_exit(2 * GRACE + 4) == 1  # with stdin still open
         assert wait_gone(child)
+        assert all(wait_gone(helper) for helper in helpers), "the helper survived the bridge"
     assert "mcp-bridge-vscode: bridge: error: the upstream server exited with signal 9" in bridge.stderr_text
     for raw in bridge.raw_lines:
         validate_legacy_frame(json.loads(raw))
