@@ -34,6 +34,9 @@ from mcpbridge.bridge.slots import RETIRE_AFTER  # noqa: E402 - after the path o
 
 #: How much longer than RETIRE_AFTER the soak waits at rest for the slot threads to end.
 REST_MARGIN = 20.0
+#: The reads of the driver's stdout reader: small ones when it is paced, large ones when not.
+SLOW_READ_BYTES = 1024
+FAST_READ_BYTES = 1024 * 1024
 
 
 def proc_status(pid: int) -> dict[str, int]:
@@ -48,13 +51,21 @@ def proc_status(pid: int) -> dict[str, int]:
 
 
 class Driver:
-    """VS Code's side of the bridge: JSON lines on the bridge's stdin and stdout."""
+    """VS Code's side of the bridge: JSON lines on the bridge's stdin and stdout.
 
-    def __init__(self, command: list[str]) -> None:
+    ``read_rate`` (bytes per second, ``None``: as fast as the bridge writes) paces the
+    reader of stdout; it may change while the driver runs. ``lock`` guards the answers;
+    the writes to stdin have a lock of their own, so a write that waits for a bridge that
+    stopped reading never stops the reader.
+    """
+
+    def __init__(self, command: list[str], read_rate: float | None = None) -> None:
         self.proc = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
+        self.read_rate = read_rate
         self.lock = threading.Lock()
+        self._write_lock = threading.Lock()
         self.waiting: dict[int, threading.Event] = {}
         self.answers: dict[int, int] = {}
         self.ids = itertools.count(1)
@@ -64,16 +75,28 @@ class Driver:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            obj = json.loads(line)
-            request_id = obj.get("id")
-            if "method" in obj or not isinstance(request_id, int):
-                continue
-            with self.lock:
-                self.answers[request_id] = self.answers.get(request_id, 0) + 1
-                event = self.waiting.get(request_id)
-            if event is not None:
-                event.set()
+        fd = self.proc.stdout.fileno()
+        rest = b""
+        while True:
+            rate = self.read_rate
+            chunk = os.read(fd, SLOW_READ_BYTES if rate else FAST_READ_BYTES)
+            if not chunk:
+                return
+            *lines, rest = (rest + chunk).split(b"\n")
+            for line in lines:
+                self._answer(json.loads(line))
+            if rate:
+                time.sleep(len(chunk) / rate)
+
+    def _answer(self, obj: dict[str, Any]) -> None:
+        request_id = obj.get("id")
+        if "method" in obj or not isinstance(request_id, int):
+            return
+        with self.lock:
+            self.answers[request_id] = self.answers.get(request_id, 0) + 1
+            event = self.waiting.get(request_id)
+        if event is not None:
+            event.set()
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -82,7 +105,7 @@ class Driver:
 
     def send(self, obj: dict[str, Any]) -> None:
         data = json.dumps(obj).encode() + b"\n"
-        with self.lock:
+        with self._write_lock:
             assert self.proc.stdin is not None
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
