@@ -286,12 +286,13 @@ class Output:
                 self._max_queued // 1024,
             )
 
-    def _submit_locked(self, pieces: Sequence[jsonrpc.Piece]) -> bool:
+    def _submit_locked(self, pieces: Sequence[jsonrpc.Piece], *, wait: bool = True) -> bool:
         """Queue ``pieces`` and write or wait (see the module docstring); the caller holds the
         lock and waited for room.
 
-        True when the frame is written, or (the reader) queued.
+        True when the frame is written, or (the reader, or ``wait`` false) queued.
         """
+        queue_only = not wait or threading.current_thread() is self._reader
         number = next(self._sequence)
         size = sum(len(piece) for piece in pieces) + FRAME_OVERHEAD
         self._queue.append((number, pieces, size))
@@ -299,7 +300,7 @@ class Output:
         if not self._writing:
             self._writing = True
             self._progress_at = time.monotonic()
-            if threading.current_thread() is self._reader:
+            if queue_only:
                 self._hand_over_locked()
                 return True
             self._cond.release()
@@ -308,7 +309,7 @@ class Output:
             finally:
                 self._cond.acquire()
             return self._done >= number and not self._failed
-        if threading.current_thread() is self._reader:
+        if queue_only:
             return True
         while self._done < number and not self._closed:
             self._cond.wait()
@@ -379,19 +380,26 @@ class Output:
             return False
         return True
 
-    def write_frame(self, data: bytes | list[jsonrpc.Piece], slot: Slot | None = None) -> bool:
+    def write_frame(
+        self, data: bytes | list[jsonrpc.Piece], slot: Slot | None = None, *, wait: bool = True
+    ) -> bool:
         """Write one frame (its bytes, or its pieces in order) and flush.
 
         With a ``slot`` the frame is its response: written once, never for a canceled slot.
+        With ``wait`` false the frame only joins the queue, whatever waits there: for the
+        watcher, which must go on watching a client that reads nothing (the frames it
+        queues so are bounded, one error a slot).
         """
         with self._cond:
-            if not self._wait_for_room_locked():
+            if wait and not self._wait_for_room_locked():
+                return False
+            if self._closed:
                 return False
             if slot is not None:
                 if slot.done or slot.cancel.cancelled:
                     return False
                 slot.done = True
-            return self._submit_locked(data if isinstance(data, list) else (data,))
+            return self._submit_locked(data if isinstance(data, list) else (data,), wait=wait)
 
     def write_locked(self, frames: Callable[[], list[bytes]]) -> bool:
         """Call ``frames()`` under the output lock and queue what it returns, in one step.
@@ -448,8 +456,11 @@ class Output:
             self._on_large_frame()
         return self.write_frame(jsonrpc.serialize_parts(frame, raw=raw), slot)
 
-    def respond_error(self, slot: Slot, error: dict[str, Any]) -> bool:
-        return self.write_frame(jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "error": error}), slot)
+    def respond_error(self, slot: Slot, error: dict[str, Any], *, wait: bool = True) -> bool:
+        """Write the error of a slot once; a canceled slot writes nothing (``wait``: see
+        :meth:`write_frame`)."""
+        frame = jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "error": error})
+        return self.write_frame(frame, slot, wait=wait)
 
 
 def _descriptor(stream: BinaryIO) -> int | None:

@@ -168,12 +168,16 @@ class Slots:
         return True
 
     def cancel_all(self, reason: str, error: dict[str, Any] | None = None) -> None:
-        """Cancel every slot in flight, first answering each with ``error`` when one is given."""
+        """Cancel every slot in flight, first answering each with ``error`` when one is given.
+
+        The errors only join the output's queue: the caller (the watcher) never waits for
+        a client that reads nothing; the close of the output gives them its grace.
+        """
         with self._lock:
             slots = list(self._slots.values())
         for slot in slots:
             if error is not None:
-                self._output.respond_error(slot, error)
+                self._output.respond_error(slot, error, wait=False)
             slot.cancel.cancel(reason)
 
     def report_long(self) -> None:

@@ -350,3 +350,22 @@ def test_at_its_bound_the_output_makes_the_reader_wait_until_the_client_reads() 
         output.close(WAIT)
         writer_end.close()
         reader_end.close()
+
+
+def test_an_upstream_that_exits_while_the_client_reads_nothing_still_ends_the_bridge() -> None:
+    # The stall rule is far away: only the exit of the upstream can end this bridge. The
+    # watcher that sees it answers the calls in flight with errors; with nobody reading, those
+    # errors wait in the queue for the grace of the close, and the watcher does not wait for them.
+    with initialized_bridge(OUTPUT_STALL_TIMEOUT, MAX_QUEUED_BYTES) as (process, stderr):
+        assert process.stdin is not None
+        send = process.stdin
+        send.write(frame(2, "tools/call", {"name": "silent", "arguments": {}}))
+        send.flush()
+        stderr.wait_for("bad_upstream: silent")
+        # More answers than the pipe of stdout holds, then the call that ends the upstream.
+        lines = [frame(LONG_ID, "ping")] * PINGS
+        lines.append(frame(3, "tools/call", {"name": "exit", "arguments": {"code": 5}}))
+        writer = Pour(send, lines)
+        writer.join()
+        stderr.wait_for("the upstream server exited with")
+        assert process.wait(WAIT) == 1
