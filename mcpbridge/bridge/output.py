@@ -73,8 +73,10 @@ log = logging.getLogger("mcpbridge.bridge")
 LARGE_FRAME_BYTES = 256 * 1024
 #: The quiet time after the last large frame before the free memory goes back to the system.
 QUIET_SECONDS = 1.0
-#: The most bytes of one write to the client: each piece written counts as progress.
-WRITE_CHUNK_BYTES: Final = 1024 * 1024
+#: The most bytes of one write to the client: each piece written counts as progress. A pipe
+#: holds 64 KiB by default (Linux, macOS), so a blocking write of a piece returns once the
+#: client read about that much: a client that reads a large frame slowly makes progress.
+WRITE_CHUNK_BYTES: Final = 64 * 1024
 #: The wait of :meth:`Output.close` for the ``mcpbridge-output`` thread.
 JOIN_TIMEOUT: Final = 1.0
 #: The bytes that may wait for the client before its reader stops reading (see the module

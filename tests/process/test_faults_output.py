@@ -369,3 +369,33 @@ def test_an_upstream_that_exits_while_the_client_reads_nothing_still_ends_the_br
         writer.join()
         stderr.wait_for("the upstream server exited with")
         assert process.wait(WAIT) == 1
+
+
+def test_a_client_that_reads_a_large_answer_slowly_is_reading_and_not_stalled() -> None:
+    # An answer of 512 KiB read at about 100 KiB/s takes five seconds, longer than the stall
+    # time here; each piece the client takes counts as progress, so the bridge goes on.
+    with initialized_bridge(STALL, MAX_QUEUED_BYTES) as (process, stderr):
+        assert process.stdin is not None and process.stdout is not None
+        # The default size of a pipe: some systems are set to give more.
+        fcntl.fcntl(process.stdout.fileno(), fcntl.F_SETPIPE_SZ, 64 * 1024)
+        long_id = "q" * (512 * 1024)
+        process.stdin.write(frame(long_id, "ping"))
+        process.stdin.write(frame(7, "ping"))
+        process.stdin.flush()
+        received = bytearray()
+        fd = process.stdout.fileno()
+        deadline = time.monotonic() + 6 * STALL + WAIT
+        while received.count(b"\n") < 2:
+            assert time.monotonic() < deadline, f"{len(received)} bytes of the answers in time"
+            ready, _, _ = select.select([fd], [], [], 1.0)
+            if ready:
+                chunk = os.read(fd, 4096)
+                assert chunk, f"the bridge closed its output after {len(received)} bytes"
+                received += chunk
+            time.sleep(0.04)  # the pace of a slow client, not a synchronization
+        first, second = bytes(received).splitlines()
+        assert json.loads(first) == {"jsonrpc": "2.0", "id": long_id, "result": {}}
+        assert json.loads(second) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+        assert not [line for line in stderr.lines if "has read nothing" in line]
+        process.stdin.close()
+        assert process.wait(WAIT) == 0
