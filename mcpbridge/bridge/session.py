@@ -10,7 +10,7 @@ over the :class:`~mcpbridge.mcp.client.Client` of a 2026-07-28 upstream, or the
 
 A :class:`ModernSession` sends the request upstream, round by round: an
 ``input_required`` result sends the input requests of the upstream server to
-the client as the bridge's own ``b-`` requests (:class:`_Rounds`), and the next
+the client as the bridge's own ``b-`` requests (:class:`~.rounds.Rounds`), and the next
 round goes upstream with their answers. The complete result gets the result
 rules (:func:`~.translate.shape_result`) and goes to the client once. Progress
 of every round reaches the client's progress token, rate limited.
@@ -27,32 +27,26 @@ output, the ``b-`` pending table and the slots of the front end.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..mcp import jsonrpc
 from ..mcp.cancel import WouldBlock
 from ..mcp.client import Call, Client
 from ..mcp.droplog import DropLog
-from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import Notification, Request, RequestId
 from ..mcp.peer import Peer
-from ..mcp.protocol import ELICITATION_COMPLETE, INPUT_METHODS, MODERN
-from ..mcp.rate import RateWindow
+from ..mcp.protocol import INPUT_METHODS, MODERN
 from ..mcp.text import format_duration, printable
 from ..oauth.errors import SignInError
 from . import errortable, translate
 from .dumptext import UpstreamState
 from .listrules import ListRules
-from .options import Options
 from .output import Host, Slot
-from .pending import PendingAnswers, WaitEnded
+from .rounds import ProgressForwarder, Rounds, RoundsHost, Silent
+from .rounds import flush_drops as rounds_drops
 from .slots import Work
-
-if TYPE_CHECKING:
-    from .input import Outgoing
 
 __all__ = ["ModernSession", "SessionHost", "UpstreamSession", "discover_error", "forward_upstream_log"]
 
@@ -64,6 +58,7 @@ _drops = DropLog(log)
 def flush_drops() -> None:
     """Tell the counts of the drops that no line has told yet (at the end of the connection)."""
     _drops.flush()
+    rounds_drops()
 
 
 #: The words of the exchange log line for the result types of the upstream client.
@@ -111,17 +106,9 @@ def upstream_state(peer: Peer, era: str) -> UpstreamState:
     return UpstreamState(peer.form, era, peer.gone, peer.exit_status, peer.closed)
 
 
-class SessionHost(Protocol):
-    """What a session needs of the front end: its output, its ``b-`` table, its slots."""
-
-    @property
-    def options(self) -> Options: ...
-
-    @property
-    def output(self) -> Host: ...
-
-    @property
-    def pending(self) -> PendingAnswers: ...
+class SessionHost(RoundsHost, Protocol):
+    """What a session needs of the front end: beside what the input rounds need, the list
+    rules, the log level, the upstream capabilities and the slots."""
 
     @property
     def lists(self) -> ListRules:
@@ -134,17 +121,7 @@ class SessionHost(Protocol):
         ...
 
     @property
-    def client_capabilities(self) -> dict[str, Any]: ...
-
-    @property
     def upstream_capabilities(self) -> dict[str, Any]: ...
-
-    @property
-    def upstream_lost(self) -> bool:
-        """True once the connection closes because the upstream server stopped."""
-        ...
-
-    def next_elicitation_id(self) -> str: ...
 
     def submit(self, slot: Slot, request: Request, work: Work) -> None:
         """Run ``work`` on a slot thread; the slot is released when it ends."""
@@ -249,7 +226,7 @@ class ModernSession:
         method = request.method
         params, client_token, meta = translate.forward_params(request.params)
         progress = (
-            _ProgressForwarder(self._host.output, client_token, self.options.max_progress_rate)
+            ProgressForwarder(self._host.output, client_token, self.options.max_progress_rate)
             if client_token is not None
             else None
         )
@@ -281,7 +258,7 @@ class ModernSession:
         return True
 
     def _forward_done(
-        self, slot: Slot, request: Request, call: Call, progress: _ProgressForwarder | None
+        self, slot: Slot, request: Request, call: Call, progress: ProgressForwarder | None
     ) -> None:
         """The outcome of the first round of :meth:`begin_forward`, on the thread that learned it.
 
@@ -354,7 +331,7 @@ class ModernSession:
         request: Request,
         *,
         first: Callable[[], dict[str, Any]] | None = None,
-        progress: _ProgressForwarder | None = None,
+        progress: ProgressForwarder | None = None,
     ) -> None:
         """Forward a request on a slot thread: the rounds until a complete result.
 
@@ -365,8 +342,8 @@ class ModernSession:
         client = self.client
         params, client_token, meta = translate.forward_params(request.params)
         if progress is None and client_token is not None:
-            progress = _ProgressForwarder(self._host.output, client_token, self.options.max_progress_rate)
-        rounds = _Rounds(self._host, slot, request.method, params)
+            progress = ProgressForwarder(self._host.output, client_token, self.options.max_progress_rate)
+        rounds = Rounds(self._host, slot, request.method, params)
         # The long strings of the last answer's line: the result is written on with them.
         long_strings: list[jsonrpc.RawStrings] = []
         try:
@@ -423,7 +400,7 @@ class ModernSession:
                 failure.detail or failure.cause,
             )
             self._host.output.respond_error(slot, errortable.error_object(failure.cause, failure.detail))
-        except _Silent:
+        except Silent:
             rounds.failed()
 
     def _refused_state(self, slot: Slot, method: str, exc: RpcError) -> None:
@@ -475,111 +452,3 @@ def discover_failure_text(exc: McpError, error: dict[str, Any]) -> str:
     if not isinstance(exc, (RpcError, RequestTimeout, SignInError)) and exc.detail and exc.detail not in text:
         text = f"{text}: {exc.detail}"
     return text
-
-
-class _Silent(BridgeError):
-    """The request ends without a response (the connection is closing)."""
-
-
-class _Rounds:
-    """The input rounds of one forwarded request: ask the client, check, retry upstream."""
-
-    def __init__(self, host: SessionHost, slot: Slot, method: str, params: dict[str, Any]) -> None:
-        from .input import ClientKinds, Session
-
-        self.host = host
-        self.slot = slot
-        self.method = method
-        self.original = params
-        self.params = params
-        self.sent_state = False
-        self.session = Session(
-            ClientKinds.from_capabilities(host.client_capabilities),
-            host.next_elicitation_id,
-        )
-
-    def after_result(self, result: dict[str, Any]) -> None:
-        """Complete the URL elicitations that the new result no longer asks for."""
-        for elicitation_id in self.session.completions_after_round(result):
-            self.host.output.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
-
-    def failed(self) -> None:
-        for elicitation_id in self.session.completions_on_failure():
-            self.host.output.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
-
-    def next_round(self, result: dict[str, Any]) -> None:
-        """Run one round: raises InputError, ClientFailed, Cancelled or _Silent on failure."""
-        from .input import retry_params
-
-        planned = self.session.plan_round(result)
-        for warning in planned.warnings:
-            log.warning("%s", warning)
-        answers: dict[str, Any] = {}
-        if planned.outgoing:
-            answers = self._ask(planned.outgoing)
-        responses = self.session.input_responses(answers)
-        self.params = retry_params(self.original, responses, planned.request_state)
-        self.sent_state = planned.request_state is not None
-
-    def _ask(self, outgoing: tuple[Outgoing, ...]) -> dict[str, Any]:
-        from .input import InputError
-
-        host = self.host
-        self.slot.waiting_for = "client"
-        self.slot.next_report = time.monotonic() - self.slot.started + 10.0
-        timeout = host.options.timeouts.input
-        try:
-            got = host.pending.ask(
-                host.output,
-                [(request.method, request.params) for request in outgoing],
-                timeout=timeout,
-                cancel=self.slot.cancel,
-                closed_reason=self._closed_reason,
-            )
-        except WaitEnded as ended:
-            if ended.reason == "timeout":
-                raise InputError(
-                    "input_timeout",
-                    f"no answers in {format_duration(timeout)} "
-                    f"(input requests of the round: {len(outgoing)})",
-                ) from ended
-            if ended.reason == "canceled":
-                raise Cancelled() from ended
-            raise _Silent() from ended
-        finally:
-            self.slot.waiting_for = "upstream"
-        return {request.key: answer for request, answer in zip(outgoing, got, strict=True)}
-
-    def _closed_reason(self) -> str:
-        if self.host.upstream_lost:
-            return "the upstream server stopped"
-        return "the client closed the connection"
-
-
-class _ProgressForwarder:
-    """Give the upstream progress of a request to the client's progress token, rate limited."""
-
-    def __init__(self, host: Host, token: Any, rate: int) -> None:
-        self._host = host
-        self._token = token
-        self._window = RateWindow(rate)
-        self._rate = rate
-
-    def __call__(self, params: dict[str, Any]) -> None:
-        translated = translate.progress_params(self._token, params)
-        if translated is None:
-            _drops(
-                logging.WARNING,
-                "progress notifications that are not valid",
-                "dropped a progress notification of the upstream server that is not valid "
-                "(a finite progress number is needed)",
-            )
-        elif self._window.admit():
-            self._host.write_notification("notifications/progress", translated)
-        else:
-            _drops(
-                logging.DEBUG,
-                "progress notifications over the rate",
-                "dropped a progress notification over the rate of %d a second",
-                self._rate,
-            )

@@ -1,0 +1,178 @@
+"""What a forwarded request does beside the upstream exchange: the input rounds and the progress.
+
+Theory of operation
+-------------------
+
+A request of the client that the upstream server answers with input requests
+gets a :class:`Rounds`: each round's input requests go to the client as the
+bridge's own ``b-`` requests (the rules of :mod:`.input` check and plan them),
+the answers are checked, and the next upstream request carries them. A
+:class:`ProgressForwarder` gives the upstream progress of the request to the
+client's progress token, rate limited.
+
+Both speak to the client only through a :class:`RoundsHost`: the output, the
+``b-`` pending table, the client's capabilities and the time limit of the
+client's answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..mcp.droplog import DropLog
+from ..mcp.errorbase import BridgeError
+from ..mcp.errors import Cancelled
+from ..mcp.protocol import ELICITATION_COMPLETE
+from ..mcp.rate import RateWindow
+from ..mcp.text import format_duration
+from . import translate
+from .options import Options
+from .output import Host, Slot
+from .pending import PendingAnswers, WaitEnded
+
+if TYPE_CHECKING:
+    from .input import Outgoing
+
+__all__ = ["ProgressForwarder", "Rounds", "RoundsHost", "Silent", "flush_drops"]
+
+log = logging.getLogger("mcpbridge.bridge")
+#: The progress notifications of the upstream that the bridge drops.
+_drops = DropLog(log)
+
+
+def flush_drops() -> None:
+    """Tell the counts of the drops that no line has told yet (at the end of the connection)."""
+    _drops.flush()
+
+
+class RoundsHost(Protocol):
+    """What the input rounds need of the front end."""
+
+    @property
+    def options(self) -> Options: ...
+
+    @property
+    def output(self) -> Host: ...
+
+    @property
+    def pending(self) -> PendingAnswers: ...
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]: ...
+
+    @property
+    def upstream_lost(self) -> bool:
+        """True once the connection closes because the upstream server stopped."""
+        ...
+
+    def next_elicitation_id(self) -> str: ...
+
+
+class Silent(BridgeError):
+    """The request ends without a response (the connection is closing)."""
+
+
+class Rounds:
+    """The input rounds of one forwarded request: ask the client, check, retry upstream."""
+
+    def __init__(self, host: RoundsHost, slot: Slot, method: str, params: dict[str, Any]) -> None:
+        from .input import ClientKinds, Session
+
+        self.host = host
+        self.slot = slot
+        self.method = method
+        self.original = params
+        self.params = params
+        self.sent_state = False
+        self.session = Session(
+            ClientKinds.from_capabilities(host.client_capabilities),
+            host.next_elicitation_id,
+        )
+
+    def after_result(self, result: dict[str, Any]) -> None:
+        """Complete the URL elicitations that the new result no longer asks for."""
+        for elicitation_id in self.session.completions_after_round(result):
+            self.host.output.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
+
+    def failed(self) -> None:
+        for elicitation_id in self.session.completions_on_failure():
+            self.host.output.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
+
+    def next_round(self, result: dict[str, Any]) -> None:
+        """Run one round: raises InputError, ClientFailed, Cancelled or Silent on failure."""
+        from .input import retry_params
+
+        planned = self.session.plan_round(result)
+        for warning in planned.warnings:
+            log.warning("%s", warning)
+        answers: dict[str, Any] = {}
+        if planned.outgoing:
+            answers = self._ask(planned.outgoing)
+        responses = self.session.input_responses(answers)
+        self.params = retry_params(self.original, responses, planned.request_state)
+        self.sent_state = planned.request_state is not None
+
+    def _ask(self, outgoing: tuple[Outgoing, ...]) -> dict[str, Any]:
+        from .input import InputError
+
+        host = self.host
+        self.slot.waiting_for = "client"
+        self.slot.next_report = time.monotonic() - self.slot.started + 10.0
+        timeout = host.options.timeouts.input
+        try:
+            got = host.pending.ask(
+                host.output,
+                [(request.method, request.params) for request in outgoing],
+                timeout=timeout,
+                cancel=self.slot.cancel,
+                closed_reason=self._closed_reason,
+            )
+        except WaitEnded as ended:
+            if ended.reason == "timeout":
+                raise InputError(
+                    "input_timeout",
+                    f"no answers in {format_duration(timeout)} "
+                    f"(input requests of the round: {len(outgoing)})",
+                ) from ended
+            if ended.reason == "canceled":
+                raise Cancelled() from ended
+            raise Silent() from ended
+        finally:
+            self.slot.waiting_for = "upstream"
+        return {request.key: answer for request, answer in zip(outgoing, got, strict=True)}
+
+    def _closed_reason(self) -> str:
+        if self.host.upstream_lost:
+            return "the upstream server stopped"
+        return "the client closed the connection"
+
+
+class ProgressForwarder:
+    """Give the upstream progress of a request to the client's progress token, rate limited."""
+
+    def __init__(self, host: Host, token: Any, rate: int) -> None:
+        self._host = host
+        self._token = token
+        self._window = RateWindow(rate)
+        self._rate = rate
+
+    def __call__(self, params: dict[str, Any]) -> None:
+        translated = translate.progress_params(self._token, params)
+        if translated is None:
+            _drops(
+                logging.WARNING,
+                "progress notifications that are not valid",
+                "dropped a progress notification of the upstream server that is not valid "
+                "(a finite progress number is needed)",
+            )
+        elif self._window.admit():
+            self._host.write_notification("notifications/progress", translated)
+        else:
+            _drops(
+                logging.DEBUG,
+                "progress notifications over the rate",
+                "dropped a progress notification over the rate of %d a second",
+                self._rate,
+            )
