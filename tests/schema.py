@@ -2,7 +2,9 @@
 
 The two schemas are vendored in ``tests/data``: ``schema-2025-11-25.json`` (what VS Code
 speaks with the bridge, called *legacy* here) and ``schema-2026-07-28.json`` (what the bridge
-speaks with the real server, called *modern*).
+speaks with the real server, called *modern*). Beside them, ``ext-tasks-schema-draft.json`` is
+the schema of the Tasks extension of 2026-07-28 (``validate(TASKS, value, "GetTaskResult")``;
+Apache License 2.0, unchanged).
 
 * ``validate_legacy(obj, "InitializeResult")`` checks any value against one named definition
   (``$defs`` entry); with no name the value must be a ``JSONRPCMessage``.
@@ -32,6 +34,9 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 REVISIONS = (LEGACY, MODERN)
+#: The schema of the Tasks extension (draft), a name beside the revisions.
+TASKS = "ext-tasks-draft"
+SCHEMAS = (*REVISIONS, TASKS)
 
 
 class FrameInvalid(AssertionError):
@@ -39,9 +44,11 @@ class FrameInvalid(AssertionError):
 
 
 def schema_path(revision: str) -> Path:
-    """The vendored schema file of one protocol revision."""
-    if revision not in REVISIONS:
-        raise ValueError(f"unknown protocol revision {revision!r}; known: {', '.join(REVISIONS)}")
+    """The vendored schema file of one protocol revision (or of the Tasks extension)."""
+    if revision not in SCHEMAS:
+        raise ValueError(f"unknown protocol revision {revision!r}; known: {', '.join(SCHEMAS)}")
+    if revision == TASKS:
+        return DATA_DIR / "ext-tasks-schema-draft.json"
     return DATA_DIR / f"schema-{revision}.json"
 
 
@@ -130,6 +137,11 @@ def validate_legacy(frame: Any, definition: str | None = None) -> None:
 def validate_modern(frame: Any, definition: str | None = None) -> None:
     """Check a value against the 2026-07-28 schema; see :func:`validate`."""
     validate(MODERN, frame, definition)
+
+
+def validate_task(value: Any, definition: str) -> None:
+    """Check a value against one definition of the Tasks extension's schema; see :func:`validate`."""
+    validate(TASKS, value, definition)
 
 
 def definition_for_method(revision: str, method: str, *, notification: bool = False) -> str:

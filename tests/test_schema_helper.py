@@ -9,7 +9,7 @@ import pytest
 from schema import (
     LEGACY,
     MODERN,
-    REVISIONS,
+    SCHEMAS,
     FrameInvalid,
     definition_for_method,
     methods,
@@ -165,7 +165,7 @@ def test_every_method_maps_to_exactly_one_definition() -> None:
     )
 
 
-@pytest.mark.parametrize("revision", REVISIONS)
+@pytest.mark.parametrize("revision", SCHEMAS)
 def test_the_vendored_schema_is_the_shared_copy(repo_root: Path, revision: str) -> None:
     shared = repo_root.parent / "shared" / "spec" / schema_path(revision).name
     if not shared.is_file():

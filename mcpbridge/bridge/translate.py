@@ -37,6 +37,7 @@ from ..mcp.protocol import (
     META_SUBSCRIPTION_ID,
     RESERVED_META_PREFIXES,
     SDK_OWNED_META_KEYS,
+    TASKS_EXTENSION,
 )
 from .legacy import LIST_METHODS
 
@@ -46,8 +47,6 @@ ProgressToken = str | int | float | bool
 #: The name of the profile: the last fallback of ``serverInfo.name``.
 PROFILE_NAME: Final = "mcp-bridge-vscode"
 
-#: The extension that the bridge never declares, in either direction.
-TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
 
 class IconRule(enum.Enum):

@@ -16,6 +16,15 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+#: The ``_meta`` key of 2025-11-25 that ties a message to a task.
+META_RELATED_TASK = "io.modelcontextprotocol/related-task"
+
+#: The extension of 2026-07-28 that carries long-running requests as tasks.
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: The requests of the Tasks extension that name a task (``params.taskId``).
+TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+#: The notification of the Tasks extension on a listen stream (a detailed task).
+TASK_NOTIFICATION = "notifications/tasks"
 
 #: ``_meta`` keys that the protocol layer owns; a caller may not set them.
 RESERVED_META_PREFIXES = ("io.modelcontextprotocol/",)
@@ -26,6 +35,8 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 
 RESULT_COMPLETE = "complete"
 RESULT_INPUT_REQUIRED = "input_required"
+#: The ``resultType`` of a ``CreateTaskResult`` of the Tasks extension.
+RESULT_TASK = "task"
 
 #: The requests and the notification of the client's input that the bridge sends to the client.
 ELICITATION_CREATE = "elicitation/create"
