@@ -83,6 +83,14 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             "The upstream server ended its session, and a new session at once too, thus the bridge "
             f"starts no more sessions. Restart the server. {_SEE_OUTPUT}",
         ),
+        "task_lost": (
+            INTERNAL_ERROR,
+            f"The upstream server no longer knows the task of the request. {_SEE_OUTPUT}",
+        ),
+        "task_expired": (
+            INTERNAL_ERROR,
+            "The task of the request did not end within the time to live that the upstream server gave it.",
+        ),
         "invalid_request": (
             INVALID_PARAMS,
             "The bridge cannot send the parameters of the request to the upstream server.",

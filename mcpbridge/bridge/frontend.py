@@ -477,7 +477,7 @@ class Frontend:
             version=self.options.version,
             icon_rule=self.options.icon_rule,
         )
-        self._session = ModernSession(client, self)
+        self._session = ModernSession(client, self, discover_result=result)
         self._declared = translate.declared_notifications(init)
         with self._state_lock:
             if self._state is State.CLOSING:

@@ -1191,14 +1191,19 @@ class Session:
 
     ``kinds`` are the kinds the client declared. ``next_elicitation_id`` gives a new
     ``elicitationId``, unique on the connection (for example ``elicitation-1``).
+    ``max_rounds`` bounds the rounds (:data:`MAX_ROUNDS` for a request; a task that asks
+    for input again and again while it runs gets more).
 
     The session keeps the URLs of URL elicitations across the rounds: their ids, whether
     the user accepted them, and whether the client got ``notifications/elicitation/complete``.
     """
 
-    def __init__(self, kinds: ClientKinds, next_elicitation_id: Callable[[], str]) -> None:
+    def __init__(
+        self, kinds: ClientKinds, next_elicitation_id: Callable[[], str], *, max_rounds: int = MAX_ROUNDS
+    ) -> None:
         self.kinds = kinds
         self._next_elicitation_id = next_elicitation_id
+        self._max_rounds = max_rounds
         self._state = _State()
 
     @property
@@ -1222,7 +1227,7 @@ class Session:
         state = self._state
         state.items = {}
         state.rounds += 1
-        if state.rounds >= MAX_ROUNDS:
+        if state.rounds >= self._max_rounds:
             raise InputError("too_many_rounds")
         requests, request_state = parse_input_required(result)
         if len(requests) > MAX_INPUT_REQUESTS:

@@ -66,6 +66,9 @@ class Options:
     #: The bytes that may wait for the client before the reader stops reading it
     #: (see :data:`~.output.MAX_QUEUED_BYTES`).
     max_output_bytes: int = MAX_QUEUED_BYTES
+    #: ``--tasks``: ``auto`` declares the Tasks extension on each upstream ``tools/call`` and
+    #: carries the tasks of the server (module taskdriver); ``off`` declares nothing.
+    tasks: str = "auto"
 
 
 #: The factory of the upstream client: (client info, notification callback) -> a started Client.

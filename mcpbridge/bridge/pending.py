@@ -121,25 +121,29 @@ class PendingAnswers:
         timeout: float,
         cancel: CancelToken,
         closed_reason: Callable[[], str] | None = None,
+        still: tuple[float, Callable[[], bool]] | None = None,
     ) -> list[Answer]:
         """Send ``requests`` (method, params) to the client and wait for all their answers.
 
         On a cancellation or the time limit, and at the end of the connection when
         ``closed_reason`` gives the reason, the client gets ``notifications/cancelled``
-        for each request that has no answer.
+        for each request that has no answer. ``still``: (seconds, check): every so many
+        seconds without all answers, ``check()`` tells whether they are still wanted.
 
         Raises:
-            WaitEnded: ``canceled``, ``timeout`` or ``closed``.
+            WaitEnded: ``canceled``, ``timeout``, ``closed`` or ``obsolete`` (no longer wanted).
         """
         ids = self.new_ids(len(requests))
         try:
             for request_id, (method, params) in zip(ids, requests, strict=True):
                 output.write_request(request_id, method, params)
             try:
-                got = self.wait(ids, timeout=timeout, cancel=cancel)
+                got = self._wait_while(ids, timeout=timeout, cancel=cancel, still=still)
             except WaitEnded as ended:
                 if ended.reason == "timeout":
                     text = "no answer in time"
+                elif ended.reason == "obsolete":
+                    text = "the answer is no longer needed"
                 elif ended.reason == "canceled":
                     text = cancel.reason or "the client canceled the request"
                 elif closed_reason is not None:
@@ -167,6 +171,30 @@ class PendingAnswers:
         finally:
             self._cond.release()
         return PendingState(entries)
+
+    def _wait_while(
+        self,
+        ids: list[str],
+        *,
+        timeout: float,
+        cancel: CancelToken,
+        still: tuple[float, Callable[[], bool]] | None,
+    ) -> dict[str, Answer]:
+        """:meth:`wait`, in slices between which ``still`` checks (outside the lock) that the
+        answers are still wanted."""
+        if still is None:
+            return self.wait(ids, timeout=timeout, cancel=cancel)
+        every, check = still
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return self.wait(ids, timeout=min(every, remaining), cancel=cancel)
+            except WaitEnded as ended:
+                if ended.reason != "timeout" or remaining <= every:
+                    raise
+            if not check():
+                raise WaitEnded("obsolete")
 
     def close(self) -> None:
         """Wake every waiter; no wait succeeds any more unless already answered."""

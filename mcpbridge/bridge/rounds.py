@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..mcp.droplog import DropLog
@@ -35,7 +36,7 @@ from .pending import PendingAnswers, WaitEnded
 if TYPE_CHECKING:
     from .input import Outgoing
 
-__all__ = ["ProgressForwarder", "Rounds", "RoundsHost", "Silent", "flush_drops"]
+__all__ = ["Obsolete", "ProgressForwarder", "Rounds", "RoundsHost", "Silent", "flush_drops"]
 
 log = logging.getLogger("mcpbridge.bridge")
 #: The progress notifications of the upstream that the bridge drops.
@@ -74,11 +75,29 @@ class Silent(BridgeError):
     """The request ends without a response (the connection is closing)."""
 
 
-class Rounds:
-    """The input rounds of one forwarded request: ask the client, check, retry upstream."""
+class Obsolete(BridgeError):
+    """The upstream server no longer needs the answers of the round (its task moved on)."""
 
-    def __init__(self, host: RoundsHost, slot: Slot, method: str, params: dict[str, Any]) -> None:
-        from .input import ClientKinds, Session
+
+class Rounds:
+    """The input rounds of one forwarded request: ask the client, check, retry upstream.
+
+    A task of the upstream server reuses them for the input requests it has while it
+    runs (module ``taskdriver``): ``max_rounds`` is then its own bound, and
+    ``related_task`` names the task in the ``_meta`` of each request to the client.
+    """
+
+    def __init__(
+        self,
+        host: RoundsHost,
+        slot: Slot,
+        method: str,
+        params: dict[str, Any],
+        *,
+        max_rounds: int | None = None,
+        related_task: str | None = None,
+    ) -> None:
+        from .input import MAX_ROUNDS, ClientKinds, Session
 
         self.host = host
         self.slot = slot
@@ -86,9 +105,11 @@ class Rounds:
         self.original = params
         self.params = params
         self.sent_state = False
+        self.related_task = related_task
         self.session = Session(
             ClientKinds.from_capabilities(host.client_capabilities),
             host.next_elicitation_id,
+            max_rounds=MAX_ROUNDS if max_rounds is None else max_rounds,
         )
 
     def after_result(self, result: dict[str, Any]) -> None:
@@ -104,17 +125,27 @@ class Rounds:
         """Run one round: raises InputError, ClientFailed, Cancelled or Silent on failure."""
         from .input import retry_params
 
+        responses, request_state = self.answer(result)
+        self.params = retry_params(self.original, responses, request_state)
+        self.sent_state = request_state is not None
+
+    def answer(
+        self, result: dict[str, Any], *, still: tuple[float, Callable[[], bool]] | None = None
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """Ask the client the input requests of ``result``; give the ``inputResponses`` and the
+        ``requestState`` to send back. Raises as :meth:`next_round`, and :class:`Obsolete`
+        when ``still`` (seconds, check) finds the answers no longer wanted while they wait."""
         planned = self.session.plan_round(result)
         for warning in planned.warnings:
             log.warning("%s", warning)
         answers: dict[str, Any] = {}
         if planned.outgoing:
-            answers = self._ask(planned.outgoing)
-        responses = self.session.input_responses(answers)
-        self.params = retry_params(self.original, responses, planned.request_state)
-        self.sent_state = planned.request_state is not None
+            answers = self._ask(planned.outgoing, still)
+        return self.session.input_responses(answers), planned.request_state
 
-    def _ask(self, outgoing: tuple[Outgoing, ...]) -> dict[str, Any]:
+    def _ask(
+        self, outgoing: tuple[Outgoing, ...], still: tuple[float, Callable[[], bool]] | None = None
+    ) -> dict[str, Any]:
         from .input import InputError
 
         host = self.host
@@ -124,10 +155,11 @@ class Rounds:
         try:
             got = host.pending.ask(
                 host.output,
-                [(request.method, request.params) for request in outgoing],
+                [(request.method, self._tagged(request.params)) for request in outgoing],
                 timeout=timeout,
                 cancel=self.slot.cancel,
                 closed_reason=self._closed_reason,
+                still=still,
             )
         except WaitEnded as ended:
             if ended.reason == "timeout":
@@ -138,10 +170,20 @@ class Rounds:
                 ) from ended
             if ended.reason == "canceled":
                 raise Cancelled() from ended
+            if ended.reason == "obsolete":
+                raise Obsolete() from ended
             raise Silent() from ended
         finally:
             self.slot.waiting_for = "upstream"
         return {request.key: answer for request, answer in zip(outgoing, got, strict=True)}
+
+    def _tagged(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The params of a request to the client, with the task it serves in ``_meta``."""
+        if self.related_task is None:
+            return params
+        from .tasks import related
+
+        return related(params, self.related_task)
 
     def _closed_reason(self) -> str:
         if self.host.upstream_lost:
@@ -157,9 +199,20 @@ class ProgressForwarder:
         self._token = token
         self._window = RateWindow(rate)
         self._rate = rate
+        #: The highest progress that went to the client, so that a step goes on from it.
+        self._last: float = 0
+        self._status: str | None = None
+
+    def status(self, message: str | None) -> None:
+        """The status message of a task: a new one is one more step of progress, with the message."""
+        if message is not None and message != self._status:
+            self._status = message
+            self({"progress": self._last + 1, "message": message})
 
     def __call__(self, params: dict[str, Any]) -> None:
         translated = translate.progress_params(self._token, params)
+        if translated is not None:
+            self._last = max(self._last, translated["progress"])
         if translated is None:
             _drops(
                 logging.WARNING,

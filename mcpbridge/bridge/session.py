@@ -13,7 +13,10 @@ A :class:`ModernSession` sends the request upstream, round by round: an
 the client as the bridge's own ``b-`` requests (:class:`~.rounds.Rounds`), and the next
 round goes upstream with their answers. The complete result gets the result
 rules (:func:`~.translate.shape_result`) and goes to the client once. Progress
-of every round reaches the client's progress token, rate limited.
+of every round reaches the client's progress token, rate limited. A
+``tools/call`` declares the Tasks extension (``--tasks auto``): a task that the
+server makes instead of a result is driven to its end on the same slot
+(:class:`~.taskdriver.SessionTasks`), and the client gets its result.
 
 The **fast path** (``Options.forward_on_reader``): :meth:`ModernSession.begin_forward`
 sends the first round from the reader thread without waiting, and the thread that
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..mcp import jsonrpc
 from ..mcp.cancel import WouldBlock
@@ -37,7 +40,7 @@ from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import Notification, Request, RequestId
 from ..mcp.peer import Peer
-from ..mcp.protocol import INPUT_METHODS, MODERN
+from ..mcp.protocol import INPUT_METHODS, MODERN, RESULT_INPUT_REQUIRED, RESULT_TASK
 from ..mcp.text import format_duration, printable
 from ..oauth.errors import SignInError
 from . import errortable, translate
@@ -47,6 +50,9 @@ from .output import Host, Slot
 from .rounds import ProgressForwarder, Rounds, RoundsHost, Silent
 from .rounds import flush_drops as rounds_drops
 from .slots import Work
+
+if TYPE_CHECKING:
+    from .taskdriver import SessionTasks
 
 __all__ = ["ModernSession", "SessionHost", "UpstreamSession", "discover_error", "forward_upstream_log"]
 
@@ -62,7 +68,7 @@ def flush_drops() -> None:
 
 
 #: The words of the exchange log line for the result types of the upstream client.
-_OUTCOMES = {"complete": "response", "input_required": "input required"}
+_OUTCOMES = {"complete": "response", "input_required": "input required", "task": "a task"}
 
 
 class UpstreamSession(Protocol):
@@ -162,10 +168,17 @@ def forward_upstream_log(output: Host, level: str | None, message: Notification)
 class ModernSession:
     """Forward the requests of the client to a 2026-07-28 upstream; see the module docstring."""
 
-    def __init__(self, client: Client, host: SessionHost) -> None:
+    def __init__(self, client: Client, host: SessionHost, *, discover_result: Any = None) -> None:
+        """``discover_result``: the upstream's ``server/discover`` result (what it offers)."""
         self.client = client
         self._host = host
         self.options = host.options
+        #: The tasks of the Tasks extension that the session carries (``--tasks auto``).
+        self._tasks: SessionTasks | None = None
+        if self.options.tasks == "auto":
+            from .taskdriver import SessionTasks  # imported here: the tasks load after the discover
+
+            self._tasks = SessionTasks(client, host, discover_result)
 
     @property
     def gone(self) -> bool:
@@ -186,6 +199,15 @@ class ModernSession:
 
     def describe(self) -> UpstreamState:
         return upstream_state(self.client, f"MCP {MODERN}")
+
+    def _capabilities_for(self, method: str) -> dict[str, Any]:
+        """The client capabilities of an upstream request: a ``tools/call`` declares the Tasks extension."""
+        if self._tasks is not None and method == "tools/call":
+            return self._tasks.capabilities
+        return self._host.upstream_capabilities
+
+    def _allows_task(self, method: str) -> bool:
+        return self._tasks is not None and method == "tools/call"
 
     def _timeout_for(self, method: str, round_number: int) -> float:
         timeouts = self.options.timeouts
@@ -237,10 +259,11 @@ class ModernSession:
                 on_done=lambda call: self._forward_done(slot, request, call, progress),
                 timeout=self._timeout_for(method, 1),
                 cancel=slot.cancel,
-                capabilities=self._host.upstream_capabilities,
+                capabilities=self._capabilities_for(method),
                 log_level=self._host.log_level,
                 meta=meta,
                 allow_input_required=method in INPUT_METHODS,
+                allow_task=self._allows_task(method),
                 on_progress=progress,
                 trace=self._tracer(slot, method, 1),
                 raw=request.raw,
@@ -290,7 +313,7 @@ class ModernSession:
                     )
                     self._host.release(slot)
                     return
-                if result.get("resultType") != "input_required":
+                if result.get("resultType") not in (RESULT_INPUT_REQUIRED, RESULT_TASK):
                     self._respond_result(slot, request.method, result, call.raw, params=request.params)
                     self._host.release(slot)
                     return
@@ -323,6 +346,8 @@ class ModernSession:
         shaped, notes = translate.shape_result(method, result, icon_rule=self.options.icon_rule)
         for note in notes:
             log.info("%s", note)
+        if self._tasks is not None:
+            shaped = self._tasks.shape(method, shaped)
         self._host.output.respond(slot, shaped, raw=raw)
 
     def forward(
@@ -359,18 +384,26 @@ class ModernSession:
                         rounds.params,
                         timeout=self._timeout_for(request.method, round_number),
                         cancel=slot.cancel,
-                        capabilities=self._host.upstream_capabilities,
+                        capabilities=self._capabilities_for(request.method),
                         log_level=self._host.log_level,
                         meta=meta,
                         allow_input_required=request.method in INPUT_METHODS,
+                        allow_task=self._allows_task(request.method),
                         on_progress=progress,
                         trace=self._tracer(slot, request.method, round_number),
                         long_strings=long_strings,
                     )
                 rounds.after_result(result)
-                if result.get("resultType") == "input_required":
+                if result.get("resultType") == RESULT_INPUT_REQUIRED:
                     rounds.next_round(result)
                     continue
+                if result.get("resultType") == RESULT_TASK and self._tasks is not None:
+                    carried = self._tasks.carry(slot, result, progress)
+                    if carried is None:  # the task failed, and the client has its error
+                        rounds.failed()
+                        return
+                    result = carried
+                    long_strings.clear()
                 raw = long_strings[-1] if long_strings else None
                 self._respond_result(slot, request.method, result, raw, params=request.params)
                 return

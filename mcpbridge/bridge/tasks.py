@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import calendar
 import dataclasses
 import datetime
 import re
@@ -234,10 +233,13 @@ def parse_timestamp(text: str) -> float | None:
         return None
     year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
     try:
-        datetime.datetime(year, month, day, hour, minute, min(second, 59))
+        # A leap second (60) counts as the second after 59.
+        moment = datetime.datetime(
+            year, month, day, hour, minute, min(second, 59), tzinfo=datetime.timezone.utc
+        )
     except ValueError:
         return None
-    seconds = float(calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0)))
+    seconds = moment.timestamp() + max(0, second - 59)
     if match.group(7):
         seconds += float(match.group(7))
     if not match.group(8):

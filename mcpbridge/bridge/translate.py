@@ -10,7 +10,8 @@ Rules:
   everything else with its input.
 * Capabilities go through masks (:func:`client_capabilities_for_upstream`,
   :func:`initialize_result`). A member with a shape that the schema does not allow is
-  dropped, never repaired. The bridge never declares tasks or the Tasks extension.
+  dropped, never repaired. The masks drop tasks and the Tasks extension: the bridge
+  declares them itself where it carries tasks (modules ``tasks`` and ``taskdriver``).
 * A complete result is shaped for 2025-11-25 by :func:`shape_result`. An input
   required result is never shaped: it drives the input rounds. A result of a 2025-era
   server keeps its shape but for VS Code's needs (:func:`shape_legacy_result`).
@@ -46,7 +47,6 @@ ProgressToken = str | int | float | bool
 
 #: The name of the profile: the last fallback of ``serverInfo.name``.
 PROFILE_NAME: Final = "mcp-bridge-vscode"
-
 
 
 class IconRule(enum.Enum):

@@ -109,6 +109,9 @@ from .protocol import (
     META_SUBSCRIPTION_ID,
     MODERN,
     RESERVED_META_PREFIXES,
+    RESULT_COMPLETE,
+    RESULT_INPUT_REQUIRED,
+    RESULT_TASK,
     SDK_OWNED_META_KEYS,
 )
 from .text import escaped, format_duration
@@ -181,6 +184,16 @@ def _traced(
 
 def _nothing() -> None:
     pass
+
+
+def _allowed_results(options: RequestOptions) -> frozenset[str]:
+    """The ``resultType`` values besides ``complete`` that the options of a request allow."""
+    allowed = set()
+    if options.get("allow_input_required", False):
+        allowed.add(RESULT_INPUT_REQUIRED)
+    if options.get("allow_task", False):
+        allowed.add(RESULT_TASK)
+    return frozenset(allowed)
 
 
 class _Pending(Entry):
@@ -324,7 +337,8 @@ class RequestOptions(TypedDict, total=False):
     ``capabilities`` (the client capabilities, ``{}`` by default), ``log_level``
     and the keys of ``meta`` go into the request's ``_meta``.
     ``allow_input_required`` returns an ``input_required`` result instead of
-    failing. ``on_progress`` gets the params of each ``notifications/progress``
+    failing, ``allow_task`` a ``CreateTaskResult`` of the Tasks extension
+    (``resultType: "task"``). ``on_progress`` gets the params of each ``notifications/progress``
     of the request. ``trace`` is called once at the end with the upstream id,
     the outcome (``complete``, ``input_required``, ``error <code>`` or the cause
     of the error) and the seconds it took.
@@ -335,6 +349,7 @@ class RequestOptions(TypedDict, total=False):
     log_level: str | None
     meta: dict[str, Any] | None
     allow_input_required: bool
+    allow_task: bool
     on_progress: Callable[[dict[str, Any]], None] | None
     trace: Callable[[RequestId, str, float], None] | None
 
@@ -349,21 +364,21 @@ class Call:
     unless :attr:`needs_thread` says that it may block.
     """
 
-    __slots__ = ("_client", "_entry", "_timeout", "_allow_input_required", "_trace", "_started", "_taken")
+    __slots__ = ("_client", "_entry", "_timeout", "_allowed", "_trace", "_started", "_taken")
 
     def __init__(
         self,
         client: Client,
         entry: _Pending,
         timeout: float,
-        allow_input_required: bool,
+        allowed: frozenset[str],
         trace: Callable[[RequestId, str, float], None] | None,
         started: float,
     ) -> None:
         self._client = client
         self._entry = entry
         self._timeout = timeout
-        self._allow_input_required = allow_input_required
+        self._allowed = allowed
         self._trace = trace
         self._started = started
         self._taken = False
@@ -419,7 +434,7 @@ class Call:
                 raise Cancelled(reason or None)
             if outcome is None:
                 raise RuntimeError("the call has no outcome yet")
-            return client._result(entry.method, outcome, self._allow_input_required)
+            return client._result(entry.method, outcome, self._allowed)
 
         return _traced(take, self._trace, entry.id, self._started)
 
@@ -548,13 +563,11 @@ class Client(Peer):
         entry, body, started = self._prepare(method, params, options, on_log, waits=True)
         message = Request(entry.id, method, body)
         cancel = options.get("cancel")
-        allow_input_required = options.get("allow_input_required", False)
+        allowed = _allowed_results(options)
 
         def exchange() -> dict[str, Any]:
             try:
-                result = self._exchange(
-                    entry, message, started + timeout, timeout, cancel, allow_input_required
-                )
+                result = self._exchange(entry, message, started + timeout, timeout, cancel, allowed)
                 answer = entry.outcome
                 if long_strings is not None and isinstance(answer, Response) and answer.raw is not None:
                     long_strings.append(answer.raw)
@@ -595,8 +608,7 @@ class Client(Peer):
             Closed, NotConnected: the client is closed or not started; nothing was sent.
         """
         entry, body, started = self._prepare(method, params, options, None, waits=False)
-        allow_input_required = options.get("allow_input_required", False)
-        call = Call(self, entry, timeout, allow_input_required, options.get("trace"), started)
+        call = Call(self, entry, timeout, _allowed_results(options), options.get("trace"), started)
         error: McpError | None = None
         try:
             self._transport.send(Request(entry.id, method, body, raw), cancel=NO_WAIT)
@@ -823,7 +835,7 @@ class Client(Peer):
         deadline: float,
         timeout: float,
         cancel: CancelToken | None,
-        allow_input_required: bool,
+        allowed: frozenset[str],
     ) -> dict[str, Any]:
         sent, send_error, outcome, why, reason = self._send_and_wait(entry, message, deadline, cancel)
         if why == "timeout":
@@ -838,21 +850,19 @@ class Client(Peer):
         if outcome is None:
             assert send_error is not None
             raise send_error
-        return self._result(entry.method, outcome, allow_input_required)
+        return self._result(entry.method, outcome, allowed)
 
-    def _result(self, method: str, outcome: _Outcome, allow_input_required: bool) -> dict[str, Any]:
+    def _result(self, method: str, outcome: _Outcome, allowed: frozenset[str]) -> dict[str, Any]:
         if isinstance(outcome, McpError):
             raise outcome
         if isinstance(outcome, ErrorResponse):
             raise RpcError(outcome.error)
         result = object_result(method, outcome.result)
-        kind = result.get("resultType", "complete")
-        if kind == "complete":
+        kind = result.get("resultType", RESULT_COMPLETE)
+        if kind == RESULT_COMPLETE or kind in allowed:
             return result
-        if kind == "input_required":
-            if allow_input_required:
-                return result
-            raise InvalidResponse(f"{method}: an input_required result where none is allowed")
+        if kind in (RESULT_INPUT_REQUIRED, RESULT_TASK):
+            raise InvalidResponse(f"{method}: a result of resultType {kind} where none is allowed")
         raise InvalidResponse(f"{method}: a result of an unknown resultType")
 
     def _send_listen(self, subscription: Subscription, message: Request) -> None:

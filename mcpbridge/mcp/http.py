@@ -95,6 +95,7 @@ from .protocol import (
     META_PROTOCOL_VERSION,
     MODERN,
     READ_ONLY_METHODS,
+    TASK_METHODS,
 )
 from .transport import OnClosed, OnFrameError, OnMessage
 
@@ -123,8 +124,15 @@ log = logging.getLogger("mcpbridge.http")
 
 #: Pages of the tool list that a refresh after ``-32020`` reads at most.
 REFRESH_MAX_PAGES: Final = 100
-#: The methods whose ``Mcp-Name`` header mirrors a parameter, and that parameter.
-NAME_PARAMS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: The methods whose ``Mcp-Name`` header mirrors a parameter, and that parameter; the
+#: requests of the Tasks extension name their task, so that a load balancer routes them to
+#: the instance that holds it.
+NAME_PARAMS: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    **{method: "taskId" for method in sorted(TASK_METHODS)},
+}
 MARKING_KEY: Final = "x-mcp-header"
 PARAM_HEADER_PREFIX: Final = "Mcp-Param-"
 #: The headers that the transport sets for each request; a user header of another name is

@@ -54,6 +54,14 @@ EXPECTED = {
         "The upstream server ended its session, and a new session at once too, thus the bridge starts no "
         f"more sessions. Restart the server. {SEE}",
     ),
+    "task_lost": (
+        INTERNAL_ERROR,
+        f"The upstream server no longer knows the task of the request. {SEE}",
+    ),
+    "task_expired": (
+        INTERNAL_ERROR,
+        "The task of the request did not end within the time to live that the upstream server gave it.",
+    ),
     "invalid_request": (
         INVALID_PARAMS,
         "The bridge cannot send the parameters of the request to the upstream server.",

@@ -242,7 +242,7 @@ async function main() {
         throw new Error(`unknown step kind ${step.kind}`);
       }
     } catch (error) {
-      record.error = { code: error.code ?? null, message: String(error.message ?? error) };
+      record.error = { code: error.code ?? null, message: String(error.message ?? error), data: error.data ?? null };
     }
     currentStep = null;
   }

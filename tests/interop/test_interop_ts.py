@@ -77,11 +77,17 @@ PEER_STEPS: list[dict[str, Any]] = [
 
 
 def run_legacy_client(
-    node: NodePeers, upstream: list[str], steps: list[dict[str, Any]], timeout_ms: int = 20000
+    node: NodePeers,
+    upstream: list[str],
+    steps: list[dict[str, Any]],
+    timeout_ms: int = 20000,
+    *,
+    url: str | None = None,
 ) -> dict[str, Any]:
+    """Run the script against the bridge before ``upstream`` (a command), or before ``url``."""
     plan = {
         "command": sys.executable,
-        "args": ["-m", "mcpbridge", "--", *upstream],
+        "args": ["-m", "mcpbridge", url] if url is not None else ["-m", "mcpbridge", "--", *upstream],
         "cwd": str(REPO_ROOT),
         "timeoutMs": timeout_ms,
         "steps": steps,

@@ -198,30 +198,33 @@ def test_an_error_response_raises_rpc_error_with_code_message_and_data(client: C
     assert outcomes == ["error -32602"]
 
 
+TASK_RESULT = {"resultType": "task", "taskId": "t-1", "status": "working"}
+
+
 @pytest.mark.parametrize(
     ("value", "allow", "ok"),
     [
-        ({"content": []}, False, True),
-        ({"resultType": "complete"}, False, True),
-        ({"resultType": "input_required", "requestState": "s"}, True, True),
-        ({"resultType": "input_required", "requestState": "s"}, False, False),
-        ({"resultType": "task"}, True, False),
-        ({"resultType": None}, False, False),
-        ([1, 2], False, False),
-        ("text", False, False),
+        ({"content": []}, {}, True),
+        ({"resultType": "complete"}, {}, True),
+        ({"resultType": "input_required", "requestState": "s"}, {"allow_input_required": True}, True),
+        ({"resultType": "input_required", "requestState": "s"}, {}, False),
+        ({"resultType": "input_required", "requestState": "s"}, {"allow_task": True}, False),
+        (TASK_RESULT, {"allow_input_required": True}, False),
+        (TASK_RESULT, {"allow_task": True}, True),
+        (TASK_RESULT, {"allow_task": True, "allow_input_required": True}, True),
+        ({"resultType": None}, {}, False),
+        ([1, 2], {}, False),
+        ("text", {}, False),
     ],
 )
 def test_result_types_follow_the_rules_of_the_revision(
-    client: Client, value: Any, allow: bool, ok: bool
+    client: Client, value: Any, allow: dict[str, bool], ok: bool
 ) -> None:
     if ok:
-        assert (
-            client.request("test/result", {"result": value}, timeout=WAIT, allow_input_required=allow)
-            == value
-        )
+        assert client.request("test/result", {"result": value}, timeout=WAIT, **allow) == value
     else:
         with pytest.raises(InvalidResponse):
-            client.request("test/result", {"result": value}, timeout=WAIT, allow_input_required=allow)
+            client.request("test/result", {"result": value}, timeout=WAIT, **allow)
 
 
 def test_a_hundred_concurrent_requests_each_get_their_own_result(client: Client) -> None:

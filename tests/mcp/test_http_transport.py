@@ -826,9 +826,11 @@ def test_each_post_carries_the_protocol_headers_and_the_user_headers(scripted: S
         transport.send(Request(2, "prompts/get", {"name": "p", "_meta": META}))
         transport.send(Request(3, "resources/read", {"uri": "file:///ü.txt", "_meta": META}))
         transport.send(Request(4, "tools/list", {"_meta": META}))
+        for number, method in enumerate(("tasks/get", "tasks/update", "tasks/cancel"), start=5):
+            transport.send(Request(number, method, {"taskId": f"task-{number}", "_meta": META}))
     finally:
         transport.close()
-    first, prompt, read, listing = scripted.received
+    first, prompt, read, listing, *task_requests = scripted.received
     assert first.header("Content-Type") == "application/json"
     assert first.header("Accept") == "application/json, text/event-stream"
     assert first.header("MCP-Protocol-Version") == "2026-07-28"
@@ -841,6 +843,12 @@ def test_each_post_carries_the_protocol_headers_and_the_user_headers(scripted: S
     expected = "=?base64?" + base64.b64encode("file:///ü.txt".encode()).decode() + "?="
     assert read.header("Mcp-Name") == expected
     assert listing.header("Mcp-Method") == "tools/list" and listing.header("Mcp-Name") is None
+    # The requests of the Tasks extension name their task, for the routing of a load balancer.
+    assert [(r.header("Mcp-Method"), r.header("Mcp-Name")) for r in task_requests] == [
+        ("tasks/get", "task-5"),
+        ("tasks/update", "task-6"),
+        ("tasks/cancel", "task-7"),
+    ]
 
 
 def test_marked_arguments_become_mcp_param_headers_with_the_base64_form(scripted_transport):

@@ -51,3 +51,18 @@ def running_py_http_server() -> Iterator[str]:
     """Start ``py_http_server.py`` (the Python SDK under uvicorn); yield the URL of its endpoint."""
     with running_http_peer([sys.executable, str(PEERS / "py_http_server.py")], "Python SDK server") as url:
         yield url
+
+
+TASK_SERVER = PEERS / "task_server.py"
+
+
+def task_server_command(*options: str) -> list[str]:
+    """The command of ``task_server.py`` (a server of the Tasks extension) on stdio."""
+    return [sys.executable, str(TASK_SERVER), *options]
+
+
+@contextlib.contextmanager
+def running_task_http_server(*options: str) -> Iterator[str]:
+    """Start ``task_server.py`` on Streamable HTTP; yield the URL of its endpoint."""
+    with running_http_peer([*task_server_command(*options), "--http"], "task server") as url:
+        yield url
