@@ -13,6 +13,9 @@ a person in a terminal what it found:
   matches no tool;
 * how long the bridge would keep each list (the ``ttlMs`` of its first page; a
   2025-era server gives none);
+* whether the server offers tasks (the Tasks extension of 2026-07-28, or the
+  ``tasks`` of 2025-11-25), the tools whose entry says that they need them, and what
+  ``--tasks`` makes of them;
 * for a 2026-07-28 server, whether it speaks the 2025 era too (an ``initialize``
   on a second connection), and what that means for ``--protocol``;
 * the sign-in state, the proxy and the CA certificates in use;
@@ -38,6 +41,7 @@ from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
 
 from .. import __version__
+from ..bridge.tasks import offers_extension
 from ..bridge.translate import client_capabilities_for_upstream
 from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.jsonrpc import METHOD_NOT_FOUND
@@ -132,6 +136,9 @@ class Report:
     tool_filter: dict[str, Any] | None = None
     #: The ``ttlMs`` of the first page of each list (2026-07-28 only): how long the bridge keeps it.
     list_ttl_ms: dict[str, int] = field(default_factory=dict)
+    #: ``--tasks`` (``mode``), whether the server offers tasks (``offered``) and the tools
+    #: whose entry says that they need them (``required``).
+    tasks: dict[str, Any] | None = None
     sign_in: dict[str, Any] = field(default_factory=dict)
     proxy: dict[str, Any] = field(default_factory=dict)
     ca: dict[str, Any] = field(default_factory=dict)
@@ -153,6 +160,7 @@ class Report:
             "counts": self.counts,
             "toolFilter": self.tool_filter,
             "listTtlMs": self.list_ttl_ms if self.era == MODERN else None,
+            "tasks": self.tasks,
             "signIn": self.sign_in,
             "proxy": self.proxy,
             "ca": self.ca,
@@ -332,6 +340,7 @@ class _Check:
         self.report.server = _server(info)
         capabilities = result.get("capabilities")
         capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self._tasks(offers_extension(result))
 
         def fetch(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
             answer: dict[str, Any] = client.request(
@@ -340,6 +349,7 @@ class _Check:
             return answer
 
         self._count_lists(capabilities, fetch, modern=True)
+        self._tasks_note()
         self.report.ok = not self.report.problems
 
     def _legacy(self, legacy_upstream: Any, probe: Any) -> None:
@@ -380,6 +390,7 @@ class _Check:
             self.report.server = _server(result.get("serverInfo"))
             capabilities = result.get("capabilities")
             capabilities = capabilities if isinstance(capabilities, dict) else {}
+            self._tasks(isinstance(capabilities.get("tasks"), dict))
 
             def fetch(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
                 reply = peer.request(method, params, timeout=self.timeout)
@@ -470,6 +481,7 @@ class _Check:
                     count += len(items) if isinstance(items, list) else 0
                     if key == "tools" and isinstance(items, list):
                         names.extend(item.get("name") if isinstance(item, dict) else None for item in items)
+                        self._needs_tasks(items)
                     next_cursor = page.get("nextCursor")
                     if not isinstance(next_cursor, str):
                         break
@@ -490,6 +502,30 @@ class _Check:
                 shown = self._filter_tools(names)
                 outcome += f", {shown} after the tool filter"
             self._step(method, started, True, outcome)
+
+    def _tasks(self, offered: bool) -> None:
+        self.report.tasks = {"mode": self.settings.tasks, "offered": offered, "required": []}
+
+    def _needs_tasks(self, tools: list[Any]) -> None:
+        """Note the tools whose entry says that they only run as tasks (``execution.taskSupport``)."""
+        assert self.report.tasks is not None
+        for tool in tools:
+            execution = tool.get("execution") if isinstance(tool, dict) else None
+            if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+                self.report.tasks["required"].append(_printable(str(tool.get("name"))))
+
+    def _tasks_note(self) -> None:
+        """A 2026-07-28 server whose tools need tasks, and ``--tasks off``: they fail."""
+        tasks = self.report.tasks
+        if tasks is None or tasks["mode"] != "off" or not (tasks["offered"] or tasks["required"]):
+            return
+        self.report.notes.append(
+            Problem(
+                "the server runs tools as tasks (the Tasks extension), and --tasks off declares none: "
+                "a tool that needs them fails with -32021 (missing client capability)",
+                "Remove --tasks off: with --tasks auto (the default) the bridge carries the tasks.",
+            )
+        )
 
     def _filter_tools(self, names: list[Any]) -> int:
         """Report what the tool filter does to the full tool list ``names``; the tools it shows."""
@@ -816,6 +852,8 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None) 
             row("List cache", _list_cache(report.list_ttl_ms))
     elif report.era is not None:
         row("List cache", "none: a 2025-era server gives no ttlMs")
+    if report.tasks is not None:
+        row("Tasks", _describe_tasks(report.tasks, modern=report.era == MODERN))
     row("Sign-in", _describe(report.sign_in))
     if "flows" in report.sign_in:
         row("Flows", _describe_flows(report.sign_in["flows"]))
@@ -847,6 +885,23 @@ def _list_cache(ttls: dict[str, int]) -> str:
         for key, ttl in ttls.items()
     ]
     return ", ".join(parts)
+
+
+def _describe_tasks(tasks: dict[str, Any], *, modern: bool) -> str:
+    """Whether the server offers tasks, what the bridge does with them, and the tools that need them."""
+    required = tasks["required"]
+    needs = f"; tools that need them: {', '.join(required)}" if required else ""
+    if not modern:
+        offered = "the server offers 2025-11-25 tasks" if tasks["offered"] else "the server offers no tasks"
+        return f"{offered}; the bridge passes them through{needs}"
+    if tasks["mode"] == "off":
+        offered = (
+            "the server offers the Tasks extension" if tasks["offered"] else "the server offers no tasks"
+        )
+        return f"off: the bridge declares no tasks ({offered}){needs}"
+    if tasks["offered"]:
+        return f"the server offers the Tasks extension; the bridge carries its tasks{needs}"
+    return f"the server does not offer the Tasks extension{needs}"
 
 
 def _describe_proxy(part: dict[str, Any]) -> str:

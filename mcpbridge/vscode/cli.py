@@ -98,6 +98,14 @@ HELP: Final[dict[str, tuple[str, str | None, str]]] = {
         f"The revision of the upstream server: {MODERN}, legacy (2025-11-25) or auto. With auto, "
         f"the bridge asks the server which revision it speaks. The default is {settings.DEFAULT_PROTOCOL}.",
     ),
+    "--tasks": (
+        GENERAL,
+        "<mode>",
+        "auto or off. With auto, a tool of a 2026-07-28 server that runs as a task (the Tasks "
+        "extension) works: the bridge declares the extension and carries the task to its end, and "
+        "VS Code gets the result. With off, the bridge declares no tasks, and a tool that needs them "
+        f"fails. The default is {settings.DEFAULT_TASKS}.",
+    ),
     "--allow-tool": (
         GENERAL,
         "<pattern>",

@@ -39,6 +39,7 @@ def frontend_options(settings: Settings) -> Options:
         max_line_bytes=settings.max_line_bytes,
         timeouts=Timeouts(discover=settings.discover_timeout),
         protocol=settings.protocol,
+        tasks=settings.tasks,
         tool_filter=ToolFilter(settings.allow_tools, settings.deny_tools),
     )
 

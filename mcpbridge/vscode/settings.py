@@ -116,6 +116,9 @@ DEFAULT_CLIENT_METADATA_URL: Final[str | None] = None
 #: ``--protocol``: the revision of the upstream server. ``auto`` finds it out.
 PROTOCOLS: Final = ("auto", MODERN, "legacy")
 DEFAULT_PROTOCOL: Final = "auto"
+#: ``--tasks``: ``auto`` carries the tasks of the Tasks extension, ``off`` declares none.
+TASK_MODES: Final = ("auto", "off")
+DEFAULT_TASKS: Final = "auto"
 
 #: Header names that ``--header`` and ``--header-env`` refuse (lower case): the HTTP client or
 #: the protocol layer sends them, or they change the connection. A second copy would make
@@ -192,6 +195,8 @@ class Settings:
     discover_timeout: float
     max_line_bytes: int
     protocol: str
+    #: ``--tasks``: ``auto`` or ``off``.
+    tasks: str
     headers: tuple[Header, ...]
     max_response_bytes: int
     ca_file: str | None
@@ -638,6 +643,7 @@ OPTIONS: Final[Mapping[str, _Option]] = {
     "--discover-timeout": _Option(_SERVE_AND_CHECK, _number(1, MAX_SECONDS, _SECONDS_HINT)),
     "--max-line-bytes": _Option(_SERVE_AND_CHECK, _number(1, MAX_BYTES_LIMIT, _BYTES_HINT)),
     "--protocol": _Option(_SERVE_AND_CHECK, _one_of(PROTOCOLS, f"use auto, {MODERN} or legacy")),
+    "--tasks": _Option(_SERVE_AND_CHECK, _one_of(TASK_MODES, "use auto or off")),
     "--allow-tool": _Option(_SERVE_AND_CHECK, _non_empty(_PATTERN_HINT), repeat=True),
     "--deny-tool": _Option(_SERVE_AND_CHECK, _non_empty(_PATTERN_HINT), repeat=True),
     "--header": _Option(_URL_TARGETS, header=True),
@@ -969,6 +975,7 @@ def _settings(
         discover_timeout=float(raw.get("--discover-timeout", DEFAULT_DISCOVER_TIMEOUT)),
         max_line_bytes=raw.get("--max-line-bytes", DEFAULT_MAX_LINE_BYTES),
         protocol=raw.get("--protocol", DEFAULT_PROTOCOL),
+        tasks=raw.get("--tasks", DEFAULT_TASKS),
         headers=tuple(headers),
         max_response_bytes=raw.get("--max-response-bytes", DEFAULT_MAX_RESPONSE_BYTES),
         ca_file=raw.optional("--ca-file"),

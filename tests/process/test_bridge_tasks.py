@@ -343,3 +343,21 @@ def test_256_tasks_at_once_each_get_their_result() -> None:
         seen = events(bridge)
         assert len([event for event in seen if event.startswith("done ")]) == 256
         assert not [event for event in seen if event.startswith("cancel")]
+
+
+# ------------------------------------------------------------------------- --tasks off
+
+
+@FORMS
+def test_with_tasks_off_the_bridge_declares_no_tasks_and_passes_the_refusal(form: str) -> None:
+    with task_bridge(form, bridge_options=("--tasks", "off")) as bridge:
+        error = call(bridge, "report")["error"]
+        assert error == {
+            "code": -32021,
+            "message": "Missing required client capability",
+            "data": {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}},
+        }
+        assert text(call(bridge, "ask")) == "ask needs the tasks extension to run"
+        tools = {tool["name"]: tool for tool in bridge.request("tools/list", {})["result"]["tools"]}
+        assert tools["report"]["execution"] == {"taskSupport": "required"}
+        assert not [e for e in events(bridge) if e.startswith(("created", "listen", "get"))]

@@ -252,6 +252,8 @@ def test_a_separate_value_may_start_with_one_dash() -> None:
         (["--log-level", "DEBUG", "--", "x"], "--log-level", "use err, warn, info or debug"),
         (["--protocol", "2025-11-25", "--", "x"], "--protocol", "use auto, 2026-07-28 or legacy"),
         (["--protocol", "AUTO", "--", "x"], "--protocol", "use auto, 2026-07-28 or legacy"),
+        (["--tasks", "on", "--", "x"], "--tasks", "use auto or off"),
+        (["--tasks", "OFF", URL], "--tasks", "use auto or off"),
         (["--ca-file=", URL], "--ca-file", "the path cannot be empty"),
         (["--token-key-file=", URL], "--token-key-file", "the path cannot be empty"),
         (["--token-store", "disk", URL], "--token-store", "use auto, keychain, file or memory"),
@@ -274,6 +276,18 @@ def test_each_protocol_is_accepted_by_the_serve_forms_and_check(protocol: str) -
     assert ok(["--protocol", protocol, "--", "x"]).protocol == protocol
     assert ok(["--protocol", protocol, URL]).protocol == protocol
     assert ok(["check", "--protocol", protocol, URL]).protocol == protocol
+
+
+@pytest.mark.parametrize("mode", ["auto", "off"])
+def test_each_task_mode_is_accepted_by_the_serve_forms_and_check(mode: str) -> None:
+    assert ok(["--tasks", mode, "--", "x"]).tasks == mode
+    assert ok(["--tasks", mode, URL]).tasks == mode
+    assert ok(["check", "--tasks", mode, "--", "x"]).tasks == mode
+
+
+def test_the_bridge_carries_tasks_unless_told_otherwise() -> None:
+    assert ok(["--", "x"]).tasks == "auto"
+    assert ok([URL]).tasks == "auto"
 
 
 NUMBER_OPTIONS = [
@@ -462,6 +476,7 @@ TAKES: dict[str, tuple[list[str], set[str]]] = {
     "--discover-timeout": (["--discover-timeout", "5"], EVERY - {LOGOUT}),
     "--max-line-bytes": (["--max-line-bytes", "5"], EVERY - {LOGOUT}),
     "--protocol": (["--protocol", "legacy"], EVERY - {LOGOUT}),
+    "--tasks": (["--tasks", "off"], EVERY - {LOGOUT}),
     "--allow-tool": (["--allow-tool", "git_*"], EVERY - {LOGOUT}),
     "--deny-tool": (["--deny-tool", "*delete*"], EVERY - {LOGOUT}),
     "--header": (["--header", "x-a:1"], {URL_T, CHECK_URL}),
@@ -1280,6 +1295,7 @@ GOOD_VALUES: dict[str, list[str]] = {
     "--discover-timeout": ["5"],
     "--max-line-bytes": ["4096"],
     "--protocol": ["auto", "legacy", "2026-07-28"],
+    "--tasks": ["auto", "off"],
     "--max-response-bytes": ["4096"],
     "--ca-file": ["ca.pem", MARKER],
     "--client-id": ["c", MARKER],
