@@ -16,7 +16,7 @@ rules (:func:`~.translate.shape_result`) and goes to the client once. Progress
 of every round reaches the client's progress token, rate limited. A
 ``tools/call`` declares the Tasks extension (``--tasks auto``): a task that the
 server makes instead of a result is driven to its end on the same slot
-(:class:`~.taskdriver.SessionTasks`), and the client gets its result.
+(:class:`~.sessiontasks.SessionTasks`), and the client gets its result.
 
 The **fast path** (``Options.forward_on_reader``): :meth:`ModernSession.begin_forward`
 sends the first round from the reader thread without waiting, and the thread that
@@ -52,7 +52,7 @@ from .rounds import flush_drops as rounds_drops
 from .slots import Work
 
 if TYPE_CHECKING:
-    from .taskdriver import SessionTasks
+    from .sessiontasks import SessionTasks
 
 __all__ = ["ModernSession", "SessionHost", "UpstreamSession", "discover_error", "forward_upstream_log"]
 
@@ -176,7 +176,7 @@ class ModernSession:
         #: The tasks of the Tasks extension that the session carries (``--tasks auto``).
         self._tasks: SessionTasks | None = None
         if self.options.tasks == "auto":
-            from .taskdriver import SessionTasks  # imported here: the tasks load after the discover
+            from .sessiontasks import SessionTasks  # imported here: the tasks load after the discover
 
             self._tasks = SessionTasks(client, host, discover_result)
 

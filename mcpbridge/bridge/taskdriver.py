@@ -52,12 +52,12 @@ from ..mcp.errors import Cancelled, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import INVALID_PARAMS, Notification
 from ..mcp.protocol import TASK_NOTIFICATION
 from ..mcp.text import format_duration, printable
-from . import errortable, tasks
+from . import tasks
 from .output import Slot
-from .rounds import Obsolete, ProgressForwarder, Rounds, RoundsHost
+from .rounds import Obsolete, Rounds, RoundsHost
 from .tasks import InvalidTask, Task
 
-__all__ = ["MAX_TASK_ROUNDS", "SessionTasks", "TaskDriver", "TaskEnded", "TaskFailed", "TaskWatch"]
+__all__ = ["MAX_TASK_ROUNDS", "DriverHost", "TaskDriver", "TaskEnded", "TaskWatch", "created_task"]
 
 log = logging.getLogger("mcpbridge.bridge")
 
@@ -74,15 +74,6 @@ class TaskEnded(BridgeError):
         self.detail = detail
 
 
-class TaskFailed(BridgeError):
-    """The task failed with a JSON-RPC error; ``error`` goes to the client with its code,
-    message and data."""
-
-    def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(str(error.get("message", "")))
-        self.error = error
-
-
 class DriverHost(RoundsHost, Protocol):
     """What a driver needs of the front end: what the input rounds need, the level of the
     client's log messages and the client capabilities for the upstream requests."""
@@ -92,75 +83,6 @@ class DriverHost(RoundsHost, Protocol):
 
     @property
     def upstream_capabilities(self) -> dict[str, Any]: ...
-
-
-class SessionTasks:
-    """The tasks of one modern session: a ``tools/call`` declares the extension, and a task
-    that the server makes instead of a result is driven to its end on the request's slot.
-
-    :param discover_result: the upstream's ``server/discover`` result: a server that
-        declares the extension gets a :class:`TaskWatch` for the status of its tasks.
-    """
-
-    def __init__(self, client: Client, host: DriverHost, discover_result: Any) -> None:
-        self._client = client
-        self._host = host
-        #: The client capabilities of an upstream request that may make a task.
-        self.capabilities = tasks.with_extension(host.upstream_capabilities)
-        self._watch = (
-            TaskWatch(client, self.capabilities, lambda: host.log_level)
-            if tasks.offers_extension(discover_result)
-            else None
-        )
-
-    def carry(
-        self, slot: Slot, created: dict[str, Any], progress: ProgressForwarder | None
-    ) -> dict[str, Any] | None:
-        """Drive the task of the ``CreateTaskResult`` ``created`` to its end for a client that
-        waits for the result of its request.
-
-        Returns the result of the task; ``None`` when the task ended otherwise and the
-        slot has its error. A new status message of the task is one more step of the
-        client's progress. Raises what :meth:`TaskDriver.run` raises but
-        :class:`TaskEnded`.
-        """
-        on_task = None if progress is None else lambda task: progress.status(task.status_message)
-        driver = TaskDriver(
-            self._client, self._host, slot, capabilities=self.capabilities, watch=self._watch, on_task=on_task
-        )
-        try:
-            task = driver.run(_created(created))
-        except TaskEnded as ended:
-            log.warning("request %s (tools/call): %s", printable(slot.id), ended.detail or ended.cause)
-            self._host.output.respond_error(slot, errortable.error_object(ended.cause, ended.detail))
-            return None
-        if task.status == "completed":
-            assert task.result is not None
-            return task.result
-        if task.status == "failed":
-            log.info("request %s (tools/call): the task of the upstream server failed", printable(slot.id))
-            self._host.output.respond_error(slot, tasks.failure_error(task))
-        else:
-            self._host.output.respond_error(
-                slot, errortable.error_object("task_cancelled", task.status_message)
-            )
-        return None
-
-    def shape(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
-        """A result for the client: the tools of ``tools/list`` lose their ``taskSupport``, since
-        the client calls them plainly and the bridge carries their tasks."""
-        tools = result.get("tools")
-        if method != "tools/list" or not isinstance(tools, list):
-            return result
-        marked = tasks.mark_tools(tools, native=False)
-        return result if marked is tools else {**result, "tools": marked}
-
-
-def _created(result: dict[str, Any]) -> Task:
-    try:
-        return tasks.parse_created(result)
-    except InvalidTask as exc:
-        raise TaskEnded("invalid_response", f"tools/call: {exc.detail}") from exc
 
 
 class TaskDriver:
@@ -554,3 +476,11 @@ class TaskWatch:
     def _close(stream: _Stream | None) -> None:
         if stream is not None and stream.subscription is not None:
             stream.subscription.cancel("the bridge watches other tasks")
+
+
+def created_task(result: dict[str, Any]) -> Task:
+    """The task of a ``CreateTaskResult``; one that is not valid ends as ``invalid_response``."""
+    try:
+        return tasks.parse_created(result)
+    except InvalidTask as exc:
+        raise TaskEnded("invalid_response", f"tools/call: {exc.detail}") from exc
