@@ -376,6 +376,8 @@ class Frontend:
                 return
             on_reader = session.begin_forward if self.options.forward_on_reader else None
             self._admit(request, session.forward, on_reader)
+        elif kind is legacy.MethodClass.TASK and self._session is not None and self._session.native_tasks:
+            self._admit(request, self._session.answer_task_request)
         elif kind in (legacy.MethodClass.SUBSCRIBE, legacy.MethodClass.UNSUBSCRIBE):
             if self._listener is None or not self._listener.accepts_subscriptions:
                 self.output.write_error(request.id, errortable.error_object("method_not_found"))
@@ -471,13 +473,15 @@ class Frontend:
                 log.error("server/discover failed: %s", discover_failure_text(exc, error), exc_info=exc)
             self.output.respond_error(slot, error)
             return
-        init = translate.initialize_result(
-            result,
-            fallback_name=self.options.fallback_name,
-            version=self.options.version,
-            icon_rule=self.options.icon_rule,
-        )
         self._session = ModernSession(client, self, discover_result=result)
+        init = self._session.advertise(
+            translate.initialize_result(
+                result,
+                fallback_name=self.options.fallback_name,
+                version=self.options.version,
+                icon_rule=self.options.icon_rule,
+            )
+        )
         self._declared = translate.declared_notifications(init)
         with self._state_lock:
             if self._state is State.CLOSING:

@@ -49,6 +49,9 @@ class MethodClass(enum.Enum):
     SUBSCRIBE = "subscribe"
     #: ``resources/unsubscribe``: the listen stream loses the URI.
     UNSUBSCRIBE = "unsubscribe"
+    #: ``tasks/get``, ``tasks/result``, ``tasks/cancel``, ``tasks/list``: the tasks that the
+    #: client made (only when the bridge declared ``capabilities.tasks``; else -32601).
+    TASK = "task"
     #: Answer -32601.
     UNKNOWN = "unknown"
 
@@ -84,6 +87,9 @@ FORWARDED_METHODS: Final = frozenset(
     }
 )
 
+#: The requests of the client about its own tasks.
+TASK_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/cancel", "tasks/list"})
+
 #: The forwarded methods whose results have pages and a ``nextCursor``.
 LIST_METHODS: Final = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
 
@@ -96,6 +102,7 @@ METHOD_CLASSES: Final[Mapping[str, MethodClass]] = MappingProxyType(
         "resources/subscribe": MethodClass.SUBSCRIBE,
         "resources/unsubscribe": MethodClass.UNSUBSCRIBE,
         **{method: MethodClass.FORWARD for method in sorted(FORWARDED_METHODS)},
+        **{method: MethodClass.TASK for method in sorted(TASK_METHODS)},
     }
 )
 

@@ -200,6 +200,21 @@ class ModernSession:
     def describe(self) -> UpstreamState:
         return upstream_state(self.client, f"MCP {MODERN}")
 
+    @property
+    def native_tasks(self) -> bool:
+        """True when the client makes tasks of its own (``capabilities.tasks``) and the server
+        offers the Tasks extension: the bridge answers ``tasks/*`` of the client."""
+        return self._tasks is not None and self._tasks.native
+
+    def advertise(self, init: dict[str, Any]) -> dict[str, Any]:
+        """The initialize result for the client, with ``capabilities.tasks`` for native tasks."""
+        return self._tasks.advertise(init) if self._tasks is not None else init
+
+    def answer_task_request(self, slot: Slot, request: Request) -> None:
+        """The work of a slot for a ``tasks/*`` request of a client of native tasks."""
+        assert self._tasks is not None
+        self._tasks.answer(slot, request)
+
     def _capabilities_for(self, method: str) -> dict[str, Any]:
         """The client capabilities of an upstream request: a ``tools/call`` declares the Tasks extension."""
         if self._tasks is not None and method == "tools/call":
@@ -244,6 +259,8 @@ class ModernSession:
         runs :meth:`_forward_done`. Returns False, with nothing sent, when the
         upstream has no room for the request at once: then a slot thread sends it.
         """
+        if self._tasks is not None and self._tasks.augmented(request):
+            return False  # the task of the client is made on a slot thread
         client = self.client
         method = request.method
         params, client_token, meta = translate.forward_params(request.params)
@@ -397,13 +414,25 @@ class ModernSession:
                 if result.get("resultType") == RESULT_INPUT_REQUIRED:
                     rounds.next_round(result)
                     continue
-                if result.get("resultType") == RESULT_TASK and self._tasks is not None:
-                    carried = self._tasks.carry(slot, result, progress)
+                session_tasks = self._tasks
+                augmented = session_tasks is not None and session_tasks.augmented(request)
+                if result.get("resultType") == RESULT_TASK and session_tasks is not None:
+                    if augmented:
+                        session_tasks.adopt(slot, result, progress)
+                        return
+                    carried = session_tasks.carry(slot, result, progress)
                     if carried is None:  # the task failed, and the client has its error
                         rounds.failed()
                         return
                     result = carried
                     long_strings.clear()
+                if augmented:
+                    assert session_tasks is not None
+                    shaped, _notes = translate.shape_result(
+                        request.method, result, icon_rule=self.options.icon_rule
+                    )
+                    session_tasks.complete(slot, shaped)
+                    return
                 raw = long_strings[-1] if long_strings else None
                 self._respond_result(slot, request.method, result, raw, params=request.params)
                 return
