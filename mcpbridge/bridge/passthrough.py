@@ -86,7 +86,7 @@ from ..mcp.transport import OnClosed, OnFrameError, OnMessage, Transport, run_ca
 from . import errortable, legacy, translate
 from .dumptext import UpstreamState
 from .listrules import ListRules
-from .options import Options
+from .options import Options, Timeouts
 from .output import Host, Slot
 from .session import discover_error, upstream_state
 from .upstream import UPSTREAM_MAX_DEPTH, _write_child_stderr
@@ -102,6 +102,7 @@ __all__ = [
     "StdioUpstream",
     "falls_back",
     "means_legacy",
+    "time_limit",
 ]
 
 log = logging.getLogger("mcpbridge.bridge")
@@ -118,14 +119,21 @@ MODERN_ERROR_CODES: Final = frozenset(
 LEGACY_HTTP_STATUSES: Final = frozenset({400, 404, 405})
 #: The prefix of the ids of the upstream's requests as the client sees them.
 SERVER_REQUEST_PREFIX: Final = "u-"
-#: The methods that may wait for the client's answers to the server's requests.
-_LONG_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: The methods that may wait for the client's answers to the server's requests, and
+#: ``tasks/result``, which the server holds until the task ends.
+_LONG_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read", "tasks/result"})
 #: The results that get VS Code's rules of every era (schema repairs, cursor, icons).
 _SHAPED_METHODS: Final = frozenset(
     {"tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list"}
 )
 #: What the server gets for a line of the client that answers its request but cannot be read.
 _UNREADABLE_ANSWER: Final = ErrorObject(INTERNAL_ERROR, "The answer of the client could not be read.")
+
+
+def time_limit(method: str, timeouts: Timeouts) -> float:
+    """The time limit of a request of the client to a 2025-era server: a call's for a request
+    that may wait for the client or for the end of a task, a list's for the others."""
+    return timeouts.call if method in _LONG_METHODS else timeouts.list
 
 
 def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
@@ -702,7 +710,7 @@ class LegacyPassthrough:
         peer = self._peer
         assert peer is not None
         options = self._options
-        timeout = options.timeouts.call if request.method in _LONG_METHODS else options.timeouts.list
+        timeout = time_limit(request.method, options.timeouts)
         params = request.params
         token = translate.progress_token(params.get("_meta")) if params is not None else None
         if token is not None:
