@@ -14,5 +14,5 @@ cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-.venv/bin/python}"
 export PYTHON
-# Results are in results/conformance/<run>/ (suite-N.log, supergateway.log, results/).
+# Results are in results/conformance/<run>/ (supergateway.log, and suite-N/ with suite.log and results/).
 exec timeout --kill-after=30 840 "$PYTHON" tests/conformance/run.py "$@"

@@ -41,9 +41,12 @@ front of each stdio server:
 
 Each run prints the passed and failed checks, by scenario and in total. Every
 failed check must be listed in ``tests/conformance/baseline.txt`` with its
-reason; a failure that is not there fails the script (exit code 1), as does a
-run that did not finish. A listed failure that now passes is reported, so that
-its line can go.
+reason; a failure that is not there fails the script (exit code 1), and so does a
+listed failure that now passes (remove its line), as pytest's ``xfail_strict``
+does. Each command of the suite must run exactly the scenarios this script
+expects of it (:data:`STABLE_SCENARIOS`, :data:`SCHEMA_SCENARIOS`,
+:data:`NEXT_SCENARIOS`) and exit 0, or 1 with a failed check: a run that did
+not finish, a scenario that did not run, or another exit fails the script too.
 
 Ports are picked free on 127.0.0.1, each program runs in its own process group,
 and every process started here (and every child of supergateway) is stopped
@@ -86,6 +89,101 @@ STOP_GRACE = 10.0
 SESSION_TIMEOUT_MS = 20000
 #: The time limit of one scenario of the suite.
 SCENARIO_TIMEOUT_MS = 30000
+
+#: The scenarios of ``server --spec-version 2025-11-25`` of the stable suite (0.1.16): its active
+#: suite, without the pending ``json-schema-2020-12`` and ``server-sse-polling``.
+STABLE_SCENARIOS = frozenset(
+    {
+        "server-initialize",
+        "logging-set-level",
+        "ping",
+        "completion-complete",
+        "tools-list",
+        "tools-call-simple-text",
+        "tools-call-image",
+        "tools-call-audio",
+        "tools-call-embedded-resource",
+        "tools-call-mixed-content",
+        "tools-call-with-logging",
+        "tools-call-error",
+        "tools-call-with-progress",
+        "tools-call-sampling",
+        "tools-call-elicitation",
+        "elicitation-sep1034-defaults",
+        "server-sse-multiple-streams",
+        "elicitation-sep1330-enums",
+        "resources-list",
+        "resources-read-text",
+        "resources-read-binary",
+        "resources-templates-read",
+        "resources-subscribe",
+        "resources-unsubscribe",
+        "prompts-list",
+        "prompts-get-simple",
+        "prompts-get-with-args",
+        "prompts-get-embedded-resource",
+        "prompts-get-with-image",
+        "dns-rebinding-protection",
+    }
+)
+#: The pending scenario that the stable suite runs by name: schema keywords must survive the bridge.
+SCHEMA_SCENARIOS = frozenset({"json-schema-2020-12"})
+#: The scenarios of ``server --requirements 2026-07-28`` of the pre-release (0.2.0-alpha.12): the
+#: required ones, then those it runs without scoring them (the tasks extension, the pending ones).
+NEXT_SCENARIOS = frozenset(
+    {
+        "server-stateless",
+        "completion-complete",
+        "tools-list",
+        "tools-call-simple-text",
+        "tools-call-image",
+        "tools-call-audio",
+        "tools-call-embedded-resource",
+        "tools-call-mixed-content",
+        "tools-call-error",
+        "tools-call-with-progress",
+        "server-sse-multiple-streams",
+        "resources-list",
+        "resources-read-text",
+        "resources-read-binary",
+        "resources-templates-read",
+        "sep-2164-resource-not-found",
+        "prompts-list",
+        "prompts-get-simple",
+        "prompts-get-with-args",
+        "prompts-get-embedded-resource",
+        "prompts-get-with-image",
+        "dns-rebinding-protection",
+        "caching",
+        "input-required-result-basic-elicitation",
+        "input-required-result-basic-sampling",
+        "input-required-result-basic-list-roots",
+        "input-required-result-request-state",
+        "input-required-result-multiple-input-requests",
+        "input-required-result-multi-round",
+        "input-required-result-missing-input-response",
+        "input-required-result-non-tool-request",
+        "input-required-result-result-type",
+        "input-required-result-unsupported-methods",
+        "input-required-result-tampered-state",
+        "input-required-result-capability-check",
+        "input-required-result-ignore-extra-params",
+        "input-required-result-validate-input",
+        "tasks-lifecycle",
+        "tasks-capability-negotiation",
+        "tasks-wire-fields",
+        "tasks-request-state-removal",
+        "tasks-mrtr-input",
+        "tasks-request-headers",
+        "tasks-dispatch-and-envelope",
+        "tasks-status-notifications",
+        "tasks-required-task-error",
+        "tasks-mrtr-composition",
+        "json-schema-2020-12",
+        "http-header-validation",
+        "http-custom-header-server-validation",
+    }
+)
 
 
 class ConformanceError(Exception):
@@ -329,11 +427,47 @@ def gateway(tools: Tools, stdio_command: list[str], log_path: Path) -> Iterator[
         return
 
 
-def run_suite(command: list[str], output: Path, timeout: float) -> int:
-    """Run the suite with its output in ``output``; return its exit code."""
-    with output.open("wb") as log:
+@dataclass(frozen=True)
+class Suite:
+    """One command of the conformance suite (without its output folder) and the scenarios it must run."""
+
+    command: tuple[str, ...]
+    scenarios: frozenset[str]
+
+
+def check_suite(suite: Suite, code: int, results: Path, log: Path) -> dict[str, Scenario]:
+    """The results of one command of the suite, once they show that it ran what it must.
+
+    The suite exits 1 when a check failed (the baseline judges those) and 0 when none did; any other
+    end, a scenario missing from its results and one this script does not know mean a broken run:
+    a run that tested less than it should must not pass.
+    """
+    scenarios = read_results(results)
+    missing = sorted(suite.scenarios - scenarios.keys())
+    if missing:
+        raise ConformanceError(
+            f"the suite ran {len(suite.scenarios) - len(missing)} of its {len(suite.scenarios)} scenarios"
+            f" (exit code {code}); missing: {', '.join(missing)}; see {log}"
+        )
+    unknown = sorted(scenarios.keys() - suite.scenarios)
+    if unknown:
+        raise ConformanceError(
+            f"the suite ran scenarios this script does not expect: {', '.join(unknown)}; add them to"
+            " the expected scenarios in tests/conformance/run.py"
+        )
+    if code != 0 and not (code == 1 and any(scenario.failed for scenario in scenarios.values())):
+        raise ConformanceError(f"the suite exited with code {code} without a failed check; see {log}")
+    return scenarios
+
+
+def run_suite(suite: Suite, output: Path, timeout: float) -> dict[str, Scenario]:
+    """Run one command of the suite with its results in ``output``; return them, checked."""
+    results = output / "results"
+    results.mkdir(parents=True)
+    log_path = output / "suite.log"
+    with log_path.open("wb") as log:
         process = subprocess.Popen(
-            command,
+            [*suite.command, "-o", str(results)],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -348,35 +482,23 @@ def run_suite(command: list[str], output: Path, timeout: float) -> int:
         finally:
             if process.poll() is None:
                 stop(process)
-    return code
+    return check_suite(suite, code, results, log_path)
 
 
 # ------------------------------------------------------------------------ runs
 
 
-def suite_commands(tools: Tools, run: str, url: str, results: Path) -> list[list[str]]:
+def suites(tools: Tools, run: str, url: str) -> list[Suite]:
+    """The commands of the suite for ``run`` against ``url``, each with the scenarios it runs."""
     if run in ("bridge", "embedded", *LEGACY_RUNS):
-        stable = [tools.node, tools.conformance, "server", "--url", url, "-o", str(results)]
+        stable = (tools.node, tools.conformance, "server", "--url", url)
         return [
-            [*stable, "--spec-version", "2025-11-25"],
+            Suite((*stable, "--spec-version", "2025-11-25"), STABLE_SCENARIOS),
             # Pending in 0.1.16, thus not in the suite above: schema keywords must survive the bridge.
-            [*stable, "--scenario", "json-schema-2020-12"],
+            Suite((*stable, "--scenario", "json-schema-2020-12"), SCHEMA_SCENARIOS),
         ]
-    return [
-        [
-            tools.node,
-            tools.conformance_next,
-            "server",
-            "--url",
-            url,
-            "--requirements",
-            "2026-07-28",
-            "--timeout",
-            str(SCENARIO_TIMEOUT_MS),
-            "-o",
-            str(results),
-        ]
-    ]
+    command = (tools.node, tools.conformance_next, "server", "--url", url, "--requirements", "2026-07-28")
+    return [Suite((*command, "--timeout", str(SCENARIO_TIMEOUT_MS)), NEXT_SCENARIOS)]
 
 
 def upstream_command(tools: Tools, run: str) -> list[str]:
@@ -393,17 +515,12 @@ def upstream_command(tools: Tools, run: str) -> list[str]:
 
 def run_once(tools: Tools, run: str, folder: Path, timeout: float) -> dict[str, Scenario]:
     shutil.rmtree(folder, ignore_errors=True)
-    results = folder / "results"
-    results.mkdir(parents=True)
+    folder.mkdir(parents=True)
     deadline = time.monotonic() + timeout
-    codes: list[int] = []
+    scenarios: dict[str, Scenario] = {}
     with gateway(tools, upstream_command(tools, run), folder / "supergateway.log") as started:
-        for number, command in enumerate(suite_commands(tools, run, started.url, results), start=1):
-            log = folder / f"suite-{number}.log"
-            codes.append(run_suite(command, log, deadline - time.monotonic()))
-    scenarios = read_results(results)
-    if not scenarios:
-        raise ConformanceError(f"the suite wrote no results (exit codes {codes}); see {folder}/suite-*.log")
+        for number, suite in enumerate(suites(tools, run, started.url), start=1):
+            scenarios.update(run_suite(suite, folder / f"suite-{number}", deadline - time.monotonic()))
     return scenarios
 
 
@@ -434,6 +551,34 @@ def _terminate(signum: int, frame: object) -> None:
 
 def _expected(failure: Failure, expected: dict[Failure, str]) -> bool:
     return failure in expected or Failure(failure.run, failure.scenario, "*") in expected
+
+
+def verdict(failures: set[Failure], expected: dict[Failure, str], runs: list[str], baseline: str) -> int:
+    """Print how the failed checks of ``runs`` compare with the baseline; return the exit code.
+
+    A failure the baseline does not list fails the script, and so does a listed one that passes now
+    (as pytest's ``xfail_strict``): the baseline says exactly what fails, so that a fix shows.
+    """
+    unexpected = sorted(f for f in failures if not _expected(f, expected))
+    failed_scenarios = {(f.run, f.scenario) for f in failures}
+    passing = sorted(
+        f
+        for f in expected.keys() - failures
+        if f.run in runs and (f.check != "*" or (f.run, f.scenario) not in failed_scenarios)
+    )
+    for failure in passing:
+        print(f"conformance: error: passes now, remove it from {baseline}: {failure}")
+    for failure in unexpected:
+        print(f"conformance: error: a failure that is not in {baseline}: {failure}")
+    if set(LEGACY_RUNS) <= set(runs):
+        for failure in lost_by_bridge(failures):
+            print(f"conformance: warning: the bridge loses a check that legacy-direct passes: {failure}")
+    known = len(failures) - len(unexpected)
+    print(
+        f"conformance: {len(unexpected)} unexpected failures, {len(passing)} unexpected passes,"
+        f" {known} expected failures"
+    )
+    return 1 if unexpected or passing else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -468,23 +613,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConformanceError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
         return 1
-    unexpected = sorted(f for f in failures if not _expected(f, expected))
-    failed_scenarios = {(f.run, f.scenario) for f in failures}
-    fixed = sorted(
-        f
-        for f in expected.keys() - failures
-        if f.run in runs and (f.check != "*" or (f.run, f.scenario) not in failed_scenarios)
-    )
-    for failure in fixed:
-        print(f"conformance: note: now passes, remove it from {options.baseline.name}: {failure}")
-    for failure in unexpected:
-        print(f"conformance: error: a failure that is not in {options.baseline.name}: {failure}")
-    if set(LEGACY_RUNS) <= set(runs):
-        for failure in lost_by_bridge(failures):
-            print(f"conformance: warning: the bridge loses a check that legacy-direct passes: {failure}")
-    known = len(failures) - len(unexpected)
-    print(f"conformance: {len(unexpected)} unexpected failures, {known} expected failures")
-    return 1 if unexpected else 0
+    return verdict(failures, expected, runs, options.baseline.name)
 
 
 if __name__ == "__main__":

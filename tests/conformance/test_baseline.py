@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -94,9 +95,13 @@ def test_the_legacy_runs_start_the_2025_era_server_with_the_legacy_python() -> N
 def test_the_legacy_runs_use_the_2025_suite_with_the_schema_scenario() -> None:
     tools = _tools()
     for name in run.LEGACY_RUNS:
-        assert run.suite_commands(tools, name, "URL", Path("out")) == run.suite_commands(
-            tools, "bridge", "URL", Path("out")
-        )
+        assert run.suites(tools, name, "URL") == run.suites(tools, "bridge", "URL")
+    stable, schema = run.suites(tools, "bridge", "URL")
+    assert stable.scenarios == run.STABLE_SCENARIOS and "json-schema-2020-12" not in stable.scenarios
+    assert schema.command[-2:] == ("--scenario", "json-schema-2020-12")
+    assert schema.scenarios == {"json-schema-2020-12"}
+    (direct,) = run.suites(tools, "direct", "URL")
+    assert direct.command[1] == "conformance-next.js" and direct.scenarios == run.NEXT_SCENARIOS
 
 
 def test_a_missing_legacy_python_is_reported_with_the_make_target(
@@ -129,3 +134,101 @@ def test_a_check_that_fails_only_through_the_bridge_is_lost_by_the_bridge() -> N
     }
     lost = run.Failure("legacy-bridge", "tools-call-sampling", "tools-call-sampling")
     assert run.lost_by_bridge(failures) == [lost]
+
+
+# A stand-in for the suite: it writes the results its argument names into the folder after
+# ``-o``, as the suite does, and exits with the code its argument names (a negative one: by that
+# signal).
+FAKE_SUITE = """
+import json, os, pathlib, sys
+
+plan = json.loads(sys.argv[1])
+results = pathlib.Path(sys.argv[sys.argv.index("-o") + 1])
+for name, statuses in plan["scenarios"].items():
+    folder = results / f"server-{name}-2026-12-02T13-32-43-688Z"
+    folder.mkdir()
+    checks = [{"id": f"{name}-{n}", "status": status} for n, status in enumerate(statuses)]
+    (folder / "checks.json").write_text(json.dumps(checks))
+if plan["exit"] < 0:
+    os.kill(os.getpid(), -plan["exit"])
+sys.exit(plan["exit"])
+"""
+
+EXPECTED = frozenset({"ping", "tools-list"})
+
+
+def run_fake_suite(tmp_path: Path, scenarios: dict[str, list[str]], code: int) -> dict[str, Any]:
+    """Run the stand-in as the runner runs a command of the suite that must run :data:`EXPECTED`."""
+    script = tmp_path / "fake_suite.py"
+    script.write_text(FAKE_SUITE, encoding="utf-8")
+    plan = json.dumps({"scenarios": scenarios, "exit": code})
+    suite = run.Suite((sys.executable, str(script), plan), EXPECTED)
+    results: dict[str, Any] = run.run_suite(suite, tmp_path / "suite-1", 60.0)
+    return results
+
+
+def test_a_suite_that_runs_every_expected_scenario_gives_its_results(tmp_path: Path) -> None:
+    scenarios = run_fake_suite(tmp_path, {"ping": ["SUCCESS"], "tools-list": ["SUCCESS"]}, 0)
+    assert sorted(scenarios) == ["ping", "tools-list"]
+
+
+def test_a_suite_that_exits_1_with_a_failed_check_gives_its_results_for_the_baseline(tmp_path: Path) -> None:
+    scenarios = run_fake_suite(tmp_path, {"ping": ["SUCCESS"], "tools-list": ["FAILURE"]}, 1)
+    assert scenarios["tools-list"].failed == ["tools-list-0"]
+
+
+def test_a_suite_that_runs_nothing_fails_the_run(tmp_path: Path) -> None:
+    with pytest.raises(
+        run.ConformanceError, match="ran 0 of its 2 scenarios .exit code 0.; missing: ping, tools-list"
+    ):
+        run_fake_suite(tmp_path, {}, 0)
+
+
+def test_a_missing_scenario_fails_the_run(tmp_path: Path) -> None:
+    with pytest.raises(
+        run.ConformanceError, match="ran 1 of its 2 scenarios .exit code 1.; missing: tools-list;"
+    ):
+        run_fake_suite(tmp_path, {"ping": ["FAILURE"]}, 1)
+
+
+def test_a_scenario_the_runner_does_not_expect_fails_the_run(tmp_path: Path) -> None:
+    scenarios = {"ping": ["SUCCESS"], "tools-list": ["SUCCESS"], "caching": ["SUCCESS"]}
+    with pytest.raises(run.ConformanceError, match="does not expect: caching;"):
+        run_fake_suite(tmp_path, scenarios, 0)
+
+
+@pytest.mark.parametrize(
+    ("statuses", "code"), [(["SUCCESS"], 1), (["WARNING"], 1), (["FAILURE"], 2), (["SUCCESS"], -9)]
+)
+def test_an_exit_that_no_failed_check_explains_fails_the_run(
+    tmp_path: Path, statuses: list[str], code: int
+) -> None:
+    with pytest.raises(run.ConformanceError, match=f"exited with code {code} without a failed check"):
+        run_fake_suite(tmp_path, {"ping": ["SUCCESS"], "tools-list": statuses}, code)
+
+
+def test_a_listed_failure_that_passes_now_fails_the_script(capsys: pytest.CaptureFixture[str]) -> None:
+    expected = {
+        run.Failure("bridge", "ping", "ping"): "a reason for the test",
+        run.Failure("direct", "tasks-lifecycle", "*"): "a reason for the test",
+    }
+    still_failing = {run.Failure("bridge", "ping", "ping"), run.Failure("direct", "tasks-lifecycle", "a")}
+    assert run.verdict(still_failing, expected, ["bridge", "direct"], "baseline.txt") == 0
+    assert "0 unexpected failures, 0 unexpected passes, 2 expected failures" in capsys.readouterr().out
+    assert (
+        run.verdict({run.Failure("bridge", "ping", "ping")}, expected, ["bridge", "direct"], "baseline.txt")
+        == 1
+    )
+    assert capsys.readouterr().out.splitlines() == [
+        "conformance: error: passes now, remove it from baseline.txt: direct tasks-lifecycle *",
+        "conformance: 0 unexpected failures, 1 unexpected passes, 1 expected failures",
+    ]
+    # A run that did not run says nothing of its lines.
+    assert run.verdict(set(), expected, ["embedded"], "baseline.txt") == 0
+
+
+def test_a_failure_that_the_baseline_does_not_list_fails_the_script(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run.verdict({run.Failure("bridge", "ping", "ping")}, {}, ["bridge"], "baseline.txt") == 1
+    assert "error: a failure that is not in baseline.txt: bridge ping ping" in capsys.readouterr().out
