@@ -31,9 +31,9 @@ from schema import validate_legacy_frame, validate_modern_frame
 
 #: The grace of the server in the tests of this process: short, so a stop is quick.
 GRACE = 0.5
-#: The longest time from the end of the input to the return of the function.
+#: How long the function may take to return after the end of the input.
 STOP_BOUND = 3.0
-#: The longest time from the end of stdin to the exit of the example server (grace 2 s).
+#: How long the example server may take to exit after the end of stdin (grace 2 s).
 PROCESS_STOP_BOUND = 2 * 2.0 + 2.0
 
 META = {
@@ -104,7 +104,7 @@ class Embedded:
         self.methods: dict[Any, str] = {}
         self.returned = threading.Event()
         self.error: BaseException | None = None
-        self.stop_seconds: float | None = None
+        self._finished = False
         self._options = options
         self._serve = threading.Thread(target=self._run, name="test-embed-serve", daemon=True)
         self._reader = threading.Thread(target=self._read, name="test-embed-output", daemon=True)
@@ -176,23 +176,21 @@ class Embedded:
 
     # -- end
 
-    def finish(self) -> float:
-        """Close the input; return the seconds until the function returned."""
-        if self.stop_seconds is not None:
-            return self.stop_seconds
-        started = time.monotonic()
+    def finish(self) -> None:
+        """Close the input; fail unless the function returns within :data:`STOP_BOUND`."""
+        if self._finished:
+            return
+        self._finished = True
         self._input.close()
-        returned = self.returned.wait(WAIT)
-        self.stop_seconds = time.monotonic() - started
+        returned = self.returned.wait(STOP_BOUND)
         self._serve.join(WAIT)
         self._stdout.close()  # the function never closes it: this ends the reader
         self._reader.join(WAIT)
         self._stdin.close()
         self._output.close()
-        assert returned, "serve_stdio_auto did not return after the end of the input"
+        assert returned, f"serve_stdio_auto did not return within {STOP_BOUND} s of the end of the input"
         if self.error is not None:
             raise self.error
-        return self.stop_seconds
 
     def check_frames(self, *, legacy: bool, modern_ids: tuple[Any, ...] = ()) -> None:
         """Check every frame against the schema of its revision.
@@ -271,7 +269,7 @@ def test_initialize_first_selects_the_legacy_path_where_tools_list_and_a_form_ro
     # After initialize, server/discover belongs to the front end, which refuses it.
     refused = c.call(request(5, "server/discover", {"_meta": META}))
     assert refused["error"]["code"] == -32601
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     c.check_frames(legacy=True)
     assert c.server._connection_list() == []
 
@@ -286,7 +284,7 @@ def test_a_server_discover_first_is_answered_by_the_server_and_initialize_then_s
     expect_discover_result(c.call(modern(12, "server/discover")))
     initialize(c)
     assert first_text(c.call(request(2, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))) == "5"
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     c.check_frames(legacy=True, modern_ids=(11, 12))
 
 
@@ -304,7 +302,7 @@ def test_discover_refuse_answers_minus_32601_and_the_copilot_initialize_then_get
     assert c.client_request("elicitation/create")["id"] == "b-1"
     c.send_raw(line({"jsonrpc": "2.0", "id": "b-1", "result": {"action": "decline"}}))
     assert first_text(c.response(4)) == "form: decline"
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     c.check_frames(legacy=True)
 
 
@@ -312,7 +310,7 @@ def test_blank_lines_select_nothing(embedded: Callable[..., Embedded]) -> None:
     c = embedded()
     c.send_raw(b"\n  \t\r\n\n")
     initialize(c)
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     assert len(c.frames) == 1
     c.check_frames(legacy=True)
 
@@ -322,7 +320,7 @@ def test_an_input_of_blank_lines_only_selects_no_path_and_writes_nothing(
 ) -> None:
     c = embedded()
     c.send_raw(b"\n\r\n   \n")
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     assert c.frames == []
 
 
@@ -349,7 +347,7 @@ def test_a_too_long_first_line_is_dropped_and_initialize_then_selects_the_legacy
             first_text(c.call(request(2, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})))
             == "5"
         )
-        assert c.finish() <= STOP_BOUND
+        c.finish()
     finally:
         logger.removeHandler(records)
     # The responses of initialize and of the call; the line that is too long got none.
@@ -367,7 +365,7 @@ def test_initialize_initialized_and_ping_in_one_chunk_get_two_responses_and_no_e
     )
     expect_legacy_initialize(c.response(1))
     assert c.response(2)["result"] == {}
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     # The ping may be answered while initialize runs, and list changes may follow the
     # result when the reader is late: the responses are exactly two.
     responses = [frame for frame in c.frames if "method" not in frame]
@@ -395,7 +393,7 @@ def test_legacy_list_changes_of_a_call_reach_the_client_before_its_result(
         at = c.index(lambda f, i=request_id: is_response(f, i))
         changes = [f for f in c.frames[:at] if f.get("method") == "notifications/tools/list_changed"]
         assert len(changes) == before + 1, f"no list change before the result of toggle {n}"
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     c.check_frames(legacy=True)
 
 
@@ -410,7 +408,7 @@ def test_the_legacy_path_stops_in_bounded_time_with_a_call_a_form_and_a_listen_s
     c.send(request(3, "tools/call", {"name": "ask_form", "arguments": {}}))
     assert c.client_request("elicitation/create")["id"] == "b-1"
     assert c.call(request(4, "ping"))["result"] == {}
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     # The canceled requests got no response; the form of the bridge was withdrawn.
     assert not [f for f in c.frames if "method" not in f and f.get("id") in (2, 3)]
     cancelled = [f["params"] for f in c.frames if f.get("method") == "notifications/cancelled"]
@@ -434,7 +432,7 @@ def test_discover_then_a_modern_call_select_the_modern_path_and_a_later_initiali
     # The connection stays on the modern path: the server refuses initialize.
     refused = c.call(request(1, "initialize", INITIALIZE))
     assert refused["error"]["code"] == -32022
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     c.check_frames(legacy=False)
 
 
@@ -446,7 +444,7 @@ def test_a_modern_request_first_selects_the_modern_path_also_with_discover_refus
     tools = c.call(modern(2, "tools/list"))["result"]["tools"]
     assert "add" in {tool["name"] for tool in tools}
     assert c.call(request(1, "initialize", INITIALIZE))["error"]["code"] == -32022
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     c.check_frames(legacy=False)
 
 
@@ -454,7 +452,7 @@ def test_a_notification_first_selects_the_modern_path(embedded: Callable[..., Em
     c = embedded()
     c.send(notification("notifications/initialized"))
     assert first_text(c.call(modern(3, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))) == "5"
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     assert len(c.frames) == 1  # the notification got no response
     c.check_frames(legacy=False)
 
@@ -468,7 +466,7 @@ def test_malformed_json_first_selects_the_modern_path_and_gets_a_parse_error(
     assert error["error"]["code"] == -32700 and error["error"]["message"] == "Parse error"
     assert error.get("id") is None
     assert first_text(c.call(modern(3, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))) == "5"
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     c.check_frames(legacy=False)
 
 
@@ -480,7 +478,7 @@ def test_a_line_that_is_not_utf_8_first_selects_the_modern_path_and_gets_a_parse
     error = c.wait_for(lambda f: "error" in f, "the parse error")
     assert error["error"]["code"] == -32700
     assert first_text(c.call(modern(3, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))) == "5"
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     c.check_frames(legacy=False)
 
 
@@ -489,7 +487,7 @@ def test_initialize_only_inside_a_string_selects_the_modern_path(embedded: Calla
     # A 2025-11-25 request that names initialize in its params: the server wants _meta.
     refused = c.call(request(1, "tools/call", {"name": "initialize", "arguments": {}}))
     assert refused["error"]["code"] == -32602
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     c.check_frames(legacy=False)
 
 
@@ -501,14 +499,14 @@ def test_discover_and_a_modern_call_in_one_chunk_are_both_answered(embedded: Cal
     expect_discover_result(c.response(11))
     assert first_text(c.response(3)) == "5"
     assert c.index(lambda f: is_response(f, 11)) < c.index(lambda f: is_response(f, 3))
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     c.check_frames(legacy=False)
 
 
 def test_the_end_of_the_input_after_a_discover_selects_no_path(embedded: Callable[..., Embedded]) -> None:
     c = embedded()
     expect_discover_result(c.call(modern(11, "server/discover")))
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     assert len(c.frames) == 1
     assert c.server._connection_list() == []
 
@@ -525,7 +523,7 @@ def test_the_modern_path_ends_listen_streams_at_the_end_and_cancels_a_call_after
     assert first_text(toggled) == "tool toggled: disabled"
     changed = c.index(lambda f: f.get("method") == "notifications/tools/list_changed")
     assert changed < c.index(lambda f: is_response(f, 7))
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     ended = c.response(5)
     assert "result" in ended
     cancelled = [f["params"] for f in c.frames if f.get("method") == "notifications/cancelled"]
@@ -540,7 +538,7 @@ def test_a_modern_call_that_ends_within_the_grace_still_writes_its_result(
 ) -> None:
     c = embedded(fixture_server(shutdown_grace=2.5))
     c.send(modern(6, "tools/call", {"name": "slow", "arguments": {"ms": 300}}))
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     assert first_text(c.response(6)) == "slept 300 ms"
     c.check_frames(legacy=False)
 
@@ -552,7 +550,7 @@ def test_the_modern_reader_answers_a_request_over_the_limit_at_once(
     c.send(modern(6, "tools/call", {"name": "slow", "arguments": {"ms": 60000}}))
     full = c.call(modern(7, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))
     assert full["error"]["code"] == -32603
-    assert c.finish() <= STOP_BOUND
+    c.finish()
     assert len(c.frames) == 1
     c.check_frames(legacy=False)
 
@@ -600,11 +598,10 @@ def check_process_frames(bridge: Bridge, *, legacy: bool, modern_ids: tuple[Any,
             validate_legacy_frame(frame)
 
 
-def stop_process(bridge: Bridge) -> tuple[int, float]:
-    started = time.monotonic()
+def stop_process(bridge: Bridge) -> int:
+    """End stdin; the exit code, which must come within :data:`PROCESS_STOP_BOUND`."""
     bridge.close_stdin()
-    code = bridge.wait_exit(WAIT)
-    return code, time.monotonic() - started
+    return bridge.wait_exit(PROCESS_STOP_BOUND)
 
 
 def test_the_example_server_serves_vs_code_with_list_changes_before_results_and_a_confirmation_form() -> None:
@@ -632,8 +629,7 @@ def test_the_example_server_serves_vs_code_with_list_changes_before_results_and_
         assert tools_changes_before(bridge, delete) == before + 2
         read = bridge.request("resources/read", {"uri": "notes://all"})
         assert read["result"]["contents"][0]["text"] == "No notes yet."
-        code, seconds = stop_process(bridge)
-        assert code == 0 and seconds <= PROCESS_STOP_BOUND
+        assert stop_process(bridge) == 0
         check_process_frames(bridge, legacy=True)
 
 
@@ -647,8 +643,7 @@ def test_the_example_server_with_refuse_discover_serves_the_copilot_flow_on_the_
         assert bridge.wait_frame(lambda f: f.get("method") == "elicitation/create")["id"] == "b-1"
         bridge.send({"jsonrpc": "2.0", "id": "b-1", "result": {"action": "decline"}})
         assert text_of(bridge.wait_response(delete)) == "Kept the note 'plan'."
-        code, seconds = stop_process(bridge)
-        assert code == 0 and seconds <= PROCESS_STOP_BOUND
+        assert stop_process(bridge) == 0
         check_process_frames(bridge, legacy=True)
 
 
@@ -706,8 +701,7 @@ def test_the_example_server_exits_0_in_bounded_time_at_eof_with_work_in_flight_o
         remind = legacy_call(bridge, "remind", {"text": "later", "seconds": 60})
         delete = legacy_call(bridge, "delete_note", {"title": "a"})
         bridge.wait_frame(lambda f: f.get("method") == "elicitation/create")
-        code, seconds = stop_process(bridge)
-        assert code == 0 and seconds <= PROCESS_STOP_BOUND
+        assert stop_process(bridge) == 0
         rest = bridge.drain()
         assert not [f for f in bridge.seen if "method" not in f and f.get("id") in (remind, delete)]
         assert {
@@ -729,8 +723,7 @@ def test_the_example_server_exits_0_in_bounded_time_at_eof_with_work_in_flight_o
             "tools/call", {"name": "add_note", "arguments": {"title": "a", "text": "b"}, "_meta": META}
         )
         assert text_of(added) == "Saved the note 'a' (1 notes)."
-        code, seconds = stop_process(bridge)
-        assert code == 0 and seconds <= PROCESS_STOP_BOUND
+        assert stop_process(bridge) == 0
         bridge.drain()
         assert "result" in bridge.wait_response(5)
         assert not [f for f in bridge.seen if is_response(f, 6)]
