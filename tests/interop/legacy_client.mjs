@@ -7,6 +7,7 @@
 //
 // The plan:
 //   {"command": "...", "args": [...], "cwd": "...", "timeoutMs": 20000 (for each request),
+//    "exitMs": 10000 (for the exit of the bridge after the end of its stdin),
 //    "steps": [{"id": "...", "kind": "call" | "prompt" | "read" | "subscribe" | "unsubscribe" | "setLevel"
 //               | "wait", "name": "...", "arguments": {...}, "uri": "...", "progress": true,
 //               "level": "...", "method": "...", "ms": 10000}, ...]}
@@ -17,7 +18,7 @@
 //    "tools": {"pages", "names", "cursorTypes", "invalidSchemas", "arraysWithoutItems"},
 //    "prompts": [...names], "resources": [...uris],
 //    "steps": {"<id>": {"text", "isError", "content", "messages", "contents", "progress", "error"}},
-//    "requests": [{"method", "params"}], "events": [...], "exit": {"code", "signal", "ms"}}
+//    "requests": [{"method", "params"}], "events": [...], "exit": {"code", "signal"} or {"error"}}
 // where "events" is the ordered list of the frames that arrived from the bridge, as
 // "notification <method>", "request <method>" and "response <id>"; each step has the ids of the
 // requests it sent ("requestIds").
@@ -32,11 +33,13 @@ import {
   ListRootsRequestSchema
 } from '@modelcontextprotocol/sdk/types.js';
 import Ajv from 'ajv';
+import { closeAndAwaitExit } from './exit.mjs';
 
 const WHOLE_RUN_MS = 100000;
 
 const plan = JSON.parse(process.argv[2]);
 const REQUEST_TIMEOUT_MS = plan.timeoutMs ?? 20000;
+const EXIT_MS = plan.exitMs ?? 10000;
 const summary = { ok: false, protocolVersion: null, steps: {}, requests: [], notifications: [], events: [] };
 let currentStep = null;
 
@@ -247,15 +250,8 @@ async function main() {
     currentStep = null;
   }
 
-  // The end of stdin ends the bridge: measure how long it takes and how it exits.
-  const started = Date.now();
-  const exited = new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once('exit', () => resolve());
-  });
-  await client.close();
-  await exited;
-  summary.exit = { code: child.exitCode, signal: child.signalCode, ms: Date.now() - started };
+  // The end of stdin ends the bridge: how it exits, within plan.exitMs.
+  summary.exit = await closeAndAwaitExit(client, child, EXIT_MS);
   summary.stderrLines = stderr.split('\n').filter((line) => line.length > 0).length;
   summary.ok = true;
 }

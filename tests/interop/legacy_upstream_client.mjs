@@ -6,7 +6,7 @@
 // Usage: node legacy_upstream_client.mjs '<plan as JSON>'
 //
 // The plan:
-//   {"command": "...", "args": [...], "cwd": "...", "timeoutMs": 20000,
+//   {"command": "...", "args": [...], "cwd": "...", "timeoutMs": 20000, "exitMs": 10000,
 //    "steps": [{"id": "...", "kind": "call" | "cancel" | "wait", "name": "...", "arguments": {...},
 //               "progress": true, "method": "...", "ms": 10000}, ...]}
 // "call" calls a tool (with a progress callback when "progress" is true); "cancel" calls a tool and
@@ -16,7 +16,8 @@
 // The summary:
 //   {"ok": true, "protocolVersion", "serverInfo", "instructions", "tools": [...names],
 //    "steps": {"<id>": {"text", "isError", "progress", "error"}}, "requests": [{"method", "params"}],
-//    "notifications": [{"method", "params"}], "progressFrames": [...params], "exit": {"code", "signal", "ms"}}
+//    "notifications": [{"method", "params"}], "progressFrames": [...params],
+//    "exit": {"code", "signal"} or {"error"}}
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -27,11 +28,13 @@ import {
   LoggingMessageNotificationSchema,
   ToolListChangedNotificationSchema
 } from '@modelcontextprotocol/sdk/types.js';
+import { closeAndAwaitExit } from './exit.mjs';
 
 const WHOLE_RUN_MS = 100000;
 
 const plan = JSON.parse(process.argv[2]);
 const TIMEOUT_MS = plan.timeoutMs ?? 20000;
+const EXIT_MS = plan.exitMs ?? 10000;
 const summary = { ok: false, steps: {}, requests: [], notifications: [] };
 
 function finish(code) {
@@ -125,14 +128,8 @@ async function main() {
     }
   }
 
-  const started = Date.now();
-  const exited = new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once('exit', () => resolve());
-  });
-  await client.close();
-  await exited;
-  summary.exit = { code: child.exitCode, signal: child.signalCode, ms: Date.now() - started };
+  // The end of stdin ends the bridge: how it exits, within plan.exitMs.
+  summary.exit = await closeAndAwaitExit(client, child, EXIT_MS);
   summary.ok = true;
 }
 
