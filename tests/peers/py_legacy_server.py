@@ -21,8 +21,9 @@ What it offers:
   sends ``notifications/tools/list_changed``: "toggled: enabled/disabled"),
   ``progress {count}`` (one progress notification per step, "Step i of n"; "sent n
   progress notifications"), ``slow {seconds}`` (a progress notification, then it
-  waits; a cancellation of the client counts in ``cancelled``), ``cancelled`` (how many ``slow`` calls were
-  canceled), ``log {text}`` (an info log message; "logged at <the level of
+  waits; a cancellation of the client counts in ``cancelled``), ``cancelled {at_least}`` (how many
+  ``slow`` calls were canceled, once at least ``at_least`` were: it waits for them, at most
+  ``seconds`` (5), then fails), ``log {text}`` (an info log message; "logged at <the level of
   logging/setLevel>"), ``touch {uri}`` (sends
   ``notifications/resources/updated`` when the client subscribed the URI),
   ``roots`` (a ``roots/list`` request to the client: "roots: <uris>"),
@@ -62,6 +63,8 @@ ICONS = [Icon(src=DATA_ICON, mimeType="image/png"), Icon(src=REMOTE_ICON, mimeTy
 
 server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, icons=ICONS)
 _cancelled = 0
+#: Set at the next cancellation of ``slow``, for a ``cancelled`` call that waits for it.
+_cancellation: anyio.Event | None = None
 _subscribed: set[str] = set()
 _level = "debug"
 
@@ -124,13 +127,25 @@ async def slow(seconds: float, ctx: Context) -> str:
         await anyio.sleep(seconds)
     except anyio.get_cancelled_exc_class():
         _cancelled += 1
+        if _cancellation is not None:
+            _cancellation.set()
         raise
     return f"slept {seconds}"
 
 
 @server.tool()
-def cancelled() -> str:
-    """How many calls of ``slow`` were canceled."""
+async def cancelled(at_least: int = 0, seconds: float = 5) -> str:
+    """How many calls of ``slow`` were canceled, once at least ``at_least`` were (at most ``seconds``).
+
+    A cancellation reaches the server apart from the call that asks: this waits for it, not for a time.
+    """
+    global _cancellation
+    with anyio.move_on_after(seconds):
+        while _cancelled < at_least:
+            _cancellation = anyio.Event()
+            await _cancellation.wait()
+    if _cancelled < at_least:
+        raise ValueError(f"{_cancelled} of {at_least} canceled calls of slow after {seconds} s")
     return str(_cancelled)
 
 
