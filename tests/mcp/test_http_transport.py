@@ -16,7 +16,6 @@ import select
 import socket
 import ssl
 import threading
-import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -52,6 +51,9 @@ from mcpbridge.mcp.jsonrpc import HEADER_MISMATCH, ErrorResponse, Message, Notif
 from tests.conftest import WAIT
 from tests.peers import running_py_http_server
 from tests.peers.scripted_http import Exchange, Script, ScriptedServer
+
+#: How long a send may take to return after its cancellation or its abort: at once, not after an answer.
+CANCEL_BOUND = 2.0
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -207,36 +209,35 @@ def test_progress_and_log_messages_of_an_sse_answer_come_in_order_before_the_res
     assert text_of(inbox.messages[-1]) == "done 3"
 
 
+def count_of(transport: HttpTransport, inbox: Inbox, tool: str, at_least: int = 0) -> int:
+    """The count of the peer's tool (``waiting`` or ``cancelled``), once it is at least ``at_least``."""
+    inbox.clear()
+    transport.send(call(f"{tool}-{at_least}", tool, {"at_least": at_least}))
+    (message,) = inbox.messages
+    return int(text_of(message))
+
+
 def test_cancel_closes_the_response_stream_and_the_server_sees_it(sdk):
     transport, inbox = sdk
-    transport.send(call(4, "cancelled"))
-    before = int(text_of(inbox.messages[-1]))
+    before = count_of(transport, inbox, "cancelled")
     cancel = CancelToken()
     sender = Sender(transport, call(5, "wait_for_cancel", progressToken=5), cancel)
     inbox.wait_for(lambda m: isinstance(m, Notification) and m.method == "notifications/progress")
-    started = time.monotonic()
     cancel.cancel("the client canceled")
-    error = sender.join()
+    error = sender.join(CANCEL_BOUND)
     assert isinstance(error, Cancelled) and error.detail == "the client canceled"
-    assert time.monotonic() - started < 2.0
-    deadline = time.monotonic() + WAIT
-    count = before
-    while count == before and time.monotonic() < deadline:
-        inbox.clear()
-        transport.send(call(6, "cancelled"))
-        count = int(text_of(inbox.messages[-1]))
-    assert count == before + 1
+    assert count_of(transport, inbox, "cancelled", before + 1) == before + 1
 
 
 def test_cancel_while_the_server_holds_back_the_response_head_returns_at_once(sdk):
-    transport, _inbox = sdk
+    transport, inbox = sdk
+    before = count_of(transport, inbox, "waiting")
     cancel = CancelToken()
     sender = Sender(transport, call(7, "wait_for_cancel"), cancel)
-    assert not sender.done.wait(0.3)
-    started = time.monotonic()
+    assert count_of(transport, inbox, "waiting", before + 1) == before + 1
+    assert not sender.done.is_set()
     cancel.cancel("timeout")
-    assert isinstance(sender.join(), Cancelled)
-    assert time.monotonic() - started < 2.0
+    assert isinstance(sender.join(CANCEL_BOUND), Cancelled)
 
 
 def test_a_token_canceled_before_the_send_sends_nothing(sdk):
@@ -526,11 +527,9 @@ def test_a_stalled_stream_fails_after_the_read_timeout(scripted: ScriptedServer)
     inbox = Inbox()
     transport = open_transport(scripted.url(), inbox, read_timeout=0.3)
     try:
-        started = time.monotonic()
-        with pytest.raises(TransportFailed) as info:
-            transport.send(call(1, "stall_body"))
-        assert info.value.detail == "read: no data in 300 ms"
-        assert time.monotonic() - started < 3.0
+        # The read timeout ends the send, well before the stall would end.
+        error = Sender(transport, call(1, "stall_body")).join(3.0)
+        assert isinstance(error, TransportFailed) and error.detail == "read: no data in 300 ms"
         then_ok(transport, inbox)
     finally:
         scripted.release.set()
@@ -560,12 +559,13 @@ def test_a_dropped_connection_fails_the_request_alone(scripted_transport, tool):
 
 
 def test_cancel_during_a_stalled_body_closes_the_stream_at_once(scripted_transport):
-    transport, inbox, _server = scripted_transport
+    transport, inbox, server = scripted_transport
     cancel = CancelToken()
     sender = Sender(transport, call(1, "stall_body"), cancel)
-    assert not sender.done.wait(0.2)
+    server.wait_stalls(1)
+    assert not sender.done.is_set()
     cancel.cancel("stop")
-    assert isinstance(sender.join(2.0), Cancelled)
+    assert isinstance(sender.join(CANCEL_BOUND), Cancelled)
     then_ok(transport, inbox)
 
 
@@ -573,13 +573,15 @@ def test_close_aborts_the_requests_in_flight(scripted: ScriptedServer):
     inbox = Inbox()
     transport = open_transport(scripted.url(), inbox)
     sender = Sender(transport, call(1, "stall_head"))
-    scripted.wait_requests(1)
-    started = time.monotonic()
-    transport.close(grace=2.0)
-    error = sender.join(2.0)
+    scripted.wait_stalls(1)
+    # The close waits up to its grace for the requests in flight: the abort, not the grace, ends this one.
+    closer = threading.Thread(target=transport.close, kwargs={"grace": WAIT}, name="test-close")
+    closer.start()
+    error = sender.join(CANCEL_BOUND)
+    closer.join(WAIT)
+    assert not closer.is_alive(), "close did not return"
     assert isinstance(error, Closed)
     assert isinstance(error.__cause__, McpError)  # the read of the head that the close broke
-    assert time.monotonic() - started < 2.0
     with pytest.raises(Closed):
         transport.send(call(2, "ok"))
     scripted.release.set()
@@ -590,7 +592,7 @@ def test_kill_aborts_the_requests_in_flight_without_waiting(scripted: ScriptedSe
     sender = Sender(transport, call(1, "stall_head"))
     scripted.wait_requests(1)
     transport.kill()
-    assert isinstance(sender.join(2.0), Closed)
+    assert isinstance(sender.join(CANCEL_BOUND), Closed)
     transport.close()
     scripted.release.set()
 
@@ -998,12 +1000,13 @@ def test_cancel_of_an_https_call_shuts_its_tls_connection_at_once(ca, ca_file):
         transport = open_transport(server.url("localhost"), inbox, ca_file=ca_file)
         try:
             transport.send(call(1, "ok"))  # a pooled TLS connection
-            for tool in ("stall_head", "stall_body"):
+            for stalls, tool in enumerate(("stall_head", "stall_body"), start=1):
                 cancel = CancelToken()
                 sender = Sender(transport, call(tool, tool), cancel)
-                assert not sender.done.wait(0.2)
+                server.wait_stalls(stalls)
+                assert not sender.done.is_set()
                 cancel.cancel("stop")
-                assert isinstance(sender.join(2.0), Cancelled)
+                assert isinstance(sender.join(CANCEL_BOUND), Cancelled)
             inbox.clear()
             transport.send(call(2, "ok"))
             assert [text_of(m) for m in inbox.messages] == ["ok"]

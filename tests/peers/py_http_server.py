@@ -9,8 +9,10 @@ Tools:
 * ``echo(text)``: answers at once, as one JSON body.
 * ``steps(count)``: a progress notification and a log message per step, then the
   result: the answer is an SSE stream.
-* ``wait_for_cancel()``: blocks until the client closes the stream; ``cancelled()``
-  then tells how many such calls the server saw canceled.
+* ``wait_for_cancel()``: blocks until the client closes the stream; ``cancelled(at_least)``
+  tells how many such calls the server saw canceled, and ``waiting(at_least)`` how many
+  started, each once the count is at least ``at_least`` (it waits for that, at most
+  ``seconds``, 5, then fails).
 * ``located(region, count, flag)``: ``region``, ``count`` and ``flag`` carry
   ``x-mcp-header`` markings, so the server checks the ``Mcp-Param-*`` headers.
 * ``ask_name()``: asks for a name with an input request (``input_required``), and
@@ -28,6 +30,7 @@ from typing import Annotated, Any
 
 import anyio
 import uvicorn
+from counts import Count
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import (
     CallToolResult,
@@ -43,7 +46,9 @@ from pydantic import Field
 ICONS = [Icon(src="https://icons.example/peer.png"), Icon(src="data:image/png;base64,iVBORw0KGgo=")]
 
 server = MCPServer("py-http-peer", version="2.3.0", icons=ICONS)
-_cancelled = 0
+#: The calls of wait_for_cancel that started, and those that were canceled.
+_waiting = Count()
+_cancelled = Count()
 
 
 @server.tool(icons=ICONS)
@@ -64,20 +69,26 @@ async def steps(count: int, ctx: Context) -> str:
 @server.tool()
 async def wait_for_cancel(ctx: Context) -> str:
     """Block until the client goes away."""
-    global _cancelled
+    _waiting.add()
     await ctx.report_progress(0, 1, "waiting")
     try:
         await anyio.sleep(3600)
     except anyio.get_cancelled_exc_class():
-        _cancelled += 1
+        _cancelled.add()
         raise
     return "never"
 
 
 @server.tool()
-def cancelled() -> int:
-    """How many calls of wait_for_cancel were canceled."""
-    return _cancelled
+async def waiting(at_least: int = 0, seconds: float = 5) -> int:
+    """How many calls of wait_for_cancel started, once at least ``at_least`` did."""
+    return await _waiting.reach(at_least, seconds)
+
+
+@server.tool()
+async def cancelled(at_least: int = 0, seconds: float = 5) -> int:
+    """How many calls of wait_for_cancel were canceled, once at least ``at_least`` were."""
+    return await _cancelled.reach(at_least, seconds)
 
 
 @server.tool()

@@ -49,6 +49,7 @@ import sys
 import threading
 
 import anyio
+from counts import Count
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, Icon, ImageContent
 from pydantic import AnyUrl, BaseModel
@@ -62,9 +63,8 @@ REMOTE_ICON = "https://icons.invalid/peer.png"
 ICONS = [Icon(src=DATA_ICON, mimeType="image/png"), Icon(src=REMOTE_ICON, mimeType="image/png")]
 
 server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, icons=ICONS)
-_cancelled = 0
-#: Set at the next cancellation of ``slow``, for a ``cancelled`` call that waits for it.
-_cancellation: anyio.Event | None = None
+#: The calls of ``slow`` that were canceled.
+_cancelled = Count()
 _subscribed: set[str] = set()
 _level = "debug"
 
@@ -121,14 +121,11 @@ async def progress(count: int, ctx: Context) -> str:
 @server.tool()
 async def slow(seconds: float, ctx: Context) -> str:
     """Report progress 0 (the call runs), then wait ``seconds``; a cancellation counts in ``cancelled``."""
-    global _cancelled
     await ctx.report_progress(0, 1, "waiting")
     try:
         await anyio.sleep(seconds)
     except anyio.get_cancelled_exc_class():
-        _cancelled += 1
-        if _cancellation is not None:
-            _cancellation.set()
+        _cancelled.add()
         raise
     return f"slept {seconds}"
 
@@ -139,14 +136,7 @@ async def cancelled(at_least: int = 0, seconds: float = 5) -> str:
 
     A cancellation reaches the server apart from the call that asks: this waits for it, not for a time.
     """
-    global _cancellation
-    with anyio.move_on_after(seconds):
-        while _cancelled < at_least:
-            _cancellation = anyio.Event()
-            await _cancellation.wait()
-    if _cancelled < at_least:
-        raise ValueError(f"{_cancelled} of {at_least} canceled calls of slow after {seconds} s")
-    return str(_cancelled)
+    return str(await _cancelled.reach(at_least, seconds))
 
 
 @server.tool()

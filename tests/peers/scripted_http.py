@@ -143,7 +143,11 @@ class Exchange:
         self.keep_alive = False
 
     def wait_released(self) -> None:
-        """Block until the test releases the stall, or the server closes (bounded)."""
+        """Block until the test releases the stall, or the server closes (bounded).
+
+        The stall counts in :attr:`ScriptedServer.stalls` first, so that a test can wait for it.
+        """
+        self.server._stalled()
         self.server.release.wait(WAIT * 3)
 
 
@@ -160,6 +164,8 @@ class ScriptedServer:
         self.connections = 0
         #: Connections that ended (the client closed them, or an exchange did).
         self.ended = 0
+        #: Exchanges that wrote what they write before the stall and now wait for :attr:`release`.
+        self.stalls = 0
         self.release = threading.Event()
         self._lock = threading.Lock()
         self._request_seen = threading.Condition(self._lock)
@@ -180,16 +186,27 @@ class ScriptedServer:
 
     def wait_requests(self, count: int, timeout: float = WAIT) -> list[Received]:
         """Wait until ``count`` requests arrived; return all of them."""
-        with self._request_seen:
-            if not self._request_seen.wait_for(lambda: len(self.received) >= count, timeout):
-                raise TimeoutError(f"{len(self.received)} requests arrived, not {count}")
+        self._wait_count(lambda: len(self.received), count, "requests arrived", timeout)
+        with self._lock:
             return list(self.received)
 
     def wait_ended(self, count: int, timeout: float = WAIT) -> None:
         """Wait until ``count`` connections ended."""
+        self._wait_count(lambda: self.ended, count, "connections ended", timeout)
+
+    def wait_stalls(self, count: int, timeout: float = WAIT) -> None:
+        """Wait until ``count`` exchanges stall (``stall_head``, ``stall_body``), their request in flight."""
+        self._wait_count(lambda: self.stalls, count, "exchanges stalled", timeout)
+
+    def _wait_count(self, count: Callable[[], int], at_least: int, what: str, timeout: float) -> None:
         with self._request_seen:
-            if not self._request_seen.wait_for(lambda: self.ended >= count, timeout):
-                raise TimeoutError(f"{self.ended} connections ended, not {count}")
+            if not self._request_seen.wait_for(lambda: count() >= at_least, timeout):
+                raise TimeoutError(f"{count()} {what}, not {at_least}")
+
+    def _stalled(self) -> None:
+        with self._request_seen:
+            self.stalls += 1
+            self._request_seen.notify_all()
 
     def close(self) -> None:
         self._closed = True
