@@ -8,14 +8,18 @@ pytest provides the fixtures by name.
 from __future__ import annotations
 
 import os
+import queue
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, AnyStr, TypeVar
 
 import pytest
+
+T = TypeVar("T")
 
 WAIT = 10.0
 """Upper bound, in seconds, for any single wait in a test (an Event, a join, a read)."""
@@ -31,6 +35,38 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 def bridge_cmd() -> list[str]:
     """The command that runs the bridge executable with this interpreter (append its arguments)."""
     return [sys.executable, "-m", "mcpbridge"]
+
+
+def bounded(call: Callable[[], T], what: str, timeout: float = WAIT) -> T:
+    """What ``call`` returns or raises, within ``timeout``; past it a ``TimeoutError`` that names ``what``.
+
+    For a blocking call without a time limit of its own (a read of a child's pipe, a join, a
+    close that must not wait): a test that would hang says what it waited for, instead of
+    running into pytest-timeout. The call runs on a daemon thread, which a call that never
+    returns leaves behind until its pipe or process ends.
+    """
+    outcome: queue.Queue[tuple[bool, object]] = queue.Queue(maxsize=1)
+
+    def run() -> None:
+        try:
+            outcome.put((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the test's thread
+            outcome.put((False, exc))
+
+    threading.Thread(target=run, name="test-bounded-call", daemon=True).start()
+    try:
+        returned, value = outcome.get(timeout=timeout)
+    except queue.Empty:
+        raise TimeoutError(f"waited {timeout} s for {what}") from None
+    if not returned:
+        assert isinstance(value, BaseException)
+        raise value
+    return value  # type: ignore[return-value]
+
+
+def read_line(stream: IO[AnyStr], what: str, timeout: float = WAIT) -> AnyStr:
+    """The next line of ``stream`` (a child's pipe), within ``timeout``; see :func:`bounded`."""
+    return bounded(stream.readline, what, timeout)
 
 
 def in_ci() -> bool:

@@ -1,12 +1,14 @@
-"""The shared fixtures: the thread-leak check and the Node.js peers."""
+"""The shared fixtures: the thread-leak check, the bounded calls and the Node.js peers."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import threading
 
 import pytest
 
-from conftest import REPO_ROOT, WAIT, NodePeers, bridge_cmd
+from conftest import REPO_ROOT, WAIT, NodePeers, bounded, bridge_cmd, read_line
 
 
 @pytest.fixture
@@ -68,3 +70,28 @@ def test_the_node_peers_are_installed_and_the_conformance_suites_run_on_node_22(
     assert version_of(node.command(node.conformance, "--version")) == "0.1.16"
     assert version_of(node.command(node.conformance_next, "--version")) == "0.2.0-alpha.12"
     assert version_of(node.command(node.supergateway, "--version")) == "4.0.0"
+
+
+def test_a_bounded_call_gives_what_the_call_returns_or_raises() -> None:
+    assert bounded(lambda: 42, "the answer") == 42
+    with pytest.raises(KeyError, match="missing"):
+        bounded(lambda: {}["missing"], "a lookup")
+
+
+def test_a_bounded_call_that_does_not_return_in_time_says_what_it_waited_for() -> None:
+    never = threading.Event()
+    try:
+        with pytest.raises(TimeoutError, match=r"^waited 0.1 s for the line 'ready' of the saver$"):
+            bounded(never.wait, "the line 'ready' of the saver", 0.1)
+    finally:
+        never.set()
+
+
+def test_read_line_reads_the_next_line_of_a_pipe_within_its_bound() -> None:
+    read_end, write_end = os.pipe()
+    with open(read_end, "rb") as reader, open(write_end, "wb", buffering=0) as writer:
+        writer.write(b"one\ntw")
+        assert read_line(reader, "the first line") == b"one\n"
+        with pytest.raises(TimeoutError, match="for the second line"):
+            read_line(reader, "the second line", 0.1)
+        writer.close()  # the end of the pipe ends the read that timed out
