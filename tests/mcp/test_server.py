@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conftest import WAIT
+from conftest import WAIT, bounded, read_line
 from fixtures.fixture_server import NOTES_TEXT, NOTES_URI, build
 from mcpbridge.mcp import jsonrpc, protocol
 from mcpbridge.mcp.jsonrpc import Message
@@ -265,7 +265,7 @@ class StdioPeer(Peer):
                 self.proc.wait(timeout=WAIT)
         self._reader.join(WAIT)
         assert self.proc.stderr is not None
-        self.stderr = self.proc.stderr.read()
+        self.stderr = bounded(self.proc.stderr.read, "the end of the server's stderr")
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None and not stream.closed:
                 stream.close()
@@ -982,9 +982,7 @@ def test_closing_cancels_what_does_not_finish_within_the_grace() -> None:
 
     p = MemoryPeer(server)
     call = p.request("tools/call", {"name": "stubborn"})
-    started = time.monotonic()
-    p.close()
-    assert time.monotonic() - started < 5.0  # grace 0.2 s, twice, plus the joins
+    bounded(p.close, "the close", 5.0)  # grace 0.2 s, twice, plus the joins
     assert seen_cancel.is_set()
     assert not [f for f in p.seen + p.quiet(0.05) if f.get("id") == call]
     p.assert_valid()
@@ -1066,7 +1064,7 @@ def exchange_on_pipes(server: Server, lines: list[bytes]) -> list[dict[str, Any]
             connection = server.start(transport)
             feed.write(b"\n".join(lines) + b"\n")
             feed.flush()
-            frames = [json.loads(output.readline()) for _ in lines]
+            frames = [json.loads(read_line(output, f"the answer to line {n}")) for n in range(len(lines))]
             feed.close()
             assert connection.wait_shutdown(WAIT)
     for frame in frames:
