@@ -217,7 +217,7 @@ def test_modern_meta_is_the_protocol_version_key_in_the_meta_object() -> None:
     assert not has_modern_meta(None)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(JSON)
 def test_the_params_parsers_take_any_json_value_and_raise_only_invalid_params(value: Any) -> None:
     for parse in (parse_initialize, parse_set_level, parse_subscribe):
@@ -360,7 +360,7 @@ IDS = st.integers() | st.text(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(request_id=IDS, filler=st.text(min_size=300, max_size=600), first=st.booleans())
 def test_the_id_of_any_long_request_is_recovered_where_vs_code_or_the_typescript_sdk_writes_it(
     request_id: Any, filler: str, first: bool
@@ -375,7 +375,7 @@ def test_the_id_of_any_long_request_is_recovered_where_vs_code_or_the_typescript
     assert recover_id(line[:256], line[-256:]) == request_id
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(head=st.binary(max_size=300), tail=st.binary(max_size=300))
 def test_recovering_an_id_from_any_bytes_never_raises(head: bytes, tail: bytes) -> None:
     found = recover_id(head, tail)
@@ -384,7 +384,7 @@ def test_recovering_an_id_from_any_bytes_never_raises(head: bytes, tail: bytes) 
         found.encode("utf-8")
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(value=JSON)
 def test_recovering_an_id_from_any_json_text_never_raises(value: Any) -> None:
     text = json.dumps(value).encode("utf-8")

@@ -433,7 +433,7 @@ def test_keys_with_a_protocol_prefix_or_the_progress_token_are_reserved() -> Non
     assert not reserved_meta_key("vscode.mcp")
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(JSON)
 def test_forwarding_any_params_gives_an_object_and_changes_nothing(value: Any) -> None:
     before = copy.deepcopy(value)
@@ -897,7 +897,7 @@ def test_data_icons_are_recognized_without_regard_to_case() -> None:
 METHODS = sorted(legacy.FORWARDED_METHODS)
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(
     method=st.sampled_from(METHODS),
     result=st.dictionaries(
@@ -932,14 +932,14 @@ def test_shaping_any_object_result_never_raises_and_never_changes_the_input(
     json.dumps(shaped, allow_nan=False)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(method=st.sampled_from(METHODS), value=JSON)
 def test_shaping_a_value_that_is_not_an_object_gives_it_back(method: str, value: Any) -> None:
     if not isinstance(value, dict):
         assert shape_result(method, value, icon_rule=IconRule.DATA_ONLY) == (value, [])
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(schema=JSON)
 def test_walking_any_input_schema_twice_finds_nothing_the_second_time(schema: Any) -> None:
     first, _ = shape("tools/list", tools_page(schema))
@@ -1064,7 +1064,7 @@ def test_every_other_event_of_a_listen_stream_stays_in_the_bridge(method: str, p
     assert listen_event(method, params) is None
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(
     method=st.sampled_from(sorted(translate.LISTEN_EVENTS) + ["notifications/cancelled", "x"]), params=JSON
 )
