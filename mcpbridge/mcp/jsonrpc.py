@@ -444,9 +444,8 @@ def _from_obj(obj: Any, raw: RawStrings | None) -> Message:
     kind = type(msg_id)
     good_id = msg_id if kind is int or kind is str or _is_id(msg_id) else None
     if obj.get("jsonrpc") != "2.0":
-        is_response = "method" not in obj and ("result" in obj or "error" in obj)
         raise FrameError(
-            "invalid_request_shape", id=good_id, detail="jsonrpc is not 2.0", is_response=is_response
+            "invalid_request_shape", id=good_id, detail="jsonrpc is not 2.0", is_response=_is_response(obj)
         )
     method = obj.get("method")
     if method is not None:
@@ -481,10 +480,16 @@ def _from_obj(obj: Any, raw: RawStrings | None) -> Message:
         error_object = ErrorObject(error["code"], error["message"], error.get("data", NO_DATA))
         return ErrorResponse(good_id, error_object)
     # Both a result and an error: still a response, which a receiver drops, never answers.
-    is_response = "method" not in obj and ("result" in obj or "error" in obj)
-    raise FrameError(
-        "invalid_request_shape", id=good_id, detail="no method, result or error", is_response=is_response
-    )
+    detail = "no method, result or error"
+    raise FrameError("invalid_request_shape", id=good_id, detail=detail, is_response=_is_response(obj))
+
+
+def _is_response(obj: dict[str, Any]) -> bool:
+    """Whether a message that is not valid is a response, which a receiver drops and never answers.
+
+    A null method reads as no method, as it does for a valid response.
+    """
+    return obj.get("method") is None and ("result" in obj or "error" in obj)
 
 
 def parse(line: bytes | bytearray | str, *, max_depth: int, control_free: bool = False) -> Message:
