@@ -34,7 +34,7 @@ from mcpbridge.bridge.translate import (
     valid_meta_key,
 )
 from mcpbridge.mcp.protocol import LOG_LEVELS
-from tests.schema import validate_legacy, validate_modern
+from tests.schema import FrameInvalid, validate_legacy, validate_modern
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -291,7 +291,7 @@ def test_a_remote_server_keeps_only_the_data_icons_of_its_server_info() -> None:
     icons = [HTTP_ICON, DATA_ICON, {"src": "DATA:image/png;base64,AA=="}, FILE_ICON, "x"]
     info = {"name": "s", "version": "1", "icons": icons}
     discover = {"capabilities": {}, "_meta": {"io.modelcontextprotocol/serverInfo": info}}
-    with pytest.raises(Exception):  # noqa: B017 - "x" is not an Icon, so the server info is not valid
+    with pytest.raises(FrameInvalid, match=r"'x' is not of type 'object' \(at /icons/4\)"):
         validate_legacy(info, "Implementation")
     info["icons"] = icons[:4]
     assert init(discover, IconRule.DATA_ONLY)["serverInfo"]["icons"] == [

@@ -92,40 +92,50 @@ def test_a_good_authorization_url_passes():
     assert flow.authorization_url_problem(GOOD, expected_redirect_uri=REDIRECT) is None
 
 
+NOT_HTTPS = "it does not use https"
+NOT_VISIBLE = "it has a character that is not visible ASCII"
+NOT_ALLOWED = "it has a character that a URL does not allow"
+BAD_PERCENT = "it has a % without two hexadecimal digits"
+USER_INFO = "it has user information"
+BAD_PORT = "its port is not valid"
+BAD_IPV6 = "its IPv6 address is not valid"
+
+
 @pytest.mark.parametrize(
-    "url",
+    ("url", "reason"),
     [
-        "",
-        "http://as.example.com/authorize?state=1",
-        "HTTPS://as.example.com/a b",
-        "https://as.example.com/a\x7f",
-        "https://as.example.com/é",
-        'https://as.example.com/"x',
-        "https://as.example.com/<x>",
-        "https://as.example.com/a\\b",
-        "https://as.example.com/a^b",
-        "https://as.example.com/a`b",
-        "https://as.example.com/{a}",
-        "https://as.example.com/a|b",
-        "https://as.example.com/%zz",
-        "https://as.example.com/%4",
-        "https://as.example.com/a#frag",
-        "https://user@as.example.com/a",
-        "https://user:pw@as.example.com/a",
-        "https:///a",
-        "https://as.example.com:0/a",
-        "https://as.example.com:65536/a",
-        "https://as.example.com:123456/a",
-        "https://as.example.com:8x/a",
-        "https://[::g]/a",
-        "https://[::1/a",
-        "javascript:alert(1)",
-        "file:///etc/passwd",
-        "https://as.example.com/" + "a" * 8200,
+        ("", "it is empty"),
+        ("http://as.example.com/authorize?state=1", NOT_HTTPS),
+        ("HTTPS://as.example.com/a b", NOT_VISIBLE),
+        ("https://as.example.com/a\x7f", NOT_VISIBLE),
+        ("https://as.example.com/é", NOT_VISIBLE),
+        ('https://as.example.com/"x', NOT_ALLOWED),
+        ("https://as.example.com/<x>", NOT_ALLOWED),
+        ("https://as.example.com/a\\b", NOT_ALLOWED),
+        ("https://as.example.com/a^b", NOT_ALLOWED),
+        ("https://as.example.com/a`b", NOT_ALLOWED),
+        ("https://as.example.com/{a}", NOT_ALLOWED),
+        ("https://as.example.com/a|b", NOT_ALLOWED),
+        ("https://as.example.com/%zz", BAD_PERCENT),
+        ("https://as.example.com/%4", BAD_PERCENT),
+        ("https://as.example.com/a#frag", "it has a fragment"),
+        ("https://user@as.example.com/a", USER_INFO),
+        ("https://user:pw@as.example.com/a", USER_INFO),
+        ("https:///a", "it has no host"),
+        ("https://as.example.com:0/a", BAD_PORT),
+        ("https://as.example.com:65536/a", BAD_PORT),
+        ("https://as.example.com:123456/a", BAD_PORT),
+        ("https://as.example.com:8x/a", BAD_PORT),
+        ("https://[::g]/a", BAD_IPV6),
+        ("https://[::1/a", BAD_IPV6),
+        ("https://[::1]x/a", "its host is not valid"),
+        ("javascript:alert(1)", NOT_HTTPS),
+        ("file:///etc/passwd", NOT_HTTPS),
+        ("https://as.example.com/" + "a" * 8200, "it is longer than 8192 bytes"),
     ],
 )
-def test_an_authorization_url_that_breaks_a_rule_is_refused(url):
-    assert flow.url_syntax_problem(url) is not None
+def test_an_authorization_url_that_breaks_a_rule_is_refused_with_its_reason(url, reason):
+    assert flow.url_syntax_problem(url) == reason
 
 
 def test_an_authorization_url_without_state_or_with_another_redirect_uri_is_refused():

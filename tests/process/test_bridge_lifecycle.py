@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from harness import Bridge, bridge_command, fixture_command
+from mcpbridge import __version__
 from schema import validate_legacy_frame
 
 
@@ -147,7 +148,7 @@ def test_without_server_info_the_name_comes_from_the_option_or_the_command() -> 
     with Bridge(bridge_command("--name", "my-server", upstream=bare)) as bridge:
         info = bridge.initialize()["result"]["serverInfo"]
         assert info["name"] == "my-server"
-        assert info["version"]
+        assert info["version"] == __version__  # the bridge's own, as the upstream gives none
     with Bridge(bridge_command(upstream=bare)) as bridge:
         name = bridge.initialize()["result"]["serverInfo"]["name"]
         assert name == __import__("os").path.basename(sys.executable).rsplit(".", 1)[0]
