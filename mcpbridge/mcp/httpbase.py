@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
@@ -112,6 +113,7 @@ class HttpTransportBase(WireReading, Transport):
     :param env: the environment for the proxy variables (``os.environ`` by default).
     :param max_depth: the deepest nesting of a message of the server.
     :param pool_size: the requests in flight that the wire keeps a connection for.
+    :param clock: the clock of the idle ages of the wire's connections.
 
     Raises:
         ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
@@ -137,6 +139,7 @@ class HttpTransportBase(WireReading, Transport):
         env: Mapping[str, str] | None = None,
         max_depth: int = DEFAULT_MAX_DEPTH,
         pool_size: int = DEFAULT_POOL_SIZE,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._url = url
         #: The user's headers that go into the mapping of each request (the others are fixed).
@@ -158,6 +161,7 @@ class HttpTransportBase(WireReading, Transport):
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
             headers=fixed,
+            clock=clock,
         )
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)

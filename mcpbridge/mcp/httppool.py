@@ -249,7 +249,13 @@ class _TlsConnection(_Wired, HTTPSConnection):
 
 
 class _PoolMixin:
-    """Forget the exchange before a connection goes back to the pool; drop one idle too long."""
+    """Forget the exchange before a connection goes back to the pool; drop one idle too long.
+
+    ``clock`` gives the idle ages; :class:`Wire` sets it in the pool classes it makes, since
+    urllib3 makes the pools of a proxy itself and takes no other constructor argument.
+    """
+
+    clock: Callable[[], float] = staticmethod(time.monotonic)
 
     def _get_conn(self, timeout: float | None = None) -> Any:
         conn: Any = super()._get_conn(timeout)  # type: ignore[misc]
@@ -257,7 +263,7 @@ class _PoolMixin:
         if (
             idle_since is not None
             and getattr(conn, "sock", None) is not None
-            and time.monotonic() - idle_since > IDLE_REUSE_LIMIT
+            and self.clock() - idle_since > IDLE_REUSE_LIMIT
         ):
             conn.close()
         return conn
@@ -272,7 +278,7 @@ class _PoolMixin:
         queue = getattr(self, "pool", None)
         if queue is None:  # the pool is closed
             return 0
-        now = time.monotonic()
+        now = self.clock()
         held: list[Any] = []
         closed = 0
         while True:
@@ -302,7 +308,7 @@ class _PoolMixin:
             exchange, conn.exchange = conn.exchange, None
             if exchange is not None:
                 exchange.unbind()
-            conn.idle_since = time.monotonic()
+            conn.idle_since = self.clock()
         super()._put_conn(conn)  # type: ignore[misc]
 
 
@@ -449,6 +455,7 @@ class Wire:
         connect_timeout: float,
         read_timeout: float,
         pool_size: int,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
@@ -465,7 +472,9 @@ class Wire:
             fixed_context = ssl_context
             factory = lambda: fixed_context  # noqa: E731
         tls_connection = type("TlsConnection", (_TlsConnection,), {"context_factory": staticmethod(factory)})
-        tls_pool = type("TlsPool", (_TlsPool,), {"ConnectionCls": tls_connection})
+        timed = {"clock": staticmethod(clock)}
+        pool = type("Pool", (_Pool,), timed)
+        tls_pool = type("TlsPool", (_TlsPool,), {"ConnectionCls": tls_connection, **timed})
         pool_kw: dict[str, Any] = {
             "maxsize": pool_size,
             "block": False,
@@ -480,7 +489,7 @@ class Wire:
             if scheme == "https":
                 self._pool: HTTPConnectionPool = tls_pool(host, parts.port or 443, **pool_kw, **tls_kw)
             else:
-                self._pool = _Pool(host, parts.port or 80, **pool_kw)
+                self._pool = pool(host, parts.port or 80, **pool_kw)
             self._target = target
             return
         proxy_url, proxy_headers = proxy_parts(proxy)
@@ -492,7 +501,7 @@ class Wire:
             **pool_kw,
             **(tls_kw if scheme == "https" else {}),
         )
-        manager.pool_classes_by_scheme = {"http": _Pool, "https": tls_pool}
+        manager.pool_classes_by_scheme = {"http": pool, "https": tls_pool}
         self._manager = manager
         self._pool = manager.connection_from_url(url)
         if scheme == "https":
@@ -568,13 +577,15 @@ def open_wire(
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     read_timeout: float | None = None,
     headers: Sequence[tuple[str, str | bytes]] = (),
+    clock: Callable[[], float] = time.monotonic,
 ) -> Wire:
     """The keep-alive connections to ``url``, through the proxy of its environment.
 
     The connections trust the system's verifier plus ``ca_file`` (the context is made
     at the first TLS connection when neither is given), read nothing from the
     environment but the proxy variables (loopback is never proxied), keep no cookies
-    and ask for no compression. ``headers`` go into every request.
+    and ask for no compression. ``headers`` go into every request. ``clock`` gives the
+    idle ages of the connections (:data:`IDLE_REUSE_LIMIT`).
 
     Raises:
         ConnectFailed: the URL is not http or https, or a proxy variable has a scheme
@@ -604,6 +615,7 @@ def open_wire(
         connect_timeout=connect_timeout,
         read_timeout=DEFAULT_READ_TIMEOUT if read_timeout is None else read_timeout,
         pool_size=pool_size,
+        clock=clock,
     )
 
 

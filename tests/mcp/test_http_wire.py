@@ -230,20 +230,16 @@ def test_100_concurrent_requests_share_one_pool_without_closing_connections() ->
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The clock of the pool's idle ages, moved by hand."""
-    from mcpbridge.mcp import httppool
-
-    now = [1000.0]
-    monkeypatch.setattr(httppool.time, "monotonic", lambda: now[0])
-    return now
+def clock() -> list[float]:
+    """The clock of the pool's idle ages, moved by hand (the transport's ``clock`` reads it)."""
+    return [1000.0]
 
 
 @contextlib.contextmanager
-def _misbehaving() -> Iterator[tuple[ScriptedServer, HttpTransport, Inbox]]:
+def _misbehaving(clock: list[float]) -> Iterator[tuple[ScriptedServer, HttpTransport, Inbox]]:
     with ScriptedServer(_misbehave) as server:
         inbox = Inbox()
-        transport = open_transport(server.url(), inbox)
+        transport = open_transport(server.url(), inbox, clock=lambda: clock[0])
         try:
             yield server, transport, inbox
         finally:
@@ -251,7 +247,7 @@ def _misbehaving() -> Iterator[tuple[ScriptedServer, HttpTransport, Inbox]]:
 
 
 def test_a_connection_idle_longer_than_the_reuse_limit_is_not_reused(clock: list[float]) -> None:
-    with _misbehaving() as (server, transport, _inbox):
+    with _misbehaving(clock) as (server, transport, _inbox):
         transport.send(call(1, "ok"))
         clock[0] += 1.0
         transport.send(call(2, "ok"))  # reused: idle 1 s
@@ -261,7 +257,7 @@ def test_a_connection_idle_longer_than_the_reuse_limit_is_not_reused(clock: list
 
 
 def test_at_rest_the_connections_idle_too_long_to_be_reused_are_closed(clock: list[float]) -> None:
-    with _misbehaving() as (server, transport, inbox):
+    with _misbehaving(clock) as (server, transport, inbox):
         transport.send(call(1, "ok"))
         transport.rest()  # idle 0 s: still good for the next request
         clock[0] += 60.0
