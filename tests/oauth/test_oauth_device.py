@@ -84,6 +84,7 @@ class Person:
     def join(self) -> None:
         for thread in self.threads:
             thread.join(WAIT)
+            assert not thread.is_alive(), f"the person did not finish entering a code in {WAIT} s"
 
 
 class Consent:

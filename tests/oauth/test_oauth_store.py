@@ -38,7 +38,7 @@ from mcpbridge.oauth.store import (
     token_directory,
 )
 from mcpbridge.oauth.testing import URL, TokenStoreContract, sample_record
-from tests.conftest import WAIT
+from tests.conftest import WAIT, read_line
 from tests.oauth_keyring import FileKeyring
 
 KEY = bytes(range(32))
@@ -735,13 +735,15 @@ def test_two_bridges_that_save_at_once_lose_no_index_entry(tmp_path, caplog):
     ]
     try:
         for saver in savers:
-            assert saver.stdout is not None and saver.stdout.readline() == "ready\n"
+            assert saver.stdout is not None
+            assert read_line(saver.stdout, "the line 'ready' of a saver") == "ready\n"
         for saver in savers:
             assert saver.stdin is not None
             saver.stdin.write("go\n")
             saver.stdin.flush()
         for saver in savers:
-            assert saver.stdout is not None and saver.stdout.readline() == "done\n"
+            assert saver.stdout is not None
+            assert read_line(saver.stdout, "the line 'done' of a saver") == "done\n"
             assert saver.wait(30) == 0
     finally:
         for saver in savers:
@@ -785,7 +787,8 @@ def test_an_index_whose_lock_stays_taken_fails_in_bounded_time_and_keeps_the_rec
         text=True,
     )
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert holder.stdout is not None
+        assert read_line(holder.stdout, "the line 'held' of the holder") == "held\n"
         caplog.set_level(logging.WARNING, logger="mcpbridge.oauth")
         record = sample_record()
         indexed = IndexedStore(file_store)

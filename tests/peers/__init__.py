@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import queue
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import WAIT
+from conftest import WAIT, read_line
 
 PEERS = Path(__file__).resolve().parent
 START_WAIT = 3 * WAIT
@@ -27,11 +25,8 @@ def running_http_peer(command: list[str], name: str) -> Iterator[str]:
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdin is not None and proc.stdout is not None
     stdout = proc.stdout
-    lines: queue.Queue[bytes] = queue.Queue()
-    reader = threading.Thread(target=lambda: lines.put(stdout.readline()), name="peer-port", daemon=True)
-    reader.start()
     try:
-        first = lines.get(timeout=START_WAIT).decode()
+        first = read_line(stdout, f"the port line of the {name}", START_WAIT).decode()
         if not first.startswith("port="):
             raise RuntimeError(f"the {name} did not start")
         yield f"http://127.0.0.1:{int(first[5:])}/mcp"
@@ -42,7 +37,6 @@ def running_http_peer(command: list[str], name: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(STOP_WAIT)
-        reader.join(STOP_WAIT)
         stdout.close()
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import WAIT
+from conftest import WAIT, read_line
 from mcpbridge import platform
 from mcpbridge.platform.posix import Guardian
 
@@ -56,7 +56,7 @@ def group() -> Iterator[tuple[subprocess.Popen[bytes], list[int]]]:
         [sys.executable, "-c", GROUP_SCRIPT], stdout=subprocess.PIPE, start_new_session=True
     )
     assert leader.stdout is not None
-    child = int(leader.stdout.readline())
+    child = int(read_line(leader.stdout, "the pid of the group leader's child"))
     fds = [os.pidfd_open(leader.pid), os.pidfd_open(child)]
     yield leader, fds
     try:
@@ -77,7 +77,7 @@ def test_the_guardian_kills_the_group_when_its_bridge_is_killed(
         [sys.executable, "-c", BRIDGE_SCRIPT, str(REPO), str(leader.pid)], stdout=subprocess.PIPE
     )
     assert bridge.stdout is not None
-    guardian = os.pidfd_open(int(bridge.stdout.readline()))
+    guardian = os.pidfd_open(int(read_line(bridge.stdout, "the pid of the guardian")))
     try:
         assert not pidfd_gone(fds[1], 0)
         bridge.kill()

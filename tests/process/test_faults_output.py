@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from conftest import read_line
 from harness import WAIT
 from mcpbridge.bridge.options import OUTPUT_STALL_TIMEOUT
 from mcpbridge.bridge.output import MAX_QUEUED_BYTES, Output
@@ -160,7 +161,7 @@ def initialized_bridge(stall: float, bound: int) -> Iterator[tuple[subprocess.Po
             )
         )
         send.flush()
-        assert json.loads(process.stdout.readline())["id"] == 1
+        assert json.loads(read_line(process.stdout, "the answer to initialize"))["id"] == 1
         send.write(frame(None, "notifications/initialized"))
         send.flush()
         yield process, stderr
@@ -286,7 +287,7 @@ def test_the_output_keeps_the_order_of_its_frames_and_only_the_reader_does_not_w
     reader_thread.join(WAIT)
     assert not reader_thread.is_alive() and not written.is_set()
     # The client reads: every frame arrives once, in the order of the queue.
-    lines = [reader_end.readline() for _ in range(3)]
+    lines = [read_line(reader_end, f"frame {n} of the queue") for n in (1, 2, 3)]
     slot_thread.join(WAIT)
     assert written.is_set()
     assert [json.loads(line)["n"] for line in lines] == [1, 2, 3]
@@ -339,7 +340,7 @@ def test_at_its_bound_the_output_makes_the_reader_wait_until_the_client_reads() 
         assert paused.seen.wait(WAIT), "the reader did not wait for room"
         assert not returned
         # The client reads: the reader's frame joins the queue and follows the first one.
-        lines = [reader_end.readline() for _ in range(2)]
+        lines = [read_line(reader_end, f"frame {n} of the queue") for n in (1, 2)]
         reader_thread.join(WAIT)
         slot_thread.join(WAIT)
         assert returned == [True]

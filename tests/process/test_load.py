@@ -105,6 +105,7 @@ class Driver:
 
     def join(self) -> None:
         self._reader.join(WAIT)
+        assert not self._reader.is_alive(), f"the bridge's stdout did not end in {WAIT} s"
 
 
 def threads_of(pid: int) -> int:
