@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import urllib3
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -157,7 +158,7 @@ def test_a_broken_body_fails_the_call_alone_with_a_named_error(bad, tool, detail
     assert info.value.detail in (detail, "the connection was reset")
     if tool != "reset_in_body":
         assert info.value.detail == detail
-    assert info.value.__cause__ is not None  # the error of urllib3 is chained
+    assert isinstance(info.value.__cause__, urllib3.exceptions.HTTPError)  # the error of urllib3 is chained
     assert [r.rpc_id for r in server.received] == [1]  # a tools/call is never sent again
     _then_ok(transport, inbox)
 

@@ -102,7 +102,7 @@ def test_a_new_sign_in_drops_the_cached_lists_and_a_refresh_does_not(
     signed.call()
     assert [r["grant_type"] for r in auth.token_requests] == ["authorization_code", "refresh_token"]
     assert signed.sign_ins == 1
-    assert signed.lists.lookup("tools/list", None) is not None
+    assert signed.lists.lookup("tools/list", None) == {"tools": [], "ttlMs": 600000}  # kept
     auth.revoke_all()
     auth.switches.refresh_error = "invalid_grant"  # the refresh fails: a new sign-in
     signed.call()
