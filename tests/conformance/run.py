@@ -90,13 +90,9 @@ SESSION_TIMEOUT_MS = 20000
 #: The time limit of one scenario of the suite.
 SCENARIO_TIMEOUT_MS = 30000
 
-#: The scenarios of ``server --spec-version 2025-11-25`` of the stable suite (0.1.16): its active
-#: suite, without the pending ``json-schema-2020-12`` and ``server-sse-polling``.
-STABLE_SCENARIOS = frozenset(
+#: The server scenarios that both suites below run (each at its own revision).
+SHARED_SCENARIOS = frozenset(
     {
-        "server-initialize",
-        "logging-set-level",
-        "ping",
         "completion-complete",
         "tools-list",
         "tools-call-simple-text",
@@ -104,20 +100,13 @@ STABLE_SCENARIOS = frozenset(
         "tools-call-audio",
         "tools-call-embedded-resource",
         "tools-call-mixed-content",
-        "tools-call-with-logging",
         "tools-call-error",
         "tools-call-with-progress",
-        "tools-call-sampling",
-        "tools-call-elicitation",
-        "elicitation-sep1034-defaults",
         "server-sse-multiple-streams",
-        "elicitation-sep1330-enums",
         "resources-list",
         "resources-read-text",
         "resources-read-binary",
         "resources-templates-read",
-        "resources-subscribe",
-        "resources-unsubscribe",
         "prompts-list",
         "prompts-get-simple",
         "prompts-get-with-args",
@@ -126,64 +115,56 @@ STABLE_SCENARIOS = frozenset(
         "dns-rebinding-protection",
     }
 )
+#: The scenarios of ``server --spec-version 2025-11-25`` of the stable suite (0.1.16): its active
+#: suite, without the pending ``json-schema-2020-12`` and ``server-sse-polling``.
+STABLE_SCENARIOS = SHARED_SCENARIOS | {
+    "server-initialize",
+    "logging-set-level",
+    "ping",
+    "tools-call-with-logging",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
+    "resources-subscribe",
+    "resources-unsubscribe",
+}
 #: The pending scenario that the stable suite runs by name: schema keywords must survive the bridge.
 SCHEMA_SCENARIOS = frozenset({"json-schema-2020-12"})
 #: The scenarios of ``server --requirements 2026-07-28`` of the pre-release (0.2.0-alpha.12): the
 #: required ones, then those it runs without scoring them (the tasks extension, the pending ones).
-NEXT_SCENARIOS = frozenset(
-    {
-        "server-stateless",
-        "completion-complete",
-        "tools-list",
-        "tools-call-simple-text",
-        "tools-call-image",
-        "tools-call-audio",
-        "tools-call-embedded-resource",
-        "tools-call-mixed-content",
-        "tools-call-error",
-        "tools-call-with-progress",
-        "server-sse-multiple-streams",
-        "resources-list",
-        "resources-read-text",
-        "resources-read-binary",
-        "resources-templates-read",
-        "sep-2164-resource-not-found",
-        "prompts-list",
-        "prompts-get-simple",
-        "prompts-get-with-args",
-        "prompts-get-embedded-resource",
-        "prompts-get-with-image",
-        "dns-rebinding-protection",
-        "caching",
-        "input-required-result-basic-elicitation",
-        "input-required-result-basic-sampling",
-        "input-required-result-basic-list-roots",
-        "input-required-result-request-state",
-        "input-required-result-multiple-input-requests",
-        "input-required-result-multi-round",
-        "input-required-result-missing-input-response",
-        "input-required-result-non-tool-request",
-        "input-required-result-result-type",
-        "input-required-result-unsupported-methods",
-        "input-required-result-tampered-state",
-        "input-required-result-capability-check",
-        "input-required-result-ignore-extra-params",
-        "input-required-result-validate-input",
-        "tasks-lifecycle",
-        "tasks-capability-negotiation",
-        "tasks-wire-fields",
-        "tasks-request-state-removal",
-        "tasks-mrtr-input",
-        "tasks-request-headers",
-        "tasks-dispatch-and-envelope",
-        "tasks-status-notifications",
-        "tasks-required-task-error",
-        "tasks-mrtr-composition",
-        "json-schema-2020-12",
-        "http-header-validation",
-        "http-custom-header-server-validation",
-    }
-)
+NEXT_SCENARIOS = SHARED_SCENARIOS | {
+    "server-stateless",
+    "sep-2164-resource-not-found",
+    "caching",
+    "input-required-result-basic-elicitation",
+    "input-required-result-basic-sampling",
+    "input-required-result-basic-list-roots",
+    "input-required-result-request-state",
+    "input-required-result-multiple-input-requests",
+    "input-required-result-multi-round",
+    "input-required-result-missing-input-response",
+    "input-required-result-non-tool-request",
+    "input-required-result-result-type",
+    "input-required-result-unsupported-methods",
+    "input-required-result-tampered-state",
+    "input-required-result-capability-check",
+    "input-required-result-ignore-extra-params",
+    "input-required-result-validate-input",
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+    "json-schema-2020-12",
+    "http-header-validation",
+    "http-custom-header-server-validation",
+}
 
 
 class ConformanceError(Exception):
