@@ -9,6 +9,9 @@
   grant at ``/token``, the verification page ``/device/verify`` and the test-only
   ``/device/approve`` where the test "person" (:func:`approve`) enters the user code;
 * the client credentials grant at ``/token`` for a client with a secret;
+* with the switch ``refuse_resource``: the refusals of the ``resource`` parameter that
+  Microsoft Entra ID gives (``invalid_target``, or ``invalid_request`` with a description
+  that names the parameter) at the authorization, token and device endpoints;
 * ``POST /mcp``: a 2026-07-28 server that wants a bearer token; ``whoami`` needs
   ``mcp:read``, ``guarded`` needs ``mcp:write`` (a 403 with ``insufficient_scope``).
   With the switch ``legacy`` it is a 2025-11-25 server with the same tools (a session
@@ -128,6 +131,13 @@ class Switches:
     device_deny: bool = False
     #: The metadata lists the client credentials grant.
     client_credentials: bool = False
+    #: Refuse each request with a ``resource``: ``invalid_target``, or ``described``
+    #: (``invalid_request`` with the description of Entra ID's ``AADSTS901002``).
+    refuse_resource: str | None = None
+    #: The endpoints that refuse it: ``authorize``, ``token`` and ``device``.
+    refuse_resource_at: tuple[str, ...] = ("authorize", "token", "device")
+    #: Refuse also the requests without a ``resource`` (the sign-in cannot succeed).
+    refuse_resource_always: bool = False
 
 
 @dataclass
@@ -148,6 +158,8 @@ class AuthServer:
         self.access: dict[str, dict[str, Any]] = {}
         self.refresh: dict[str, dict[str, Any]] = {}
         self.registrations: list[dict[str, Any]] = []
+        #: Each refusal of a ``resource``: the endpoint and whether the request had one.
+        self.resource_refusals: list[tuple[str, bool]] = []
         self.authorizations: list[dict[str, str]] = []
         self.token_requests: list[dict[str, str]] = []
         self.token_headers: list[str | None] = []
@@ -311,7 +323,10 @@ class AuthServer:
             ex.body(400, b"bad request", "text/plain")
             return
         params: dict[str, str] = {"state": "not-the-state" if sw.bad_state else q["state"]}
-        if sw.deny:
+        refusal = self._resource_refusal("authorize", q)
+        if refusal is not None:
+            params.update(refusal)
+        elif sw.deny:
             params["error"] = "access_denied"
         elif sw.authorize_error:
             params["error"] = sw.authorize_error
@@ -360,6 +375,10 @@ class AuthServer:
         if client_id is None:
             ex.json({"error": "invalid_client"}, 401)
             return
+        refusal = self._resource_refusal("token", form)
+        if refusal is not None:
+            ex.json(refusal, 400)
+            return
         scope = ""
         if form.get("grant_type") == "authorization_code":
             if sw.token_error:
@@ -376,7 +395,7 @@ class AuthServer:
                 or grant["client_id"] != client_id
                 or grant["redirect_uri"] != form.get("redirect_uri")
                 or grant["challenge"] != challenge
-                or grant["resource"] != form.get("resource")
+                or form.get("resource") not in (None, grant["resource"])
             ):
                 ex.json({"error": "invalid_grant"}, 400)
                 return
@@ -411,7 +430,7 @@ class AuthServer:
             if client is None or client.secret is None:
                 ex.json({"error": "unauthorized_client"}, 400)
                 return
-            if form.get("resource") != self.url:
+            if form.get("resource") not in (None, self.url):
                 ex.json({"error": "invalid_target"}, 400)
                 return
             scope = form.get("scope", "")
@@ -452,6 +471,10 @@ class AuthServer:
         client_id = self._client_auth(ex, form)
         if client_id is None:
             ex.json({"error": "invalid_client"}, 401)
+            return
+        refusal = self._resource_refusal("device", form)
+        if refusal is not None:
+            ex.json(refusal, 400)
             return
         device_code = "dc-" + secrets.token_urlsafe(24)
         user_code = "-".join(
@@ -499,7 +522,11 @@ class AuthServer:
                 (g for g in self.device_grants.values() if g["device_code"] == form.get("device_code")), None
             )
             polls = len(self.device_polls)
-        if grant is None or grant["client_id"] != client_id or grant["resource"] != form.get("resource"):
+        if (
+            grant is None
+            or grant["client_id"] != client_id
+            or form.get("resource") not in (None, grant["resource"])
+        ):
             return "invalid_grant"
         if sw.device_expired:
             return "expired_token"
@@ -514,6 +541,23 @@ class AuthServer:
         with self.lock:
             grant["used"] = True
         return "tokens"
+
+    def _resource_refusal(self, endpoint: str, params: dict[str, str]) -> dict[str, str] | None:
+        """The error answer of ``endpoint`` to a request that it refuses for its ``resource``."""
+        sw = self.switches
+        sent = "resource" in params
+        if sw.refuse_resource is None or endpoint not in sw.refuse_resource_at:
+            return None
+        if not sent and not sw.refuse_resource_always:
+            return None
+        with self.lock:
+            self.resource_refusals.append((endpoint, sent))
+        if sw.refuse_resource == "invalid_target":
+            return {"error": "invalid_target"}
+        return {
+            "error": "invalid_request",
+            "error_description": "AADSTS901002: The 'resource' request parameter is not supported.",
+        }
 
     def _challenge(self, ex: Exchange, status: int, scope: str, error: str | None = None) -> None:
         params = [f'resource_metadata="{self.prm_url}"', f'scope="{scope}"']

@@ -16,7 +16,11 @@ answers 401, or 403 with ``insufficient_scope``, the transport calls
 4. signs in once: the client (``--client-id``, a client ID metadata document,
    or dynamic registration), the authorization URL with PKCE, ``state`` and
    ``resource``, the :class:`~.signin.SignIn`, the token request. A step-up asks
-   for the union of the scopes. ``--sign-in`` chooses the flow
+   for the union of the scopes. An authorization server that refuses ``resource``
+   gets each request once more without it (:class:`~.discovery.ResourceParameter`;
+   the receiver sends the browser on to the authorization without it), and the
+   stored sign-in remembers that for its refreshes and later sign-ins
+   (``--resource-indicator auto``, the default). ``--sign-in`` chooses the flow
    (:func:`.grants.choose_flow`): the browser, the device flow
    (:class:`~.device.DeviceFlow`), or the client credentials of ``--client-id``,
    which need no person and thus also renew a token before it expires.
@@ -44,6 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -73,13 +78,14 @@ from .errors import (
 )
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
 from .receiver import PortBusy, Receiver, probe
-from .signin import Consent, SignIn
+from .signin import Attempt, Consent, SignIn
 from .store import IndexedStore, OpenedStore
 
 if TYPE_CHECKING:
     import ssl
 
     from .device import DeviceFlow
+    from .discovery import ResourceParameter
     from .grants import FlowChoice
     from .web import WebClient
 
@@ -100,6 +106,8 @@ class OAuthConfig:
     sign_in: str = "auto"
     #: Why the bridge seems to run far from the browser (:func:`.config.remote_session`).
     remote: str | None = None
+    #: ``--resource-indicator``: ``auto``, ``off`` or the URI to send as ``resource``.
+    resource_indicator: str = "auto"
 
     @classmethod
     def of(cls, options: SignInOptions, env: Mapping[str, str]) -> OAuthConfig:
@@ -111,6 +119,7 @@ class OAuthConfig:
             options.registration,
             sign_in=options.sign_in,
             remote=remote_session(env, platform=sys.platform),
+            resource_indicator=options.resource_indicator,
         )
 
     @property
@@ -471,7 +480,7 @@ class OAuthAuthorizer:
             step_up=step_up,
         )
         if grant:
-            self._client_credentials(key, server, resource.resource, scopes)
+            self._client_credentials(key, server, resource.resource, scopes, stored)
         else:
             assert scope is not None
             self._interactive(_Need(key, server, resource, stored, scopes, scope, used))
@@ -567,10 +576,15 @@ class OAuthAuthorizer:
         registration: ClientRegistration,
         tokens: flow.TokenResponse,
         scopes: tuple[str, ...],
+        without_resource: bool,
         *,
         refresh: bool = True,
     ) -> Record:
-        """Store the tokens of a new sign-in (``refresh``: with its refresh token) and return the record."""
+        """Store the tokens of a new sign-in (``refresh``: with its refresh token) and return the record.
+
+        ``without_resource``: the authorization server refuses ``resource``
+        (:attr:`.flow.Record.without_resource`).
+        """
         record = Record(
             key,
             self._stored_registration(registration),
@@ -578,6 +592,7 @@ class OAuthAuthorizer:
             tokens.expires_at,
             tokens.refresh_token if refresh else None,
             tokens.scopes if tokens.scopes is not None else scopes,
+            without_resource,
         )
         self._save(record)
         return record
@@ -601,14 +616,13 @@ class OAuthAuthorizer:
         from . import discovery
 
         assert stored.refresh_token is not None
+        client = discovery.TokenClient(self.web, server, self._with_secret(stored.registration, server))
+        parameter = self._resource_parameter(resource.resource, stored)
         try:
-            client = discovery.TokenClient(self.web, server, self._with_secret(stored.registration, server))
-            tokens = client.refresh(
-                refresh_token=stored.refresh_token,
-                resource=resource.resource,
-                scopes=(),
-                now=self._clock(),
+            request = partial(
+                client.refresh, refresh_token=stored.refresh_token, scopes=(), now=self._clock()
             )
+            tokens = parameter.send(request, "token endpoint")
         except flow.TokenProblem as problem:
             if problem.drops_client:
                 log.info(
@@ -630,6 +644,7 @@ class OAuthAuthorizer:
             tokens.expires_at,
             tokens.refresh_token or stored.refresh_token,
             tokens.scopes if tokens.scopes is not None else stored.scopes,
+            self._refuses(parameter, stored),
         )
         self._save(record)
         log.debug("refreshed the access token")
@@ -652,7 +667,9 @@ class OAuthAuthorizer:
                 return current
             server = self._server(record.key.issuer)
             if self.config.client_credentials:
-                return self._client_credentials(record.key, server, record.key.resource, record.scopes)
+                return self._client_credentials(
+                    record.key, server, record.key.resource, record.scopes, record
+                )
             resource = ResourceMetadata(record.key.resource, (record.key.issuer,), None)
             refreshed = self._refresh(record, server, resource)
             return refreshed if refreshed is not None else record
@@ -705,32 +722,90 @@ class OAuthAuthorizer:
             registration = self._client(need)
             if registration is None:
                 return
-            verifier = flow.b64url(secrets.token_bytes(32))
-            url = flow.build_authorization_url(
-                need.server,
-                client_id=registration.client_id,
-                redirect=self.config.redirect_uri,
-                state=state,
-                challenge=flow.code_challenge(verifier),
-                resource=need.resource.resource,
-                scopes=need.scopes,
-            )
-            redirect = attempt.wait(url)
-            code = self._code(redirect, need.server)
+            resource = self._resource_parameter(need.resource.resource, need.stored)
+            code, verifier = self._authorize(attempt, need, registration, state, resource)
+            client = discovery.TokenClient(self.web, need.server, registration)
             try:
-                tokens = discovery.TokenClient(self.web, need.server, registration).exchange_code(
+                exchange = partial(
+                    client.exchange_code,
                     code=code,
                     verifier=verifier,
                     redirect=self.config.redirect_uri,
-                    resource=need.resource.resource,
                     now=self._clock(),
                 )
+                tokens = resource.send(exchange, "token endpoint")
             except flow.TokenProblem as problem:
                 log.warning("the token request of the sign-in failed: %s", problem)
                 raise self._refused(need.key, problem, "token request") from problem
-            self._save_tokens(need.key, registration, tokens, need.scopes)
+            self._save_tokens(
+                need.key, registration, tokens, need.scopes, self._refuses(resource, need.stored)
+            )
             attempt.succeeded()
         log.info("the sign-in succeeded")
+
+    def _authorize(
+        self,
+        attempt: Attempt,
+        need: _Need,
+        registration: ClientRegistration,
+        state: str,
+        resource: ResourceParameter,
+    ) -> tuple[str, str]:
+        """The code of the redirect and its PKCE verifier.
+
+        When ``resource`` may fall back, the receiver holds the same request without
+        ``resource`` (with its own ``state`` and verifier) and sends the browser on to
+        it when the authorization server refuses ``resource``: no second click.
+        """
+        verifier = flow.b64url(secrets.token_bytes(32))
+        url = self._authorization_url(need, registration, state, verifier, resource.value)
+        fallback_verifier = flow.b64url(secrets.token_bytes(32))
+        fallback = None
+        if resource.can_drop:
+            fallback_state = flow.b64url(secrets.token_bytes(32))
+            fallback_url = self._authorization_url(
+                need, registration, fallback_state, fallback_verifier, None
+            )
+            fallback = (fallback_state, fallback_url)
+        redirect = attempt.wait(url, fallback=fallback)
+        refusal = attempt.receiver.refusal
+        if refusal is not None:
+            resource.drop("authorization endpoint", f"error {flow.error_code(refusal.error) or 'unknown'}")
+            verifier = fallback_verifier
+        return self._code(redirect, need.server), verifier
+
+    def _authorization_url(
+        self, need: _Need, registration: ClientRegistration, state: str, verifier: str, resource: str | None
+    ) -> str:
+        return flow.build_authorization_url(
+            need.server,
+            client_id=registration.client_id,
+            redirect=self.config.redirect_uri,
+            state=state,
+            challenge=flow.code_challenge(verifier),
+            resource=resource,
+            scopes=need.scopes,
+        )
+
+    def _resource_parameter(self, resource: str, stored: Record | None) -> ResourceParameter:
+        """The ``resource`` of a sign-in or refresh at the resource ``resource`` (``--resource-indicator``).
+
+        ``auto`` sends it, with one fallback without it, unless the stored sign-in
+        remembers that the authorization server refused it.
+        """
+        from .discovery import ResourceParameter
+
+        setting = self.config.resource_indicator
+        if setting == "off" or (setting == "auto" and stored is not None and stored.without_resource):
+            return ResourceParameter(None, fallback=False)
+        if setting == "auto":
+            return ResourceParameter(resource, fallback=True)
+        return ResourceParameter(setting, fallback=False)
+
+    @staticmethod
+    def _refuses(resource: ResourceParameter, stored: Record | None) -> bool:
+        """Whether the authorization server refuses ``resource``: now, or as the stored sign-in remembers."""
+        return resource.dropped or (stored is not None and stored.without_resource)
 
     def _device(self, holder: Receiver | None, need: _Need) -> None:
         """Sign in with the device flow while ``holder`` answers the probes of other processes."""
@@ -741,10 +816,11 @@ class OAuthAuthorizer:
             registration = self._client(need, device=True)
             if registration is None:
                 return
+            resource = self._resource_parameter(need.resource.resource, need.stored)
             try:
                 tokens = self.device.run(
                     discovery.TokenClient(self.web, need.server, registration),
-                    resource=need.resource.resource,
+                    resource=resource,
                     scopes=need.scopes,
                     cancel=need.scope.cancel,
                     deadline=need.scope.deadline,
@@ -753,7 +829,9 @@ class OAuthAuthorizer:
             except flow.TokenProblem as problem:
                 log.warning("the device sign-in failed at the authorization server: %s", problem)
                 raise self._refused(need.key, problem, "device sign-in") from problem
-            self._save_tokens(need.key, registration, tokens, need.scopes)
+            self._save_tokens(
+                need.key, registration, tokens, need.scopes, self._refuses(resource, need.stored)
+            )
             succeeded = True
         finally:
             if holder is not None:
@@ -789,9 +867,16 @@ class OAuthAuthorizer:
         return SignInFailed(f"{what}: {problem}")
 
     def _client_credentials(
-        self, key: RecordKey, server: ServerMetadata, resource: str, scopes: tuple[str, ...]
+        self,
+        key: RecordKey,
+        server: ServerMetadata,
+        resource: str,
+        scopes: tuple[str, ...],
+        stored: Record | None,
     ) -> Record:
         """A token of the client credentials grant for ``key``, stored; no person takes part.
+
+        ``stored``: the stored record of ``key``, which may remember that the server refuses ``resource``.
 
         Raises:
             IssuerNotRegistered: ``--client-issuer`` names another authorization server.
@@ -809,15 +894,19 @@ class OAuthAuthorizer:
             )
             raise IssuerNotRegistered()
         registration = grants.client_credentials_registration(choice.client_id, choice.client_secret, server)
+        client = discovery.TokenClient(self.web, server, registration)
+        parameter = self._resource_parameter(resource, stored)
         try:
-            client = discovery.TokenClient(self.web, server, registration)
-            tokens = client.client_credentials(resource=resource, scopes=scopes, now=self._clock())
+            request = partial(client.client_credentials, scopes=scopes, now=self._clock())
+            tokens = parameter.send(request, "token endpoint")
         except flow.TokenProblem as problem:
             log.warning("the authorization server refused the client credentials: %s", problem)
             if problem.status in (400, 401, 403):
                 raise ClientCredentialsRefused(str(problem)) from problem
             raise SignInFailed(f"client credentials: {problem}") from problem
-        record = self._save_tokens(key, registration, tokens, scopes, refresh=False)
+        record = self._save_tokens(
+            key, registration, tokens, scopes, self._refuses(parameter, stored), refresh=False
+        )
         log.info("the bridge got a token with the client credentials")
         return record
 

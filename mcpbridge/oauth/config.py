@@ -15,7 +15,9 @@ from typing import Final, TypeAlias
 
 __all__ = [
     "CLIENT_SECRET_VARIABLE",
+    "DEFAULT_RESOURCE_INDICATOR",
     "DEFAULT_SIGN_IN_FLOW",
+    "RESOURCE_INDICATOR_MODES",
     "SIGN_IN_FLOWS",
     "TOKEN_KEY_VARIABLE",
     "ClientMetadataDocument",
@@ -33,6 +35,11 @@ TOKEN_KEY_VARIABLE: Final = "MCP_BRIDGE_TOKEN_KEY"
 #: The values of ``--sign-in``.
 SIGN_IN_FLOWS: Final = ("auto", "browser", "device", "client-credentials")
 DEFAULT_SIGN_IN_FLOW: Final = "auto"
+#: The words of ``--resource-indicator``; any other value is the URI to send as ``resource``.
+#: ``auto`` sends the resource of the server's metadata and leaves it out once the
+#: authorization server refused it; ``off`` never sends it.
+RESOURCE_INDICATOR_MODES: Final = ("auto", "off")
+DEFAULT_RESOURCE_INDICATOR: Final = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +88,8 @@ class SignInOptions:
     sign_in_timeout: float
     #: ``--sign-in``: ``auto``, ``browser``, ``device`` or ``client-credentials``.
     sign_in: str = "auto"
+    #: ``--resource-indicator``: ``auto``, ``off`` or the URI to send as ``resource``.
+    resource_indicator: str = DEFAULT_RESOURCE_INDICATOR
     #: The variables of ``--header-env``: like the client secret and the token key, a browser
     #: program must not get them.
     header_variables: frozenset[str] = frozenset()

@@ -30,6 +30,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..mcp.cancel import CancelToken
@@ -41,7 +42,7 @@ from .grants import DeviceAuthorization
 from .signin import SignIn, ask_consent
 
 if TYPE_CHECKING:
-    from .discovery import TokenClient
+    from .discovery import ResourceParameter, TokenClient
 
 __all__ = ["DeviceFlow", "write_line"]
 
@@ -80,7 +81,7 @@ class DeviceFlow:
         self,
         client: TokenClient,
         *,
-        resource: str,
+        resource: ResourceParameter,
         scopes: Sequence[str],
         cancel: CancelToken | None,
         deadline: float | None,
@@ -88,6 +89,8 @@ class DeviceFlow:
     ) -> TokenResponse:
         """Sign in with a device code; the tokens.
 
+        :param resource: the ``resource`` of the device authorization and token requests; a
+            refusal of it at either leaves it out of the rest of the sign-in.
         :param deadline: the end of the request that needs the sign-in (``time.monotonic``).
         :param now: Unix seconds, for the expiry of the tokens.
 
@@ -101,7 +104,7 @@ class DeviceFlow:
         gate = self._sign_in.gate
         ask = self._sign_in.needs_consent()
         started = self._clock()
-        authorization = client.request_device_code(resource=resource, scopes=scopes)
+        authorization = resource.send(partial(client.request_device_code, scopes=scopes), "device endpoint")
         limit = started + min(self._sign_in.settings.timeout, authorization.expires_in)
         if deadline is not None:
             limit = min(limit, deadline)
@@ -146,7 +149,7 @@ class DeviceFlow:
         self,
         client: TokenClient,
         authorization: DeviceAuthorization,
-        resource: str,
+        resource: ResourceParameter,
         cancel: CancelToken,
         limit: float,
         seconds: int,
@@ -164,8 +167,9 @@ class DeviceFlow:
                 raise Cancelled(cancel.reason or None)
             polls += 1
             try:
-                poll = client.poll_device_token(
-                    authorization, resource=resource, interval=interval, now=now()
+                poll = resource.send(
+                    partial(client.poll_device_token, authorization, interval=interval, now=now()),
+                    "token endpoint",
                 )
             except grants.DeviceDenied as exc:
                 log.warning("the person refused the access at the authorization server")

@@ -28,11 +28,12 @@ from .flow import ClientRegistration, ResourceMetadata, ServerMetadata, TokenRes
 from .grants import DeviceAuthorization, Poll
 from .web import WebClient, WebError, WebResponse
 
-__all__ = ["TokenClient", "discover_resource", "discover_server", "register"]
+__all__ = ["ResourceParameter", "TokenClient", "discover_resource", "discover_server", "register"]
 
 log = logging.getLogger("mcpbridge.oauth")
 
 _M = TypeVar("_M", ResourceMetadata, ServerMetadata)
+_T = TypeVar("_T")
 
 
 def discover_resource(web: WebClient, url: str, from_challenge: str | None) -> ResourceMetadata:
@@ -150,9 +151,9 @@ class TokenClient:
     registration: ClientRegistration
 
     def exchange_code(
-        self, *, code: str, verifier: str, redirect: str, resource: str, now: float
+        self, *, code: str, verifier: str, redirect: str, resource: str | None, now: float
     ) -> TokenResponse:
-        """Trade the code of the redirect for tokens.
+        """Trade the code of the redirect for tokens (``resource`` ``None``: without one).
 
         Raises:
             flow.TokenProblem: the server refused.
@@ -163,12 +164,11 @@ class TokenClient:
             "code": code,
             "redirect_uri": redirect,
             "code_verifier": verifier,
-            "resource": resource,
         }
-        return self._tokens(form, now, "token request")
+        return self._tokens(flow.with_resource(form, resource), now, "token request")
 
     def refresh(
-        self, *, refresh_token: str, resource: str, scopes: Sequence[str], now: float
+        self, *, refresh_token: str, resource: str | None, scopes: Sequence[str], now: float
     ) -> TokenResponse:
         """Get a new access token with the refresh token.
 
@@ -176,12 +176,10 @@ class TokenClient:
             flow.TokenProblem: the server refused.
             SignInFailed: the request failed.
         """
-        form = {"grant_type": "refresh_token", "refresh_token": refresh_token, "resource": resource}
-        if scopes:
-            form["scope"] = " ".join(scopes)
-        return self._tokens(form, now, "refresh")
+        form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
+        return self._tokens(flow.with_resource(form, resource, scopes), now, "refresh")
 
-    def request_device_code(self, *, resource: str, scopes: Sequence[str]) -> DeviceAuthorization:
+    def request_device_code(self, *, resource: str | None, scopes: Sequence[str]) -> DeviceAuthorization:
         """Ask the device authorization endpoint for a device code and a user code (RFC 8628 §3.1).
 
         The caller checked the endpoint (:func:`.grants.device_endpoint_problem`).
@@ -205,7 +203,7 @@ class TokenClient:
         return authorization
 
     def poll_device_token(
-        self, authorization: DeviceAuthorization, *, resource: str, interval: int, now: float
+        self, authorization: DeviceAuthorization, *, resource: str | None, interval: int, now: float
     ) -> Poll:
         """One token request of the device flow (RFC 8628 §3.4).
 
@@ -219,7 +217,7 @@ class TokenClient:
         answer = self._post(self.server.token_endpoint, form, "token request")
         return grants.poll_answer(answer.status, answer.json, interval=interval, now=now)
 
-    def client_credentials(self, *, resource: str, scopes: Sequence[str], now: float) -> TokenResponse:
+    def client_credentials(self, *, resource: str | None, scopes: Sequence[str], now: float) -> TokenResponse:
         """A token of the client credentials grant (RFC 6749 §4.4).
 
         Raises:
@@ -240,3 +238,54 @@ class TokenClient:
             return self.web.post_form(endpoint, body, headers)
         except WebError as exc:
             raise SignInFailed(f"{what}: {exc}") from exc
+
+
+class ResourceParameter:
+    """The ``resource`` (RFC 8707) of the requests of one sign-in or refresh, and its one fallback.
+
+    :param value: the ``resource`` of each request; ``None``: the requests have none.
+    :param fallback: when the authorization server refuses ``value``
+        (:func:`.flow.refuses_resource`), the request goes once more without it, and so do
+        the later requests of the sign-in. There is never a second fallback: a request
+        without ``resource`` that is refused fails.
+
+    Some servers refuse it: Microsoft Entra ID answers ``AADSTS901002`` (the parameter
+    is not supported) or ``AADSTS9010010`` (it does not match the scopes).
+    """
+
+    def __init__(self, value: str | None, *, fallback: bool) -> None:
+        self.value = value
+        self._fallback = fallback and value is not None
+        #: The server refused ``resource`` during this sign-in, and the rest went without it.
+        self.dropped = False
+
+    @property
+    def can_drop(self) -> bool:
+        """A refusal of ``resource`` is answered with one more request without it."""
+        return self._fallback
+
+    def drop(self, where: str, detail: str) -> None:
+        """Go on without ``resource``: one info line says where the server refused it, and how."""
+        assert self._fallback
+        self.value, self._fallback, self.dropped = None, False, True
+        log.info(
+            "the authorization server refused the resource indicator at its %s (%s): the bridge tries once "
+            "more without it, and remembers that for the sign-in of this server",
+            where,
+            detail,
+        )
+
+    def send(self, request: Callable[..., _T], where: str) -> _T:
+        """``request(resource=value)``; after a refusal of ``resource`` that may fall back,
+        ``request(resource=None)``. ``where`` names the endpoint in the info line.
+
+        Raises:
+            flow.TokenProblem: the server refused (also the request without ``resource``).
+        """
+        try:
+            return request(resource=self.value)
+        except flow.TokenProblem as problem:
+            if not (problem.refuses_resource and self._fallback):
+                raise
+            self.drop(where, str(problem))
+        return request(resource=self.value)

@@ -163,6 +163,9 @@ class Record:
     expires_at: int | None = None
     refresh_token: str | None = field(default=None, repr=False)
     scopes: tuple[str, ...] = ()
+    #: The authorization server refused the ``resource`` of RFC 8707 (see
+    #: :func:`refuses_resource`): the sign-ins and refreshes of this key go without it.
+    without_resource: bool = False
 
     def usable(self, now: float, margin: float = REFRESH_MARGIN) -> bool:
         """An access token that does not expire within ``margin`` seconds."""
@@ -171,11 +174,16 @@ class Record:
         return self.expires_at is None or self.expires_at - now > margin
 
     def without_tokens(self) -> Record:
-        return Record(self.key, self.registration, scopes=self.scopes)
+        return Record(self.key, self.registration, scopes=self.scopes, without_resource=self.without_resource)
 
 
 def record_to_json(record: Record) -> bytes:
-    """The stored form of a record (version 1); absent values are left out."""
+    """The stored form of a record (version 1); absent values are left out.
+
+    A member that a later version adds is optional, so that the records of the
+    earlier versions stay valid (``tests/data/signin-layout-*``), and an earlier
+    version reads the new records, leaving out only what it does not know.
+    """
     registration: dict[str, Any] = {
         "client_id": record.registration.client_id,
         "auth_method": record.registration.auth_method,
@@ -196,6 +204,8 @@ def record_to_json(record: Record) -> bytes:
         obj["expires_at"] = record.expires_at
     if record.refresh_token is not None:
         obj["refresh_token"] = record.refresh_token
+    if record.without_resource:
+        obj["without_resource"] = True
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
 
@@ -251,6 +261,9 @@ def record_from_json(data: bytes, key: RecordKey) -> Record:
     scopes = obj.get("scopes", [])
     if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
         raise InvalidRecord("the member scopes is not a list of texts")
+    without_resource = obj.get("without_resource", False)
+    if not isinstance(without_resource, bool):
+        raise InvalidRecord("the member without_resource is not a boolean")
     return Record(
         key=stored,
         registration=ClientRegistration(
@@ -262,6 +275,7 @@ def record_from_json(data: bytes, key: RecordKey) -> Record:
         expires_at=expires_at,
         refresh_token=_optional_str(obj, "refresh_token"),
         scopes=tuple(scopes),
+        without_resource=without_resource,
     )
 
 
@@ -696,10 +710,13 @@ def build_authorization_url(
     redirect: str,
     state: str,
     challenge: str,
-    resource: str,
+    resource: str | None,
     scopes: Sequence[str],
 ) -> str:
-    """The authorization request (``response_type=code`` with PKCE S256 and ``resource``)."""
+    """The authorization request (``response_type=code`` with PKCE S256 and ``resource``).
+
+    ``resource`` ``None``: the request has none (the server refused it, or the options).
+    """
     params = [
         ("response_type", "code"),
         ("client_id", client_id),
@@ -707,8 +724,9 @@ def build_authorization_url(
         ("state", state),
         ("code_challenge", challenge),
         ("code_challenge_method", "S256"),
-        ("resource", resource),
     ]
+    if resource is not None:
+        params.append(("resource", resource))
     if scopes:
         params.append(("scope", " ".join(scopes)))
     query = urlencode(params, quote_via=quote, safe="")
@@ -733,6 +751,27 @@ def answer_error(doc: Any) -> str | None:
     return error_code(doc.get("error")) if isinstance(doc, dict) else None
 
 
+#: An error description that names the ``resource`` parameter: Microsoft Entra ID's
+#: ``AADSTS901002: The 'resource' request parameter is not supported`` and ``AADSTS9010010:
+#: The resource parameter provided in the request doesn't match with the requested scopes``.
+_NAMES_RESOURCE: Final = re.compile(
+    r"""['"`]resource['"`]|\bresource[ _-](?:request[ _-])?(?:parameter|indicator)""", re.IGNORECASE
+)
+
+
+def refuses_resource(error: str | None, description: Any) -> bool:
+    """Whether an error answer refuses the ``resource`` of RFC 8707.
+
+    ``invalid_target`` (RFC 8707 §2), or any error whose ``error_description``
+    names the parameter. The description is only matched, never logged.
+    """
+    if error == "invalid_target":
+        return True
+    return (
+        error is not None and isinstance(description, str) and _NAMES_RESOURCE.search(description) is not None
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Redirect:
     """The query of the redirect to the receiver (state already matched)."""
@@ -740,6 +779,12 @@ class Redirect:
     code: str | None = field(repr=False)
     error: str | None
     iss: str | None
+    #: ``error_description``: matched by :func:`refuses_resource`, never shown.
+    description: str | None = field(default=None, repr=False)
+
+    @property
+    def refuses_resource(self) -> bool:
+        return refuses_resource(self.error, self.description)
 
 
 class RedirectProblem(OAuthError, PeerFault):
@@ -863,6 +908,15 @@ def client_authentication(
     return form, headers
 
 
+def with_resource(form: dict[str, str], resource: str | None, scopes: Sequence[str] = ()) -> dict[str, str]:
+    """``form`` with ``resource`` (RFC 8707) unless it is ``None``, and ``scope`` when there are scopes."""
+    if resource is not None:
+        form["resource"] = resource
+    if scopes:
+        form["scope"] = " ".join(scopes)
+    return form
+
+
 _TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*\Z")
 
 
@@ -881,11 +935,22 @@ class TokenProblem(OAuthError, PeerFault):
     ``str()`` is the detail without a secret (``HTTP status 400, error invalid_grant``).
     """
 
-    def __init__(self, status: int, error: str | None, what: str = "") -> None:
+    def __init__(
+        self, status: int, error: str | None, what: str = "", *, refuses_resource: bool = False
+    ) -> None:
         text = f"HTTP status {status}" + (f", error {error}" if error else "") + (f", {what}" if what else "")
         super().__init__(text)
         self.status = status
         self.error = error
+        #: The server refused the ``resource`` parameter (:func:`refuses_resource`).
+        self.refuses_resource = refuses_resource
+
+    @classmethod
+    def of_answer(cls, status: int, doc: Any) -> TokenProblem:
+        """The problem of an error answer: its plain error code, and whether it refuses ``resource``."""
+        code = answer_error(doc)
+        description = doc.get("error_description") if isinstance(doc, dict) else None
+        return cls(status, code, refuses_resource=refuses_resource(code, description))
 
     @property
     def drops_tokens(self) -> bool:
@@ -910,7 +975,7 @@ def token_answer(status: int, doc: Any) -> dict[str, Any]:
         TokenProblem: another status, or no JSON object (with the error code of the answer).
     """
     if status != 200 or not isinstance(doc, dict):
-        raise TokenProblem(status, answer_error(doc))
+        raise TokenProblem.of_answer(status, doc)
     return doc
 
 

@@ -34,6 +34,7 @@ from .flow import (
     token_answer,
     token_member,
     url_syntax_problem,
+    with_resource,
 )
 
 __all__ = [
@@ -160,15 +161,12 @@ def choose_flow(requested: str, *, remote: str | None, server: ServerMetadata) -
 # ---------------------------------------------------------------------------------------------
 
 
-def device_authorization_form(*, resource: str, scopes: Sequence[str]) -> dict[str, str]:
+def device_authorization_form(*, resource: str | None, scopes: Sequence[str]) -> dict[str, str]:
     """The form of the device authorization request, before the client's authentication.
 
     The client ID (or its authentication) joins with :func:`.flow.client_authentication`.
     """
-    form = {"resource": resource}
-    if scopes:
-        form["scope"] = " ".join(scopes)
-    return form
+    return with_resource({}, resource, scopes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,9 +230,10 @@ def parse_device_authorization(status: int, doc: Any) -> DeviceAuthorization:
     return DeviceAuthorization(device_code, user_code, uri, complete, expires_in, seconds, dropped)
 
 
-def device_token_form(authorization: DeviceAuthorization, *, resource: str) -> dict[str, str]:
+def device_token_form(authorization: DeviceAuthorization, *, resource: str | None) -> dict[str, str]:
     """The form of one token request of the device flow (before the client's authentication)."""
-    return {"grant_type": DEVICE_CODE_GRANT, "device_code": authorization.device_code, "resource": resource}
+    form = {"grant_type": DEVICE_CODE_GRANT, "device_code": authorization.device_code}
+    return with_resource(form, resource)
 
 
 class DeviceDenied(OAuthError, PeerFault):
@@ -275,7 +274,7 @@ def poll_answer(status: int, doc: Any, *, interval: int, now: float) -> Poll:
         raise DeviceDenied()
     if code == "expired_token":
         raise DeviceExpired()
-    raise TokenProblem(status, code)
+    raise TokenProblem.of_answer(status, doc)
 
 
 def device_sign_in_line(authorization: DeviceAuthorization) -> str:
@@ -315,9 +314,6 @@ def client_credentials_registration(
     return ClientRegistration(client_id, secret, choose_auth_method(server, True))
 
 
-def client_credentials_form(*, resource: str, scopes: Sequence[str]) -> dict[str, str]:
+def client_credentials_form(*, resource: str | None, scopes: Sequence[str]) -> dict[str, str]:
     """The form of the token request of the client credentials grant."""
-    form = {"grant_type": CLIENT_CREDENTIALS_GRANT, "resource": resource}
-    if scopes:
-        form["scope"] = " ".join(scopes)
-    return form
+    return with_resource({"grant_type": CLIENT_CREDENTIALS_GRANT}, resource, scopes)

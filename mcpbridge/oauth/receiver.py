@@ -32,7 +32,11 @@ Paths:
 
 * ``GET /callback?state=...&code=...`` (or ``error=...``) with the expected
   ``state`` (compared in constant time) ends the wait; the first such request
-  claims the sign-in, later ones get 400.
+  claims the sign-in, later ones get 400. With a fallback (:meth:`Receiver.set_fallback`),
+  an error that refuses the ``resource`` parameter (:func:`.flow.refuses_resource`)
+  gets ``303`` to the fallback authorization URL instead, once: the browser goes on
+  to the sign-in without ``resource`` with no click of the person, and from then on
+  the ``state`` of the fallback is the expected one.
 * ``GET /start/<token>``: the one-time start URL of a browser. The first GET
   gets ``303`` to the authorization URL. A second GET before the redirect
   stops the sign-in (``start_reused``); after the redirect it gets a "late"
@@ -62,7 +66,7 @@ import struct
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Final
 from urllib.parse import parse_qsl, urlsplit
@@ -159,6 +163,14 @@ class _Outcome(enum.Enum):
     FAILED = "failed"
 
 
+@dataclass(frozen=True)
+class _Fallback:
+    """The authorization request without ``resource``, and its ``state``."""
+
+    state: str = field(repr=False)
+    url: str = field(repr=False)
+
+
 @dataclass(eq=False)
 class _Connection:
     """One accepted connection; the fields are guarded by the receiver's condition."""
@@ -201,6 +213,9 @@ class Receiver:
         self._head_timeout = head_timeout
         self._cond = threading.Condition()
         # Guarded by _cond:
+        self._fallback: _Fallback | None = None
+        #: The error redirect that the receiver answered with the fallback.
+        self._refusal: Redirect | None = None
         self._redirect: Redirect | None = None
         self._start_reused = False
         self._start_uses = 0
@@ -221,6 +236,17 @@ class Receiver:
         """The target of the start URL (checked by the caller)."""
         with self._cond:
             self._authorization_url = url
+
+    def set_fallback(self, state: str, url: str) -> None:
+        """The authorization request without ``resource`` (checked by the caller), and its ``state``."""
+        with self._cond:
+            self._fallback = _Fallback(state, url)
+
+    @property
+    def refusal(self) -> Redirect | None:
+        """The redirect that refused ``resource``, when the browser went on to the fallback."""
+        with self._cond:
+            return self._refusal
 
     @property
     def start_url(self) -> str | None:
@@ -506,19 +532,25 @@ class Receiver:
         state = one("state")
         code, error = one("code"), one("error")
         duplicated = any(len(params.get(n, [])) > 1 for n in ("state", "code", "error", "iss"))
-        valid = (
-            method == "GET"
-            and not duplicated
-            and state is not None
-            and hmac.compare_digest(state.encode(), self._state.encode())
-            and (bool(code) or bool(error))
-        )
+        valid = method == "GET" and not duplicated and state is not None and (bool(code) or bool(error))
+        redirect = Redirect(code or None, error or None, one("iss"), one("error_description"))
         with self._cond:
-            claimed = valid and self._redirect is None and not self._start_reused and not self._ended
-            if claimed:
-                self._redirect = Redirect(code=code or None, error=error or None, iss=one("iss"))
+            claimed = (
+                valid
+                and hmac.compare_digest(str(state).encode(), self._state.encode())
+                and self._redirect is None
+                and not self._start_reused
+                and not self._ended
+            )
+            fallback = self._fallback if claimed and redirect.refuses_resource else None
+            if fallback is not None:
+                self._fallback, self._refusal, self._state = None, redirect, fallback.state
+            elif claimed:
+                self._redirect = redirect
                 self._cond.notify_all()
-        if claimed:
+        if fallback is not None:
+            self._send(sock, 303, b"", None, location=fallback.url)
+        elif claimed:
             self._send(sock, 200, SUCCESS_PAGE, "text/html; charset=utf-8")
         else:
             self._send(sock, 400, b"bad request\n", "text/plain")

@@ -419,11 +419,15 @@ class Attempt:
         self._succeeded = True
         self.receiver.finish(True)
 
-    def wait(self, authorization_url: str) -> Redirect:
+    def wait(self, authorization_url: str, *, fallback: tuple[str, str] | None = None) -> Redirect:
         """Check the URL, write the sign-in line, deliver the URL and wait for the redirect.
 
         The URL is checked before anything writes, elicits or opens it; it must
         have a ``state`` and the redirect URI of the receiver.
+
+        :param fallback: the ``state`` and the URL of the same authorization request without
+            ``resource``, checked as well: the receiver sends the browser there when the
+            server refuses ``resource`` (:meth:`.receiver.Receiver.set_fallback`).
 
         Raises:
             SignInError: ``sign_in_invalid_url``, ``sign_in_timeout``, ``sign_in_start_reused``,
@@ -431,13 +435,16 @@ class Attempt:
             Cancelled: the request was canceled.
         """
         settings = self._sign_in.settings
-        problem = flow.authorization_url_problem(
-            authorization_url, expected_redirect_uri=settings.redirect_uri
-        )
-        if problem is not None:
-            log.warning("the authorization URL is not valid (%s), thus the bridge does not open it", problem)
-            raise SignInInvalidUrl(problem)
+        for url in [authorization_url] + ([fallback[1]] if fallback is not None else []):
+            problem = flow.authorization_url_problem(url, expected_redirect_uri=settings.redirect_uri)
+            if problem is not None:
+                log.warning(
+                    "the authorization URL is not valid (%s), thus the bridge does not open it", problem
+                )
+                raise SignInInvalidUrl(problem)
         self.receiver.set_authorization_url(authorization_url)
+        if fallback is not None:
+            self.receiver.set_fallback(*fallback)
         self._sign_in.write_line(authorization_url)
         started = time.monotonic()
         deadline = started + settings.timeout

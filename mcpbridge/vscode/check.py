@@ -614,11 +614,34 @@ def _sign_in_state(settings: args.Settings, env: dict[str, str]) -> tuple[dict[s
     """
     if settings.static_authorization:
         return {"state": "not used", "note": "a static authorization header; the bridge never signs in"}, None
+    record = None
     try:
-        return _stored_sign_in(settings, env)
+        found, record = _stored_sign_in(settings, env)
     except Exception as exc:  # noqa: BLE001 - the sign-in part of the report is best effort
         detail = getattr(exc, "detail", None) or type(exc).__name__
-        return {"state": "not checked", "note": f"the token store was not read ({detail})"}, None
+        found = {"state": "not checked", "note": f"the token store was not read ({detail})"}
+    found["resourceIndicator"] = _resource_indicator(settings, record)
+    token = record.access_token if record is not None and found["state"] == "stored" else None
+    return found, token
+
+
+def _resource_indicator(settings: args.Settings, record: Any) -> dict[str, str]:
+    """What the sign-in sends as ``resource`` (RFC 8707), and why; never the value itself."""
+    setting = settings.resource_indicator
+    if setting == "off":
+        return {"sends": "none", "why": "--resource-indicator off"}
+    if setting != "auto":
+        return {"sends": "option", "why": "the URI of --resource-indicator"}
+    if record is not None and record.without_resource:
+        return {
+            "sends": "none",
+            "why": "the authorization server refused it, as the stored sign-in remembers",
+        }
+    return {
+        "sends": "metadata",
+        "why": "the resource of the server's metadata, and once more without it when the authorization "
+        "server refuses it",
+    }
 
 
 def _sign_in_flows(settings: args.Settings, env: dict[str, str], context: Any) -> dict[str, Any]:
@@ -674,7 +697,8 @@ def _describe_flows(part: dict[str, Any]) -> str:
     return f"the server offers {offered}{unknown}; {chosen}"
 
 
-def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[str, Any], str | None]:
+def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[str, Any], Any]:
+    """The stored sign-in of the URL for the report, and its record (``None`` when there is none)."""
     from ..oauth.authorizer import OAuthConfig
     from ..oauth.errors import StoreOpenError
     from ..oauth.store import IndexedStore, open_store
@@ -688,16 +712,13 @@ def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[
         return {"state": "not checked", "note": f"the token store did not open: {exc.detail}"}, None
     config = OAuthConfig.of(settings.sign_in_options(), env)
     store = IndexedStore(opened.store)
-    found: dict[str, Any] = {"state": "none", "note": "no stored sign-in", "store": opened.line}
-    token: str | None = None
     for entry in reversed(store.entries()):
         if entry.url != settings.url or entry.client != config.identity:
             continue
         record = store.load(entry.key)
         if record is None or not record.access_token:
             continue
-        found = {"state": "stored", "store": opened.line, "account": settings.account}
-        token = record.access_token
+        found: dict[str, Any] = {"state": "stored", "store": opened.line, "account": settings.account}
         if record.expires_at is not None:
             expires = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.expires_at))
             found["expires"] = expires
@@ -706,9 +727,8 @@ def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[
                 found["note"] = (
                     "the next start refreshes it" if record.refresh_token else "the next start signs in"
                 )
-                token = None
-        break
-    return found, token
+        return found, record
+    return {"state": "none", "note": "no stored sign-in", "store": opened.line}, None
 
 
 def _diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, str]:
@@ -857,6 +877,10 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None) 
     row("Sign-in", _describe(report.sign_in))
     if "flows" in report.sign_in:
         row("Flows", _describe_flows(report.sign_in["flows"]))
+    if "resourceIndicator" in report.sign_in:
+        indicator = report.sign_in["resourceIndicator"]
+        sends = {"none": "not sent", "option": "sent", "metadata": "sent"}[indicator["sends"]]
+        row("Resource", f"{sends}: {indicator['why']}")
     row("Proxy", _describe_proxy(report.proxy))
     row("CA", _describe(report.ca))
     if report.notes:

@@ -43,7 +43,12 @@ from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from .. import __version__, log
 from ..mcp.protocol import MODERN
-from ..oauth.config import CLIENT_SECRET_VARIABLE, DEFAULT_SIGN_IN_FLOW, TOKEN_KEY_VARIABLE
+from ..oauth.config import (
+    CLIENT_SECRET_VARIABLE,
+    DEFAULT_RESOURCE_INDICATOR,
+    DEFAULT_SIGN_IN_FLOW,
+    TOKEN_KEY_VARIABLE,
+)
 from . import settings
 from .settings import PROGRAM, ArgError, Settings, Words
 
@@ -190,6 +195,15 @@ HELP: Final[dict[str, tuple[str, str | None, str]]] = {
         f"{DEFAULT_SIGN_IN_FLOW}.",
     ),
     "--no-browser": (SIGN_IN, None, "Open no browser: write the sign-in URL to stderr."),
+    "--resource-indicator": (
+        SIGN_IN,
+        "<mode>",
+        "The resource parameter (RFC 8707) of the sign-in: auto sends the resource of the server's "
+        "metadata, and when the authorization server refuses it (Microsoft Entra ID does on some "
+        "endpoints), tries once more without it and remembers that with the stored sign-in; off never "
+        "sends it; a URI, for example api://my-server, is sent instead. The default is "
+        f"{DEFAULT_RESOURCE_INDICATOR}.",
+    ),
     "--sign-in-timeout": (
         SIGN_IN,
         "<s>",

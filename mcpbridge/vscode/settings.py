@@ -48,7 +48,9 @@ from mcpbridge.mcp.errorbase import UsageFault
 from mcpbridge.mcp.protocol import MODERN
 from mcpbridge.oauth.config import (
     CLIENT_SECRET_VARIABLE,
+    DEFAULT_RESOURCE_INDICATOR,
     DEFAULT_SIGN_IN_FLOW,
+    RESOURCE_INDICATOR_MODES,
     SIGN_IN_FLOWS,
     TOKEN_KEY_VARIABLE,
     ClientMetadataDocument,
@@ -215,6 +217,8 @@ class Settings:
     sign_in_timeout: float
     #: ``--sign-in``: ``auto``, ``browser``, ``device`` or ``client-credentials``.
     sign_in: str
+    #: ``--resource-indicator``: ``auto``, ``off`` or the URI to send as ``resource``.
+    resource_indicator: str
     #: ``logout --all``.
     all: bool
     #: ``check --json``.
@@ -247,6 +251,7 @@ class Settings:
             no_browser=self.no_browser,
             sign_in_timeout=self.sign_in_timeout,
             sign_in=self.sign_in,
+            resource_indicator=self.resource_indicator,
             header_variables=frozenset(h.from_env for h in self.headers if h.from_env),
         )
 
@@ -583,6 +588,18 @@ def _client_metadata_url(text: str) -> str:
     return text
 
 
+#: An absolute URI (RFC 3986): a scheme, then visible ASCII; RFC 8707 allows no fragment.
+_ABSOLUTE_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[!-~]+\Z")
+
+
+def _resource_indicator(text: str) -> str:
+    if text in RESOURCE_INDICATOR_MODES:
+        return text
+    if not _ABSOLUTE_URI.match(text) or "#" in text or any(c in _NOT_IN_URL for c in text):
+        raise _Invalid("use auto, off, or an absolute URI without a fragment, for example api://my-server")
+    return text
+
+
 def _account(text: str) -> str:
     if not _ACCOUNT.match(text):
         raise _Invalid(f"use 1 to {MAX_ACCOUNT_CHARS} letters, digits and the characters . _ @ + -")
@@ -666,6 +683,7 @@ OPTIONS: Final[Mapping[str, _Option]] = {
         _URL_TARGETS, _one_of(SIGN_IN_FLOWS, "use auto, browser, device or client-credentials"), sign_in=True
     ),
     "--sign-in-timeout": _Option(_URL_TARGETS, _number(1, MAX_SECONDS, _SECONDS_HINT), sign_in=True),
+    "--resource-indicator": _Option(_URL_TARGETS, _resource_indicator, sign_in=True),
     "--all": _Option(_LOGOUT_ONLY),
     "--json": _Option(_CHECK_ONLY),
 }
@@ -991,6 +1009,7 @@ def _settings(
         no_browser=raw.get("--no-browser", False),
         sign_in_timeout=float(raw.get("--sign-in-timeout", DEFAULT_SIGN_IN_TIMEOUT)),
         sign_in=sign_in,
+        resource_indicator=raw.get("--resource-indicator", DEFAULT_RESOURCE_INDICATOR),
         all=raw.get("--all", False),
         json=raw.get("--json", False),
         static_authorization=static_authorization,

@@ -518,3 +518,50 @@ def test_a_device_sign_in_runs_when_another_program_holds_the_redirect_port(harn
         h = harness(port=other.getsockname()[1])
         assert h.discover()["supportedVersions"] == ["2026-07-28"]
     assert len(auth.device_requests) == 1
+
+
+# --------------------------------------------------------------------- the resource indicator
+
+
+@pytest.mark.parametrize("refusal", ["invalid_target", "described"])
+@pytest.mark.parametrize("endpoint", ["device", "token"])
+def test_a_device_sign_in_refused_for_its_resource_goes_on_without_it_once(harness, auth, refusal, endpoint):
+    auth.switches.refuse_resource = refusal
+    auth.switches.refuse_resource_at = (endpoint,)
+    h = harness()
+    assert h.discover()["supportedVersions"] == ["2026-07-28"]
+    polls = [r for r in auth.token_requests if r["grant_type"] == flow.DEVICE_CODE_GRANT]
+    if endpoint == "device":
+        assert [("resource" in r) for r in auth.device_requests] == [True, False]
+        assert not any("resource" in r for r in polls)
+    else:
+        # The person's code stays valid: the polling goes on without resource.
+        assert len(auth.device_requests) == 1 and "resource" in polls[0]
+        assert not any("resource" in r for r in polls[1:])
+    assert auth.resource_refusals == [(endpoint, True)] and len(h.person.codes) == 1
+    auth.expire_all()
+    assert h.call("whoami") == "scopes: mcp:read"
+    refresh = auth.token_requests[-1]
+    assert refresh["grant_type"] == "refresh_token" and "resource" not in refresh
+
+
+@pytest.mark.parametrize("refusal", ["invalid_target", "described"])
+def test_client_credentials_refused_for_their_resource_are_asked_once_more_without_it(harness, auth, refusal):
+    auth.switches.refuse_resource = refusal
+    h = harness(sign_in="client-credentials", registration=client_credentials(auth))
+    assert h.call("whoami") == "scopes: mcp:read"
+    auth.expire_all()
+    assert h.call("whoami") == "scopes: mcp:read"
+    requests = [("resource" in r) for r in auth.token_requests]
+    assert requests[:2] == [True, False] and not any(requests[2:])
+    assert auth.resource_refusals == [("token", True)]
+
+
+def test_client_credentials_refused_also_without_resource_fail_after_one_more_request(harness, auth):
+    auth.switches.refuse_resource = "invalid_target"
+    auth.switches.refuse_resource_always = True
+    h = harness(sign_in="client-credentials", registration=client_credentials(auth))
+    with pytest.raises(SignInError) as caught:
+        h.call("whoami")
+    assert caught.value.cause == "client_credentials_refused"
+    assert auth.resource_refusals == [("token", True), ("token", False)]

@@ -453,3 +453,74 @@ def test_the_index_keeps_the_newest_256_entries():
     assert flow.index_without(entries, flow.RecordKey("i", "r299", "c"))[-1].resource == "r298"
     with pytest.raises(InvalidRecord):
         flow.index_from_json(b'{"version":1,"entries":[{"url":1}]}')
+
+
+# ------------------------------------------------------------------ the resource indicator
+
+
+@pytest.mark.parametrize(
+    ("error", "description", "refused"),
+    [
+        ("invalid_target", None, True),
+        ("invalid_request", "AADSTS901002: The 'resource' request parameter is not supported.", True),
+        (
+            "invalid_request",
+            "AADSTS9010010: The resource parameter provided in the request doesn't match with the "
+            "requested scopes.",
+            True,
+        ),
+        ("invalid_scope", 'the "resource" does not match', True),
+        ("invalid_request", "the resource owner denied the request", False),
+        ("invalid_request", "missing code_challenge", False),
+        ("invalid_grant", None, False),
+        (None, "the 'resource' request parameter is not supported", False),
+    ],
+)
+def test_an_error_refuses_resource_when_it_is_invalid_target_or_its_description_names_the_parameter(
+    error, description, refused
+):
+    assert flow.refuses_resource(error, description) is refused
+    doc = {"error": error, "error_description": description} if error else {}
+    assert flow.TokenProblem.of_answer(400, doc).refuses_resource is refused
+    assert flow.Redirect(None, error, None, description).refuses_resource is refused
+
+
+def test_a_token_problem_names_no_description():
+    problem = flow.TokenProblem.of_answer(
+        400, {"error": "invalid_request", "error_description": "AADSTS901002"}
+    )
+    assert str(problem) == "HTTP status 400, error invalid_request"
+
+
+def test_a_record_remembers_a_refused_resource_and_a_record_without_the_member_sends_it():
+    key = flow.RecordKey("https://as", "https://mcp/mcp", "mcp-bridge-vscode|default|x")
+    record = flow.Record(key, flow.ClientRegistration("c"), "at", 99, "rt", ("a",), without_resource=True)
+    data = flow.record_to_json(record)
+    assert b'"without_resource":true' in data and flow.record_from_json(data, key) == record
+    assert record.without_tokens().without_resource
+    plain = flow.record_to_json(flow.Record(key, flow.ClientRegistration("c"), "at"))
+    assert b"without_resource" not in plain and not flow.record_from_json(plain, key).without_resource
+    with pytest.raises(InvalidRecord):
+        flow.record_from_json(data.replace(b"true", b'"yes"'), key)
+
+
+def test_an_authorization_url_without_resource_has_no_resource_parameter():
+    server = flow.check_server_metadata(
+        {
+            "issuer": "https://as.example",
+            "authorization_endpoint": "https://as.example/authorize",
+            "token_endpoint": "https://as.example/token",
+            "code_challenge_methods_supported": ["S256"],
+        },
+        "https://as.example",
+    )
+    url = flow.build_authorization_url(
+        server,
+        client_id="c",
+        redirect="http://127.0.0.1:1/callback",
+        state="s",
+        challenge="x",
+        resource=None,
+        scopes=(),
+    )
+    assert "resource" not in url and "state=s" in url

@@ -121,6 +121,7 @@ class Harness:
         sandbox: bool = False,
         browser_mode: str = "",
         account: str = "default",
+        resource_indicator: str = "auto",
     ) -> None:
         self.auth = auth
         self.ca = ca
@@ -146,7 +147,13 @@ class Harness:
         from mcpbridge.oauth.web import WebClient
 
         self.store = store if store is not None else MemoryStore()
-        self.config = OAuthConfig(auth.url, account, self.port, registration or DynamicRegistration())
+        self.config = OAuthConfig(
+            auth.url,
+            account,
+            self.port,
+            registration or DynamicRegistration(),
+            resource_indicator=resource_indicator,
+        )
         self.web = WebClient(ca.client_context(), {})
         self.authorizer = OAuthAuthorizer(self.config, IndexedStore(self.store), self.web, self.sign_in)
         self.transport = HttpTransport(
@@ -727,3 +734,108 @@ def test_errors_of_the_sign_in_name_no_url_and_no_secret(harness, auth):
     text = repr(errortable.error_from_sign_in(caught.value))
     assert auth.url not in text and "127.0.0.1" not in text
     assert_no_secret(text, auth)
+
+
+# ------------------------------------------------------------------ the resource indicator
+
+REFUSALS = ["invalid_target", "described"]
+
+
+def resource_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "refused the resource indicator" in r.getMessage()]
+
+
+@pytest.mark.parametrize("refusal", REFUSALS)
+def test_an_authorization_endpoint_that_refuses_resource_sends_the_same_browser_on_without_it(
+    harness, auth, refusal, caplog
+):
+    auth.switches.refuse_resource = refusal
+    auth.switches.refuse_resource_at = ("authorize",)
+    h = harness()
+    assert h.discover()["supportedVersions"] == ["2026-07-28"]
+    # One sign-in line and one browser: the receiver sent the browser on to the second request.
+    assert len(h.lines) == 1 and len(h.browser) == 1
+    assert [("resource" in q) for q in auth.authorizations] == [True, False]
+    assert auth.authorizations[0]["state"] != auth.authorizations[1]["state"]
+    assert auth.resource_refusals == [("authorize", True)]
+    (exchange,) = auth.token_requests
+    assert "resource" not in exchange
+    assert flow.code_challenge(exchange["code_verifier"]) == auth.authorizations[1]["code_challenge"]
+    (line,) = resource_lines(caplog)
+    expected = "error invalid_target" if refusal == "invalid_target" else "error invalid_request"
+    assert "at its authorization endpoint (" + expected + ")" in line and "AADSTS" not in caplog.text
+    # The refreshes of this sign-in go without it from the start.
+    auth.revoke_all()
+    assert h.call("whoami") == "scopes: mcp:read"
+    assert auth.token_requests[-1]["grant_type"] == "refresh_token"
+    assert "resource" not in auth.token_requests[-1]
+    assert len(auth.resource_refusals) == 1
+
+
+@pytest.mark.parametrize("refusal", REFUSALS)
+def test_a_token_endpoint_that_refuses_resource_gets_the_code_once_more_without_it_and_a_restart_remembers(
+    harness, auth, refusal, caplog, tmp_path
+):
+    auth.switches.refuse_resource = refusal
+    auth.switches.refuse_resource_at = ("token",)
+    keyring_file = tmp_path / "keyring.json"
+    first = harness(store=KeyringStore(FileKeyring(keyring_file)))
+    first.discover()
+    assert [("resource" in r) for r in auth.token_requests] == [True, False]
+    assert len(auth.authorizations) == 1 and len(first.browser) == 1
+    assert len(resource_lines(caplog)) == 1
+    (entry,) = IndexedStore(first.store).entries()
+    stored = IndexedStore(first.store).load(entry.key)
+    assert stored is not None and stored.without_resource
+    # A new process refreshes from the stored sign-in without resource: no refusal, no second line.
+    second = harness(store=KeyringStore(FileKeyring(keyring_file)), port=first.port)
+    auth.revoke_all()
+    assert second.call("whoami") == "scopes: mcp:read"
+    refresh = auth.token_requests[-1]
+    assert refresh["grant_type"] == "refresh_token" and "resource" not in refresh
+    assert auth.resource_refusals == [("token", True)] and len(resource_lines(caplog)) == 1
+
+
+def test_a_refresh_refused_for_its_resource_goes_once_more_without_it_and_so_do_the_next(harness, auth):
+    h = harness()
+    h.discover()
+    auth.switches.refuse_resource = "invalid_target"
+    auth.switches.refuse_resource_at = ("token",)
+    for _ in range(2):
+        auth.revoke_all()
+        assert h.call("whoami") == "scopes: mcp:read"
+    refreshes = [r for r in auth.token_requests if r["grant_type"] == "refresh_token"]
+    assert [("resource" in r) for r in refreshes] == [True, False, False]
+    assert auth.resource_refusals == [("token", True)] and len(auth.authorizations) == 1
+
+
+@pytest.mark.parametrize("endpoint", ["authorize", "token"])
+def test_a_server_that_still_refuses_without_resource_fails_after_one_more_request(harness, auth, endpoint):
+    auth.switches.refuse_resource = "described"
+    auth.switches.refuse_resource_at = (endpoint,)
+    auth.switches.refuse_resource_always = True
+    h = harness()
+    with pytest.raises(SignInError) as caught:
+        h.discover()
+    assert auth.resource_refusals == [(endpoint, True), (endpoint, False)]
+    assert len(h.browser) == 1
+    if endpoint == "authorize":
+        assert isinstance(caught.value, SignInAuthorizationError) and auth.token_requests == []
+    else:
+        assert isinstance(caught.value, SignInFailed) and len(auth.token_requests) == 2
+        assert caught.value.detail == "token request: HTTP status 400, error invalid_request"
+
+
+def test_resource_indicator_off_never_sends_it_and_a_uri_is_sent_instead_without_a_fallback(harness, auth):
+    off = harness(resource_indicator="off")
+    off.discover()
+    assert "resource" not in auth.authorizations[0] and "resource" not in auth.token_requests[0]
+    uri = harness(resource_indicator="api://mcp-test")
+    uri.discover()
+    assert auth.authorizations[1]["resource"] == "api://mcp-test"
+    assert auth.token_requests[1]["resource"] == "api://mcp-test"
+    auth.switches.refuse_resource = "invalid_target"
+    refused = harness(resource_indicator="api://mcp-test")
+    with pytest.raises(SignInAuthorizationError):
+        refused.discover()
+    assert auth.resource_refusals == [("authorize", True)] and len(auth.authorizations) == 3

@@ -531,3 +531,27 @@ def test_a_pre_registered_client_with_a_secret_never_shows_it(setup, auth):
     assert "result" in bridge.initialize()
     assert auth.registrations == [] and auth.authorizations[0]["client_id"] == "pre-7"
     assert setup.browser[0]["secrets"] == []
+
+
+def test_an_authorization_server_that_refuses_resource_gets_one_more_round_in_the_same_browser(setup):
+    setup.auth.switches.refuse_resource = "described"
+    env = {"MCP_BRIDGE_TOKEN_KEY": TOKEN_KEY}
+    bridge = setup.bridge("--token-store", "file", env=env)
+    assert "result" in bridge.initialize()
+    assert text_of(bridge.request("tools/call", {"name": "whoami", "arguments": {}})) == "scopes: mcp:read"
+    # One sign-in line, one browser: the receiver sent it on to the request without resource.
+    assert len(sign_in_lines(bridge)) == 1 and len(setup.browser) == 1
+    assert [("resource" in q) for q in setup.auth.authorizations] == [True, False]
+    assert all("resource" not in r for r in setup.auth.token_requests)
+    bridge.close_stdin()
+    assert bridge.wait_exit() == 0
+    refused = [line for line in bridge.stderr_lines if "refused the resource indicator" in line]
+    assert refused == [
+        "mcp-bridge-vscode: oauth: info: the authorization server refused the resource indicator at its "
+        "authorization endpoint (error invalid_request): the bridge tries once more without it, and "
+        "remembers that for the sign-in of this server\n"
+    ]
+    assert "AADSTS" not in bridge.stderr_text
+    out = setup.run("check", "--json", *setup.options("--token-store", "file"), setup.auth.url, env=env)
+    assert out.returncode == 0, out.stderr
+    assert '"resourceIndicator": {"sends": "none"' in out.stdout

@@ -229,6 +229,24 @@ def test_check_finds_a_2025_era_url_and_reports_the_connection(tmp_path: Path) -
     assert "/mcp" not in json.dumps(report["upstream"])
     assert report["proxy"]["state"] == "none" and report["ca"] == {"state": "system"}
     assert report["signIn"]["state"] == "none"
+    assert report["signIn"]["resourceIndicator"]["sends"] == "metadata"
+
+
+@pytest.mark.parametrize(
+    ("option", "row"),
+    [
+        ("off", "Resource:   not sent: --resource-indicator off"),
+        ("api://mcp-7", "Resource:   sent: the URI of --resource-indicator"),
+    ],
+)
+def test_the_text_report_says_what_the_sign_in_sends_as_resource(
+    tmp_path: Path, option: str, row: str
+) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "MCP_BRIDGE_TOKEN_KEY": "ab" * 32}
+    with running_legacy_http_server() as url:
+        code, out, _err = run_check("--token-store", "file", "--resource-indicator", option, url, env=env)
+    assert code == 0 and row in out.splitlines()
+    assert "mcp-7" not in out
 
 
 def test_the_text_report_of_a_url_without_a_proxy_says_so(tmp_path: Path) -> None:
@@ -374,6 +392,7 @@ def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_tok
         ClientRegistration("client-1"),
         access_token=TOKEN,
         expires_at=2_000_000_000,
+        without_resource=True,
     )
     IndexedStore(opened.store).save(record, url)
 
@@ -383,6 +402,10 @@ def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_tok
     report = json.loads(out)
     assert report["signIn"]["state"] == "stored"
     assert report["signIn"]["expires"] == "2033-05-18 03:33:20 UTC"
+    assert report["signIn"]["resourceIndicator"] == {
+        "sends": "none",
+        "why": "the authorization server refused it, as the stored sign-in remembers",
+    }
     assert TOKEN not in out + err
     # The check sends the stored token, as the bridge would.
     assert code == 0 and report["era"] == "2026-07-28"

@@ -488,6 +488,7 @@ TAKES: dict[str, tuple[list[str], set[str]]] = {
     "--no-browser": (["--no-browser"], {URL_T, CHECK_URL}),
     "--sign-in-timeout": (["--sign-in-timeout", "5"], {URL_T, CHECK_URL}),
     "--sign-in": (["--sign-in", "device"], {URL_T, CHECK_URL}),
+    "--resource-indicator": (["--resource-indicator", "off"], {URL_T, CHECK_URL}),
     "--ca-file": (["--ca-file", "ca.pem"], {URL_T, CHECK_URL, LOGOUT}),
     "--redirect-port": (["--redirect-port", "5000"], {URL_T, CHECK_URL, LOGOUT}),
     "--account": (["--account", "work"], {URL_T, CHECK_URL, LOGOUT}),
@@ -1307,6 +1308,7 @@ GOOD_VALUES: dict[str, list[str]] = {
     "--token-key-file": ["key.txt", MARKER],
     "--sign-in-timeout": ["10"],
     "--sign-in": ["auto", "browser", "device", "client-credentials"],
+    "--resource-indicator": ["auto", "off", "api://mcp", f"urn:{MARKER}"],
     "--allow-tool": ["git_*", MARKER],
     "--deny-tool": ["*delete*", MARKER],
 }
@@ -1457,3 +1459,22 @@ def test_client_credentials_need_a_client_id_an_issuer_and_a_secret() -> None:
     s = ok([*cc, "--client-id", "svc", "--client-issuer", "https://as.example", URL], secret)
     assert s.sign_in == "client-credentials" and s.client_secret == "s3cret-value"
     assert "s3cret-value" not in repr(s) and "s3cret-value" not in str(e)
+
+
+# ---------------------------------------------------------------------------------------------
+# --resource-indicator
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["auto", "off", "api://0b2c-mcp", "https://mcp.example.com/mcp", "urn:x:y"])
+def test_resource_indicator_takes_auto_off_or_an_absolute_uri_and_defaults_to_auto(value: str) -> None:
+    assert ok([URL]).resource_indicator == "auto"
+    settings = ok(["--resource-indicator", value, URL])
+    assert settings.resource_indicator == value == settings.sign_in_options().resource_indicator
+
+
+@pytest.mark.parametrize("value", ["", "no-scheme", "api://x#fragment", "https://a b", "1http://x"])
+def test_resource_indicator_refuses_what_is_not_an_absolute_uri_without_a_fragment(value: str) -> None:
+    e = error(["--resource-indicator", value, URL])
+    assert (e.kind, e.option) == ("invalid_value", "--resource-indicator")
+    assert "use auto, off, or an absolute URI without a fragment" in e.diagnostic
