@@ -608,6 +608,11 @@ class ServerMetadata:
     device_authorization_endpoint: str | None = None
     #: ``grant_types_supported``, or ``None`` when the server names none.
     grant_types_supported: tuple[str, ...] | None = None
+    #: An OpenID provider: its metadata has ``id_token_signing_alg_values_supported`` (which
+    #: OpenID Connect Discovery requires) or ``openid`` in ``scopes_supported``.
+    openid_provider: bool = False
+    #: ``prompt_values_supported``, or ``None`` when the server names none.
+    prompt_values_supported: tuple[str, ...] | None = None
 
 
 def _str_list(value: Any) -> tuple[str, ...] | None:
@@ -663,18 +668,21 @@ def check_server_metadata(doc: Any, issuer: str) -> ServerMetadata:
         raise MetadataProblem("InvalidServerMetadata")
     auth_methods = _str_list(doc.get("token_endpoint_auth_methods_supported"))
     device = doc.get("device_authorization_endpoint")
+    scopes = _str_list(doc.get("scopes_supported"))
     return ServerMetadata(
         issuer=issuer,
         authorization_endpoint=authorization,
         token_endpoint=token,
         registration_endpoint=registration,
-        scopes_supported=_str_list(doc.get("scopes_supported")),
+        scopes_supported=scopes,
         # RFC 8414: client_secret_basic when the server names none.
         token_endpoint_auth_methods=auth_methods if auth_methods is not None else ("client_secret_basic",),
         client_id_metadata_document_supported=doc.get("client_id_metadata_document_supported") is True,
         iss_parameter_supported=doc.get("authorization_response_iss_parameter_supported") is True,
         device_authorization_endpoint=device if isinstance(device, str) and device else None,
         grant_types_supported=_str_list(doc.get("grant_types_supported")),
+        openid_provider="id_token_signing_alg_values_supported" in doc or "openid" in (scopes or ()),
+        prompt_values_supported=_str_list(doc.get("prompt_values_supported")),
     )
 
 
@@ -703,6 +711,22 @@ def choose_scopes(
     return tuple(dict.fromkeys(s for s in chosen if s))
 
 
+def consent_prompt(server: ServerMetadata, scopes: Sequence[str]) -> bool:
+    """Whether an authorization request for ``scopes`` asks for ``prompt=consent``.
+
+    OpenID Connect Core §11: an OpenID provider grants ``offline_access`` (and with it
+    a refresh token) only after a consent prompt, and a certified one drops the scope
+    without it: the sign-in would last one access token. Other authorization servers
+    get no prompt: they issue refresh tokens by grant type, and a forced consent is a
+    page more, or a sign-in that cannot complete where only an administrator consents.
+    A provider whose ``prompt_values_supported`` lacks ``consent`` gets none either.
+    """
+    if "offline_access" not in scopes or not server.openid_provider:
+        return False
+    values = server.prompt_values_supported
+    return values is None or "consent" in values
+
+
 def build_authorization_url(
     server: ServerMetadata,
     *,
@@ -716,6 +740,7 @@ def build_authorization_url(
     """The authorization request (``response_type=code`` with PKCE S256 and ``resource``).
 
     ``resource`` ``None``: the request has none (the server refused it, or the options).
+    ``prompt=consent`` joins when :func:`consent_prompt` says so.
     """
     params = [
         ("response_type", "code"),
@@ -729,6 +754,8 @@ def build_authorization_url(
         params.append(("resource", resource))
     if scopes:
         params.append(("scope", " ".join(scopes)))
+    if consent_prompt(server, scopes):
+        params.append(("prompt", "consent"))
     query = urlencode(params, quote_via=quote, safe="")
     endpoint = server.authorization_endpoint
     return f"{endpoint}{'&' if '?' in endpoint else '?'}{query}"

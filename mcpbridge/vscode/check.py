@@ -275,7 +275,10 @@ class _Check:
             self._failure("connect", exc, 0)
             return self.report, EXIT_FAILS
         if not settings.static_authorization:
-            self.report.sign_in["flows"] = _sign_in_flows(settings, self.env, context)
+            flows, server = _sign_in_flows(settings, self.env, context)
+            self.report.sign_in["flows"] = flows
+            if server is not None and "renewal" not in self.report.sign_in:
+                self.report.sign_in["renewal"] = _predicted_renewal(settings, server)
         return result
 
     # ------------------------------------------------------------------ run
@@ -621,8 +624,56 @@ def _sign_in_state(settings: args.Settings, env: dict[str, str]) -> tuple[dict[s
         detail = getattr(exc, "detail", None) or type(exc).__name__
         found = {"state": "not checked", "note": f"the token store was not read ({detail})"}
     found["resourceIndicator"] = _resource_indicator(settings, record)
+    if record is not None:
+        found["renewal"] = _stored_renewal(settings, record)
     token = record.access_token if record is not None and found["state"] == "stored" else None
     return found, token
+
+
+_BY_CLIENT_CREDENTIALS: Final = {
+    "silent": True,
+    "why": "the client credentials get a new token before it ends",
+}
+
+
+def _stored_renewal(settings: args.Settings, record: Any) -> dict[str, Any]:
+    """Whether the stored sign-in is renewed without a person, and why."""
+    if settings.sign_in == "client-credentials":
+        return dict(_BY_CLIENT_CREDENTIALS)
+    if record.refresh_token:
+        return {"silent": True, "why": "the stored sign-in has a refresh token"}
+    return {
+        "silent": False,
+        "why": "the authorization server gave no refresh token: each end of the access token needs a new "
+        "sign-in",
+    }
+
+
+def _predicted_renewal(settings: args.Settings, server: Any) -> dict[str, Any]:
+    """Whether a sign-in at ``server`` will be renewed without a person (``None``: the server decides)."""
+    from ..oauth import flow
+
+    if settings.sign_in == "client-credentials":
+        return dict(_BY_CLIENT_CREDENTIALS)
+    if "offline_access" in (server.scopes_supported or ()):
+        if flow.consent_prompt(server, ("offline_access",)):
+            return {
+                "silent": True,
+                "why": "the bridge asks this OpenID provider for offline_access with prompt=consent, which "
+                "grants a refresh token",
+            }
+        return {
+            "silent": None,
+            "why": "the bridge asks for offline_access; the server decides on a refresh token",
+        }
+    grants = server.grant_types_supported
+    if grants is not None and "refresh_token" not in grants:
+        return {
+            "silent": False,
+            "why": "the authorization server offers no refresh token: each end of the access token needs a "
+            "new sign-in",
+        }
+    return {"silent": None, "why": "the authorization server decides on a refresh token"}
 
 
 def _resource_indicator(settings: args.Settings, record: Any) -> dict[str, str]:
@@ -644,8 +695,9 @@ def _resource_indicator(settings: args.Settings, record: Any) -> dict[str, str]:
     }
 
 
-def _sign_in_flows(settings: args.Settings, env: dict[str, str], context: Any) -> dict[str, Any]:
-    """Which sign-in flows the authorization server offers, which one the bridge would use, and why.
+def _sign_in_flows(settings: args.Settings, env: dict[str, str], context: Any) -> tuple[dict[str, Any], Any]:
+    """Which sign-in flows the authorization server offers, which one the bridge would use, and why;
+    and the metadata of the authorization server (``None`` when it was not found).
 
     It reads the metadata of the upstream server and of its authorization server (best
     effort: a failure gives ``"not checked"`` with the reason); it never signs in.
@@ -660,7 +712,7 @@ def _sign_in_flows(settings: args.Settings, env: dict[str, str], context: Any) -
         server = discovery.discover_server(web, resource.issuer)
     except Exception as exc:  # noqa: BLE001 - this part of the report is best effort
         detail = getattr(exc, "detail", None) or type(exc).__name__
-        return {"state": "not checked", "note": f"the metadata of the sign-in was not found ({detail})"}
+        return {"state": "not checked", "note": f"the metadata of the sign-in was not found ({detail})"}, None
     finally:
         web.close()
     offered = grants.offered_flows(server)
@@ -677,10 +729,10 @@ def _sign_in_flows(settings: args.Settings, env: dict[str, str], context: Any) -
         found["why"] = (
             f"--sign-in device, but the server offers no device sign-in ({exc}): use --sign-in browser"
         )
-        return found
+        return found, server
     found["uses"] = choice.flow
     found["why"] = choice.reason
-    return found
+    return found, server
 
 
 def _describe_flows(part: dict[str, Any]) -> str:
@@ -877,6 +929,10 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None) 
     row("Sign-in", _describe(report.sign_in))
     if "flows" in report.sign_in:
         row("Flows", _describe_flows(report.sign_in["flows"]))
+    if "renewal" in report.sign_in:
+        renewal = report.sign_in["renewal"]
+        silent = {True: "silent", False: "not silent", None: "up to the server"}[renewal["silent"]]
+        row("Renewal", f"{silent}: {renewal['why']}")
     if "resourceIndicator" in report.sign_in:
         indicator = report.sign_in["resourceIndicator"]
         sends = {"none": "not sent", "option": "sent", "metadata": "sent"}[indicator["sends"]]

@@ -505,22 +505,34 @@ def test_a_record_remembers_a_refused_resource_and_a_record_without_the_member_s
 
 
 def test_an_authorization_url_without_resource_has_no_resource_parameter():
-    server = flow.check_server_metadata(
-        {
-            "issuer": "https://as.example",
-            "authorization_endpoint": "https://as.example/authorize",
-            "token_endpoint": "https://as.example/token",
-            "code_challenge_methods_supported": ["S256"],
-        },
-        "https://as.example",
-    )
     url = flow.build_authorization_url(
-        server,
-        client_id="c",
-        redirect="http://127.0.0.1:1/callback",
-        state="s",
-        challenge="x",
-        resource=None,
-        scopes=(),
+        server(), client_id="c", redirect=REDIRECT, state="s", challenge="x", resource=None, scopes=()
     )
     assert "resource" not in url and "state=s" in url
+
+
+# ------------------------------------------------------------------------- refresh tokens
+
+OPENID = {"id_token_signing_alg_values_supported": ["RS256"], "scopes_supported": ["offline_access"]}
+
+
+@pytest.mark.parametrize(
+    ("changes", "scopes", "prompt"),
+    [
+        (OPENID, ("mcp", "offline_access"), True),
+        ({"scopes_supported": ["openid", "offline_access"]}, ("offline_access",), True),
+        ({**OPENID, "prompt_values_supported": ["none", "login", "consent"]}, ("offline_access",), True),
+        ({**OPENID, "prompt_values_supported": ["none", "login"]}, ("offline_access",), False),
+        (OPENID, ("mcp",), False),
+        ({"scopes_supported": ["mcp", "offline_access"]}, ("mcp", "offline_access"), False),
+    ],
+)
+def test_an_openid_provider_is_asked_for_offline_access_with_a_consent_prompt_and_no_other_server(
+    changes, scopes, prompt
+):
+    metadata = server(**changes)
+    assert flow.consent_prompt(metadata, scopes) is prompt
+    url = flow.build_authorization_url(
+        metadata, client_id="c", redirect=REDIRECT, state="s", challenge="x", resource="r", scopes=scopes
+    )
+    assert ("prompt=consent" in url) is prompt

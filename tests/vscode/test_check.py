@@ -427,3 +427,42 @@ def test_the_report_has_colors_on_a_terminal_only(monkeypatch: pytest.MonkeyPatc
         assert _colors(terminal) is None
     os.close(leader)
     os.close(read_end)
+
+
+def test_the_report_says_whether_the_sign_in_is_renewed_without_a_person() -> None:
+    from mcpbridge.oauth import flow
+    from mcpbridge.vscode import cli
+    from mcpbridge.vscode.check import Report, _predicted_renewal, _stored_renewal, render_text
+
+    url = "https://mcp.example.com/mcp"
+    browser = cli.parse([url], {})
+    assert isinstance(browser, cli.Settings)
+
+    def metadata(**changes: object) -> flow.ServerMetadata:
+        doc: dict[str, object] = {
+            "issuer": "https://as.example",
+            "authorization_endpoint": "https://as.example/authorize",
+            "token_endpoint": "https://as.example/token",
+            "code_challenge_methods_supported": ["S256"],
+            **changes,
+        }
+        return flow.check_server_metadata(doc, "https://as.example")
+
+    openid = metadata(id_token_signing_alg_values_supported=["RS256"], scopes_supported=["offline_access"])
+    assert _predicted_renewal(browser, openid)["silent"] is True
+    assert "prompt=consent" in _predicted_renewal(browser, openid)["why"]
+    assert _predicted_renewal(browser, metadata(scopes_supported=["offline_access"]))["silent"] is None
+    assert (
+        _predicted_renewal(browser, metadata(grant_types_supported=["authorization_code"]))["silent"] is False
+    )
+    assert _predicted_renewal(browser, metadata())["silent"] is None
+    key = flow.RecordKey("https://as.example", url, "c")
+    with_refresh = flow.Record(key, flow.ClientRegistration("c"), "at", refresh_token="rt")
+    assert _stored_renewal(browser, with_refresh) == {
+        "silent": True,
+        "why": "the stored sign-in has a refresh token",
+    }
+    assert _stored_renewal(browser, flow.Record(key, flow.ClientRegistration("c"), "at"))["silent"] is False
+    report = Report(upstream={"kind": "url", "scheme": "https", "host": "mcp.example.com"})
+    report.sign_in = {"state": "none", "renewal": _stored_renewal(browser, with_refresh)}
+    assert "Renewal:    silent: the stored sign-in has a refresh token" in render_text(report).splitlines()
