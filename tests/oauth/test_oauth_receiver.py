@@ -426,3 +426,29 @@ def test_a_held_probe_answers_when_the_sign_in_ends(receiver, port):
     receiver.finish(False)
     asker.join(WAIT)
     assert answers == ["failed"]
+
+
+FALLBACK_STATE = "the-fallback-state-0123456789abcdefghijklmn"
+FALLBACK_URL = "https://as.example.com/authorize?state=" + FALLBACK_STATE
+
+
+def test_a_refusal_of_resource_sends_the_browser_once_to_the_fallback_whose_state_then_counts(receiver, port):
+    receiver.set_fallback(FALLBACK_STATE, FALLBACK_URL)
+    described = "AADSTS901002%3A+The+%27resource%27+request+parameter+is+not+supported."
+    status, headers, body = get(
+        port, f"/callback?error=invalid_request&error_description={described}&state={STATE}"
+    )
+    assert (status, headers["location"], body) == (303, FALLBACK_URL, b"")
+    assert receiver.refusal is not None and receiver.refusal.error == "invalid_request"
+    # The state of the first request counts no more; a second refusal ends the wait: no loop.
+    assert get(port, f"/callback?code=x&state={STATE}")[0] == 400
+    assert get(port, f"/callback?error=invalid_target&state={FALLBACK_STATE}")[0] == 200
+    redirect = receiver.wait(time.monotonic() + WAIT)
+    assert redirect.error == "invalid_target" and redirect.refuses_resource
+
+
+def test_another_error_never_goes_to_the_fallback(receiver, port):
+    receiver.set_fallback(FALLBACK_STATE, FALLBACK_URL)
+    assert get(port, f"/callback?error=access_denied&state={STATE}")[0] == 200
+    assert receiver.wait(time.monotonic() + WAIT).error == "access_denied"
+    assert receiver.refusal is None
