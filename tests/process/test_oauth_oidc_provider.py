@@ -179,6 +179,9 @@ def test_an_openid_provider_grants_a_refresh_token_and_the_bridge_renews_silentl
         assert provider.state()["grants"].count("authorization_code") == 1
         assert not any(SIGN_IN_LINE.fullmatch(line) for line in second.stderr_lines)
         assert len(browser_calls(tmp_path / "browser.log")) == 1
+        # The person sent the login and consent forms, and the browser reached the bridge.
+        pages = (tmp_path / "browser.log.pages").read_text()
+        assert pages == f"200 http://127.0.0.1:{redirect_port}/callback\n"
         second.close_stdin()
         assert second.wait_exit() == 0
         check = subprocess.run(
