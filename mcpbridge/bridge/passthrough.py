@@ -334,7 +334,8 @@ class StdioUpstream:
     :meth:`connect` is the ``connect`` of the front end (the discover probe);
     :meth:`transport` is its :class:`LegacyUpstream`: it takes over the child
     of the probe while that child runs, else it starts the command again.
-    Each stderr line of a child goes to ``stderr_sink`` (by default to our stderr).
+    Each stderr line of a child goes to ``stderr_sink`` (by default to our stderr);
+    :attr:`stray_lines` counts the lines of their stdout that were not messages.
     """
 
     over_http = False
@@ -352,12 +353,27 @@ class StdioUpstream:
         self._stderr_sink = stderr_sink
         self._lock = threading.Lock()
         self._probes: weakref.WeakKeyDictionary[Client, _Shared] = weakref.WeakKeyDictionary()
+        self._stray_lines = 0
+
+    @property
+    def stray_lines(self) -> int:
+        """The lines that the children wrote to stdout that were not messages (a debug print,
+        most often), whatever the log level showed of them."""
+        with self._lock:
+            return self._stray_lines
+
+    def _count_stray_line(self) -> None:
+        with self._lock:
+            self._stray_lines += 1
 
     def _child(self) -> Transport:
         from ..mcp.stdio import StdioChildTransport
 
         return StdioChildTransport(
-            self._argv, max_line_bytes=self._max_line_bytes, stderr_sink=self._stderr_sink
+            self._argv,
+            max_line_bytes=self._max_line_bytes,
+            stderr_sink=self._stderr_sink,
+            on_stray_line=self._count_stray_line,
         )
 
     def connect(self, client_info: dict[str, Any], on_notification: Callable[[Notification], None]) -> Client:

@@ -228,6 +228,9 @@ class StdioChildTransport(Transport):
     :param max_queued_bytes: the bytes of frames that may wait for the child.
     :param threaded_writer: write with blocking writes on the writer thread (the
         way of Windows) instead of ``poll``; ``None``: the way of the system.
+    :param on_stray_line: called (on the reader thread; it must not block) for each
+        line of stdout that goes nowhere, after its log line, so that a caller can
+        count them: a log level can hide the line, a count cannot.
     """
 
     def __init__(
@@ -243,6 +246,7 @@ class StdioChildTransport(Transport):
         max_queued_bytes: int = MAX_QUEUED_BYTES,
         drop_log_interval: float = DROP_LOG_INTERVAL,
         threaded_writer: bool | None = None,
+        on_stray_line: Callable[[], None] | None = None,
     ) -> None:
         if max_line_bytes < 1:
             raise ValueError("max_line_bytes must be at least 1")
@@ -256,6 +260,7 @@ class StdioChildTransport(Transport):
         self._max_queued = max_queued_bytes
         self._drops = DropLog(log, interval=drop_log_interval)
         self._threaded_writer = threaded_writer
+        self._on_stray_line = on_stray_line
 
         self._proc: subprocess.Popen[bytes] | None = None
         self._tree: platform.ProcessTree | None = None
@@ -543,7 +548,8 @@ class StdioChildTransport(Transport):
         run_callback("the end of the connection", lambda: on_closed(error), log)
 
     def _dropped_line(self, error: FrameError, size: int) -> None:
-        """Log a line of the child's stdout that is not a message and names no request."""
+        """Log (and tell ``on_stray_line`` of) a line of the child's stdout that is not a message
+        and names no request."""
         if error.cause == "parse_error":
             self._drops(
                 logging.WARNING,
@@ -562,6 +568,8 @@ class StdioChildTransport(Transport):
                 size,
                 error.detail or error.cause,
             )
+        if self._on_stray_line is not None:
+            run_callback("a stray line of the upstream server", self._on_stray_line, log)
 
     def _read_stderr(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stderr is not None
