@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import ssl
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -60,6 +61,9 @@ class WebClient:
 
     :param ssl_context: the trust of the upstream transport (system store plus ``--ca-file``).
     :param env: the proxy variables.
+    :param deadline: a :func:`time.monotonic` time for a caller with one time limit for
+        several requests: no request starts after it, and each gets half the time left
+        for its connect and half for its reads (at most the time limits above).
     """
 
     def __init__(
@@ -70,6 +74,7 @@ class WebClient:
         connect_timeout: float = CONNECT_TIMEOUT,
         read_timeout: float = READ_TIMEOUT,
         user_agent: str = "mcp-bridge-vscode",
+        deadline: float | None = None,
     ) -> None:
         import http.cookiejar
 
@@ -77,6 +82,7 @@ class WebClient:
 
         self._env = dict(env)
         self._timeouts = (connect_timeout, read_timeout)
+        self._deadline = deadline
         session = requests.Session()
         session.trust_env = False
         session.headers.clear()
@@ -108,7 +114,7 @@ class WebClient:
     def close(self) -> None:
         self._session.close()
 
-    def _describe(self, exc: BaseException) -> str:
+    def _describe(self, exc: BaseException, timeouts: tuple[float, float]) -> str:
         """A detail of a failed request without the URL: the text of the HTTP transport's edge.
 
         requests wraps the error of urllib3 as its first argument.
@@ -116,13 +122,28 @@ class WebClient:
         from ..mcp.httppool import edge_error
 
         inner = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) else exc
-        connect, read = self._timeouts
+        connect, read = timeouts
         error = edge_error(inner, connect_timeout=connect, read_timeout=read)
         return error.detail or error.cause
+
+    def _request_timeouts(self) -> tuple[float, float]:
+        """The connect and read time limits of the next request, within the deadline.
+
+        Raises:
+            WebError: the deadline has passed.
+        """
+        if self._deadline is None:
+            return self._timeouts
+        half = (self._deadline - time.monotonic()) / 2
+        if half <= 0:
+            raise WebError("no time left")
+        connect, read = self._timeouts
+        return min(connect, half), min(read, half)
 
     def _send(self, method: str, url: str, *, headers: Mapping[str, str], data: Any = None) -> WebResponse:
         import requests
 
+        timeouts = self._request_timeouts()
         scheme = urlsplit(url).scheme.lower()
         proxies: dict[str, str] = {}
         proxy = proxy_for(url, self._env)
@@ -134,14 +155,14 @@ class WebClient:
                 url,
                 headers=dict(headers),
                 data=data,
-                timeout=self._timeouts,
+                timeout=timeouts,
                 allow_redirects=False,
                 stream=True,
                 proxies=proxies,
                 verify=True,
             )
         except requests.RequestException as exc:
-            raise WebError(self._describe(exc)) from exc
+            raise WebError(self._describe(exc, timeouts)) from exc
         try:
             length = response.headers.get("Content-Length", "")
             if length.isdigit() and int(length) > MAX_BODY_BYTES:
@@ -155,7 +176,7 @@ class WebClient:
                         raise WebError(f"an answer longer than {MAX_BODY_BYTES} bytes")
                     chunks.append(chunk)
             except requests.RequestException as exc:
-                raise WebError(self._describe(exc)) from exc
+                raise WebError(self._describe(exc, timeouts)) from exc
             media = (response.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
             return WebResponse(response.status_code, b"".join(chunks), media)
         finally:
