@@ -14,6 +14,7 @@
   event on Windows, served by the ``mcpbridge-dump`` thread (:class:`DumpTrigger`).
 * :func:`browser_command`: the program that opens a URL on each system.
 * :func:`file_lock`: a lock file shared by the processes of the user.
+* :func:`process_age`: how long this process has run (Linux only).
 
 Nothing here imports a module of one system on another: :mod:`.posix` is loaded
 on POSIX, :mod:`.windows` on Windows.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Collection
 from pathlib import Path
 
@@ -56,6 +58,7 @@ __all__ = [
     "on_dump",
     "on_terminate",
     "pipe_writer",
+    "process_age",
     "protect_directory",
     "shell_open",
     "spawn",
@@ -94,3 +97,23 @@ def protect_directory(path: Path) -> None:
 def file_lock(path: Path, timeout: float) -> FileLock:
     """An exclusive lock on ``path`` between processes, waiting at most ``timeout`` seconds."""
     return FileLock(path, timeout, try_lock, unlock)
+
+
+def process_age() -> float | None:
+    """The seconds since this process started, where the system tells (Linux: ``/proc``), else ``None``.
+
+    A program with one time limit for its whole run counts its own start-up in with it
+    (``check``: the import of Python and of the command line, which a busy machine makes slow).
+    """
+    age: float | None = None
+    if sys.platform.startswith("linux"):
+        try:
+            with open("/proc/self/stat", "rb") as stat:
+                # The fields after the command name in parentheses; the 22nd field of the
+                # line is the start in clock ticks after the boot.
+                fields = stat.read().rpartition(b")")[2].split()
+            started = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+        age = max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
+    return age

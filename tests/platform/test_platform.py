@@ -1,10 +1,12 @@
-"""The portable parts of the platform layer: the browser command of each system, the lock file."""
+"""The portable parts of the platform layer: the browser command of each system, the lock file,
+the age of the process."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,8 @@ from mcpbridge import platform
 
 URL = "http://127.0.0.1:33418/start?a=1&b=two words&c=%26"
 REPO = Path(__file__).resolve().parents[2]
+#: A time after the start of this process: the import of this module.
+IMPORTED = time.monotonic()
 
 
 @pytest.mark.parametrize(
@@ -164,3 +168,12 @@ def test_two_threads_of_one_process_take_turns(tmp_path: Path) -> None:
         thread.join(WAIT * 3)
     assert not any(t.is_alive() for t in threads)
     assert overlaps == []
+
+
+def test_the_age_of_the_process_counts_from_before_its_first_import() -> None:
+    since_import = time.monotonic() - IMPORTED
+    age = platform.process_age()
+    if not sys.platform.startswith("linux"):
+        assert age is None
+        return
+    assert age is not None and age >= since_import
