@@ -3,10 +3,13 @@
 The check does one time what the bridge does when VS Code starts it, and tells
 a person in a terminal what it found:
 
+* the upstream: the command, or the URL with its path (never its query, which can
+  carry a secret);
 * the era of the server (``server/discover`` of 2026-07-28; after a failure that
   shows a 2025-era server, ``initialize`` of 2025-11-25, as the bridge does);
-* the name and the version of the server, and the time of each step;
-* the number of tools, prompts, resources and resource templates (every page of
+* the name and the version of the server, and each step with its time and its
+  status: ok, failed, timed out or skipped, with the reason;
+* the names of the tools, prompts, resources and resource templates (every page of
   each list), asked with the client capabilities that VS Code declares, so that a
   server offers the check what it offers VS Code; with ``--allow-tool`` or
   ``--deny-tool`` the number of tools that VS Code would see, and each pattern that
@@ -18,14 +21,20 @@ a person in a terminal what it found:
   ``--tasks`` makes of them;
 * for a 2026-07-28 server, whether it speaks the 2025 era too (an ``initialize``
   on a second connection), and what that means for ``--protocol``;
-* the sign-in state, the proxy and the CA certificates in use;
+* the lines that a command wrote to stdout that are not messages;
+* the sign-in state, the sign-in flows (only when the server asked for a sign-in),
+  the proxy and the CA certificates in use;
 * each problem, with the option that fixes it.
+
+The whole run has one time limit, ``--discover-timeout``: each wait gets what is
+left of it, a step that the limit cuts is "timed out" and one that no time is left
+for is "skipped"; the servers then get :data:`LATE_CLOSE_GRACE` to stop.
 
 The report goes to stdout, as text or (``--json``) as one JSON object. The log
 lines of the bridge and the stderr lines of an upstream command go to stderr.
-The exit code is 0 when the server works, 1 when it does not, and 2 for a
-``--ca-file`` that cannot be used. The report never holds a secret: no header
-value, no token, no query of the URL and no password of a proxy.
+The exit code is 0 when the server works (the check found no problem), 1 when it
+does not, and 2 for a ``--ca-file`` that cannot be used. The report never holds a
+secret: no header value, no token, no query of the URL and no password of a proxy.
 """
 
 from __future__ import annotations
@@ -33,7 +42,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +57,7 @@ from ..bridge.translate import client_capabilities_for_upstream
 from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.jsonrpc import METHOD_NOT_FOUND
 from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
+from ..mcp.text import format_duration
 from . import settings as args
 
 __all__ = ["Report", "check", "run_check", "render_text"]
@@ -70,7 +82,7 @@ CLIENT_CAPABILITIES: Final = {
 
 @dataclass(frozen=True)
 class Listing:
-    """A list that the check counts: its key (in the result and the report), method,
+    """A list that the check reads: its key (in the result and the report), method,
     the server capability that announces it, and its label in the text report."""
 
     key: str
@@ -79,7 +91,7 @@ class Listing:
     label: str
 
 
-#: The lists that the check counts.
+#: The lists that the check reads.
 LISTS: Final = (
     Listing("tools", "tools/list", "tools", "Tools"),
     Listing("prompts", "prompts/list", "prompts", "Prompts"),
@@ -99,18 +111,38 @@ INITIALIZE_PARAMS: Final = {
 ERA_PROBE_TIMEOUT: Final = 10.0
 #: The most pages of one list that the check reads.
 MAX_PAGES: Final = 100
-#: The wait for the close of the upstream server at the end.
+#: The wait for the close of an upstream server while the time limit has time left.
 CLOSE_GRACE: Final = 2.0
+#: The wait for the close once the time limit is (nearly) used up: a server that keeps
+#: running after the end of its stdin is stopped at once, so the run ends in time.
+LATE_CLOSE_GRACE: Final = 0.1
+#: The longest name of a tool, prompt or resource in the report (the tool names of the
+#: protocol have at most 128 characters).
+MAX_NAME_CHARS: Final = 128
+#: The narrowest text report, whatever the terminal says.
+MIN_WIDTH: Final = 40
+
+#: The status of a step.
+OK: Final = "ok"
+FAILED: Final = "failed"
+TIMED_OUT: Final = "timed out"
+SKIPPED: Final = "skipped"
+STATUS_WIDTH: Final = len(TIMED_OUT)
 
 
 @dataclass
 class Step:
-    """One step of the check: its name, its time and what came of it."""
+    """One step of the check: its name, its time, its status (``ok``, ``failed``,
+    ``timed out`` or ``skipped``) and what came of it, or why."""
 
     name: str
     ms: int
-    ok: bool
+    status: str
     outcome: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
 
 
 @dataclass
@@ -131,6 +163,8 @@ class Report:
     server: dict[str, Any] | None = None
     steps: list[Step] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    #: The names of the items of each list, in the order of the server.
+    names: dict[str, list[str]] = field(default_factory=dict)
     #: With ``--allow-tool`` or ``--deny-tool``: the patterns, the tools before and after
     #: the filter, and the patterns that match no tool.
     tool_filter: dict[str, Any] | None = None
@@ -142,12 +176,18 @@ class Report:
     sign_in: dict[str, Any] = field(default_factory=dict)
     proxy: dict[str, Any] = field(default_factory=dict)
     ca: dict[str, Any] = field(default_factory=dict)
+    #: The lines of a command's stdout that were not messages; ``None`` for a URL.
+    stray_lines: int | None = None
     problems: list[Problem] = field(default_factory=list)
     #: The 2025-era revision that a 2026-07-28 server speaks too, if it does.
     also_speaks: str | None = None
     #: What a user should know although nothing failed, each with what to do.
     notes: list[Problem] = field(default_factory=list)
-    ok: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """The server works: the check found its era and no problem."""
+        return self.era is not None and not self.problems
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -156,14 +196,19 @@ class Report:
             "era": self.era,
             "protocolVersion": self.protocol_version,
             "server": self.server,
-            "steps": [{"step": s.name, "ms": s.ms, "ok": s.ok, "outcome": s.outcome} for s in self.steps],
+            "steps": [
+                {"step": s.name, "ms": s.ms, "status": s.status, "ok": s.ok, "outcome": s.outcome}
+                for s in self.steps
+            ],
             "counts": self.counts,
+            "names": self.names,
             "toolFilter": self.tool_filter,
             "listTtlMs": self.list_ttl_ms if self.era == MODERN else None,
             "tasks": self.tasks,
             "signIn": self.sign_in,
             "proxy": self.proxy,
             "ca": self.ca,
+            "strayStdoutLines": self.stray_lines,
             "problems": [{"problem": p.problem, "fix": p.fix} for p in self.problems],
             "alsoSpeaks": self.also_speaks,
             "notes": [{"note": n.problem, "fix": n.fix} for n in self.notes],
@@ -171,22 +216,35 @@ class Report:
 
 
 def check(settings: args.Settings) -> int:
-    """Run the check of ``settings`` (the ``check`` form), write the report, return the exit code."""
-    report, code = run_check(settings)
+    """Run the check of ``settings`` (the ``check`` form), write the report, return the exit code.
+
+    The time limit counts from the start of the process, where the system tells it:
+    the user waits for the start-up of Python too.
+    """
+    from .. import platform
+
+    report, code = run_check(settings, started=time.monotonic() - (platform.process_age() or 0.0))
     if settings.json:
         sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(render_text(report, color=_colors(sys.stdout)))
+        width = shutil.get_terminal_size().columns
+        sys.stdout.write(render_text(report, color=_colors(sys.stdout), width=width))
     sys.stdout.flush()
     return code
 
 
-def run_check(settings: args.Settings, env: dict[str, str] | None = None) -> tuple[Report, int]:
-    """Check the upstream server of ``settings``; return the report and the exit code."""
+def run_check(
+    settings: args.Settings, env: dict[str, str] | None = None, *, started: float | None = None
+) -> tuple[Report, int]:
+    """Check the upstream server of ``settings``; return the report and the exit code.
+
+    ``--discover-timeout`` bounds the run from ``started`` (a :func:`time.monotonic` time;
+    by default now).
+    """
     environ = dict(os.environ) if env is None else env
-    if settings.url is not None:
-        return _Check(settings, environ).url()
-    return _Check(settings, environ).command()
+    run = _Check(settings, environ, time.monotonic() if started is None else started)
+    code = run.url() if settings.url is not None else run.command()
+    return run.report, code
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,19 +252,29 @@ def run_check(settings: args.Settings, env: dict[str, str] | None = None) -> tup
 # ---------------------------------------------------------------------------------------------
 
 
+class _Era:
+    """What :meth:`_Check._discover` gives for a server of the 2025 era."""
+
+
+_LEGACY_ERA: Final = _Era()
+
+
 class _Check:
-    def __init__(self, settings: args.Settings, env: dict[str, str]) -> None:
+    def __init__(self, settings: args.Settings, env: dict[str, str], started: float) -> None:
         from ..bridge.lists import ToolFilter
 
         self.settings = settings
         self.env = env
         self.tool_filter = ToolFilter(settings.allow_tools, settings.deny_tools)
-        self.timeout = settings.discover_timeout
+        #: The one time limit of the whole run (a :func:`time.monotonic` time).
+        self.deadline = started + settings.discover_timeout
         self.report = Report(upstream={})
+        #: The server answered 401 or 403: the sign-in flows matter.
+        self.asked_sign_in = False
 
     # ----------------------------------------------------------------- forms
 
-    def command(self) -> tuple[Report, int]:
+    def command(self) -> int:
         from ..bridge.passthrough import StdioUpstream
 
         settings = self.settings
@@ -216,9 +284,11 @@ class _Check:
         self.report.proxy = {"state": "not used", "note": "the bridge speaks to a command over stdio"}
         self.report.ca = {"state": "not used", "note": "the bridge speaks to a command over stdio"}
         upstream = StdioUpstream(settings.command, max_line_bytes=settings.max_line_bytes)
-        return self._run(upstream.connect, upstream, over_http=False)
+        self._run(upstream.connect, upstream, over_http=False)
+        self._stray_lines(upstream.stray_lines)
+        return self._exit_code()
 
-    def url(self) -> tuple[Report, int]:
+    def url(self) -> int:
         from ..bridge.passthrough import LegacyTransports
         from ..bridge.upstream import transport_connector, url_transports
         from ..mcp.http import CaFileError, proxy_for, tls_context
@@ -226,13 +296,7 @@ class _Check:
         settings = self.settings
         url = settings.url
         assert url is not None
-        parts = urlsplit(url)
-        self.report.upstream = {
-            "kind": "url",
-            "scheme": parts.scheme,
-            "host": args.default_name_for_url(url),
-            "port": parts.port,
-        }
+        self.report.upstream = _url_upstream(url)
         self.report.sign_in, token = _sign_in_state(settings, self.env)
         proxy = proxy_for(url, self.env)
         if proxy is None:
@@ -256,7 +320,7 @@ class _Check:
                 f"the CA certificates of --ca-file cannot be used: {exc.detail}",
                 "Give a readable PEM file of CA certificates with --ca-file.",
             )
-            return self.report, EXIT_BAD_CA_FILE
+            return EXIT_BAD_CA_FILE
         headers = [(header.name, header.value) for header in settings.headers]
         if token is not None:
             headers.append(("Authorization", f"Bearer {token}"))
@@ -268,70 +332,126 @@ class _Check:
             ssl_context=context,
             env=self.env,
         )
+        started = time.monotonic()
         try:
             connect = transport_connector(modern)
-            result = self._run(connect, LegacyTransports(legacy), over_http=True)
+            self._run(connect, LegacyTransports(legacy), over_http=True)
         except McpError as exc:  # the transport could not be made (a proxy variable)
-            self._failure("connect", exc, 0)
-            return self.report, EXIT_FAILS
+            self._failure("connect", exc, started)
         if not settings.static_authorization:
-            flows, server = _sign_in_flows(settings, self.env, context)
+            flows, server = self._sign_in_flows(context, stored=token is not None)
             self.report.sign_in["flows"] = flows
             if server is not None and "renewal" not in self.report.sign_in:
                 self.report.sign_in["renewal"] = _predicted_renewal(settings, server)
-        return result
+        return self._exit_code()
+
+    def _exit_code(self) -> int:
+        return EXIT_WORKS if self.report.ok else EXIT_FAILS
+
+    # ------------------------------------------------------------ time limit
+
+    def _left(self, limit: float | None = None) -> float:
+        """The seconds left of the time limit of the run, at most ``limit``."""
+        left = max(0.0, self.deadline - time.monotonic())
+        return left if limit is None else min(left, limit)
+
+    def _wait(self, method: str) -> float:
+        """The time that a request of ``method`` may wait for its answer.
+
+        Raises:
+            RequestTimeout: no time is left.
+        """
+        left = self._left()
+        if left <= 0:
+            raise RequestTimeout(f"{method}: no time left")
+        return left
+
+    def _grace(self) -> float:
+        """The wait for the close of a server: half of what is left of the time limit (a child
+        gets it twice: after the end of its stdin, then after ``SIGTERM``), within bounds."""
+        return min(CLOSE_GRACE, max(self._left() / 2, LATE_CLOSE_GRACE))
+
+    def _out_of_time(self, step: str) -> bool:
+        """Whether no time is left for ``step``; then it is skipped."""
+        if self._left() > 0:
+            return False
+        limit = format_duration(self.settings.discover_timeout)
+        self._skip(step, f"no time left (--discover-timeout {limit} bounds the whole check)")
+        return True
 
     # ------------------------------------------------------------------ run
 
-    def _run(self, connect: Any, legacy_upstream: Any, *, over_http: bool) -> tuple[Report, int]:
+    def _run(self, connect: Any, legacy_upstream: Any, *, over_http: bool) -> None:
         from ..bridge.passthrough import LEGACY as FORCED_LEGACY
+
+        if self.settings.protocol == FORCED_LEGACY:
+            self._skip("server/discover", "--protocol legacy")
+            self._legacy(legacy_upstream, None)
+            return
+        probe = self._connect(connect, over_http=over_http)
+        if probe is None:
+            return
+        handed_over = False
+        try:
+            found = self._discover(probe, over_http=over_http)
+            if found is _LEGACY_ERA:
+                handed_over = True
+                self._legacy(legacy_upstream, probe)
+                return
+            if isinstance(found, dict):
+                self._modern(probe, found)
+        finally:
+            if not handed_over:
+                probe.close(self._grace())
+        if self.report.era == MODERN and not self.report.problems:
+            self._other_era(legacy_upstream)
+
+    def _connect(self, connect: Any, *, over_http: bool) -> Any:
+        """The started client of the probe, or ``None`` after a failure."""
+        step = "connect" if over_http else "start"
+        if self._out_of_time(step):
+            return None
+        started = time.monotonic()
+        try:
+            probe = connect(CLIENT_INFO, lambda _n: None)
+        except McpError as exc:
+            self._failure(step, exc, started)
+            return None
+        if not over_http:
+            self._step(step, started, OK, "the command runs")
+        return probe
+
+    def _discover(self, probe: Any, *, over_http: bool) -> dict[str, Any] | _Era | None:
+        """The ``DiscoverResult``, :data:`_LEGACY_ERA` for a 2025-era server, or ``None``."""
         from ..bridge.passthrough import means_legacy
 
-        protocol = self.settings.protocol
-        probe: Any = None
+        step = "server/discover"
+        if self._out_of_time(step):
+            return None
+        started = time.monotonic()
         try:
-            if protocol != FORCED_LEGACY:
-                started = time.monotonic()
-                try:
-                    probe = connect(CLIENT_INFO, lambda _n: None)
-                except McpError as exc:
-                    self._failure("start" if not over_http else "connect", exc, _ms(started))
-                    return self.report, EXIT_FAILS
-                if not over_http:
-                    self._step("start", started, True, "the command runs")
-                started = time.monotonic()
-                try:
-                    result = probe.discover(timeout=self.timeout, capabilities=UPSTREAM_CAPABILITIES)
-                except McpError as exc:
-                    if means_legacy(exc, protocol="auto", over_http=over_http):
-                        forced = protocol == MODERN
-                        outcome = f"{_outcome(exc)}: not a {MODERN} server"
-                        self._step("server/discover", started, not forced, outcome)
-                        if forced:
-                            self._problem(
-                                f"the server is not a server of revision {MODERN}: it answered "
-                                f"server/discover with {_outcome(exc)}",
-                                "Remove --protocol 2026-07-28: with --protocol auto (the default) the "
-                                "bridge passes a 2025-era server through.",
-                            )
-                            return self.report, EXIT_FAILS
-                    else:
-                        self._failure("server/discover", exc, _ms(started))
-                        return self.report, EXIT_FAILS
-                else:
-                    self._step("server/discover", started, True, "a DiscoverResult")
-                    self._modern(probe, result)
-                    probe.close(CLOSE_GRACE)
-                    probe = None
-                    if self.report.ok:
-                        self._other_era(legacy_upstream)
-                    return self.report, EXIT_WORKS if self.report.ok else EXIT_FAILS
-            self._legacy(legacy_upstream, probe)
-            probe = None
-            return self.report, EXIT_WORKS if self.report.ok else EXIT_FAILS
-        finally:
-            if probe is not None:
-                probe.close(CLOSE_GRACE)
+            result: dict[str, Any] = probe.discover(timeout=self._left(), capabilities=UPSTREAM_CAPABILITIES)
+        except McpError as exc:
+            legacy = means_legacy(exc, protocol="auto", over_http=over_http)
+            forced = self.settings.protocol == MODERN
+            if isinstance(exc, RequestTimeout) or not legacy:
+                self._failure(step, exc, started)
+                # As the bridge: no answer from a command may be a 2025-era server.
+                return _LEGACY_ERA if legacy and not forced else None
+            outcome = f"{_outcome(exc)}: not a {MODERN} server"
+            if not forced:
+                self._step(step, started, OK, outcome)
+                return _LEGACY_ERA
+            self._step(step, started, FAILED, outcome)
+            self._problem(
+                f"the server is not a server of revision {MODERN}: it answered "
+                f"server/discover with {_outcome(exc)}",
+                "Remove --protocol 2026-07-28: with --protocol auto (the default) the "
+                "bridge passes a 2025-era server through.",
+            )
+            return None
+        self._step(step, started, OK, "a DiscoverResult")
+        return result
 
     def _modern(self, client: Any, result: dict[str, Any]) -> None:
         self.report.era = MODERN
@@ -347,22 +467,25 @@ class _Check:
 
         def fetch(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
             answer: dict[str, Any] = client.request(
-                method, params, timeout=self.timeout, capabilities=UPSTREAM_CAPABILITIES
+                method, params, timeout=self._wait(method), capabilities=UPSTREAM_CAPABILITIES
             )
             return answer
 
         self._count_lists(capabilities, fetch, modern=True)
         self._tasks_note()
-        self.report.ok = not self.report.problems
 
     def _legacy(self, legacy_upstream: Any, probe: Any) -> None:
         from ..bridge.passthrough import LegacyPeer
         from ..mcp.client import object_result
         from ..mcp.jsonrpc import ErrorResponse
 
+        if self._out_of_time("initialize"):
+            if probe is not None:
+                probe.close(self._grace())
+            return
         transport = legacy_upstream.transport(probe)
         if probe is not None:
-            probe.close(CLOSE_GRACE)
+            probe.close(self._grace())
         peer = LegacyPeer(
             transport, on_request=lambda r: _answer_server(peer, r), on_notification=lambda _n: None
         )
@@ -370,23 +493,23 @@ class _Check:
         try:
             try:
                 peer.start()
-                answer = peer.request("initialize", INITIALIZE_PARAMS, timeout=self.timeout)
+                answer = peer.request("initialize", INITIALIZE_PARAMS, timeout=self._wait("initialize"))
             except McpError as exc:
-                self._failure("initialize", exc, _ms(started))
+                self._failure("initialize", exc, started)
                 return
             if isinstance(answer, ErrorResponse):
-                self._failure("initialize", RpcError(answer.error), _ms(started))
+                self._failure("initialize", RpcError(answer.error), started)
                 return
             result = answer.result if isinstance(answer.result, dict) else {}
             version = result.get("protocolVersion")
             if not isinstance(version, str):
-                self._step("initialize", started, False, "a result that is not valid")
+                self._step("initialize", started, FAILED, "a result that is not valid")
                 self._problem(
                     "the server answered initialize with a result that is not valid",
                     "Examine the server: it is neither of revision 2026-07-28 nor of 2025-11-25.",
                 )
                 return
-            self._step("initialize", started, True, f"MCP {version}")
+            self._step("initialize", started, OK, f"MCP {version}")
             peer.notify("notifications/initialized")
             self.report.era = LEGACY
             self.report.protocol_version = version
@@ -396,34 +519,34 @@ class _Check:
             self._tasks(isinstance(capabilities.get("tasks"), dict))
 
             def fetch(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-                reply = peer.request(method, params, timeout=self.timeout)
+                reply = peer.request(method, params, timeout=self._wait(method))
                 if isinstance(reply, ErrorResponse):
                     raise RpcError(reply.error)
                 return object_result(method, reply.result)
 
             self._count_lists(capabilities, fetch)
-            self.report.ok = not self.report.problems
         finally:
-            peer.close(CLOSE_GRACE)
+            peer.close(self._grace())
 
     def _other_era(self, legacy_upstream: Any) -> None:
         """Ask a working 2026-07-28 server on a new connection whether it speaks the 2025 era too.
 
         Nothing here is a problem: a server that refuses ``initialize``, answers
-        late or stops speaks 2026-07-28 only. One that answers gets a note: through
-        ``--protocol auto`` the bridge speaks 2026-07-28 to it, where the requests
-        that a tool of the 2025 era sends in the middle of a call do not exist.
+        late or stops speaks 2026-07-28 only (a wait that the time limit cut says
+        "timed out": then the check does not know).
         """
         from ..bridge.passthrough import LegacyPeer
         from ..mcp.jsonrpc import ErrorResponse
 
-        timeout = min(self.timeout, ERA_PROBE_TIMEOUT)
         name = "initialize (2025 era)"
+        if self._out_of_time(name):
+            return
+        timeout = self._left(ERA_PROBE_TIMEOUT)
         started = time.monotonic()
         try:
             transport = legacy_upstream.transport(None)
         except McpError as exc:
-            self._step(name, started, True, f"{_outcome(exc)}: 2026-07-28 only")
+            self._step(name, started, OK, f"{_outcome(exc)}: {MODERN} only")
             return
         peer = LegacyPeer(
             transport, on_request=lambda r: _answer_server(peer, r), on_notification=lambda _n: None
@@ -432,18 +555,27 @@ class _Check:
             try:
                 peer.start()
                 answer = peer.request("initialize", INITIALIZE_PARAMS, timeout=timeout)
+            except RequestTimeout:
+                self._step(
+                    name,
+                    started,
+                    TIMED_OUT,
+                    f"no answer in {format_duration(timeout)}: "
+                    "whether it speaks the 2025 era too is not known",
+                )
+                return
             except McpError as exc:
-                self._step(name, started, True, f"{_outcome(exc)}: {MODERN} only")
+                self._step(name, started, OK, f"{_outcome(exc)}: {MODERN} only")
                 return
             if isinstance(answer, ErrorResponse):
-                self._step(name, started, True, f"{_outcome(RpcError(answer.error))}: {MODERN} only")
+                self._step(name, started, OK, f"{_outcome(RpcError(answer.error))}: {MODERN} only")
                 return
             result = answer.result if isinstance(answer.result, dict) else {}
             version = result.get("protocolVersion")
             if not isinstance(version, str) or version >= MODERN:
-                self._step(name, started, True, f"no 2025-era result: {MODERN} only")
+                self._step(name, started, OK, f"no 2025-era result: {MODERN} only")
                 return
-            self._step(name, started, True, f"MCP {_printable(version)}: the server speaks both eras")
+            self._step(name, started, OK, f"MCP {_printable(version)}: the server speaks both eras")
             self.report.also_speaks = _printable(version)
             self.report.notes.append(
                 Problem(
@@ -456,7 +588,7 @@ class _Check:
                 )
             )
         finally:
-            peer.close(CLOSE_GRACE)
+            peer.close(self._grace())
 
     def _count_lists(
         self,
@@ -471,6 +603,8 @@ class _Check:
             if listing.capability not in capabilities:
                 continue
             key, method = listing.key, listing.method
+            if self._out_of_time(method):
+                continue
             started = time.monotonic()
             count = 0
             names: list[Any] = []
@@ -482,9 +616,10 @@ class _Check:
                         self.report.list_ttl_ms[key] = ttl_ms(page)
                     items = page.get(key)
                     count += len(items) if isinstance(items, list) else 0
-                    if key == "tools" and isinstance(items, list):
+                    if isinstance(items, list):
                         names.extend(item.get("name") if isinstance(item, dict) else None for item in items)
-                        self._needs_tasks(items)
+                        if key == "tools":
+                            self._needs_tasks(items)
                     next_cursor = page.get("nextCursor")
                     if not isinstance(next_cursor, str):
                         break
@@ -492,19 +627,20 @@ class _Check:
             except RpcError as exc:
                 if method == "resources/templates/list" and exc.error.code == METHOD_NOT_FOUND:
                     # Resource templates are optional within the resources capability.
-                    self._step(method, started, True, "the server has no resource templates")
+                    self._step(method, started, OK, "the server has no resource templates")
                     continue
-                self._failure(method, exc, _ms(started))
+                self._failure(method, exc, started)
                 continue
             except McpError as exc:
-                self._failure(method, exc, _ms(started))
+                self._failure(method, exc, started)
                 continue
             self.report.counts[key] = count
+            self.report.names[key] = [_name(name) for name in names]
             outcome = f"{key}: {count}"
             if key == "tools" and self.tool_filter.active:
                 shown = self._filter_tools(names)
                 outcome += f", {shown} after the tool filter"
-            self._step(method, started, True, outcome)
+            self._step(method, started, OK, outcome)
 
     def _tasks(self, offered: bool) -> None:
         self.report.tasks = {"mode": self.settings.tasks, "offered": offered, "required": []}
@@ -543,16 +679,49 @@ class _Check:
         }
         return shown
 
+    def _stray_lines(self, count: int) -> None:
+        self.report.stray_lines = count
+        if count:
+            lines = "1 line that is not" if count == 1 else f"{count} lines that are not"
+            self._problem(
+                f"the server wrote {lines} JSON-RPC to stdout: log to stderr instead",
+                "Write the log lines and debug prints of the server to stderr: its stdout carries "
+                "the messages of the protocol only, and the bridge drops every other line.",
+            )
+
+    def _sign_in_flows(self, context: Any, *, stored: bool) -> tuple[dict[str, Any], Any]:
+        """The sign-in flows when they matter (the server asked for a sign-in, or one is stored),
+        and the metadata of the authorization server when it was found."""
+        if not (self.asked_sign_in or stored):
+            return {"state": "not checked", "note": "the server did not ask for sign-in"}, None
+        if self._left() <= 0:
+            return {"state": "not checked", "note": "no time left of --discover-timeout"}, None
+        return _sign_in_flows(self.settings, self.env, context, deadline=self.deadline)
+
     # --------------------------------------------------------------- report
 
-    def _step(self, name: str, started: float, ok: bool, outcome: str) -> None:
-        self.report.steps.append(Step(name, _ms(started), ok, outcome))
+    def _step(self, name: str, started: float, status: str, outcome: str) -> None:
+        self.report.steps.append(Step(name, _ms(started), status, outcome))
+
+    def _skip(self, name: str, reason: str) -> None:
+        self.report.steps.append(Step(name, 0, SKIPPED, reason))
 
     def _problem(self, problem: str, fix: str) -> None:
         self.report.problems.append(Problem(problem, fix))
 
-    def _failure(self, step: str, exc: McpError, ms: int) -> None:
-        self.report.steps.append(Step(step, ms, False, _outcome(exc)))
+    def _failure(self, step: str, exc: McpError, started: float) -> None:
+        if exc.http_status in (401, 403):
+            self.asked_sign_in = True
+        if isinstance(exc, RequestTimeout):
+            status, outcome = TIMED_OUT, _outcome(exc)
+            if self._left() <= 0:
+                outcome = (
+                    f"no answer before the end of the {format_duration(self.settings.discover_timeout)} "
+                    "of --discover-timeout"
+                )
+        else:
+            status, outcome = FAILED, _outcome(exc)
+        self._step(step, started, status, outcome)
         problem, fix = _diagnose(step, exc, self.settings)
         self._problem(problem, fix)
 
@@ -578,10 +747,30 @@ def _answer_server(peer: Any, request: Any) -> None:
         peer.answer(ErrorResponse(request.id, ErrorObject(METHOD_NOT_FOUND, "The check has no such method.")))
 
 
-def _printable(text: str) -> str:
-    """A value of the server for the report: at most 40 characters, no control character."""
+def _printable(text: str, limit: int = 40) -> str:
+    """A value of the server for the report: at most ``limit`` characters, no control character."""
     clean = "".join(ch if ch.isprintable() else "?" for ch in text)
-    return clean if len(clean) <= 40 else clean[:37] + "..."
+    return clean if len(clean) <= limit else clean[: limit - 3] + "..."
+
+
+def _name(value: Any) -> str:
+    """The name of a list item for the report."""
+    return _printable(value, MAX_NAME_CHARS) if isinstance(value, str) else "(no name)"
+
+
+def _url_upstream(url: str) -> dict[str, Any]:
+    """The upstream part of the report of a URL: the URL with its path, without its query and
+    fragment (a query can carry a secret), never with a user or a password."""
+    parts = urlsplit(url)
+    host_port = parts.netloc.rpartition("@")[2]
+    return {
+        "kind": "url",
+        "url": f"{parts.scheme}://{host_port}{parts.path}",
+        "queryHidden": bool(parts.query or parts.fragment),
+        "scheme": parts.scheme,
+        "host": args.default_name_for_url(url),
+        "port": parts.port,
+    }
 
 
 def _ms(started: float) -> int:
@@ -695,24 +884,44 @@ def _resource_indicator(settings: args.Settings, record: Any) -> dict[str, str]:
     }
 
 
-def _sign_in_flows(settings: args.Settings, env: dict[str, str], context: Any) -> tuple[dict[str, Any], Any]:
+#: The failures of the metadata of the sign-in (the details of
+#: :func:`~mcpbridge.oauth.discovery.discover_resource` and ``discover_server``), in words.
+METADATA_PROBLEMS: Final = {
+    "InsecureEndpoint": "an address of the sign-in metadata is not https",
+    "NoResourceMetadata": "the server publishes no protected resource metadata",
+    "InvalidResourceMetadata": "the protected resource metadata of the server is not valid",
+    "ResourceMismatch": "the protected resource metadata is for another URL",
+    "NoAuthorizationServer": "the protected resource metadata names no authorization server",
+    "NoServerMetadata": "the authorization server publishes no metadata",
+    "InvalidServerMetadata": "the metadata of the authorization server is not valid",
+    "IssuerMismatch": "the metadata of the authorization server names another issuer",
+    "NoS256": "the authorization server does not offer PKCE with S256",
+}
+
+
+def _sign_in_flows(
+    settings: args.Settings, env: dict[str, str], context: Any, *, deadline: float
+) -> tuple[dict[str, Any], Any]:
     """Which sign-in flows the authorization server offers, which one the bridge would use, and why;
     and the metadata of the authorization server (``None`` when it was not found).
 
-    It reads the metadata of the upstream server and of its authorization server (best
-    effort: a failure gives ``"not checked"`` with the reason); it never signs in.
+    It reads the metadata of the upstream server and of its authorization server until
+    ``deadline`` (best effort: a failure gives ``"not checked"`` with the reason in
+    words); it never signs in.
     """
     from ..oauth import config, discovery, grants
     from ..oauth.web import WebClient
 
     assert settings.url is not None
-    web = WebClient(context, env)
+    web = WebClient(context, env, deadline=deadline)
     try:
         resource = discovery.discover_resource(web, settings.url, None)
         server = discovery.discover_server(web, resource.issuer)
     except Exception as exc:  # noqa: BLE001 - this part of the report is best effort
-        detail = getattr(exc, "detail", None) or type(exc).__name__
-        return {"state": "not checked", "note": f"the metadata of the sign-in was not found ({detail})"}, None
+        detail = getattr(exc, "detail", None)
+        if not isinstance(detail, str) or not detail:
+            detail = "an unexpected error"
+        return {"state": "not checked", "note": METADATA_PROBLEMS.get(detail, detail)}, None
     finally:
         web.close()
     offered = grants.offered_flows(server)
@@ -737,7 +946,7 @@ def _sign_in_flows(settings: args.Settings, env: dict[str, str], context: Any) -
 
 def _describe_flows(part: dict[str, Any]) -> str:
     if part.get("state") != "checked":
-        return _describe(part)
+        return f"{part.get('state', '')} ({part.get('note', '')})"
     offered = ", ".join(part["offered"]) or "none"
     unknown = (
         f" (its metadata does not say whether it offers {', '.join(part['unknown'])})"
@@ -785,17 +994,19 @@ def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[
 
 def _diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, str]:
     """The problem of a failed step, and the option that fixes it."""
-    seconds = settings.discover_timeout
+    seconds = format_duration(settings.discover_timeout)
     if isinstance(exc, SpawnFailed):
         return (
             f"the command did not start: {exc.detail or exc.cause}",
             'Examine the command after "--": the program must exist and be executable.',
         )
     if isinstance(exc, RequestTimeout):
-        fix = f"Give the server more time with --discover-timeout (now {seconds:g} s)."
+        fix = f"Give the server more time with --discover-timeout (now {seconds}): it bounds the whole check."
         if settings.protocol == MODERN:
             fix += " A 2025-era server needs --protocol auto or legacy."
-        return f"the server did not answer {step} in {seconds:g} s", fix
+        elif step == "server/discover" and settings.command:
+            fix += " A 2025-era server that never answers server/discover needs --protocol legacy."
+        return f"the server did not answer {step} within the {seconds} of --discover-timeout", fix
     if isinstance(exc, Closed):
         return (
             f"the server stopped during {step}: {exc.detail or 'the connection closed'}",
@@ -867,29 +1078,29 @@ def _colors(stream: TextIO) -> Callable[[str, str], str] | None:
     return color
 
 
-def render_text(report: Report, color: Callable[[str, str], str] | None = None) -> str:
-    """The report as lines for a person."""
+#: The column of the values of the text report.
+VALUE_COLUMN: Final = 12
+#: The color of each status of a step.
+STATUS_COLORS: Final = {OK: "green", FAILED: "red", TIMED_OUT: "red", SKIPPED: "yellow"}
+
+
+def render_text(report: Report, color: Callable[[str, str], str] | None = None, width: int = 80) -> str:
+    """The report as lines for a person; the names of the lists are wrapped to ``width``."""
     paint = color or (lambda text, _name: text)
     lines: list[str] = []
 
     def row(label: str, value: str) -> None:
-        lines.append(f"{label + ':':<11} {value}")
+        lines.append(_labeled(label, value))
 
     upstream = report.upstream
     if upstream.get("kind") == "command":
         row("Upstream", f'the command "{upstream.get("name", "")}" over stdio')
     else:
-        port = f":{upstream['port']}" if upstream.get("port") else ""
-        row(
-            "Upstream",
-            f"{upstream.get('scheme', '')}://{upstream.get('host', '')}{port} over Streamable HTTP",
-        )
+        hidden = " (its query is not shown)" if upstream.get("queryHidden") else ""
+        row("Upstream", f"{upstream.get('url', '')} over Streamable HTTP{hidden}")
     if report.era == MODERN and report.also_speaks is not None:
-        row(
-            "Era",
-            f"MCP {MODERN} and {report.also_speaks}: the bridge translates {MODERN} for VS Code "
-            "(see the notes)",
-        )
+        see = " (see the notes)" if report.notes else ""
+        row("Era", f"MCP {MODERN} and {report.also_speaks}: the bridge translates {MODERN} for VS Code{see}")
     elif report.era == MODERN:
         row("Era", f"MCP {MODERN}: the bridge translates it for VS Code")
     elif report.era is not None:
@@ -900,13 +1111,14 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None) 
         row("Server", f"{report.server['name']} {report.server.get('version', '')}".rstrip())
     if report.steps:
         lines.append("Steps:")
-        width = max(len(step.name) for step in report.steps)
+        name_width = max(len(step.name) for step in report.steps)
         for step in report.steps:
-            mark = paint("ok", "green") if step.ok else paint("failed", "red")
-            lines.append(f"  {step.name:<{width}}  {step.ms:>6} ms  {mark}  {step.outcome}")
+            mark = paint(f"{step.status:<{STATUS_WIDTH}}", STATUS_COLORS[step.status])
+            lines.append(f"  {step.name:<{name_width}}  {step.ms:>6} ms  {mark}  {step.outcome}")
     for listing in LISTS:
         if listing.key in report.counts:
-            row(listing.label, str(report.counts[listing.key]))
+            head = _labeled(listing.label, str(report.counts[listing.key]))
+            lines.extend(_name_lines(head, report.names.get(listing.key, []), width))
     if report.tool_filter is not None:
         tool_filter = report.tool_filter
         row(
@@ -928,7 +1140,7 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None) 
         row("Tasks", _describe_tasks(report.tasks, modern=report.era == MODERN))
     row("Sign-in", _describe(report.sign_in))
     if "flows" in report.sign_in:
-        row("Flows", _describe_flows(report.sign_in["flows"]))
+        lines.append(f"{'':{VALUE_COLUMN}}sign-in flows: {_describe_flows(report.sign_in['flows'])}")
     if "renewal" in report.sign_in:
         renewal = report.sign_in["renewal"]
         silent = {True: "silent", False: "not silent", None: "up to the server"}[renewal["silent"]]
@@ -949,11 +1161,38 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None) 
         for problem in report.problems:
             lines.append(f"  - {problem.problem}")
             lines.append(f"    fix: {problem.fix}")
-    row(
-        "Result",
-        paint("the server works", "green") if report.ok else paint("the server does not work", "red"),
-    )
+    row("Result", _result(report, paint))
     return "\n".join(lines) + "\n"
+
+
+def _labeled(label: str, value: str) -> str:
+    """A row of the text report: the label, then the value in its column."""
+    return f"{label + ':':<{VALUE_COLUMN - 1}} {value}"
+
+
+def _name_lines(head: str, names: list[str], width: int) -> list[str]:
+    """``head``, then the names, wrapped to ``width`` under the column of the values."""
+    if not names:
+        return [head]
+    return textwrap.wrap(
+        ", ".join(names),
+        width=max(width, MIN_WIDTH),
+        initial_indent=f"{head}: ",
+        subsequent_indent=" " * VALUE_COLUMN,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def _result(report: Report, paint: Callable[[str, str], str]) -> str:
+    """The last line: the server works only when the check found no problem."""
+    if report.ok:
+        return paint("the server works", "green")
+    if report.era is None:
+        return paint("the server does not work", "red")
+    count = len(report.problems)
+    found = "1 problem" if count == 1 else f"{count} problems"
+    return paint(f"the server answers, but the check found {found} (see Problems)", "red")
 
 
 def _list_cache(ttls: dict[str, int]) -> str:

@@ -256,7 +256,8 @@ _EPILOG = "\n".join(
         "the token key options are not usable, or --sign-in client-credentials lacks --client-id or its "
         "secret. (A token store that does not open fails each request "
         "that needs a sign-in.)",
-        "check: 0 when the upstream server answered, 1 when it did not, 2 as above.",
+        "check: 0 when the upstream server works, 1 when it does not or the check found a problem, "
+        "2 as above.",
     ]
 )
 
@@ -264,8 +265,9 @@ _CHECK_HELP = _paragraphs(
     """
 Connect to the upstream server one time, report what it found, and exit.
 
-check takes the options of the form that it checks. Exit codes: 0 when the upstream server
-answered, 1 when it did not, 2 when the arguments are not valid.
+check takes the options of the form that it checks; --discover-timeout bounds the whole check.
+Exit codes: 0 when the upstream server works, 1 when it does not or the check found a problem, 2
+when the arguments are not valid.
 """
 )
 

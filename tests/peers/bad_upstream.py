@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tests/peers/bad_upstream.py [--discover MODE] [--exit-at-start CODE]
+    python tests/peers/bad_upstream.py [--discover MODE] [--exit-at-start CODE] [--stray-lines N] [--mute]
 
 It reads JSON-RPC lines on stdin and writes raw lines on stdout, with no MCP
 library, so it can write what a correct server never would. ``server/discover``
@@ -19,7 +19,10 @@ is answered as ``--discover`` says:
 ``exit``
     Exit with code 4 at once.
 
-``--exit-at-start CODE`` exits before it reads anything. ``--grandchild`` starts a
+``--exit-at-start CODE`` exits before it reads anything. ``--stray-lines N`` writes N
+lines that are not JSON on stdout before it reads anything, as a server with a debug
+print does. With ``--mute`` the server answers nothing at all and keeps running after
+the end of its stdin, until it is stopped: a server that hangs. ``--grandchild`` starts a
 process that sleeps, in the server's process group, before it reads anything
 (a helper process that a server leaves behind); the arguments from ``--grandchild``
 on are its arguments too, so a test can find both processes by a tag. Arguments that
@@ -255,6 +258,13 @@ def main(argv: list[str]) -> None:
         discover_mode = argv[argv.index("--discover") + 1]
     if "--exit-at-start" in argv:
         os._exit(int(argv[argv.index("--exit-at-start") + 1]))
+    if "--stray-lines" in argv:
+        for number in range(int(argv[argv.index("--stray-lines") + 1])):
+            write_raw(f"debug: starting, step {number + 1}".encode())
+    if "--mute" in argv:
+        for _line in sys.stdin.buffer:
+            pass
+        forever.wait()
     if "--grandchild" in argv:
         command = [sys.executable, "-c", "import time; time.sleep(1000)", *argv[argv.index("--grandchild") :]]
         subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)

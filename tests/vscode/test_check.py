@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import ssl
 import subprocess
 import sys
@@ -24,6 +25,8 @@ from peers.legacy import legacy_command, running_legacy_http_server
 
 #: The 2026-07-28 server of the Python SDK ``mcp==2.3.0``: it speaks both eras on stdio.
 DUAL_ERA_PEER = REPO_ROOT / "tests" / "peers" / "py_modern_stdio_server.py"
+#: A raw server that writes what a correct server never would.
+BAD_UPSTREAM = REPO_ROOT / "tests" / "peers" / "bad_upstream.py"
 #: A TypeScript SDK server that offers tools by the client's capabilities, as server-everything does.
 CAPABILITY_SERVER = REPO_ROOT / "tests" / "interop" / "capability_server.mjs"
 
@@ -34,21 +37,37 @@ RUN_TIMEOUT = 6 * WAIT
 """A whole check run: it starts the bridge and its upstream, each step bounded by WAIT."""
 
 
-def run_check(*arguments: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    completed = subprocess.run(
-        [sys.executable, "-m", "mcpbridge", "check", *arguments],
-        cwd=REPO_ROOT,
-        env={**os.environ, **(env or {})},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
+class CheckOverran(AssertionError):
+    """The check ran past the bound of its time limit."""
+
+
+def run_check(
+    *arguments: str, env: dict[str, str] | None = None, timeout: float = RUN_TIMEOUT
+) -> tuple[int, str, str]:
+    """Run the check in its own process, waiting at most ``timeout`` seconds for its end.
+
+    Raises:
+        CheckOverran: it did not end in ``timeout`` seconds (then it is killed).
+    """
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-m", "mcpbridge", "check", *arguments],
+            cwd=REPO_ROOT,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CheckOverran(f"the check did not end in {timeout} s") from exc
     return completed.returncode, completed.stdout.decode(), completed.stderr.decode()
 
 
-def check_json(*arguments: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
-    code, out, err = run_check("--json", *arguments, env=env)
+def check_json(
+    *arguments: str, env: dict[str, str] | None = None, timeout: float = RUN_TIMEOUT
+) -> tuple[int, dict[str, Any]]:
+    code, out, err = run_check("--json", *arguments, env=env, timeout=timeout)
     assert out.count("\n") == 1, (out, err[-2000:])
     report: dict[str, Any] = json.loads(out)
     return code, report
@@ -56,6 +75,16 @@ def check_json(*arguments: str, env: dict[str, str] | None = None) -> tuple[int,
 
 def step_names(report: dict[str, Any]) -> list[str]:
     return [step["step"] for step in report["steps"]]
+
+
+def statuses(report: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(step["step"], step["status"]) for step in report["steps"]]
+
+
+def block(lines: list[str], first: str, count: int) -> list[str]:
+    """The ``count`` lines from the one that starts with ``first``."""
+    [start] = [index for index, line in enumerate(lines) if line.startswith(first)]
+    return lines[start : start + count]
 
 
 # ------------------------------------------------------------------ commands
@@ -98,6 +127,7 @@ def test_check_of_a_command_that_does_not_exist_names_the_problem_and_exits_1() 
         {
             "step": "start",
             "ms": report["steps"][0]["ms"],
+            "status": "failed",
             "ok": False,
             "outcome": "mcp-server: No such file or directory",
         }
@@ -171,6 +201,22 @@ def test_check_of_a_server_of_2026_07_28_only_has_no_note() -> None:
     assert last["outcome"].endswith(": 2026-07-28 only")
 
 
+def test_check_of_a_server_that_writes_other_lines_to_stdout_never_says_it_works() -> None:
+    code, report = check_json("--", sys.executable, str(BAD_UPSTREAM), "--stray-lines", "1")
+    assert code == 1 and report["ok"] is False and report["era"] == "2026-07-28"
+    # Each start writes its line: the one of server/discover, and the one asked for the 2025 era.
+    assert report["strayStdoutLines"] == 2
+    [problem] = report["problems"]
+    stray = "the server wrote 2 lines that are not JSON-RPC to stdout: log to stderr instead"
+    assert problem["problem"] == stray and "stderr" in problem["fix"]
+
+    code, out, _err = run_check("--", sys.executable, str(BAD_UPSTREAM), "--stray-lines", "1")
+    assert code == 1 and "works" not in out
+    lines = out.splitlines()
+    assert f"  - {stray}" in lines
+    assert lines[-1] == "Result:     the server answers, but the check found 1 problem (see Problems)"
+
+
 @pytest.mark.parametrize(
     ("protocol", "expected"),
     [("auto", None), ("legacy", "Hello, Ada.")],
@@ -204,15 +250,93 @@ def test_a_tool_of_the_2025_era_on_a_server_of_both_eras_needs_protocol_legacy(
 
 
 def test_check_writes_a_report_for_a_person_without_json() -> None:
-    code, out, _err = run_check("--", *legacy_command())
+    code, out, _err = run_check("--", *legacy_command(), env={"COLUMNS": "60"})
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == 'Upstream:   the command "python" over stdio'
     assert "Era:        MCP 2025-11-25 (2025 era): the bridge passes it through" in lines
     assert "Server:     py-legacy-peer 1.30.0" in lines
-    assert any(line.startswith("  initialize ") and " ms  ok  MCP 2025-11-25" in line for line in lines)
+    [initialize] = [line for line in lines if line.startswith("  initialize ")]
+    assert initialize.endswith(" ms  ok         MCP 2025-11-25")
+    # The names of each list, wrapped to the width of the terminal under the column of the values.
+    assert block(lines, "Tools:", 4) == [
+        "Tools:      12: add, echo, ask_name, toggle, progress, slow,",
+        "            cancelled, log, touch, roots, image, crash",
+        "Prompts:    1: greet",
+        "Resources:  1: notes",
+    ]
+    assert "Templates:  0" in lines
     assert lines[-1] == "Result:     the server works"
     assert "\x1b[" not in out
+
+
+def test_check_of_a_command_lists_the_names_and_states_each_step() -> None:
+    code, report = check_json("--", sys.executable, str(DUAL_ERA_PEER))
+    assert code == 0
+    assert report["names"] == {
+        "tools": ["add", "echo", "progress", "ask_name", "ask_name_2025", "toggle", "touch"],
+        "prompts": ["greet"],
+        "resources": ["notes"],
+        "resourceTemplates": [],
+    }
+    assert report["counts"] == {"tools": 7, "prompts": 1, "resources": 1, "resourceTemplates": 0}
+    assert {step["status"] for step in report["steps"]} == {"ok"}
+    assert report["strayStdoutLines"] == 0
+
+    code, out, _err = run_check("--", sys.executable, str(DUAL_ERA_PEER), env={"COLUMNS": "50"})
+    assert code == 0
+    assert block(out.splitlines(), "Tools:", 3) == [
+        "Tools:      7: add, echo, progress, ask_name,",
+        "            ask_name_2025, toggle, touch",
+        "Prompts:    1: greet",
+    ]
+
+
+# ------------------------------------------------------------- time limit
+
+
+def test_check_of_a_command_that_never_answers_ends_within_its_time_limit() -> None:
+    """One time limit for the whole run: no second wait for initialize, no close grace after it."""
+    seconds = 2
+    code, report = check_json(
+        "--discover-timeout",
+        str(seconds),
+        "--",
+        sys.executable,
+        str(BAD_UPSTREAM),
+        "--mute",
+        timeout=seconds + 1,
+    )
+    assert code == 1 and report["ok"] is False and report["era"] is None
+    assert statuses(report) == [
+        ("start", "ok"),
+        ("server/discover", "timed out"),
+        ("initialize", "skipped"),
+    ]
+    discover, initialize = report["steps"][1:]
+    assert discover["outcome"] == "no answer before the end of the 2 s of --discover-timeout"
+    assert initialize["outcome"] == "no time left (--discover-timeout 2 s bounds the whole check)"
+    [problem] = report["problems"]
+    assert problem["problem"] == (
+        "the server did not answer server/discover within the 2 s of --discover-timeout"
+    )
+    assert "--discover-timeout" in problem["fix"] and "--protocol legacy" in problem["fix"]
+
+
+def test_check_of_a_url_that_never_answers_ends_within_its_time_limit() -> None:
+    seconds = 2
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        # The connections wait in the backlog: nothing ever answers them.
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+        code, out, _err = run_check(
+            "--discover-timeout", str(seconds), "--token-store", "memory", url, timeout=seconds + 1
+        )
+    assert code == 1
+    lines = out.splitlines()
+    [discover] = [line for line in lines if line.startswith("  server/discover ")]
+    assert discover.endswith(" ms  timed out  no answer before the end of the 2 s of --discover-timeout")
+    assert " ok " not in out
+    assert lines[-1] == "Result:     the server does not work"
 
 
 # ----------------------------------------------------------------------- URLs
@@ -222,14 +346,20 @@ def test_check_finds_a_2025_era_url_and_reports_the_connection(tmp_path: Path) -
     # A URL without a stored sign-in (an empty token store of its own): the state is "none".
     empty = {"XDG_STATE_HOME": str(tmp_path / "empty-state"), "MCP_BRIDGE_TOKEN_KEY": "cd" * 32}
     with running_legacy_http_server() as url:
-        code, report = check_json("--token-store", "file", url, env=empty)
+        code, report = check_json("--token-store", "file", url + "?tenant=secret-7", env=empty)
     assert code == 0
     assert report["era"] == "2025-11-25"
+    # The URL with its path, without its query (which can carry a secret).
     assert report["upstream"]["kind"] == "url" and report["upstream"]["host"] == "127.0.0.1"
-    assert "/mcp" not in json.dumps(report["upstream"])
+    assert report["upstream"]["url"] == url and report["upstream"]["queryHidden"] is True
+    assert "secret-7" not in json.dumps(report)
+    assert report["names"]["tools"][:3] == ["add", "echo", "ask_name"] and len(report["names"]["tools"]) == 12
+    assert report["names"]["prompts"] == ["greet"] and report["names"]["resources"] == ["notes"]
     assert report["proxy"]["state"] == "none" and report["ca"] == {"state": "system"}
     assert report["signIn"]["state"] == "none"
     assert report["signIn"]["resourceIndicator"]["sends"] == "metadata"
+    assert report["signIn"]["flows"] == {"state": "not checked", "note": "the server did not ask for sign-in"}
+    assert report["strayStdoutLines"] is None
 
 
 @pytest.mark.parametrize(
@@ -253,13 +383,22 @@ def test_the_text_report_of_a_url_without_a_proxy_says_so(tmp_path: Path) -> Non
     env = {"XDG_STATE_HOME": str(tmp_path / "state"), "MCP_BRIDGE_TOKEN_KEY": "ab" * 32}
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         env[name] = ""
+    env["COLUMNS"] = "60"
     with running_legacy_http_server() as url:
-        code, out, _err = run_check("--token-store", "file", url, env=env)
+        code, out, _err = run_check("--token-store", "file", url + "?tenant=secret-7", env=env)
     assert code == 0
     lines = out.splitlines()
+    assert lines[0] == f"Upstream:   {url} over Streamable HTTP (its query is not shown)"
+    assert "secret-7" not in out
+    assert block(lines, "Tools:", 2) == [
+        "Tools:      12: add, echo, ask_name, toggle, progress, slow,",
+        "            cancelled, log, touch, roots, image, crash",
+    ]
     assert "Proxy:      none: a direct connection" in lines
-    [sign_in] = [line for line in lines if line.startswith("Sign-in:")]
+    # The flows of a server that never asked for a sign-in are not an error.
+    sign_in, flows = block(lines, "Sign-in:", 2)
     assert sign_in.startswith("Sign-in:    no stored sign-in")
+    assert flows == "            sign-in flows: not checked (the server did not ask for sign-in)"
 
 
 class _Tls:
@@ -362,6 +501,12 @@ def test_check_of_a_server_that_needs_a_sign_in_tells_how_to_sign_in(tls_server:
     [problem] = report["problems"]
     assert problem["problem"] == "the server needs a sign-in (HTTP status 401)"
     assert "--header-env" in problem["fix"]
+    # The server asked for a sign-in, thus the check looked for its flows, and says in words
+    # why it found none.
+    assert report["signIn"]["flows"] == {
+        "state": "not checked",
+        "note": "the server publishes no protected resource metadata",
+    }
 
 
 def test_check_of_an_unusable_ca_file_exits_2(tmp_path: Path) -> None:
