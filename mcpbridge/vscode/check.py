@@ -19,6 +19,9 @@ a person in a terminal what it found:
 * whether the server offers tasks (the Tasks extension of 2026-07-28, or the
   ``tasks`` of 2025-11-25), the tools whose entry says that they need them, and what
   ``--tasks`` makes of them;
+* with ``--call-tool``, one call of that tool; a call that fails because the tool
+  sends a request of the 2025 era in the middle of it is a problem, which
+  ``--protocol legacy`` fixes for a server that speaks both eras;
 * for a 2026-07-28 server, whether it speaks the 2025 era too (an ``initialize``
   on a second connection), and what that means for ``--protocol``;
 * the lines that a command wrote to stdout that are not messages;
@@ -119,6 +122,8 @@ LATE_CLOSE_GRACE: Final = 0.1
 #: The longest name of a tool, prompt or resource in the report (the tool names of the
 #: protocol have at most 128 characters).
 MAX_NAME_CHARS: Final = 128
+#: The longest text of an answer of the server in the report.
+MAX_ANSWER_CHARS: Final = 200
 #: The narrowest text report, whatever the terminal says.
 MIN_WIDTH: Final = 40
 
@@ -128,6 +133,14 @@ FAILED: Final = "failed"
 TIMED_OUT: Final = "timed out"
 SKIPPED: Final = "skipped"
 STATUS_WIDTH: Final = len(TIMED_OUT)
+
+#: What a server answers when a tool sends a request of the 2025 era in the middle of a
+#: call on a 2026-07-28 connection (lower case): the Python SDK's ``NoBackChannelError``
+#: ("... has no back-channel for server-initiated requests") and FastMCP's ``ctx.elicit()``
+#: ("... is unavailable on 2026-07-28 connections").
+ERA_2025_ONLY_MARKERS: Final = ("back-channel", "server-initiated request", f"unavailable on {MODERN}")
+#: The server's requests that the check tells apart in the middle of a call.
+SERVER_REQUESTS: Final = ("elicitation/create", "sampling/createMessage", "roots/list", "ping")
 
 
 @dataclass
@@ -271,6 +284,11 @@ class _Check:
         self.report = Report(upstream={})
         #: The server answered 401 or 403: the sign-in flows matter.
         self.asked_sign_in = False
+        #: The requests of a 2025-era server since the last clear (see :data:`SERVER_REQUESTS`).
+        self.server_asked: set[str] = set()
+        #: What the server answered the ``--call-tool`` call on a 2026-07-28 connection, when
+        #: that says that the tool needs the requests of the 2025 era.
+        self.needs_2025_era: str | None = None
 
     # ----------------------------------------------------------------- forms
 
@@ -405,6 +423,7 @@ class _Check:
                 probe.close(self._grace())
         if self.report.era == MODERN and not self.report.problems:
             self._other_era(legacy_upstream)
+        self._era_advice()
 
     def _connect(self, connect: Any, *, over_http: bool) -> Any:
         """The started client of the probe, or ``None`` after a failure."""
@@ -467,11 +486,16 @@ class _Check:
 
         def fetch(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
             answer: dict[str, Any] = client.request(
-                method, params, timeout=self._wait(method), capabilities=UPSTREAM_CAPABILITIES
+                method,
+                params,
+                timeout=self._wait(method),
+                capabilities=UPSTREAM_CAPABILITIES,
+                allow_input_required=method == "tools/call",
             )
             return answer
 
         self._count_lists(capabilities, fetch, modern=True)
+        self._call_tool(fetch)
         self._tasks_note()
 
     def _legacy(self, legacy_upstream: Any, probe: Any) -> None:
@@ -487,7 +511,7 @@ class _Check:
         if probe is not None:
             probe.close(self._grace())
         peer = LegacyPeer(
-            transport, on_request=lambda r: _answer_server(peer, r), on_notification=lambda _n: None
+            transport, on_request=lambda r: self._answer_server(peer, r), on_notification=lambda _n: None
         )
         started = time.monotonic()
         try:
@@ -525,6 +549,7 @@ class _Check:
                 return object_result(method, reply.result)
 
             self._count_lists(capabilities, fetch)
+            self._call_tool(fetch)
         finally:
             peer.close(self._grace())
 
@@ -549,7 +574,7 @@ class _Check:
             self._step(name, started, OK, f"{_outcome(exc)}: {MODERN} only")
             return
         peer = LegacyPeer(
-            transport, on_request=lambda r: _answer_server(peer, r), on_notification=lambda _n: None
+            transport, on_request=lambda r: self._answer_server(peer, r), on_notification=lambda _n: None
         )
         try:
             try:
@@ -577,18 +602,46 @@ class _Check:
                 return
             self._step(name, started, OK, f"MCP {_printable(version)}: the server speaks both eras")
             self.report.also_speaks = _printable(version)
+        finally:
+            peer.close(self._grace())
+
+    def _era_advice(self) -> None:
+        """What the eras that the server speaks, and the ``--call-tool`` call, mean for ``--protocol``.
+
+        A tool that needs the requests of the 2025 era in the middle of a call is a
+        problem, which ``--protocol legacy`` fixes when the server speaks that era
+        too; a server of both eras without such evidence gets a note.
+        """
+        both = self.report.also_speaks
+        failed = self.needs_2025_era
+        if failed is not None:
+            problem = (
+                f"the tool {_printable(self.settings.call_tool or '')} sends a request of the 2025 era "
+                "in the middle of "
+                f"its call, which a {MODERN} connection does not carry (the server answered: {failed})"
+            )
+            if both is not None:
+                fix = (
+                    "Start the bridge with --protocol legacy: the server speaks the 2025 era too, and "
+                    "the bridge then passes it through, requests in the middle of a call included."
+                )
+            else:
+                fix = (
+                    f"The server speaks only {MODERN} to the bridge: its tool must ask for input with "
+                    "an input_required result instead."
+                )
+            self._problem(problem, fix)
+        elif both is not None:
             self.report.notes.append(
                 Problem(
-                    f"the server speaks both eras ({MODERN} and {_printable(version)}); with --protocol "
+                    f"the server speaks both eras ({MODERN} and {both}); with --protocol "
                     f"auto (the default) the bridge speaks {MODERN} to it, and a tool written for the "
                     "requests of the 2025 era in the middle of a call (such as FastMCP's ctx.elicit()) "
                     f"answers that they are unavailable on {MODERN} connections",
                     "If such a tool fails so, start the bridge with --protocol legacy: it then passes "
-                    "the 2025 era through.",
+                    "the 2025 era through. check --call-tool <name> tells.",
                 )
             )
-        finally:
-            peer.close(self._grace())
 
     def _count_lists(
         self,
@@ -679,6 +732,90 @@ class _Check:
         }
         return shown
 
+    def _call_tool(self, fetch: Callable[[str, dict[str, Any] | None], dict[str, Any]]) -> None:
+        """Call the tool of ``--call-tool`` once, as VS Code would, and report what it answered."""
+        name = self.settings.call_tool
+        if name is None:
+            return
+        step = "tools/call"
+        shown = _printable(name)
+        if self.tool_filter.hides(name):
+            self._skip(step, f"{shown}: the tool filter hides it from VS Code")
+            return
+        if self._out_of_time(step):
+            return
+        self.server_asked.clear()
+        started = time.monotonic()
+        try:
+            result = fetch(step, {"name": name, "arguments": dict(self.settings.call_arguments)})
+        except RpcError as exc:
+            if not self._needs_2025_era(exc.error.message, started):
+                self._failure(step, exc, started)
+            return
+        except McpError as exc:
+            self._failure(step, exc, started)
+            return
+        if result.get("resultType") == "input_required":
+            requests = result.get("inputRequests")
+            asked = _asked_methods(requests.values() if isinstance(requests, dict) else ())
+            self._step(step, started, OK, f"{shown}: the tool asks for input ({asked}); the check gives none")
+            return
+        if result.get("isError") is True:
+            text = _first_text(result)
+            if not self._needs_2025_era(text, started):
+                self._step(step, started, FAILED, f"{shown}: an error result: {text}")
+                self._problem(
+                    f"the tool {shown} answered with an error result: {text}",
+                    "Examine the arguments of --call-arguments and the log of the server.",
+                )
+            return
+        outcome = f"{shown}: a result ({_first_text(result)})"
+        if self.server_asked:
+            outcome += (
+                f"; in the middle of the call the server asked for {', '.join(sorted(self.server_asked))}, "
+                "which the check answered as a client without a user"
+            )
+        self._step(step, started, OK, outcome)
+
+    def _needs_2025_era(self, answer: str, started: float) -> bool:
+        """Whether the answer of a 2026-07-28 call says that the tool needs the requests of the
+        2025 era; then the step failed, and :meth:`_era_advice` tells what to do."""
+        if self.report.era != MODERN or not any(m in answer.lower() for m in ERA_2025_ONLY_MARKERS):
+            return False
+        self.needs_2025_era = _printable(answer, MAX_ANSWER_CHARS)
+        self._step(
+            "tools/call",
+            started,
+            FAILED,
+            f"{_printable(self.settings.call_tool or '')}: it needs a request of the 2025 era: "
+            f"{self.needs_2025_era}",
+        )
+        return True
+
+    def _answer_server(self, peer: Any, request: Any) -> None:
+        """Answer a request of a 2025-era server as a client with no user and no workspace.
+
+        ``ping`` gets ``{}``, ``roots/list`` no roots, an elicitation a decline and
+        every other request an error. A server asks at ``notifications/initialized``
+        (roots, as some do) or in the middle of the call of ``--call-tool``.
+        """
+        from ..mcp.jsonrpc import ErrorObject, ErrorResponse, Response
+
+        method = request.method
+        self.server_asked.add(method if method in SERVER_REQUESTS else "another request")
+        if method == "ping":
+            peer.answer(Response(request.id, {}))
+        elif method == "roots/list":
+            peer.answer(Response(request.id, {"roots": []}))
+        elif method == "elicitation/create":
+            peer.answer(Response(request.id, {"action": "decline"}))
+        elif method == "sampling/createMessage":
+            peer.answer(ErrorResponse(request.id, ErrorObject(-1, "The check answers no sampling request.")))
+        else:
+            peer.answer(
+                ErrorResponse(request.id, ErrorObject(METHOD_NOT_FOUND, "The check has no such method."))
+            )
+
     def _stray_lines(self, count: int) -> None:
         self.report.stray_lines = count
         if count:
@@ -726,27 +863,6 @@ class _Check:
         self._problem(problem, fix)
 
 
-def _answer_server(peer: Any, request: Any) -> None:
-    """Answer a request of a 2025-era server as a client with no user and no workspace.
-
-    ``ping`` gets ``{}``, ``roots/list`` no roots, an elicitation a decline and
-    every other request an error: the check calls no tool, so only a server that
-    asks at ``notifications/initialized`` (roots, as some do) gets here.
-    """
-    from ..mcp.jsonrpc import ErrorObject, ErrorResponse, Response
-
-    if request.method == "ping":
-        peer.answer(Response(request.id, {}))
-    elif request.method == "roots/list":
-        peer.answer(Response(request.id, {"roots": []}))
-    elif request.method == "elicitation/create":
-        peer.answer(Response(request.id, {"action": "decline"}))
-    elif request.method == "sampling/createMessage":
-        peer.answer(ErrorResponse(request.id, ErrorObject(-1, "The check answers no sampling request.")))
-    else:
-        peer.answer(ErrorResponse(request.id, ErrorObject(METHOD_NOT_FOUND, "The check has no such method.")))
-
-
 def _printable(text: str, limit: int = 40) -> str:
     """A value of the server for the report: at most ``limit`` characters, no control character."""
     clean = "".join(ch if ch.isprintable() else "?" for ch in text)
@@ -756,6 +872,25 @@ def _printable(text: str, limit: int = 40) -> str:
 def _name(value: Any) -> str:
     """The name of a list item for the report."""
     return _printable(value, MAX_NAME_CHARS) if isinstance(value, str) else "(no name)"
+
+
+def _first_text(result: dict[str, Any]) -> str:
+    """The first text of the content of a tool result, for the report."""
+    content = result.get("content")
+    for item in content if isinstance(content, list) else ():
+        if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
+            return _printable(item["text"], MAX_ANSWER_CHARS)
+    return "no text"
+
+
+def _asked_methods(requests: Any) -> str:
+    """The methods of the input requests of an ``input_required`` result, for the report."""
+    methods = {
+        _printable(request["method"])
+        for request in requests
+        if isinstance(request, dict) and isinstance(request.get("method"), str)
+    }
+    return ", ".join(sorted(methods)) or "no request"
 
 
 def _url_upstream(url: str) -> dict[str, Any]:

@@ -212,6 +212,17 @@ HELP: Final[dict[str, tuple[str, str | None, str]]] = {
     ),
     "--all": (LOGOUT, None, "Delete every stored sign-in, of each account."),
     "--json": (CHECK, None, "Write the report as one JSON object on stdout."),
+    "--call-tool": (
+        CHECK,
+        "<name>",
+        "Call this tool one time, as VS Code would, and report its answer; without it, check calls "
+        "no tool. It tells, for example, whether the tool needs --protocol legacy.",
+    ),
+    "--call-arguments": (
+        CHECK,
+        "<json>",
+        "The arguments of --call-tool, a JSON object. The default is {}.",
+    ),
 }
 
 

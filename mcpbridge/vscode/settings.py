@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
+import json
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -231,6 +232,9 @@ class Settings:
     #: ``--allow-tool`` and ``--deny-tool``: shell-style patterns on the tool names.
     allow_tools: tuple[str, ...] = ()
     deny_tools: tuple[str, ...] = ()
+    #: ``check --call-tool``: the tool that the check calls once, and ``--call-arguments``.
+    call_tool: str | None = None
+    call_arguments: dict[str, object] = field(default_factory=dict, repr=False)
 
     @property
     def redirect_uri(self) -> str:
@@ -600,6 +604,19 @@ def _resource_indicator(text: str) -> str:
     return text
 
 
+_JSON_OBJECT_HINT = 'use a JSON object, for example {"text": "hello"}'
+
+
+def _json_object(text: str) -> dict[str, object]:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise _Invalid(_JSON_OBJECT_HINT) from None
+    if not isinstance(value, dict):
+        raise _Invalid(_JSON_OBJECT_HINT)
+    return value
+
+
 def _account(text: str) -> str:
     if not _ACCOUNT.match(text):
         raise _Invalid(f"use 1 to {MAX_ACCOUNT_CHARS} letters, digits and the characters . _ @ + -")
@@ -686,6 +703,8 @@ OPTIONS: Final[Mapping[str, _Option]] = {
     "--resource-indicator": _Option(_URL_TARGETS, _resource_indicator, sign_in=True),
     "--all": _Option(_LOGOUT_ONLY),
     "--json": _Option(_CHECK_ONLY),
+    "--call-tool": _Option(_CHECK_ONLY, _non_empty("the tool name cannot be empty")),
+    "--call-arguments": _Option(_CHECK_ONLY, _json_object),
 }
 
 _HINT_FORMS = 'give the URL of the upstream server, or put the upstream command after "--"'
@@ -960,6 +979,9 @@ def _settings(
             if OPTIONS[key].sign_in:
                 raise _conflict(key, _HINT_STATIC)
 
+    if "--call-arguments" in raw.values and "--call-tool" not in raw.values:
+        raise _conflict("--call-arguments", "it needs --call-tool")
+
     if target is _Target.LOGOUT and raw.get("--all", False) and "--account" in raw.values:
         raise _conflict("--account", "logout --all deletes the sign-in of each account")
 
@@ -1017,6 +1039,8 @@ def _settings(
         warnings=tuple(warnings),
         allow_tools=tuple(str(v) for v in raw.repeated.get("--allow-tool", ())),
         deny_tools=tuple(str(v) for v in raw.repeated.get("--deny-tool", ())),
+        call_tool=raw.optional("--call-tool"),
+        call_arguments=raw.get("--call-arguments", {}),
     )
 
 

@@ -201,6 +201,53 @@ def test_check_of_a_server_of_2026_07_28_only_has_no_note() -> None:
     assert last["outcome"].endswith(": 2026-07-28 only")
 
 
+def test_check_calls_a_tool_and_names_protocol_legacy_when_it_needs_the_2025_era() -> None:
+    code, report = check_json("--call-tool", "ask_name_2025", "--", sys.executable, str(DUAL_ERA_PEER))
+    assert code == 1 and report["ok"] is False
+    assert report["era"] == "2026-07-28" and report["alsoSpeaks"] == "2025-11-25"
+    [call] = [step for step in report["steps"] if step["step"] == "tools/call"]
+    assert call["status"] == "failed"
+    assert call["outcome"].startswith("ask_name_2025: it needs a request of the 2025 era: ")
+    [problem] = report["problems"]
+    assert problem["problem"].startswith(
+        "the tool ask_name_2025 sends a request of the 2025 era in the middle of its call, "
+        "which a 2026-07-28 connection does not carry (the server answered: "
+    )
+    assert "elicitation/create" in problem["problem"]
+    assert problem["fix"].startswith("Start the bridge with --protocol legacy:")
+    # The problem says it: no note that it might be so.
+    assert report["notes"] == []
+
+    # With --protocol legacy the call carries the request: the check declines it as a client
+    # without a user, and the tool answers.
+    code, report = check_json(
+        "--protocol", "legacy", "--call-tool", "ask_name_2025", "--", sys.executable, str(DUAL_ERA_PEER)
+    )
+    assert code == 0 and report["era"] == "2025-11-25" and report["problems"] == []
+    [call] = [step for step in report["steps"] if step["step"] == "tools/call"]
+    assert call["status"] == "ok"
+    assert call["outcome"] == (
+        "ask_name_2025: a result (No name: decline.); in the middle of the call the server asked for "
+        "elicitation/create, which the check answered as a client without a user"
+    )
+
+
+def test_check_tells_a_2026_07_28_only_server_to_ask_with_input_required() -> None:
+    """A server that speaks no 2025 era: --protocol legacy cannot help, the tool must change."""
+    message = (
+        "Cannot send 'elicitation/create': this transport context has no back-channel for "
+        "server-initiated requests."
+    )
+    arguments = json.dumps({"code": -32600, "message": message})
+    code, report = check_json(
+        "--call-tool", "error", "--call-arguments", arguments, "--", sys.executable, str(BAD_UPSTREAM)
+    )
+    assert code == 1 and report["alsoSpeaks"] is None
+    [problem] = report["problems"]
+    assert problem["problem"].endswith(f"(the server answered: {message})")
+    assert "input_required" in problem["fix"] and "--protocol legacy" not in problem["fix"]
+
+
 def test_check_of_a_server_that_writes_other_lines_to_stdout_never_says_it_works() -> None:
     code, report = check_json("--", sys.executable, str(BAD_UPSTREAM), "--stray-lines", "1")
     assert code == 1 and report["ok"] is False and report["era"] == "2026-07-28"

@@ -496,6 +496,8 @@ TAKES: dict[str, tuple[list[str], set[str]]] = {
     "--token-key-file": (["--token-key-file", "key.txt"], {URL_T, CHECK_URL, LOGOUT}),
     "--all": (["--all"], {LOGOUT}),
     "--json": (["--json"], {CHECK_COMMAND, CHECK_URL}),
+    "--call-tool": (["--call-tool", "echo"], {CHECK_COMMAND, CHECK_URL}),
+    "--call-arguments": (["--call-arguments", "{}", "--call-tool", "echo"], {CHECK_COMMAND, CHECK_URL}),
 }
 APPLICABILITY_ENV = {"TENANT": "blue"}
 
@@ -515,7 +517,7 @@ def argv_for(target: str, options: list[str]) -> list[str]:
 def refusal(option: str, target: str) -> str:
     if option == "--all":
         return "only logout takes it"
-    if option == "--json":
+    if option in ("--json", "--call-tool", "--call-arguments"):
         return "only check takes it"
     if target == LOGOUT:
         return "logout does not take it"
@@ -1004,6 +1006,29 @@ def test_check_of_a_url_takes_the_url_options_and_resolves_them_like_the_url_for
     assert error(["check", "--token-store", "file", URL]).kind == "missing_token_key"
 
 
+def test_check_calls_a_tool_only_when_asked_and_with_a_json_object_as_its_arguments() -> None:
+    s = ok(["check", "--", "srv"])
+    assert (s.call_tool, s.call_arguments) == (None, {})
+    s = ok(["check", "--call-tool", "echo", "--call-arguments", '{"text": "hi", "n": [1]}', "--", "srv"])
+    assert (s.call_tool, s.call_arguments) == ("echo", {"text": "hi", "n": [1]})
+    assert "hi" not in repr(s)
+
+
+@pytest.mark.parametrize("arguments", ["[1]", '"text"', "{", "", "[" * 100_000])
+def test_the_arguments_of_call_tool_are_a_json_object(arguments: str) -> None:
+    e = error(["check", "--call-tool", "echo", "--call-arguments", arguments, "--", "srv"])
+    assert (e.kind, e.option) == ("invalid_value", "--call-arguments")
+    assert e.diagnostic == (
+        'the value of --call-arguments is not valid: use a JSON object, for example {"text": "hello"}'
+    )
+
+
+def test_the_arguments_of_call_tool_need_call_tool() -> None:
+    e = error(["check", "--call-arguments", "{}", "--", "srv"])
+    assert (e.kind, e.option) == ("conflict", "--call-arguments")
+    assert e.diagnostic == "the option --call-arguments cannot be used here: it needs --call-tool"
+
+
 def test_logout_and_check_are_subcommands_only_as_the_first_argument() -> None:
     assert ok(["--", "check"]).command == ("check",)
     assert error(["--name", "x", "check", "--", "y"]).kind == "unexpected_argument"
@@ -1311,6 +1336,8 @@ GOOD_VALUES: dict[str, list[str]] = {
     "--resource-indicator": ["auto", "off", "api://mcp", f"urn:{MARKER}"],
     "--allow-tool": ["git_*", MARKER],
     "--deny-tool": ["*delete*", MARKER],
+    "--call-tool": ["echo", MARKER],
+    "--call-arguments": ["{}", f'{{"text": "{MARKER}"}}'],
 }
 VARIABLES = ["TOKEN", "EMPTY", "BLANK", "BROKEN", "UNSET", "1BAD", "A-B", ""]
 
