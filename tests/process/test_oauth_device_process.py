@@ -252,7 +252,7 @@ def test_check_reports_the_flows_of_the_server_and_the_one_the_bridge_would_use(
     assert flows["uses"] == "device" and "SSH_TTY is set" in flows["why"]
     out = setup.run("check", *setup.options(), setup.auth.url)
     assert (
-        "Flows:      the server offers browser, device; the bridge uses browser: "
+        "            sign-in flows: the server offers browser, device; the bridge uses browser: "
         "the bridge runs on the machine of the browser\n"
     ) in out.stdout
     setup.auth.switches.device = False
