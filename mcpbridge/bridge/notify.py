@@ -384,14 +384,14 @@ class Listener:
             if event.method in translate.LISTEN_EVENTS:
                 _drops(
                     logging.WARNING,
-                    "listen events that are not valid",
+                    "dropped listen events that are not valid",
                     "dropped a %s of the upstream server that is not valid (its params)",
                     printable(event.method),
                 )
             else:
                 _drops(
                     logging.DEBUG,
-                    "other notifications of listen streams",
+                    "dropped other notifications of listen streams",
                     "dropped the notification %s of a listen stream: not one for the client",
                     printable(event.method),
                 )

@@ -531,7 +531,7 @@ class LegacyPeer(Peer):
             request_id = error.id
             what = f"a line that is not a valid message ({error.cause})"
         if request_id is None:
-            self._drops(logging.WARNING, "lines without an id", "dropped %s from the upstream server", what)
+            self._drops(logging.WARNING, "dropped lines without an id", "dropped %s from the upstream server", what)
         elif not self._resolve(request_id, InvalidResponse(f"the response is {what}")):
             self._drop_unmatched(what, request_id)
 
@@ -849,7 +849,7 @@ class LegacyPassthrough:
             else:
                 self._drops(
                     logging.DEBUG,
-                    "progress notifications over the rate or for no request",
+                    "dropped progress notifications over the rate or for no request",
                     "dropped a progress notification: over the rate, or for no request in flight",
                 )
             return
@@ -864,7 +864,7 @@ class LegacyPassthrough:
         if client_id is None:
             self._drops(
                 logging.DEBUG,
-                "late cancellations",
+                "dropped late cancellations",
                 "dropped a notifications/cancelled of the upstream server for no request in flight",
             )
             return

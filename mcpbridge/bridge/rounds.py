@@ -216,7 +216,7 @@ class ProgressForwarder:
         if translated is None:
             _drops(
                 logging.WARNING,
-                "progress notifications that are not valid",
+                "dropped progress notifications that are not valid",
                 "dropped a progress notification of the upstream server that is not valid "
                 "(a finite progress number is needed)",
             )
@@ -225,7 +225,7 @@ class ProgressForwarder:
         else:
             _drops(
                 logging.DEBUG,
-                "progress notifications over the rate",
+                "dropped progress notifications over the rate",
                 "dropped a progress notification over the rate of %d a second",
                 self._rate,
             )

@@ -149,7 +149,7 @@ def forward_upstream_log(output: Host, level: str | None, message: Notification)
         if params is None:
             _drops(
                 logging.WARNING,
-                "log messages that are not valid",
+                "dropped log messages that are not valid",
                 "dropped a notifications/message of the upstream server that is not valid "
                 "(a level, the data and a string logger are needed)",
             )
@@ -159,7 +159,7 @@ def forward_upstream_log(output: Host, level: str | None, message: Notification)
     else:
         _drops(
             logging.DEBUG,
-            "notifications that no request names",
+            "dropped notifications that no request names",
             "dropped the notification %s of the upstream server: it names no request",
             printable(message.method),
         )

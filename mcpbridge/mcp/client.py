@@ -913,7 +913,7 @@ class Client(Peer):
         else:
             self._drops(
                 logging.WARNING,
-                "requests of the upstream server",
+                "dropped requests of the upstream server",
                 "dropped the request %s of the upstream server: a server of revision %s sends none",
                 escaped(message.method),
                 MODERN,
@@ -968,7 +968,9 @@ class Client(Peer):
         if request_id is not None:
             self._drop_unmatched(what, request_id)
         else:
-            self._drops(logging.WARNING, "lines without an id", "dropped %s from the upstream server", what)
+            self._drops(
+                logging.WARNING, "dropped lines without an id", "dropped %s from the upstream server", what
+            )
 
     def _on_notification_message(self, message: Notification) -> None:
         params = message.params if message.params is not None else {}
@@ -985,7 +987,9 @@ class Client(Peer):
                     subscription._finish_locked(None)
                     return
             self._drops(
-                logging.DEBUG, "late cancellations", "dropped a notifications/cancelled for no listen stream"
+                logging.DEBUG,
+                "dropped late cancellations",
+                "dropped a notifications/cancelled for no listen stream",
             )
             return
         meta = params.get("_meta")
@@ -996,7 +1000,7 @@ class Client(Peer):
             if subscription is None:
                 self._drops(
                     logging.DEBUG,
-                    "notifications of closed listen streams",
+                    "dropped notifications of closed listen streams",
                     "dropped %s for a listen stream that is not open",
                     escaped(method),
                 )
@@ -1018,7 +1022,7 @@ class Client(Peer):
         else:
             self._drops(
                 logging.DEBUG,
-                "notifications of the upstream server",
+                "dropped notifications of the upstream server",
                 "dropped the notification %s of the upstream server",
                 escaped(method),
             )
@@ -1031,7 +1035,7 @@ class Client(Peer):
         if callback is None:
             self._drops(
                 logging.DEBUG,
-                "late progress notifications",
+                "dropped late progress notifications",
                 "dropped a progress notification for no request in flight that asked for progress",
             )
             return

@@ -42,7 +42,7 @@ class DropLog:
     """Log drops on ``logger``, each kind at most once every ``interval`` seconds.
 
     ``kind`` names the drops of a kind in the line of :meth:`flush`, for
-    example ``"lines that are not JSON"``. ``clock`` gives
+    example ``"dropped lines that are not JSON"``. ``clock`` gives
     the time in seconds (a test passes its own).
     """
 
@@ -92,4 +92,4 @@ class DropLog:
                     counts.append((kind, entry.level, entry.unlogged))
                     entry.unlogged = 0
         for kind, level, unlogged in counts:
-            self._logger.log(level, "dropped %s since the last such line: %d more", kind, unlogged)
+            self._logger.log(level, "%s since the last such line: %d more", kind, unlogged)

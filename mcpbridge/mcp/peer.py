@@ -271,7 +271,7 @@ class Peer:
         if sent:
             self._drops(
                 logging.DEBUG,
-                "late responses",
+                "dropped late responses",
                 "dropped %s with the id %s: its request had ended "
                 "(a time limit, a cancellation, an earlier answer)",
                 what,
@@ -280,7 +280,7 @@ class Peer:
         else:
             self._drops(
                 logging.WARNING,
-                "responses to unknown ids",
+                "dropped responses to unknown ids",
                 "dropped %s with the id %s: the bridge sent no request with that id",
                 what,
                 escaped(str(request_id)),
@@ -290,7 +290,7 @@ class Peer:
         """Log an error response without an id: the server could not read a message of the peer."""
         self._drops(
             logging.WARNING,
-            "error responses without an id",
+            "dropped error responses without an id",
             "dropped an error response without an id (error %d): the upstream server could not tell "
             "which request it answers",
             code,

@@ -553,7 +553,7 @@ class StdioChildTransport(Transport):
         if error.cause == "parse_error":
             self._drops(
                 logging.WARNING,
-                "lines that are not JSON",
+                "dropped lines that are not JSON",
                 "the upstream server wrote a line of %d bytes that is not JSON (%s) on stdout, and the "
                 "bridge dropped it: the output of a server other than its messages belongs on stderr",
                 size,
@@ -562,7 +562,7 @@ class StdioChildTransport(Transport):
         else:
             self._drops(
                 logging.WARNING,
-                "messages that are not valid",
+                "dropped messages that are not valid",
                 "the upstream server wrote a message of %d bytes that is not valid (%s), and the "
                 "bridge dropped it",
                 size,

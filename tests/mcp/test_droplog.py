@@ -35,13 +35,13 @@ def test_the_first_drop_is_logged_and_the_next_ones_in_10_s_are_counted(
     clock = Clock()
     drops = DropLog(logger, clock=clock)
     with caplog.at_level(logging.DEBUG, logger.name):
-        drops(logging.WARNING, "bad lines", "a bad line of %d bytes", 5)
+        drops(logging.WARNING, "dropped bad lines", "a bad line of %d bytes", 5)
         for size in range(6, 10):
             clock.now += 2.0
-            drops(logging.WARNING, "bad lines", "a bad line of %d bytes", size)
+            drops(logging.WARNING, "dropped bad lines", "a bad line of %d bytes", size)
         assert messages(caplog) == ["a bad line of 5 bytes"]
         clock.now += 2.0  # 10 s after the first line
-        drops(logging.WARNING, "bad lines", "a bad line of %d bytes", 10)
+        drops(logging.WARNING, "dropped bad lines", "a bad line of %d bytes", 10)
         assert messages(caplog)[1:] == ["a bad line of 10 bytes (and 4 more of these in the 10 s before)"]
         assert [record.levelno for record in caplog.records] == [logging.WARNING] * 2
 
@@ -53,8 +53,8 @@ def test_kinds_are_counted_apart_and_flush_tells_the_counts_left(
     drops = DropLog(logger, clock=clock)
     with caplog.at_level(logging.DEBUG, logger.name):
         for _ in range(3):
-            drops(logging.WARNING, "bad lines", "a bad line")
-            drops(logging.DEBUG, "late answers", "a late answer")
+            drops(logging.WARNING, "dropped bad lines", "a bad line")
+            drops(logging.DEBUG, "dropped late answers", "a late answer")
         drops.flush()
         drops.flush()  # nothing left to tell
     assert messages(caplog) == [
@@ -73,6 +73,6 @@ def test_a_drop_below_the_level_of_the_logger_costs_nothing(
     drops = DropLog(logger, clock=clock)
     with caplog.at_level(logging.INFO, logger.name):
         logger.setLevel(logging.INFO)
-        drops(logging.DEBUG, "late answers", "a late answer")
+        drops(logging.DEBUG, "dropped late answers", "a late answer")
         drops.flush()
     assert messages(caplog) == []
