@@ -7,12 +7,14 @@ The **reader** thread reads the client's lines, parses them and classifies
 them. It answers ``ping``, ``logging/setLevel``, ``server/discover`` and every
 bad line itself, resolves the client's answers to the bridge's own requests,
 and hands every other request to a **slot** (module ``slots``): a task of a
-bounded ``ThreadPoolExecutor``. The reader never waits for a slot: at the limit
-of requests in flight a request gets ``too_many_requests`` at once, so the
-reader always reads cancellations and answers. It waits only for room in the
-output: a client that reads slower than the bridge answers it meets the bound of
-the output (module ``output``), and then the reader stops reading it until it
-reads, or until the stall rule of the watcher ends the connection.
+bounded ``ThreadPoolExecutor``. Only a line shaped as a response answers a
+request of the bridge: a message with a ``method`` member never does, whatever
+its id. The reader never waits for a slot: at the limit of requests in flight a
+request gets ``too_many_requests`` at once, so the reader always reads
+cancellations and answers. It waits only for room in the output: a client that
+reads slower than the bridge answers it meets the bound of the output (module
+``output``), and then the reader stops reading it until it reads, or until the
+stall rule of the watcher ends the connection.
 
 Each slot owns a :class:`Slot` with a cancel token. A slot writes its response
 once; the check that it may write and the write are one step under the
@@ -66,6 +68,7 @@ from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
 from ..mcp.errors import Cancelled, Closed, McpError
 from ..mcp.framing import LineReader, TooLong
+from ..mcp.ids import shows_response
 from ..mcp.jsonrpc import (
     ErrorResponse,
     FrameError,
@@ -232,7 +235,7 @@ class Frontend:
     def _handle_line(self, item: bytes | TooLong, control_free: bool = False) -> None:
         if isinstance(item, TooLong):
             request_id = legacy.recover_id(item.head, item.tail)
-            if self._resolve_bad_answer(request_id):
+            if shows_response(item.head) and self._resolve_bad_answer(request_id):
                 return
             self.output.write_error(
                 request_id,
@@ -255,10 +258,12 @@ class Frontend:
 
     def _handle_frame_error(self, line: bytes, exc: FrameError) -> None:
         request_id = exc.id
+        is_response = exc.is_response
         if request_id is None and exc.cause in ("parse_error", "too_deep"):
             # too_deep without an id: nesting past the parser's stack, the id was never read.
             request_id = legacy.recover_id(line[:256], line[-256:])
-        if self._resolve_bad_answer(request_id):
+            is_response = shows_response(line[:256])
+        if is_response and self._resolve_bad_answer(request_id):
             return
         if exc.is_response:
             log.debug("dropped a response of the client that is not valid")
@@ -274,9 +279,11 @@ class Frontend:
         self.output.write_error(request_id, error)
 
     def _resolve_bad_answer(self, request_id: Any) -> bool:
-        """A bad line with the id of a request of the bridge (``b-``) or the upstream (``u-``).
+        """A bad response with the id of a request of the bridge (``b-``) or the upstream (``u-``).
 
         The request that waits for it learns that its answer was lost; True when one did.
+        Only a line shaped as a response comes here: a request or a notification of the
+        client, valid or not, answers nothing, whatever its id.
         """
         if self.pending.resolve(request_id, BAD_LINE):
             return True

@@ -68,6 +68,7 @@ from ..mcp.framing import TooLong
 from ..mcp.jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
+    INVALID_REQUEST,
     MISSING_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
     ErrorObject,
@@ -79,7 +80,7 @@ from ..mcp.jsonrpc import (
     RequestId,
     Response,
 )
-from ..mcp.peer import Entry, Outcome, Peer
+from ..mcp.peer import Entry, Outcome, Peer, bad_line
 from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..mcp.transport import OnClosed, OnFrameError, OnMessage, Transport, run_callback
@@ -126,6 +127,8 @@ _LONG_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read",
 _SHAPED_METHODS: Final = frozenset(
     {"tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list"}
 )
+#: What the server gets for a request of its own that is not a valid message.
+_INVALID_SERVER_REQUEST: Final = ErrorObject(INVALID_REQUEST, "Invalid Request")
 #: What the server gets for a line of the client that answers its request but cannot be read.
 _UNREADABLE_ANSWER: Final = ErrorObject(INTERNAL_ERROR, "The answer of the client could not be read.")
 
@@ -524,16 +527,26 @@ class LegacyPeer(Peer):
             run_callback(message.method, lambda: self._on_notification(notification), log)
 
     def _on_frame_error(self, error: FrameError | TooLong) -> None:
-        if isinstance(error, TooLong):
-            request_id = legacy.recover_id(error.head, error.tail)
-            what = f"a line of {error.size} bytes, over the limit"
+        line = bad_line(error)
+        if line.answered is not None:
+            if not self._resolve(line.answered, InvalidResponse(f"the response is {line.what}")):
+                self._drop_unmatched(line.what, line.answered)
+        elif line.id is not None:
+            # A request of the server: it resolves none of ours, and gets its error.
+            self._drops(
+                logging.WARNING,
+                "refused requests of the upstream server that are not valid",
+                "refused a request of the upstream server, %s",
+                line.what,
+            )
+            self.answer(ErrorResponse(line.id, _INVALID_SERVER_REQUEST))
         else:
-            request_id = error.id
-            what = f"a line that is not a valid message ({error.cause})"
-        if request_id is None:
-            self._drops(logging.WARNING, "dropped lines without an id", "dropped %s from the upstream server", what)
-        elif not self._resolve(request_id, InvalidResponse(f"the response is {what}")):
-            self._drop_unmatched(what, request_id)
+            self._drops(
+                logging.WARNING,
+                "dropped lines that are not valid messages",
+                "dropped %s from the upstream server",
+                line.what,
+            )
 
     def _on_closed(self, error: McpError | None) -> None:
         self._drops.flush()

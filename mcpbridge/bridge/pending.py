@@ -8,6 +8,8 @@ Rules:
   goes out, so the reader never sees an answer without its entry.
 * The reader resolves an answer at once under the condition's lock and wakes
   the slot. A numeric, null, unknown, unprefixed or repeated id is dropped.
+  Only a response is an answer: a request or a notification of the client
+  with a ``b-`` id, valid or not, resolves nothing.
 * A slot waits with a time limit. On cancellation, time limit, end of input or
   loss of the upstream server it removes its entries; the caller then sends
   ``notifications/cancelled`` for the ones that got no answer.

@@ -86,7 +86,6 @@ from .errors import (
     RpcError,
 )
 from .framing import TooLong
-from .ids import recover_id
 from .jsonrpc import (
     UNSUPPORTED_PROTOCOL_VERSION,
     ErrorResponse,
@@ -97,7 +96,7 @@ from .jsonrpc import (
     RequestId,
     Response,
 )
-from .peer import JOIN_TIMEOUT, Entry, Outcome, Peer
+from .peer import JOIN_TIMEOUT, Entry, Outcome, Peer, bad_line
 from .peer import fresh as _fresh
 from .protocol import (
     LISTEN_ACKNOWLEDGED,
@@ -941,12 +940,10 @@ class Client(Peer):
             self._notify_done(entry)
 
     def _on_frame_error(self, error: FrameError | TooLong) -> None:
-        if isinstance(error, TooLong):
-            request_id = recover_id(error.head, error.tail)
-            what = f"a line of {error.size} bytes, over the limit"
-        else:
-            request_id = error.id
-            what = f"a line that is not a valid message ({error.cause})"
+        # Only a line shaped as a response stands for the answer that was lost: a bad
+        # request of the server with the id of one of ours leaves that one waiting.
+        line = bad_line(error)
+        request_id, what = line.answered, line.what
         if request_id is not None:
             with self._lock:
                 entry = self._settle_locked(
@@ -969,7 +966,10 @@ class Client(Peer):
             self._drop_unmatched(what, request_id)
         else:
             self._drops(
-                logging.WARNING, "dropped lines without an id", "dropped %s from the upstream server", what
+                logging.WARNING,
+                "dropped lines that are not valid messages",
+                "dropped %s from the upstream server",
+                what,
             )
 
     def _on_notification_message(self, message: Notification) -> None:

@@ -3,17 +3,19 @@
 Pure: no I/O. The front end, the passthrough and the upstream client keep the
 first and the last bytes of an over-long line (:class:`~.framing.TooLong`) and
 find its id here, so a request gets its error (or its failure) instead of a
-time-out.
+time-out. :func:`shows_response` tells whether such a line is a response: only
+a response may stand for the lost answer to a request of the reader.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 
 from .jsonrpc import RequestId
 
-__all__ = ["recover_id"]
+__all__ = ["recover_id", "shows_response"]
 
 # JSON white space. A line never holds "\n", but the tail can end with "\r".
 _SPACE = b" \t\r\n"
@@ -80,11 +82,28 @@ def _decode_string(raw: bytes) -> str | None:
     return None
 
 
-def _head_id(text: bytes) -> RequestId | None:
-    """The ``id`` member of the top-level object that ``text`` starts."""
+def shows_response(head: bytes) -> bool:
+    """Tell whether the top-level object that ``head`` starts is shaped as a response.
+
+    It is when a ``result`` or an ``error`` member shows in ``head`` and no ``method``
+    member does. VS Code and the SDKs write these members before the bulk of a message
+    (``params``, the value of ``result``), so the first bytes of a line show them. A line
+    whose first bytes show neither is not taken for a response.
+    """
+    seen = False
+    for key, _end in _head_members(head):
+        name = _decode_string(key)
+        if name == "method":
+            return False
+        seen = seen or name in ("result", "error")
+    return seen
+
+
+def _head_members(text: bytes) -> Iterator[tuple[bytes, int]]:
+    """Each member name (with its quotes) of the top-level object that ``text`` starts, and its end."""
     i = _skip_space(text, 0)
     if i >= len(text) or text[i] != 0x7B:  # "{"
-        return None
+        return
     i += 1
     depth = 1
     expect_key = True
@@ -93,14 +112,10 @@ def _head_id(text: bytes) -> RequestId | None:
         if byte == 0x22:  # a string: a key at depth 1, or a value to skip
             end = _string_end(text, i)
             if end is None:
-                return None
+                return
             if depth == 1 and expect_key:
                 expect_key = False
-                if text[i:end] == b'"id"':
-                    j = _skip_space(text, end)
-                    if j >= len(text) or text[j] != 0x3A:  # ":"
-                        return None
-                    return _id_value(text, _skip_space(text, j + 1))
+                yield text[i:end], end
             i = end
             continue
         if byte in b"{[":
@@ -108,10 +123,20 @@ def _head_id(text: bytes) -> RequestId | None:
         elif byte in b"}]":
             depth -= 1
             if depth == 0:
-                return None
+                return
         elif byte == 0x2C and depth == 1:  # ","
             expect_key = True
         i += 1
+
+
+def _head_id(text: bytes) -> RequestId | None:
+    """The ``id`` member of the top-level object that ``text`` starts."""
+    for key, end in _head_members(text):
+        if key == b'"id"':
+            j = _skip_space(text, end)
+            if j >= len(text) or text[j] != 0x3A:  # ":"
+                return None
+            return _id_value(text, _skip_space(text, j + 1))
     return None
 
 

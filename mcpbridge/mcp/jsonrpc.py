@@ -156,7 +156,9 @@ class FrameError(PeerFault):
     and ``invalid_id``. ``id`` is the id of the message when the JSON parsed far
     enough to read a valid one, else ``None``. ``is_response`` tells whether
     the line looked like a response (it has ``result`` or ``error`` and no
-    ``method``), which a receiver usually drops instead of answering.
+    ``method``), which a receiver usually drops instead of answering. Only such
+    a line may stand for the lost answer to a request of the receiver: a message
+    with a ``method`` member, even ``null``, is a request or a notification.
     """
 
     def __init__(
@@ -281,7 +283,12 @@ def _parse_text(line: bytes | bytearray | str, max_depth: int) -> Any:
     except (ValueError, TypeError) as exc:
         raise FrameError("parse_error", detail=type(exc).__name__) from exc
     if brackets > max_depth and _depth_exceeds(value, max_depth):
-        raise FrameError("too_deep", id=_peek_id(value), detail=f"limit: {max_depth} levels")
+        raise FrameError(
+            "too_deep",
+            id=_peek_id(value),
+            detail=f"limit: {max_depth} levels",
+            is_response=_is_response(value),
+        )
     return value
 
 
@@ -447,8 +454,8 @@ def _from_obj(obj: Any, raw: RawStrings | None) -> Message:
         raise FrameError(
             "invalid_request_shape", id=good_id, detail="jsonrpc is not 2.0", is_response=_is_response(obj)
         )
-    method = obj.get("method")
-    if method is not None:
+    if "method" in obj:  # a request or a notification, never a response (even "method": null)
+        method = obj["method"]
         if not isinstance(method, str):
             raise FrameError("invalid_request_shape", id=good_id, detail="method is not a string")
         params = obj.get("params")
@@ -484,12 +491,13 @@ def _from_obj(obj: Any, raw: RawStrings | None) -> Message:
     raise FrameError("invalid_request_shape", id=good_id, detail=detail, is_response=_is_response(obj))
 
 
-def _is_response(obj: dict[str, Any]) -> bool:
+def _is_response(obj: Any) -> bool:
     """Whether a message that is not valid is a response, which a receiver drops and never answers.
 
-    A null method reads as no method, as it does for a valid response.
+    It has a ``result`` or an ``error`` and no ``method`` member: a method, even ``null``,
+    makes a request or a notification, which never stands for an answer.
     """
-    return obj.get("method") is None and ("result" in obj or "error" in obj)
+    return isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj)
 
 
 def parse(line: bytes | bytearray | str, *, max_depth: int, control_free: bool = False) -> Message:

@@ -31,16 +31,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from .cancel import NO_WAIT, CancelToken, WouldBlock
 from .droplog import DropLog
 from .errors import McpError, RpcError
-from .jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
+from .framing import TooLong
+from .ids import recover_id, shows_response
+from .jsonrpc import ErrorResponse, FrameError, Notification, Request, RequestId, Response
 from .text import escaped, format_duration
 from .transport import Transport, run_callback
 
-__all__ = ["DeadlineTimer", "Entry", "Outcome", "Peer", "fresh"]
+__all__ = ["BadLine", "DeadlineTimer", "Entry", "Outcome", "Peer", "bad_line", "fresh"]
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -63,6 +65,33 @@ def fresh(error: McpError) -> McpError:
     except Exception:  # noqa: BLE001 - an error class with an unusual constructor
         return error
     return duplicate if isinstance(duplicate, McpError) else error
+
+
+class BadLine(NamedTuple):
+    """What a line of the server that is not a valid message tells of itself."""
+
+    #: Its id, when one could be read.
+    id: RequestId | None
+    #: It is shaped as a response: only then may it stand for the answer to a request.
+    is_response: bool
+    #: What it is, for a log line (its size or its fault, never its content).
+    what: str
+
+    @property
+    def answered(self) -> RequestId | None:
+        """The id of the request that the line answers: ``None`` unless it is a response."""
+        return self.id if self.is_response else None
+
+
+def bad_line(error: FrameError | TooLong) -> BadLine:
+    """Read what a line that is not a valid message tells of itself (see :class:`BadLine`)."""
+    if isinstance(error, TooLong):
+        return BadLine(
+            recover_id(error.head, error.tail),
+            shows_response(error.head),
+            f"a line of {error.size} bytes, over the limit",
+        )
+    return BadLine(error.id, error.is_response, f"a line that is not a valid message ({error.cause})")
 
 
 class Entry:

@@ -78,7 +78,7 @@ from .cancel import NO_WAIT, CancelToken, WouldBlock
 from .droplog import DROP_LOG_INTERVAL, DropLog
 from .errors import Cancelled, Closed, InvalidRequest, McpError, NotConnected, SpawnFailed, TransportFailed
 from .framing import KEEP_BYTES, LineReader, TooLong
-from .ids import recover_id
+from .ids import recover_id, shows_response
 from .jsonrpc import FrameError, Message
 from .transport import (
     OnClosed,
@@ -163,7 +163,8 @@ def _deliver_line(
             # its request must fail now, not at its time limit.
             recovered = recover_id(line[:KEEP_BYTES], line[-KEEP_BYTES:])
             if recovered is not None:
-                error = FrameError(exc.cause, id=recovered, detail=exc.detail, is_response=exc.is_response)
+                is_response = shows_response(line[:KEEP_BYTES])
+                error = FrameError(exc.cause, id=recovered, detail=exc.detail, is_response=is_response)
         if error.id is None and on_anonymous is not None:
             anonymous = on_anonymous
             size = len(line)

@@ -25,6 +25,7 @@ from mcpbridge.bridge.legacy import (
     recover_id,
 )
 from mcpbridge.mcp.framing import LineReader, TooLong
+from mcpbridge.mcp.ids import shows_response
 from mcpbridge.mcp.protocol import LOG_LEVELS
 
 JSON = st.recursive(
@@ -320,6 +321,30 @@ def test_the_id_is_found_at_the_end_of_a_line_only_as_the_last_top_level_member(
 def test_the_start_of_the_line_wins_over_its_end() -> None:
     assert recover_id(b'{"jsonrpc":"2.0","id":1,"method":"x"', b',"id":2}') == 1
     assert recover_id(b'{"jsonrpc":"2.0","method":"x"', b',"id":2}') == 2
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":"b-1","result":{"action":"accept","content":{"text":"', True),
+        (b'{"result":{"content":[{"type":"text","text":"', True),
+        (b'{"jsonrpc":"2.0","id":"b-1","error":{"code":-1', True),
+        # A method member makes a request or a notification, even beside a result, even escaped.
+        (b'{"jsonrpc":"2.0","id":"b-1","method":"ping","params":{"x":"', False),
+        (b'{"method":"tools/call","params":{"name":"echo","arguments":{"text":"', False),
+        (b'{"jsonrpc":"2.0","id":"b-1","result":{},"method":null', False),
+        (b'{"jsonrpc":"2.0","id":"b-1","\\u006dethod":"ping","params":{"', False),
+        # A result inside the params, or members not shown yet, show no response.
+        (b'{"jsonrpc":"2.0","id":"b-1","params":{"result":{"x":"', False),
+        (b'{"jsonrpc":"2.0","id":"b-1","par', False),
+        (b"[", False),
+        (b"", False),
+    ],
+)
+def test_the_start_of_a_line_shows_a_response_only_by_its_top_level_members(
+    head: bytes, expected: bool
+) -> None:
+    assert shows_response(head) is expected
 
 
 def _too_long(line: bytes, limit: int = 100) -> TooLong:

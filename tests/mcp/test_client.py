@@ -418,6 +418,24 @@ def test_a_too_long_line_whose_id_is_nested_fails_nothing(make_client: MakeClien
     assert client.request("test/raw", {"lines": [line], "answer": True}, timeout=WAIT)["method"] == "test/raw"
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"jsonrpc":"2.0","id":{id},"method":5}',
+        '{"jsonrpc":"2.0","id":{id},"method":null,"result":{"resultType":"complete"}}',
+        '{"jsonrpc":"2.0","id":{id},"method":"ping","params":[1]}',
+        '{"jsonrpc":"2.0","id":{id},"method":"ping","params":{"n":NaN}}',
+        '{"jsonrpc":"2.0","id":{id},"method":"ping","params":{"x":"' + "y" * 5000 + '"}}',
+    ],
+    ids=["method-not-a-string", "null-method", "bad-params", "not-json", "too-long"],
+)
+def test_a_bad_request_of_the_server_with_the_id_of_a_request_fails_nothing(
+    make_client: MakeClient, line: str
+) -> None:
+    client = make_client(max_line_bytes=2048)
+    assert client.request("test/raw", {"lines": [line], "answer": True}, timeout=WAIT)["method"] == "test/raw"
+
+
 # ------------------------------------------------------------ listen streams
 
 

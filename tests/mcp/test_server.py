@@ -1097,6 +1097,13 @@ def test_too_long_and_too_deep_lines_get_invalid_request_with_their_id() -> None
     assert frames[3]["error"]["message"] == "Invalid Request: too deep (limit: 5 levels)"
 
 
+def test_a_message_with_a_method_member_is_a_request_even_with_a_result(stdio: StdioPeer) -> None:
+    stdio.write_bytes(b'{"jsonrpc":"2.0","id":21,"method":null,"result":{}}\n')
+    stdio.write_bytes(b'{"jsonrpc":"2.0","id":22,"method":"ping","result":{}}\n')
+    for request_id in (21, 22):
+        assert stdio.wait_response(request_id)["error"]["code"] == jsonrpc.INVALID_REQUEST
+
+
 def test_a_result_that_is_not_json_becomes_an_internal_error() -> None:
     server = Server("not-json", "1")
     server.tool(name="odd")(lambda ctx: {"content": [], "structuredContent": {1, 2}})

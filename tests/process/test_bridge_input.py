@@ -203,3 +203,51 @@ def test_prompts_get_asks_for_input_too() -> None:
         answer(bridge, next_request(bridge), {"action": "accept", "content": {"name": "Bo"}})
         response = bridge.wait_response(call)
         assert response["result"]["messages"][0]["content"]["text"] == "Hello, Bo."
+
+
+#: Lines of the client that reuse the id (``{id}``) of a request of the bridge, and the
+#: response each must get: a request or a notification is never an answer, valid or not.
+COLLIDING_LINES = {
+    "ping": (b'{"jsonrpc":"2.0","id":"{id}","method":"ping"}', None),
+    "method-not-a-string": (b'{"jsonrpc":"2.0","id":"{id}","method":5}', "invalid_request_shape"),
+    "null-method-with-a-result": (
+        b'{"jsonrpc":"2.0","id":"{id}","method":null,"result":{"action":"accept"}}',
+        "invalid_request_shape",
+    ),
+    "request-with-a-result": (
+        b'{"jsonrpc":"2.0","id":"{id}","method":"ping","result":{"action":"accept"}}',
+        "invalid_request_shape",
+    ),
+    "params-not-an-object": (
+        b'{"jsonrpc":"2.0","id":"{id}","method":"ping","params":[1]}',
+        "invalid_request_shape",
+    ),
+    "old-jsonrpc": (b'{"jsonrpc":"1.0","id":"{id}","method":"ping"}', "invalid_request_shape"),
+    "not-json": (b'{"jsonrpc":"2.0","id":"{id}","method":"ping","params":{"n":NaN}}', "parse_error"),
+    "too-deep": (
+        b'{"jsonrpc":"2.0","id":"{id}","method":"ping","params":' + b'{"a":' * 70 + b"1" + b"}" * 71,
+        "too_deep",
+    ),
+    "too-long": (
+        b'{"jsonrpc":"2.0","id":"{id}","method":"ping","params":{"x":"' + b"y" * 5000 + b'"}}',
+        "line_too_long",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(COLLIDING_LINES))
+def test_a_request_of_the_client_with_the_id_of_a_bridge_request_answers_nothing(name: str) -> None:
+    line, cause = COLLIDING_LINES[name]
+    with bridge_with(None, "--max-line-bytes", "4096") as bridge:
+        call = bridge.request_async("tools/call", {"name": "ask_form", "arguments": {}})
+        request = next_request(bridge)
+        bridge.send(line.replace(b"{id}", request["id"].encode()) + b"\n")
+        reply = bridge.wait_response(request["id"])
+        if cause is None:
+            assert reply["result"] == {}
+        else:
+            assert reply["error"]["data"]["cause"] == cause
+        # The request of the bridge still waits, and takes the real answer.
+        answer(bridge, request, {"action": "accept", "content": {"name": "Ada"}})
+        assert text_of(bridge.wait_response(call)) == 'form: accept {"name":"Ada"}'
+        assert [f for f in bridge.seen if f.get("id") == request["id"] and "method" not in f] == [reply]

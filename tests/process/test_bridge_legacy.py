@@ -251,16 +251,18 @@ elif m.get('method') == 'tools/list':
         assert "tool 'bare': added an items schema at '/properties/values'" in bridge.stderr_text
 
 
-def test_an_unreadable_answer_to_a_request_of_the_server_answers_it_with_an_error() -> None:
-    upstream = legacy_script(
-        """
+#: A 2025-era server that asks the client for its roots (id 5) after ``notifications/initialized``
+#: and logs back what it gets for that request.
+ASK_ROOTS = """
 elif m.get('method') == 'notifications/initialized':
     send({'jsonrpc': '2.0', 'id': 5, 'method': 'roots/list'})
 elif m.get('id') == 5:
     send({'jsonrpc': '2.0', 'method': 'notifications/message', 'params': {'level': 'info', 'data': m}})
 """
-    )
-    with Bridge(bridge_command(upstream=upstream)) as bridge:
+
+
+def test_an_unreadable_answer_to_a_request_of_the_server_answers_it_with_an_error() -> None:
+    with Bridge(bridge_command(upstream=legacy_script(ASK_ROOTS))) as bridge:
         bridge.initialize()
         roots = bridge.wait_frame(lambda f: f.get("method") == "roots/list")
         bridge.send(b'{"jsonrpc": "2.0", "id": "' + roots["id"].encode() + b'", "result": {"roots": [}\n')
@@ -270,6 +272,34 @@ elif m.get('id') == 5:
         assert answer["error"] == {"code": -32603, "message": "The answer of the client could not be read."}
         # The bad line was an answer: the client gets no parse error for it.
         assert not [f for f in bridge.seen if f.get("error", {}).get("code") == -32700]
+
+
+def test_a_request_of_the_client_with_the_id_of_a_request_of_the_server_answers_nothing() -> None:
+    with Bridge(bridge_command(upstream=legacy_script(ASK_ROOTS))) as bridge:
+        bridge.initialize()
+        roots = bridge.wait_frame(lambda f: f.get("method") == "roots/list")
+        bridge.send({"jsonrpc": "2.0", "id": roots["id"], "method": 5})
+        assert bridge.wait_response(roots["id"])["error"]["data"]["cause"] == "invalid_request_shape"
+        bridge.send({"jsonrpc": "2.0", "id": roots["id"], "result": {"roots": []}})
+        log = bridge.wait_frame(lambda f: f.get("method") == "notifications/message")
+        assert log["params"]["data"] == {"jsonrpc": "2.0", "id": 5, "result": {"roots": []}}
+
+
+def test_a_bad_request_of_the_server_with_the_id_of_a_request_of_the_bridge_gets_its_error() -> None:
+    upstream = legacy_script(
+        """
+elif m.get('method') == 'tools/call':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'method': 5})
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': {'content': [{'type': 'text', 'text': 'done'}]}})
+elif 'error' in m:
+    send({'jsonrpc': '2.0', 'method': 'notifications/message', 'params': {'level': 'info', 'data': m}})
+"""
+    )
+    with Bridge(bridge_command(upstream=upstream)) as bridge:
+        bridge.initialize()
+        assert text_of(call(bridge, "any")) == "done"
+        log = bridge.wait_frame(lambda f: f.get("method") == "notifications/message")
+        assert log["params"]["data"]["error"] == {"code": -32600, "message": "Invalid Request"}
 
 
 def test_the_loss_of_a_2025_era_child_ends_the_bridge_with_exit_1() -> None:
