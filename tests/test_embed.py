@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -55,6 +56,15 @@ COPILOT_INITIALIZE = {
     "clientInfo": {"name": "copilot-cli", "version": "1.0.89"},
 }
 NOTES_SERVER = [sys.executable, "-m", "mcpbridge.examples.notes_server"]
+#: The debug line of the embedded bridge when its listen stream opens.
+LISTEN_OPEN = "the listen stream is open"
+#: The example server with the debug lines of its embedded bridge on stderr, to see LISTEN_OPEN.
+TRACED_NOTES_SERVER = [
+    sys.executable,
+    "-c",
+    "import logging; logging.getLogger('mcpbridge.bridge').setLevel(logging.DEBUG); "
+    "from mcpbridge.examples.notes_server import main; main()",
+]
 
 
 def request(request_id: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -85,6 +95,31 @@ def first_text(frame: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------- the function in this process
+
+
+class _Opened(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.event = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == LISTEN_OPEN:
+            self.event.set()
+
+
+@contextmanager
+def listen_stream_opened() -> Iterator[threading.Event]:
+    """An event that the embedded bridge of this process sets when its listen stream opens."""
+    logger = logging.getLogger("mcpbridge.bridge")
+    opened = _Opened()
+    level = logger.level
+    logger.addHandler(opened)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield opened.event
+    finally:
+        logger.removeHandler(opened)
+        logger.setLevel(level)
 
 
 class Embedded:
@@ -378,10 +413,10 @@ def test_legacy_list_changes_of_a_call_reach_the_client_before_its_result(
     embedded: Callable[..., Embedded],
 ) -> None:
     c = embedded()
-    initialize(c)
-    c.send(notification("notifications/initialized"))
-    # The listen stream is active once its acknowledgment wrote the first list changes.
-    c.wait_for(lambda f: f.get("method") == "notifications/tools/list_changed", "the first list change")
+    with listen_stream_opened() as opened:
+        initialize(c)
+        c.send(notification("notifications/initialized"))
+        assert opened.wait(WAIT), "the listen stream did not open"
     for n in range(20):
         request_id = 100 + n
         before = len([f for f in c.frames if f.get("method") == "notifications/tools/list_changed"])
@@ -401,9 +436,10 @@ def test_the_legacy_path_stops_in_bounded_time_with_a_call_a_form_and_a_listen_s
     embedded: Callable[..., Embedded],
 ) -> None:
     c = embedded()
-    initialize(c)
-    c.send(notification("notifications/initialized"))
-    c.wait_for(lambda f: f.get("method") == "notifications/tools/list_changed", "the first list change")
+    with listen_stream_opened() as opened:
+        initialize(c)
+        c.send(notification("notifications/initialized"))
+        assert opened.wait(WAIT), "the listen stream did not open"
     c.send(request(2, "tools/call", {"name": "slow", "arguments": {"ms": 60000}}))
     c.send(request(3, "tools/call", {"name": "ask_form", "arguments": {}}))
     assert c.client_request("elicitation/create")["id"] == "b-1"
@@ -564,14 +600,15 @@ def test_an_unknown_discover_option_is_refused() -> None:
 
 
 def notes_bridge(*options: str) -> Bridge:
-    return Bridge([*NOTES_SERVER, *options])
+    return Bridge([*TRACED_NOTES_SERVER, *options])
 
 
 def start_legacy(bridge: Bridge, params: dict[str, Any] | None = None) -> None:
+    """Initialize on the legacy path, and wait until the listen stream is open."""
     response = bridge.request("initialize", params or INITIALIZE, timeout=30.0)
     expect_legacy_initialize(response, name="notes")
     bridge.notify("notifications/initialized")
-    bridge.wait_frame(lambda f: f.get("method") == "notifications/tools/list_changed")
+    bridge.wait_stderr(LISTEN_OPEN)
 
 
 def legacy_call(bridge: Bridge, name: str, arguments: dict[str, Any]) -> Any:

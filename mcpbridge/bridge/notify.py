@@ -18,11 +18,13 @@ Rules:
 
 * A stream becomes active at its first acknowledgment; a newer generation
   wins, and an older stream never becomes active again.
-* The first acknowledgment of the first stream, of a stream after a loss, and
-  every later acknowledgment of the active stream end a *gap*: VS Code then gets
-  one list change for each declared list and one update for each subscribed
-  URI, so it fetches again what it may have missed. A change of the URIs alone
-  writes no such events.
+* The first acknowledgment of a stream after a loss, and every later
+  acknowledgment of the active stream, end a *gap*: VS Code then gets one list
+  change for each declared list and one update for each subscribed URI, so it
+  fetches again what it may have missed. The first stream of the connection
+  ends no gap: VS Code fetches the lists after ``initialize`` in any case, and
+  a list change then would make it fetch each list twice. A change of the URIs
+  alone writes no such events either.
 * A subscription change opens a new stream; its first acknowledgment writes the
   ``{}`` response, then the old stream is canceled. When the new stream fails
   before its acknowledgment, the old stream and URIs stay and VS Code gets the
@@ -161,7 +163,7 @@ class Listener:
 
     def _run(self) -> None:
         if self.lists:
-            self._open(self._uris, after_loss=True)
+            self._open(self._uris, after_loss=False)
         while not self._stop.is_set():
             timeout = None
             if self._reopen_at is not None:
@@ -343,6 +345,8 @@ class Listener:
         first = stream.acked_at is None
         if first:
             stream.acked_at = time.monotonic()
+            if stream.change is None:  # not one per subscription change: the client makes those
+                log.debug("the listen stream is open%s", " again" if stream.after_loss else "")
         if not first or stream.after_loss:
             # A gap: the lists may have changed unseen. Dropped before the client learns of it.
             self._lists.clear("a gap of the listen stream")

@@ -8,10 +8,12 @@
 // The plan:
 //   {"command": "...", "args": [...], "cwd": "...", "timeoutMs": 20000 (for each request),
 //    "exitMs": 10000 (for the exit of the bridge after the end of its stdin),
+//    "listChanged": true (fetch each list again at its list change, as VS Code does),
 //    "steps": [{"id": "...", "kind": "call" | "prompt" | "read" | "subscribe" | "unsubscribe" | "setLevel"
-//               | "wait", "name": "...", "arguments": {...}, "uri": "...", "progress": true,
-//               "level": "...", "method": "...", "ms": 10000}, ...]}
-// A "wait" step waits (at most "ms") for a notification of "method" (and "uri") to have arrived.
+//               | "wait" | "stderr", "name": "...", "arguments": {...}, "uri": "...", "progress": true,
+//               "level": "...", "method": "...", "text": "...", "ms": 10000}, ...]}
+// A "wait" step waits (at most "ms") for a notification of "method" (and "uri") to have arrived, a
+// "stderr" step for a line of the bridge's stderr with "text".
 //
 // The summary:
 //   {"ok": true, "protocolVersion", "serverInfo", "capabilities", "instructions",
@@ -20,8 +22,8 @@
 //    "steps": {"<id>": {"text", "isError", "content", "messages", "contents", "progress", "error"}},
 //    "requests": [{"method", "params"}], "events": [...], "exit": {"code", "signal"} or {"error"}}
 // where "events" is the ordered list of the frames that arrived from the bridge, as
-// "notification <method>", "request <method>" and "response <id>"; each step has the ids of the
-// requests it sent ("requestIds").
+// "notification <method>", "request <method>" and "response <id>", and of the requests the client
+// sent, as "sent <method>"; each step has the ids of the requests it sent ("requestIds").
 
 import { pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -65,7 +67,10 @@ class Tap {
     return this.inner.start();
   }
   send(message, options) {
-    if (currentStep !== null && 'method' in message && 'id' in message) currentStep.requestIds.push(message.id);
+    if ('method' in message && 'id' in message) {
+      summary.events.push(`sent ${message.method}`);
+      if (currentStep !== null) currentStep.requestIds.push(message.id);
+    }
     return this.inner.send(message, options);
   }
   close() {
@@ -128,6 +133,8 @@ async function main() {
     stderr += chunk.toString();
   });
 
+  // As VS Code: a list change makes the client fetch that list again, at once.
+  const refetch = { autoRefresh: true, debounceMs: 0, onChanged: () => {} };
   const client = new Client(
     { name: 'Visual Studio Code', version: '1.140.0' },
     {
@@ -135,7 +142,8 @@ async function main() {
         roots: { listChanged: true },
         sampling: {},
         elicitation: { form: {}, url: {} }
-      }
+      },
+      ...(plan.listChanged ? { listChanged: { tools: refetch, prompts: refetch, resources: refetch } } : {})
     }
   );
 
@@ -239,6 +247,10 @@ async function main() {
         const deadline = Date.now() + (step.ms ?? 10000);
         while (!seen() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
         record.seen = seen();
+      } else if (step.kind === 'stderr') {
+        const deadline = Date.now() + (step.ms ?? 10000);
+        while (!stderr.includes(step.text) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+        record.seen = stderr.includes(step.text);
       } else if (step.kind === 'unsubscribe') {
         record.result = await client.unsubscribeResource({ uri: step.uri }, { timeout: REQUEST_TIMEOUT_MS });
       } else {

@@ -86,14 +86,21 @@ def run_legacy_client(
     timeout_ms: int = 20000,
     *,
     url: str | None = None,
+    options: tuple[str, ...] = (),
+    list_changed: bool = False,
 ) -> dict[str, Any]:
-    """Run the script against the bridge before ``upstream`` (a command), or before ``url``."""
+    """Run the script against the bridge before ``upstream`` (a command), or before ``url``.
+
+    ``options`` go to the bridge; with ``list_changed`` the client fetches a list again at its change.
+    """
+    target = [url] if url is not None else ["--", *upstream]
     plan = {
         "command": sys.executable,
-        "args": ["-m", "mcpbridge", url] if url is not None else ["-m", "mcpbridge", "--", *upstream],
+        "args": ["-m", "mcpbridge", *options, *target],
         "cwd": str(REPO_ROOT),
         "timeoutMs": timeout_ms,
         "exitMs": EXIT_MS,
+        "listChanged": list_changed,
         "steps": steps,
     }
     completed = subprocess.run(
@@ -118,6 +125,30 @@ def fixture_run(node: NodePeers) -> dict[str, Any]:
     """One run of the TypeScript client through the bridge to the fixture server."""
     upstream = [sys.executable, str(FIXTURE), "--many-tools", str(MANY_TOOLS)]
     return run_legacy_client(node, upstream, FIXTURE_STEPS)
+
+
+#: The steps of a run that shows when the bridge writes list changes: the listen stream opens,
+#: a call goes through, the server ends its listen streams, and a new stream opens after the loss.
+LISTEN_STEPS: list[dict[str, Any]] = [
+    {"id": "open", "kind": "stderr", "text": "the listen stream is open"},
+    {"id": "add", "kind": "call", "name": "add", "arguments": {"a": 2, "b": 3}},
+    {"id": "end_listen", "kind": "call", "name": "end_listen"},
+    {"id": "reopen", "kind": "stderr", "text": "the listen stream is open again"},
+    *(
+        {"id": f"wait_{kind}", "kind": "wait", "method": f"notifications/{kind}/list_changed"}
+        for kind in ("tools", "prompts", "resources")
+    ),
+    {"id": "add_again", "kind": "call", "name": "add", "arguments": {"a": 1, "b": 1}},
+]
+
+
+@pytest.fixture(scope="module")
+def listen_run(node: NodePeers) -> dict[str, Any]:
+    """One run of the TypeScript client, fetching each list again at its change as VS Code does."""
+    upstream = [sys.executable, str(FIXTURE)]
+    return run_legacy_client(
+        node, upstream, LISTEN_STEPS, options=("--log-level", "debug"), list_changed=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -279,14 +310,14 @@ def test_a_toggle_sends_the_tools_list_change_before_the_result_of_the_call(
         assert previous, f"no tools/list_changed before the result of {step_id}"
     changes = [n for n in fixture_run["notifications"] if n["method"] == "notifications/tools/list_changed"]
     assert all(n["params"] in (None, {}) for n in changes)
-    # One list change per list when the bridge starts listening, then one per toggle of the tool.
+    # One list change per toggle of the tool, none when the bridge starts listening.
     counts = {
         kind: sum(
             1 for n in fixture_run["notifications"] if n["method"] == f"notifications/{kind}/list_changed"
         )
         for kind in ("tools", "prompts", "resources")
     }
-    assert counts == {"tools": 3, "prompts": 1, "resources": 1}
+    assert counts == {"tools": 2, "prompts": 0, "resources": 0}
 
 
 def test_a_subscribed_resource_update_reaches_the_client_before_the_result_of_the_touch(
@@ -319,6 +350,37 @@ def test_the_bridge_sends_no_cancellation_and_exits_0_soon_after_the_end_of_stdi
 ) -> None:
     assert not [n for n in fixture_run["notifications"] if n["method"] == "notifications/cancelled"]
     assert fixture_run["exit"] == {"code": 0, "signal": None}
+
+
+def test_the_start_of_the_listen_stream_makes_the_client_fetch_no_list_twice(
+    listen_run: dict[str, Any],
+) -> None:
+    events: list[str] = listen_run["events"]
+    loss = response_index(listen_run, "end_listen")
+    before, after = events[:loss], events[loss:]
+    # Each list once, as directly against the server: no list change came before the loss,
+    # though the listen stream was open and a call went through after it opened.
+    assert not [e for e in before if e.endswith("/list_changed")]
+    assert [e for e in before if e.startswith("sent ") and e.endswith("/list")] == [
+        "sent tools/list",
+        "sent prompts/list",
+        "sent resources/list",
+    ]
+    assert step(listen_run, "open")["seen"] is True
+    assert step(listen_run, "add")["text"] == "5"
+    # A new stream after a real loss is a gap: one change for each list, and each list again.
+    assert step(listen_run, "reopen")["seen"] is True
+    assert all(step(listen_run, f"wait_{kind}")["seen"] for kind in ("tools", "prompts", "resources"))
+    changes = sorted(e for e in after if e.endswith("/list_changed"))
+    assert changes == [
+        f"notification notifications/{kind}/list_changed" for kind in ("prompts", "resources", "tools")
+    ]
+    assert sorted(e for e in after if e.startswith("sent ") and e.endswith("/list")) == [
+        "sent prompts/list",
+        "sent resources/list",
+        "sent tools/list",
+    ]
+    assert step(listen_run, "add_again")["text"] == "2"
 
 
 # --------------------------------------------------------------- Python SDK server

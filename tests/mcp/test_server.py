@@ -393,8 +393,8 @@ def test_tools_list_pages_with_opaque_cursors_until_the_last_page(peer: MemoryPe
             break
         cursor = result["nextCursor"]
         assert isinstance(cursor, str) and cursor
-    # 21 fixture tools (without crash and shutdown) and tool_0 .. tool_4.
-    assert len(names) == len(set(names)) == 26
+    # 22 fixture tools (without crash and shutdown) and tool_0 .. tool_4.
+    assert len(names) == len(set(names)) == 27
     assert pages == 7
     assert names[:2] == ["echo", "add"] and names[-1] == "tool_4"
     assert "crash" not in names and "shutdown" not in names

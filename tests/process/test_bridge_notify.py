@@ -14,26 +14,41 @@ NOTES = "file:///fixture/notes.txt"
 LIST_CHANGED_TOOLS = "notifications/tools/list_changed"
 
 
+OPEN = "the listen stream is open"
+
+
 def started_bridge() -> Bridge:
-    bridge = Bridge(bridge_command(upstream=fixture_command()))
+    """A bridge after initialize, once its listen stream is open."""
+    bridge = Bridge(bridge_command("--log-level", "debug", upstream=fixture_command()))
     bridge.initialize()
-    seen: set[str] = set()
-    while seen != LIST_CHANGES:
-        frame = bridge.wait_frame(lambda f: f.get("method") in LIST_CHANGES)
-        assert "params" not in frame
-        validate_legacy_frame(frame)
-        seen.add(frame["method"])
+    bridge.wait_stderr(OPEN)
     return bridge
 
 
-def test_initialized_starts_one_stream_whose_ack_writes_one_change_per_list() -> None:
+def test_the_first_listen_stream_writes_no_list_change() -> None:
     with started_bridge() as bridge:
-        bridge.notify("notifications/initialized")
         assert bridge.request("ping")["result"] == {}
         bridge.close_stdin()
         bridge.wait_exit()
-        changes = [f for f in bridge.seen + bridge.drain() if f.get("method") in LIST_CHANGES]
-        assert len(changes) == 3
+        assert not [f for f in bridge.seen + bridge.drain() if f.get("method") in LIST_CHANGES]
+
+
+def test_a_new_stream_after_a_loss_writes_one_change_per_list() -> None:
+    with started_bridge() as bridge:
+        assert text_of(bridge.request("tools/call", {"name": "end_listen", "arguments": {}})) == (
+            "the server ended its listen streams"
+        )
+        bridge.wait_stderr(f"{OPEN} again")
+        seen: list[str] = []
+        while len(seen) < len(LIST_CHANGES):
+            frame = bridge.wait_frame(lambda f: f.get("method") in LIST_CHANGES)
+            assert "params" not in frame
+            validate_legacy_frame(frame)
+            seen.append(frame["method"])
+        assert set(seen) == LIST_CHANGES
+        bridge.close_stdin()
+        bridge.wait_exit()
+        assert not [f for f in bridge.drain() if f.get("method") in LIST_CHANGES]
 
 
 def test_a_list_change_during_a_call_arrives_before_its_result_every_time() -> None:

@@ -21,27 +21,19 @@ from schema import validate_legacy_frame
 
 LISTS_PEER = ROOT / "tests" / "peers" / "py_modern_lists_server.py"
 LONG_TTL = "600000"
-LIST_CHANGES = {
-    "notifications/tools/list_changed",
-    "notifications/prompts/list_changed",
-    "notifications/resources/list_changed",
-}
 TOOLS_CHANGED = "notifications/tools/list_changed"
 
 
-def started(command: list[str]) -> Bridge:
-    """A bridge after initialize, once its listen stream is open (the first list changes came)."""
-    bridge = Bridge(command)
+def started(*options: str, upstream: list[str]) -> Bridge:
+    """A bridge after initialize, once its listen stream is open (its debug line tells)."""
+    bridge = Bridge(bridge_command("--log-level", "debug", *options, upstream=upstream))
     assert "result" in bridge.initialize()
-    seen: set[str] = set()
-    while seen != LIST_CHANGES:
-        seen.add(bridge.wait_frame(lambda f: f.get("method") in LIST_CHANGES)["method"])
+    bridge.wait_stderr("the listen stream is open")
     return bridge
 
 
-def fixture_bridge(*fixture_options: str, log_level: str = "debug") -> Bridge:
-    upstream = fixture_command("--count-requests", *fixture_options)
-    return started(bridge_command("--log-level", log_level, upstream=upstream))
+def fixture_bridge(*fixture_options: str) -> Bridge:
+    return started(upstream=fixture_command("--count-requests", *fixture_options))
 
 
 def counts_of(bridge: Bridge) -> dict[str, int]:
@@ -101,6 +93,18 @@ def test_a_list_change_drops_the_cached_list() -> None:
         assert counts["prompts/list"] == 1
 
 
+def test_a_new_listen_stream_after_a_loss_drops_the_cached_lists() -> None:
+    with fixture_bridge("--ttl-ms", LONG_TTL) as bridge:
+        first = list_result(bridge)
+        bridge.request("tools/call", {"name": "end_listen", "arguments": {}})
+        bridge.wait_stderr("the listen stream is open again")
+        bridge.wait_frame(lambda f: f.get("method") == TOOLS_CHANGED)
+        assert list_result(bridge) == first
+        assert counts_of(bridge)["tools/list"] == 2
+        lines = debug_lines(bridge, "list cache dropped")
+    assert [line for line in lines if "a gap of the listen stream" in line]
+
+
 def test_a_result_with_ttl_0_is_never_cached() -> None:
     with fixture_bridge() as bridge:  # the fixture's ttlMs is 0
         for _ in range(3):
@@ -127,8 +131,7 @@ def test_a_cursor_page_is_cached_apart_from_the_first_page() -> None:
 
 def test_filters_apply_to_cached_pages() -> None:
     upstream = fixture_command("--count-requests", "--ttl-ms", LONG_TTL)
-    command = bridge_command("--deny-tool", "toggle*", upstream=upstream)
-    with started(command) as bridge:
+    with started("--deny-tool", "toggle*", upstream=upstream) as bridge:
         names = [tool["name"] for tool in list_result(bridge)["tools"]]
         assert list_result(bridge) == list_result(bridge)
         assert "toggle" not in names and "toggled" not in names and "echo" in names
@@ -141,8 +144,7 @@ def peer_counts(bridge: Bridge) -> dict[str, int]:
 
 
 def test_the_cache_with_a_server_of_the_python_sdk() -> None:
-    command = bridge_command(upstream=[sys.executable, str(LISTS_PEER), "--ttl-ms", LONG_TTL])
-    with started(command) as bridge:
+    with started(upstream=[sys.executable, str(LISTS_PEER), "--ttl-ms", LONG_TTL]) as bridge:
         first = list_result(bridge)
         assert list_result(bridge) == first
         assert peer_counts(bridge)["tools/list"] == 1
@@ -156,7 +158,7 @@ def test_the_cache_with_a_server_of_the_python_sdk() -> None:
 
 
 def test_the_python_sdk_server_without_a_ttl_is_asked_each_time() -> None:
-    with started(bridge_command(upstream=[sys.executable, str(LISTS_PEER)])) as bridge:
+    with started(upstream=[sys.executable, str(LISTS_PEER)]) as bridge:
         list_result(bridge)
         list_result(bridge)
         assert peer_counts(bridge)["tools/list"] == 2
