@@ -66,6 +66,7 @@ from typing import Any, BinaryIO
 from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
+from ..mcp.droplog import flush_all
 from ..mcp.errors import Cancelled, Closed, McpError
 from ..mcp.framing import LineReader, TooLong
 from ..mcp.ids import shows_response
@@ -92,7 +93,6 @@ from .session import (
     discover_failure_text,
     forward_upstream_log,
 )
-from .session import flush_drops as session_drops
 from .slots import Slots, Work
 
 __all__ = [
@@ -195,10 +195,7 @@ class Frontend:
         while not self._ended.wait(_MAIN_WAIT_SLICE):
             pass
         self._stop.set()
-        session_drops()
-        from .notify import flush_drops as listen_drops
-
-        listen_drops()
+        flush_all()
         watcher.join(timeout=self.options.watch_interval * 5)
         if self._end_reason is Ended.EOF:
             reader.join(timeout=1.0)

@@ -60,11 +60,6 @@ log = logging.getLogger("mcpbridge.bridge")
 _drops = DropLog(log)
 
 
-def flush_drops() -> None:
-    """Tell the counts of the drops that no line has told yet (at the end of the connection)."""
-    _drops.flush()
-
-
 FIRST_BACKOFF = 0.5
 MAX_BACKOFF = 30.0
 #: A stream that lived this long after its acknowledgment resets the back-off.

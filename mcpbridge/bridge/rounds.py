@@ -36,16 +36,11 @@ from .pending import PendingAnswers, WaitEnded
 if TYPE_CHECKING:
     from .input import Outgoing
 
-__all__ = ["Obsolete", "ProgressForwarder", "Rounds", "RoundsHost", "Silent", "flush_drops"]
+__all__ = ["Obsolete", "ProgressForwarder", "Rounds", "RoundsHost", "Silent"]
 
 log = logging.getLogger("mcpbridge.bridge")
 #: The progress notifications of the upstream that the bridge drops.
 _drops = DropLog(log)
-
-
-def flush_drops() -> None:
-    """Tell the counts of the drops that no line has told yet (at the end of the connection)."""
-    _drops.flush()
 
 
 class RoundsHost(Protocol):

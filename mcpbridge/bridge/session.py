@@ -48,7 +48,6 @@ from .dumptext import UpstreamState
 from .listrules import ListRules
 from .output import Host, Slot
 from .rounds import ProgressForwarder, Rounds, RoundsHost, Silent
-from .rounds import flush_drops as rounds_drops
 from .slots import Work
 
 if TYPE_CHECKING:
@@ -59,12 +58,6 @@ __all__ = ["ModernSession", "SessionHost", "UpstreamSession", "discover_error", 
 log = logging.getLogger("mcpbridge.bridge")
 #: The notifications of the upstream that the bridge drops (one process serves one connection).
 _drops = DropLog(log)
-
-
-def flush_drops() -> None:
-    """Tell the counts of the drops that no line has told yet (at the end of the connection)."""
-    _drops.flush()
-    rounds_drops()
 
 
 #: The words of the exchange log line for the result types of the upstream client.
