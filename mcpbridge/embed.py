@@ -80,6 +80,7 @@ from .bridge import dump, errortable
 from .bridge.frontend import Frontend, Options, Timeouts
 from .bridge.upstream import transport_connector
 from .mcp import jsonrpc
+from .mcp.droplog import DropLog
 from .mcp.errors import Closed, InvalidRequest, RequestTimeout
 from .mcp.framing import LineReader, TooLong
 from .mcp.jsonrpc import ErrorResponse, FrameError, Message, Request, RequestId, Response
@@ -232,6 +233,8 @@ class _FirstLines:
         self._discover = discover
         self._answerer: _Answerer | None = None
         self._connection: ServerConnection | None = None
+        #: What the client makes it drop before it chooses a path, one line a kind every 10 s.
+        self._drops = DropLog(log)
 
     def read_until_chosen(self) -> tuple[Literal["legacy", "modern"], bytes] | None:
         """The path and the line that chose it, or ``None`` at the end of the input."""
@@ -246,7 +249,12 @@ class _FirstLines:
             if item is None:
                 return None
             if isinstance(item, TooLong):
-                log.warning("dropped a frame longer than %d bytes", server.max_line_bytes)
+                self._drops(
+                    logging.WARNING,
+                    "dropped frames over the limit",
+                    "dropped a frame longer than %d bytes",
+                    server.max_line_bytes,
+                )
                 continue
             try:
                 message = jsonrpc.parse(item, max_depth=server.max_depth)
@@ -273,12 +281,13 @@ class _FirstLines:
             self._answerer.ask(request, DISCOVER_ANSWER_WAIT)
         except RequestTimeout as exc:
             # The answer is still written when it comes; the next line is read now.
-            log.warning("%s", exc.detail)
+            self._drops(logging.WARNING, "late answers to server/discover", "%s", exc.detail)
 
     def close(self) -> None:
-        """Stop the connection that answered ``server/discover``, if there is one."""
+        """Stop the connection that answered ``server/discover``, if there is one; tell the drops."""
         if self._connection is not None:
             self._connection.close()  # idle: returns at once
+        self._drops.flush()
 
 
 class _Answerer(ServerTransport):

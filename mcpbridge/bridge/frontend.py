@@ -66,7 +66,7 @@ from typing import Any, BinaryIO
 from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
-from ..mcp.droplog import flush_all
+from ..mcp.droplog import DropLog, flush_all
 from ..mcp.errors import Cancelled, Closed, McpError
 from ..mcp.framing import LineReader, TooLong
 from ..mcp.ids import shows_response
@@ -84,7 +84,15 @@ from .dumptext import FrontendState
 from .listrules import ListRules
 from .options import Connect, Options, Timeouts
 from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
-from .passthrough import LegacyPassthrough, LegacyUpstream, OpenFailed, falls_back, stopped_during
+from .passthrough import (
+    FAILED_STARTS,
+    LegacyPassthrough,
+    LegacyUpstream,
+    OpenFailed,
+    falls_back,
+    log_spawn_failed,
+    stopped_during,
+)
 from .pending import BAD_LINE, ClientError, PendingAnswers
 from .session import (
     ModernSession,
@@ -153,8 +161,10 @@ class Frontend:
         self._state = State.AWAITING
         self._state_lock = threading.Lock()
         self._closing_reason: Ended | None = None
+        #: The log lines of the connection that the client can make repeat (refusals, drops).
+        self.drops = DropLog(log)
         #: The requests of the client in flight.
-        self.slots = Slots(self.output, options.max_in_flight)
+        self.slots = Slots(self.output, options.max_in_flight, self.drops)
         #: Set when the upstream speaks 2026-07-28 (a successful discover).
         self._session: ModernSession | None = None
         self._client_kinds_caps: dict[str, Any] = {}
@@ -164,7 +174,7 @@ class Frontend:
         self._declared: translate.Declared | None = None
         self.pending = PendingAnswers()
         #: The tool filter and the list cache of the connection.
-        self.lists = ListRules(options.tool_filter)
+        self.lists = ListRules(options.tool_filter, self.drops)
         self._stop = threading.Event()
         self._ended = threading.Event()
         self._end_reason = Ended.EOF
@@ -223,7 +233,12 @@ class Frontend:
                     self._handle_line(item, lines.control_free)
                 except Exception as exc:  # noqa: BLE001 - one line must not end the connection
                     # Only the type: the message of an error can hold content of the line.
-                    log.error("the bridge failed to handle a line of the client: %s", type(exc).__name__)
+                    self.drops(
+                        logging.ERROR,
+                        "failed to handle lines of the client",
+                        "the bridge failed to handle a line of the client: %s",
+                        type(exc).__name__,
+                    )
         finally:
             if self._closing_reason is None:
                 self.shutdown()
@@ -263,7 +278,11 @@ class Frontend:
         if is_response and self._resolve_bad_answer(request_id):
             return
         if exc.is_response:
-            log.debug("dropped a response of the client that is not valid")
+            self.drops(
+                logging.DEBUG,
+                "dropped responses of the client that are not valid",
+                "dropped a response of the client that is not valid",
+            )
             return
         if exc.cause == "parse_error":
             error = errortable.error_object("parse_error")
@@ -295,7 +314,11 @@ class Frontend:
         else:
             answer = ClientError(message.error.to_obj())
         if not self.pending.resolve(message.id, answer):
-            log.debug("dropped an answer of the client that no request waits for")
+            self.drops(
+                logging.DEBUG,
+                "dropped answers of the client that no request waits for",
+                "dropped an answer of the client that no request waits for",
+            )
 
     def _handle_notification(self, message: Notification) -> None:
         if message.method == "notifications/initialized" and self.on_initialized is not None:
@@ -316,7 +339,12 @@ class Frontend:
             if self._init_written and self._listener is None and self._session is not None:
                 self._start_listener()
         else:
-            log.debug("ignored the notification %s of the client", printable(message.method))
+            self.drops(
+                logging.DEBUG,
+                "ignored notifications of the client",
+                "ignored the notification %s of the client",
+                printable(message.method),
+            )
 
     def _handle_request(self, request: Request) -> None:
         kind = legacy.classify(request.method)
@@ -426,6 +454,10 @@ class Frontend:
         """The slot ended without a slot thread."""
         self.slots.release(slot)
 
+    def fail(self, slot: Slot, exc: Exception) -> None:
+        """A bug of the bridge failed the request of ``slot``: an error line, and the error for the client."""
+        self.slots.fail(slot, exc)
+
     # --------------------------------------------------------------- output
 
     def write_notification(self, method: str, params: dict[str, Any] | None = None) -> bool:
@@ -455,7 +487,7 @@ class Frontend:
             client = self._connect(params.client_info, self._on_upstream_notification)
         except McpError as exc:
             self._set_state(State.AWAITING)
-            log.error("the upstream server did not start: %s", exc.detail or exc.cause, exc_info=exc)
+            log_spawn_failed(self.drops, exc)
             self.output.respond_error(slot, errortable.error_object(exc.cause))
             return
         try:
@@ -463,7 +495,7 @@ class Frontend:
                 timeout=self.options.timeouts.discover, cancel=slot.cancel, capabilities=self._upstream_caps
             )
         except McpError as exc:
-            if falls_back(exc, protocol=self.options.protocol, upstream=self._legacy):
+            if falls_back(exc, protocol=self.options.protocol, upstream=self._legacy, drops=self.drops):
                 self._pass_through(slot, request, client, exc)
                 return
             client.close(self.options.shutdown_grace)
@@ -472,9 +504,17 @@ class Frontend:
                 return
             error = discover_error(exc, self.options.timeouts.discover)
             if isinstance(exc, Closed):
-                log.error("%s", stopped_during("server/discover", client.exit_status))
+                self.drops(
+                    logging.ERROR, FAILED_STARTS, "%s", stopped_during("server/discover", client.exit_status)
+                )
             else:
-                log.error("server/discover failed: %s", discover_failure_text(exc, error), exc_info=exc)
+                self.drops(
+                    logging.ERROR,
+                    FAILED_STARTS,
+                    "server/discover failed: %s",
+                    discover_failure_text(exc, error),
+                    exc_info=exc,
+                )
             self.output.respond_error(slot, error)
             return
         self._session = ModernSession(client, self, discover_result=result)
@@ -515,7 +555,9 @@ class Frontend:
     ) -> None:
         """The upstream speaks the 2025 era: a LegacyPassthrough carries the connection from now on."""
         assert self._legacy is not None
-        passthrough = LegacyPassthrough(self.output, self._legacy, self.options, lists=self.lists)
+        passthrough = LegacyPassthrough(
+            self.output, self._legacy, self.options, lists=self.lists, drops=self.drops
+        )
         try:
             result = passthrough.open(request.params, probe, probe_error, slot.cancel)
         except OpenFailed as failed:

@@ -7,8 +7,9 @@ of both eras, and :meth:`ListRules.page` for each list result. Only the path of 
 2025-era server has no ``ttlMs``, so nothing of it is cached.
 
 Log lines: one warning for each pattern that matches no tool of a full
-listing; debug lines for each hit, miss and drop of the cache, and for each
-call of a hidden tool. None of them holds a cursor or a tool's content.
+listing; debug lines for each hit, miss and drop of the cache, and for the calls
+of hidden tools (through the drop log of the connection: a client can repeat
+them). None of them holds a cursor or a tool's content.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from ..mcp.droplog import DropLog
 from ..mcp.jsonrpc import dumps
 from .lists import CACHED_METHODS, ListCache, ListingWatch, Outcome, ToolFilter, ttl_ms, unknown_tool_error
 
@@ -36,8 +38,10 @@ class ListRules:
     the cache (it is held for dict operations only, never for I/O or a log line).
     """
 
-    def __init__(self, tool_filter: ToolFilter | None = None) -> None:
+    def __init__(self, tool_filter: ToolFilter | None = None, drops: DropLog | None = None) -> None:
+        """``drops``: the drop log of the connection (by default one of its own)."""
         self.filter = tool_filter if tool_filter is not None else ToolFilter()
+        self._drops = drops if drops is not None else DropLog(log)
         self._lock = threading.Lock()
         self._watch = ListingWatch(self.filter)
         self._cache = ListCache()
@@ -47,7 +51,11 @@ class ListRules:
         name = self.filter.hidden_call(params)
         if name is None:
             return None
-        log.debug("answered a call of a hidden tool as a call of an unknown tool")
+        self._drops(
+            logging.DEBUG,
+            "answered calls of hidden tools",
+            "answered a call of a hidden tool as a call of an unknown tool",
+        )
         return unknown_tool_error(name)
 
     def lookup(self, method: str, params: Any) -> dict[str, Any] | None:

@@ -89,11 +89,12 @@ from .dumptext import UpstreamState
 from .listrules import ListRules
 from .options import Options, Timeouts
 from .output import Host, Slot
-from .session import discover_error, upstream_state
+from .session import discover_error, log_repairs, upstream_state
 from .upstream import UPSTREAM_MAX_DEPTH, _write_child_stderr
 
 __all__ = [
     "AUTO",
+    "FAILED_STARTS",
     "LEGACY",
     "LegacyPassthrough",
     "LegacyPeer",
@@ -102,6 +103,7 @@ __all__ = [
     "OpenFailed",
     "StdioUpstream",
     "falls_back",
+    "log_spawn_failed",
     "means_legacy",
     "time_limit",
 ]
@@ -127,6 +129,9 @@ _LONG_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read",
 _SHAPED_METHODS: Final = frozenset(
     {"tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list"}
 )
+#: The kind of the log lines of a failed start of the upstream server in a connection's drop log:
+#: the client may send ``initialize`` again after each.
+FAILED_STARTS: Final = "failed starts of the upstream server"
 #: What the server gets for a request of its own that is not a valid message.
 _INVALID_SERVER_REQUEST: Final = ErrorObject(INVALID_REQUEST, "Invalid Request")
 #: What the server gets for a line of the client that answers its request but cannot be read.
@@ -164,15 +169,29 @@ def stopped_during(step: str, exit_status: str | None) -> str:
     return f"the upstream server closed the connection during {step}"
 
 
-def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None) -> bool:
+def log_spawn_failed(drops: DropLog, exc: McpError) -> None:
+    """Log that the upstream command did not start, in ``drops``, the drop log of the connection."""
+    drops(
+        logging.ERROR,
+        FAILED_STARTS,
+        "the upstream server did not start: %s",
+        exc.detail or exc.cause,
+        exc_info=exc,
+    )
+
+
+def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None, drops: DropLog) -> bool:
     """Whether a failed ``server/discover`` sends the bridge to the 2025-era ``upstream``.
 
-    Never without such an upstream; see :func:`means_legacy`. The fallback writes one log line.
+    Never without such an upstream; see :func:`means_legacy`. The fallback writes one log
+    line in ``drops``, the drop log of the connection.
     """
     if upstream is None or not means_legacy(exc, protocol=protocol, over_http=upstream.over_http):
         return False
     detail = exc.error.message if isinstance(exc, RpcError) else exc.detail or exc.cause
-    log.info(
+    drops(
+        logging.INFO,
+        "fallbacks to initialize of MCP 2025-11-25",
         "server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25",
         printable(detail),
         exc_info=exc,
@@ -506,7 +525,14 @@ class LegacyPeer(Peer):
         try:
             self._transport.send(message)
         except McpError as exc:
-            log.debug("%s was not sent to the upstream server: %s", printable(what), exc.cause, exc_info=exc)
+            self._drops(
+                logging.DEBUG,
+                "dropped messages that did not reach the upstream server",
+                "%s was not sent to the upstream server: %s",
+                printable(what),
+                exc.cause,
+                exc_info=exc,
+            )
 
     def _resolve(self, request_id: RequestId, outcome: Outcome) -> bool:
         with self._cond:
@@ -614,9 +640,16 @@ class LegacyPassthrough:
     """Carry a 2025-era upstream connection for one front end; see the module docstring."""
 
     def __init__(
-        self, host: Host, upstream: LegacyUpstream, options: Options, *, lists: ListRules | None = None
+        self,
+        host: Host,
+        upstream: LegacyUpstream,
+        options: Options,
+        *,
+        lists: ListRules | None = None,
+        drops: DropLog | None = None,
     ) -> None:
-        """``lists``: the tool filter of the connection (its cache stays unused: no ttlMs in 2025)."""
+        """``lists``: the tool filter of the connection (its cache stays unused: no ttlMs in 2025);
+        ``drops``: the drop log of the connection (by default one of its own)."""
         self._host = host
         self._lists = lists if lists is not None else ListRules(options.tool_filter)
         self._options = options
@@ -628,7 +661,7 @@ class LegacyPassthrough:
         self._to_server: dict[str, RequestId] = {}
         self._to_client: dict[RequestId, str] = {}
         self._progress = _ProgressGate(options.max_progress_rate)
-        self._drops = DropLog(log)
+        self._drops = drops if drops is not None else DropLog(log)
         #: The revision that the upstream server chose in its initialize result.
         self.protocol_version: str | None = None
 
@@ -671,11 +704,15 @@ class LegacyPassthrough:
             except Closed as exc:
                 peer.close(grace)
                 if reused and attempt == 1:
-                    log.info(
-                        "the upstream server closed after server/discover, thus the bridge starts it again"
+                    self._drops(
+                        logging.INFO,
+                        "restarts of the upstream server after server/discover",
+                        "the upstream server closed after server/discover, thus the bridge starts it again",
                     )
                     continue
-                log.error("%s", stopped_during("initialize", peer.exit_status))
+                self._drops(
+                    logging.ERROR, FAILED_STARTS, "%s", stopped_during("initialize", peer.exit_status)
+                )
                 raise OpenFailed(errortable.error_object(Closed.cause, "initialize")) from exc
             except RequestTimeout as exc:
                 peer.close(grace)
@@ -687,7 +724,9 @@ class LegacyPassthrough:
                 raise OpenFailed(self._open_error(exc)) from exc
             if isinstance(outcome, ErrorResponse):
                 peer.close(grace)
-                log.error("initialize failed: %s", printable(outcome.error.message))
+                self._drops(
+                    logging.ERROR, FAILED_STARTS, "initialize failed: %s", printable(outcome.error.message)
+                )
                 raise OpenFailed(outcome.error.to_obj())
             result = outcome.result
             version = result.get("protocolVersion") if isinstance(result, dict) else None
@@ -724,12 +763,14 @@ class LegacyPassthrough:
 
     def _open_error(self, exc: McpError) -> dict[str, Any]:
         if isinstance(exc, SpawnFailed):
-            log.error("the upstream server did not start: %s", exc.detail or exc.cause, exc_info=exc)
+            log_spawn_failed(self._drops, exc)
             return errortable.error_object(exc.cause)
         detail = "initialize"
         if exc.http_status is not None:
             detail += f", HTTP status {exc.http_status}"
-        log.error("initialize failed: %s", exc.detail or exc.cause, exc_info=exc)
+        self._drops(
+            logging.ERROR, FAILED_STARTS, "initialize failed: %s", exc.detail or exc.cause, exc_info=exc
+        )
         return errortable.error_object(exc.cause, detail)
 
     # --------------------------------------------------- from the client
@@ -785,8 +826,7 @@ class LegacyPassthrough:
         # The tool filter; a 2025-era result has no ttlMs, so nothing is cached.
         result = self._lists.page(method, params, result, cache=False)
         shaped, notes = translate.shape_legacy_result(method, result, icon_rule=self._options.icon_rule)
-        for note in notes:
-            log.info("%s", note)
+        log_repairs(notes)
         return shaped
 
     def _trace(self, slot: Slot, method: str, outcome: str, started: float) -> None:
@@ -829,11 +869,19 @@ class LegacyPassthrough:
                 self._to_client.pop(server_id, None)
         peer = self._peer
         if server_id is None or peer is None:
-            log.debug("dropped an answer of the client to a request of the server that ended")
+            self._drops(
+                logging.DEBUG,
+                "dropped answers of the client to requests of the server that ended",
+                "dropped an answer of the client to a request of the server that ended",
+            )
             return True
         message = answer(server_id)
         if isinstance(message, ErrorResponse) and message.error is _UNREADABLE_ANSWER:
-            log.warning("the answer of the client to a request of the upstream server could not be read")
+            self._drops(
+                logging.WARNING,
+                "answers of the client that could not be read",
+                "the answer of the client to a request of the upstream server could not be read",
+            )
         peer.answer(message)
         return True
 
@@ -899,10 +947,11 @@ class LegacyPassthrough:
         return peer.exit_status if peer is not None else None
 
     def close(self, grace: float = 2.0) -> None:
-        """Close the upstream connection (idempotent)."""
+        """Close the upstream connection (idempotent), and tell the counts of the drops."""
         peer = self._peer
         if peer is not None:
             peer.close(grace)
+        self._drops.flush()
 
     def rest(self) -> None:
         peer = self._peer

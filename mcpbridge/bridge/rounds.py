@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["Obsolete", "ProgressForwarder", "Rounds", "RoundsHost", "Silent"]
 
 log = logging.getLogger("mcpbridge.bridge")
-#: The progress notifications of the upstream that the bridge drops.
+#: The lines of the rounds that a peer can make repeat: dropped progress, refused input requests.
 _drops = DropLog(log)
 
 
@@ -132,7 +132,7 @@ class Rounds:
         when ``still`` (seconds, check) finds the answers no longer wanted while they wait."""
         planned = self.session.plan_round(result)
         for warning in planned.warnings:
-            log.warning("%s", warning)
+            _drops(logging.WARNING, "refused input requests of the upstream server", "%s", warning)
         answers: dict[str, Any] = {}
         if planned.outgoing:
             answers = self._ask(planned.outgoing, still)

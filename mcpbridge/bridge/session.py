@@ -53,11 +53,24 @@ from .slots import Work
 if TYPE_CHECKING:
     from .sessiontasks import SessionTasks
 
-__all__ = ["ModernSession", "SessionHost", "UpstreamSession", "discover_error", "forward_upstream_log"]
+__all__ = [
+    "ModernSession",
+    "SessionHost",
+    "UpstreamSession",
+    "discover_error",
+    "forward_upstream_log",
+    "log_repairs",
+]
 
 log = logging.getLogger("mcpbridge.bridge")
-#: The notifications of the upstream that the bridge drops (one process serves one connection).
+#: The lines of the sessions that a peer can make repeat: drops, repairs, failed input rounds.
 _drops = DropLog(log)
+
+
+def log_repairs(notes: list[str]) -> None:
+    """Log the repairs of a result for VS Code (a tool schema it would refuse), as its list repeats."""
+    for note in notes:
+        _drops(logging.INFO, "repairs of tool schemas", "%s", note)
 
 
 #: The words of the exchange log line for the result types of the upstream client.
@@ -128,6 +141,10 @@ class SessionHost(RoundsHost, Protocol):
 
     def release(self, slot: Slot) -> None:
         """The slot ended without a slot thread."""
+        ...
+
+    def fail(self, slot: Slot, exc: Exception) -> None:
+        """A bug of the bridge failed the request of ``slot``: an error line, and the error for the client."""
         ...
 
 
@@ -332,9 +349,8 @@ class ModernSession:
                     return result
 
             self._host.submit(slot, request, lambda s, r: self.forward(s, r, first=first, progress=progress))
-        except Exception:  # noqa: BLE001 - a bug must not lose the request silently
-            log.exception("request %s (%s) failed inside the bridge", printable(slot.id), slot.method)
-            self._host.output.respond_error(slot, errortable.internal_error())
+        except Exception as exc:  # noqa: BLE001 - a bug must not lose the request silently
+            self._host.fail(slot, exc)
             self._host.release(slot)
 
     def _respond_result(
@@ -354,8 +370,7 @@ class ModernSession:
         """
         result = self._host.lists.page(method, params, result, cache=not from_cache)
         shaped, notes = translate.shape_result(method, result, icon_rule=self.options.icon_rule)
-        for note in notes:
-            log.info("%s", note)
+        log_repairs(notes)
         if self._tasks is not None:
             shaped = self._tasks.shape(method, shaped)
         self._host.output.respond(slot, shaped, raw=raw)
@@ -439,7 +454,9 @@ class ModernSession:
             self._host.output.respond_error(slot, self._error_for(exc, request.method, request.params))
         except ClientFailed as failure:
             rounds.failed()
-            log.info(
+            _drops(
+                logging.INFO,
+                "requests whose input requests the client answered with an error",
                 "request %s (%s): the client answered an input request with an error: %s",
                 printable(slot.id),
                 request.method,
@@ -448,7 +465,9 @@ class ModernSession:
             self._host.output.respond_error(slot, failure.error)
         except InputError as failure:
             rounds.failed()
-            log.warning(
+            _drops(
+                logging.WARNING,
+                "requests whose input requests failed",
                 "request %s (%s): the input requests of the upstream server failed: %s",
                 printable(slot.id),
                 request.method,

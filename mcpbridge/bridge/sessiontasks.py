@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
+from ..mcp.droplog import DropLog
 from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, Closed, McpError
 from ..mcp.jsonrpc import Request
@@ -44,6 +45,8 @@ from .tasks import Task
 __all__ = ["ClientTasks", "SessionTasks"]
 
 log = logging.getLogger("mcpbridge.bridge")
+#: The lines of the tasks that each call can repeat.
+_drops = DropLog(log)
 
 #: The most tasks of the client that the session keeps; beyond it the oldest ended ones go.
 MAX_RECORDS: Final = 1000
@@ -111,7 +114,13 @@ class SessionTasks:
         try:
             task = self._driver(slot, on_task=on_task).run(created_task(created))
         except TaskEnded as ended:
-            log.warning("request %s (tools/call): %s", printable(slot.id), ended.detail or ended.cause)
+            _drops(
+                logging.WARNING,
+                "calls whose task ended early",
+                "request %s (tools/call): %s",
+                printable(slot.id),
+                ended.detail or ended.cause,
+            )
             self._host.output.respond_error(slot, errortable.error_object(ended.cause, ended.detail))
             return None
         error = self._end_error(slot, task)
@@ -127,7 +136,12 @@ class SessionTasks:
         if task.status == "completed":
             return None
         if task.status == "failed":
-            log.info("request %s (tools/call): the task of the upstream server failed", printable(slot.id))
+            _drops(
+                logging.INFO,
+                "failed tasks of the upstream server",
+                "request %s (tools/call): the task of the upstream server failed",
+                printable(slot.id),
+            )
             return tasks.failure_error(task)
         return errortable.error_object("task_cancelled", task.status_message)
 
@@ -204,7 +218,13 @@ class SessionTasks:
             return errortable.error_object("upstream_exited")
         if isinstance(exc, McpError):
             return errortable.error_from_mcp(exc)
-        log.exception("the task of request %s failed inside the bridge", printable(slot.id))
+        _drops(
+            logging.ERROR,
+            "tasks that failed inside the bridge",
+            "the task of request %s failed inside the bridge",
+            printable(slot.id),
+            exc_info=exc,
+        )
         return errortable.internal_error()
 
     def answer(self, slot: Slot, request: Request) -> None:

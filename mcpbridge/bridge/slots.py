@@ -37,6 +37,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..mcp.droplog import DropLog
 from ..mcp.jsonrpc import Request, RequestId
 from ..mcp.text import format_duration, printable
 from . import errortable
@@ -63,11 +64,13 @@ class Slots:
 
     :param output: the client's output, for the errors of refused and failed requests.
     :param limit: the most requests in flight (``Options.max_in_flight``).
+    :param drops: the log of the connection's refusals, one line a kind every 10 s.
     """
 
-    def __init__(self, output: Output, limit: int) -> None:
+    def __init__(self, output: Output, limit: int, drops: DropLog) -> None:
         self._output = output
         self._limit = limit
+        self._drops = drops
         self._slots: dict[RequestId, Slot] = {}
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -108,11 +111,14 @@ class Slots:
                 self._slots[request.id] = slot
                 self._used = True
                 return slot
-        log.warning(
+        why = "its id is in use by a request in flight" if in_use else "too many requests in flight"
+        self._drops(
+            logging.WARNING,
+            f"rejected requests: {why}",
             "rejected request %s (%s): %s",
             printable(request.id),
             printable(request.method),
-            "its id is in use by a request in flight" if in_use else "too many requests in flight",
+            why,
         )
         cause = "invalid_request_shape" if in_use else "too_many_requests"
         self._output.write_error(request.id, errortable.error_object(cause))
@@ -129,11 +135,22 @@ class Slots:
     def _run(self, slot: Slot, request: Request, work: Work) -> None:
         try:
             work(slot, request)
-        except Exception:  # noqa: BLE001 - a bug must not kill the slot silently
-            log.exception("request %s (%s) failed inside the bridge", printable(slot.id), slot.method)
-            self._output.respond_error(slot, errortable.internal_error())
+        except Exception as exc:  # noqa: BLE001 - a bug must not kill the slot silently
+            self.fail(slot, exc)
         finally:
             self.release(slot)
+
+    def fail(self, slot: Slot, exc: Exception) -> None:
+        """A bug of the bridge failed the request of ``slot``: an error line, and the error for the client."""
+        self._drops(
+            logging.ERROR,
+            "requests that failed inside the bridge",
+            "request %s (%s) failed inside the bridge",
+            printable(slot.id),
+            slot.method,
+            exc_info=exc,
+        )
+        self._output.respond_error(slot, errortable.internal_error())
 
     def release(self, slot: Slot) -> None:
         """The slot ended: its id is free again."""
@@ -181,7 +198,10 @@ class Slots:
             slot.cancel.cancel(reason)
 
     def report_long(self) -> None:
-        """Log the requests that wait for a long time (first after 10 s, then every 30 s)."""
+        """Log the requests that wait for a long time (first after 10 s, then every 30 s).
+
+        Many requests that wait give one line of each kind every 10 s (the drop log) and a count.
+        """
         now = time.monotonic()
         with self._lock:
             slots = list(self._slots.values())
@@ -189,13 +209,16 @@ class Slots:
             waited = now - slot.started
             if waited >= slot.next_report:
                 slot.next_report += _REPORT_EVERY
-                text = (
-                    "still waiting for the answers of the client to the input requests of %s "
-                    "(request %s, %d s)"
-                    if slot.waiting_for == "client"
-                    else "still waiting for the upstream server: %s (request %s, %d s)"
-                )
-                log.info(text, slot.method, printable(slot.id), int(waited))
+                if slot.waiting_for == "client":
+                    kind = "requests that wait long for the client"
+                    text = (
+                        "still waiting for the answers of the client to the input requests of %s "
+                        "(request %s, %d s)"
+                    )
+                else:
+                    kind = "requests that wait long for the upstream server"
+                    text = "still waiting for the upstream server: %s (request %s, %d s)"
+                self._drops(logging.INFO, kind, text, slot.method, printable(slot.id), int(waited))
 
     def describe(self, wait: float) -> SlotsState | None:
         """The requests in flight, for a thread dump; ``None`` when the lock stays held ``wait`` s."""

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from ..mcp.client import Client, Subscription
+from ..mcp.droplog import DropLog
 from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import INVALID_PARAMS, Notification
@@ -60,6 +61,8 @@ from .tasks import InvalidTask, Task
 __all__ = ["MAX_TASK_ROUNDS", "DriverHost", "TaskDriver", "TaskEnded", "TaskWatch", "created_task"]
 
 log = logging.getLogger("mcpbridge.bridge")
+#: The lines of the tasks that the server can make repeat.
+_drops = DropLog(log)
 
 #: The most batches of new input requests one task may bring.
 MAX_TASK_ROUNDS: Final = 100
@@ -293,8 +296,12 @@ class TaskDriver:
         try:
             task = tasks.parse_detailed(params)
         except InvalidTask as exc:
-            log.warning(
-                "dropped a %s of the upstream server that is not valid: %s", TASK_NOTIFICATION, exc.detail
+            _drops(
+                logging.WARNING,
+                "dropped task notifications that are not valid",
+                "dropped a %s of the upstream server that is not valid: %s",
+                TASK_NOTIFICATION,
+                exc.detail,
             )
             return
         with self._cond:
@@ -438,7 +445,9 @@ class TaskWatch:
         try:
             subscription.wait_acknowledged(0)
         except RpcError as exc:
-            log.info(
+            _drops(
+                logging.INFO,
+                "refused listen streams for tasks",
                 "the upstream server refused a listen stream for its tasks (error %d): the bridge polls them",
                 exc.error.code,
             )

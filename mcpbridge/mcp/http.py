@@ -367,7 +367,12 @@ class HttpTransport(HttpTransportBase):
             raise Closed("the connection to the upstream server is closed")
         if not isinstance(message, Request):
             if isinstance(message, Notification):
-                log.debug("%s is not sent over HTTP", _loggable(message.method))
+                self._drops(
+                    logging.DEBUG,
+                    "notifications not sent over HTTP",
+                    "%s is not sent over HTTP",
+                    _loggable(message.method),
+                )
             return
         on_message = self._on_message
         if on_message is None:
@@ -397,6 +402,7 @@ class HttpTransport(HttpTransportBase):
                     break
                 self._idle.wait(remaining)
         self._wire.close()
+        self._drops.flush()
         on_closed = self._on_closed
         if on_closed is not None:
             on_closed(None)
@@ -415,7 +421,9 @@ class HttpTransport(HttpTransportBase):
                     raise
                 attempts.reissued = True
                 sent = Request(f"mcpbridge-again-{next(_ids)}", request.method, request.params)
-                log.info(
+                self._drops(
+                    logging.INFO,
+                    "requests sent again after a broken connection",
                     "%s: the connection broke (%s), thus the bridge sends it once more with a new id",
                     _loggable(request.method),
                     exc.detail,
@@ -486,7 +494,9 @@ class HttpTransport(HttpTransportBase):
             return message
         result, learned, dropped = filter_tools(message.result)
         for name, reason in dropped:
-            log.warning(
+            self._drops(
+                logging.WARNING,
+                "tools left out for an x-mcp-header marking that is not valid",
                 "the upstream tool %s has an x-mcp-header marking that is not valid, thus the bridge "
                 "leaves it out: %s",
                 _loggable(name),
@@ -519,11 +529,20 @@ class HttpTransport(HttpTransportBase):
             except (Cancelled, Closed):
                 raise
             except McpError as exc:
-                log.warning("the refresh of the tool list after a header mismatch failed: %s", exc.detail)
+                self._drops(
+                    logging.WARNING,
+                    "failed refreshes of the tool list",
+                    "the refresh of the tool list after a header mismatch failed: %s",
+                    exc.detail,
+                )
                 return False
             answer = answers[-1] if answers else None
             if not isinstance(answer, Response) or not isinstance(answer.result, dict):
-                log.warning("the refresh of the tool list after a header mismatch got no tool list")
+                self._drops(
+                    logging.WARNING,
+                    "failed refreshes of the tool list",
+                    "the refresh of the tool list after a header mismatch got no tool list",
+                )
                 return False
             _result, page, _dropped = filter_tools(answer.result)
             learned.update(page)
@@ -533,7 +552,11 @@ class HttpTransport(HttpTransportBase):
             cursor = next_cursor
         with self._lock:
             self._markings = learned
-        log.info("refreshed the tool list after a header mismatch of tools/call")
+        self._drops(
+            logging.INFO,
+            "refreshes of the tool list",
+            "refreshed the tool list after a header mismatch of tools/call",
+        )
         return True
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 from . import jsonrpc
 from .cancel import CancelToken
+from .droplog import DropLog
 from .errors import InvalidRequest, InvalidResponse, TransportFailed
 from .httpwire import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -171,6 +172,8 @@ class HttpTransportBase(WireReading, Transport):
         self._close_started = False
         self._on_message: OnMessage | None = None
         self._on_closed: OnClosed | None = None
+        #: What the server makes the transport drop or do again, one line a kind every 10 s.
+        self._drops = DropLog(log)
         self._own_state()
 
     def _fixed_headers(self) -> Headers:
@@ -341,7 +344,12 @@ class HttpTransportBase(WireReading, Transport):
             if answer is not None:
                 return answer
             if isinstance(message, (Response, ErrorResponse)) and not self.PASS_OTHER_ANSWERS:
-                log.debug("dropped a response to another request on the stream of %s", request.method)
+                self._drops(
+                    logging.DEBUG,
+                    "dropped responses to other requests on the stream of a request",
+                    "dropped a response to another request on the stream of %s",
+                    request.method,
+                )
                 continue
             deliver(message)
         raise TransportFailed("the response stream ended before the response")
@@ -379,6 +387,11 @@ class HttpTransportBase(WireReading, Transport):
                         raise InvalidResponse(
                             f"an event is not a valid JSON-RPC message ({exc.cause})"
                         ) from exc
-                    log.debug("dropped an event of the upstream server that is not a message (%s)", exc.cause)
+                    self._drops(
+                        logging.DEBUG,
+                        "dropped events of the upstream server that are not messages",
+                        "dropped an event of the upstream server that is not a message (%s)",
+                        exc.cause,
+                    )
                     continue
                 yield message

@@ -73,6 +73,7 @@ from urllib.parse import unquote, urlsplit
 
 from . import jsonrpc
 from .cancel import CancelToken
+from .droplog import DropLog
 from .errorbase import PeerFault
 from .errors import Cancelled, Closed, ConnectFailed, InvalidResponse, McpError, TransportFailed
 from .jsonrpc import FrameError, Message
@@ -526,7 +527,8 @@ class WireReading:
     """How both HTTP transports read the body of an answer and name an aborted exchange.
 
     The transport gives ``_max_bytes``, ``_max_depth``, ``_lock``, ``_closed``, ``_in_flight``
-    (the exchanges in flight) and ``_waits`` (the waits after a busy answer, which its close ends).
+    (the exchanges in flight), ``_waits`` (the waits after a busy answer, which its close ends)
+    and ``_drops`` (its log of what the server makes it repeat).
     """
 
     _max_bytes: int
@@ -535,6 +537,7 @@ class WireReading:
     _closed: bool
     _in_flight: set[Exchange]
     _waits: set[threading.Event]
+    _drops: DropLog
 
     def _refuse_all(self) -> list[Exchange]:
         """Refuse new exchanges and end the waits after a busy answer; the exchanges in flight.
@@ -567,7 +570,9 @@ class WireReading:
                 retry_after=seconds,
                 detail=f"HTTP status {status}, retry after {seconds_text(seconds)}",
             ) from error
-        log.info(
+        self._drops(
+            logging.INFO,
+            "requests sent again after a busy answer",
             "%s: the upstream server answered HTTP status %d, thus the bridge waits %s and sends it again",
             method[:128],
             status,

@@ -57,7 +57,6 @@ from contextlib import closing
 from typing import TYPE_CHECKING, Any, Final
 
 from .cancel import CancelToken
-from .droplog import DropLog
 from .errorbase import PeerFault
 from .errors import Closed, InvalidResponse, McpError, NotConnected
 from .httpbase import HttpTransportBase, json_body
@@ -130,7 +129,6 @@ class LegacyHttpTransport(HttpTransportBase):
         self._renew_lock = threading.Lock()
         #: Set once a new session expired at once too; guarded by ``_lock``.
         self._sessions_ended = False
-        self._drops = DropLog(log)
         self._listener: threading.Thread | None = None
         #: Set once the GET stream got its answer (or cannot get one).
         self._stream_ready = threading.Event()
@@ -208,6 +206,7 @@ class LegacyHttpTransport(HttpTransportBase):
                 thread.join(JOIN_TIMEOUT + grace)
         self._delete_session(grace)
         self._wire.close()
+        self._drops.flush()
         on_closed, self._on_closed = self._on_closed, None
         if on_closed is not None:
             on_closed(None)
@@ -283,8 +282,10 @@ class LegacyHttpTransport(HttpTransportBase):
         if session is not None and _visible_ascii(session):
             self._session_id = session
         elif session is not None:
-            log.warning(
-                "the upstream server sent a session id that is not visible ASCII, thus the bridge drops it"
+            self._drops(
+                logging.WARNING,
+                "dropped session ids that are not visible ASCII",
+                "the upstream server sent a session id that is not visible ASCII, thus the bridge drops it",
             )
 
     def _passing(self, request: Request, answer: Response | ErrorResponse) -> Response | ErrorResponse:
@@ -321,7 +322,11 @@ class LegacyHttpTransport(HttpTransportBase):
                 self._post(Notification("notifications/initialized"), cancel, answers.append)
             except _Expired as expired:
                 raise self._end_sessions() from expired
-        log.info("the session of the upstream server expired, thus the bridge started a new session")
+        self._drops(
+            logging.INFO,
+            "new sessions after an expired one",
+            "the session of the upstream server expired, thus the bridge started a new session",
+        )
 
     def _end_sessions(self) -> SessionExpired:
         """Start no more sessions (a new one expired at once too); the error of the message at hand."""
@@ -390,7 +395,9 @@ class LegacyHttpTransport(HttpTransportBase):
             )
         except McpError as exc:
             if not self._closed:
-                log.warning(
+                self._drops(
+                    logging.WARNING,
+                    "dropped messages that did not reach the upstream server",
                     "%s was not sent to the upstream server: %s",
                     what[:128],
                     exc.detail or exc.cause,

@@ -420,9 +420,18 @@ class Peer:
         except WouldBlock:
             if not wait:
                 raise
-            self._log.debug("notifications/cancelled for %s was not sent: no room", request_id)
+            self._drop_cancelled(request_id, "no room")
         except McpError as exc:
-            self._log.debug("notifications/cancelled for %s was not sent: %s", request_id, exc.cause)
+            self._drop_cancelled(request_id, exc.cause)
+
+    def _drop_cancelled(self, request_id: RequestId, why: str) -> None:
+        self._drops(
+            logging.DEBUG,
+            "dropped cancellations for the upstream server",
+            "notifications/cancelled for %s was not sent: %s",
+            escaped(str(request_id)),
+            why,
+        )
 
     def _settle_locked(self, request_id: RequestId, outcome: Callable[[Entry], Outcome]) -> Entry | None:
         """Resolve the pending request ``request_id`` with ``outcome(entry)``; ``None``: not pending.

@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict, TypeVar, overload
 
 from . import protocol, state
 from .cancel import CancelToken
+from .droplog import DropLog
 from .errorbase import BridgeError
 from .errors import Cancelled, InvalidRequest, McpError
 from .framing import TooLong
@@ -1388,6 +1389,8 @@ class ServerConnection:
         self._closed = threading.Event()
         self._shutdown_done = threading.Event()
         self._shutdown_lock = threading.Lock()
+        #: The log lines that the client can make repeat, one line a kind every 10 s.
+        self._drops = DropLog(log)
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=server.max_in_flight, thread_name_prefix="mcpbridge-server"
         )
@@ -1449,6 +1452,7 @@ class ServerConnection:
                 self._pool.shutdown(wait=False, cancel_futures=True)
             self._transport.close()
             self.server._forget(self)
+            self._drops.flush()
             self._shutdown_done.set()
 
     # --------------------------------------------------------------- sending
@@ -1498,7 +1502,12 @@ class ServerConnection:
             if message.method == "notifications/cancelled":
                 self._on_cancelled(message.params or {})
             else:
-                log.debug("ignored the notification %s", message.method[:100])
+                self._drops(
+                    logging.DEBUG,
+                    "ignored notifications of the client",
+                    "ignored the notification %s",
+                    message.method[:100],
+                )
         # A client sends no responses in 2026-07-28: drop them.
 
     def _on_request(self, request: Request) -> None:
@@ -1539,7 +1548,14 @@ class ServerConnection:
             else:
                 self._active[request.id] = active
         if refusal is not None:
-            log.warning("rejected request %r (%s): %s", request.id, request.method[:100], refusal[1])
+            self._drops(
+                logging.WARNING,
+                f"rejected requests: {refusal[1]}",
+                "rejected request %r (%s): %s",
+                request.id,
+                request.method[:100],
+                refusal[1],
+            )
             self._send_error(request.id, *refusal)
             return
         if is_listen:
@@ -1593,9 +1609,11 @@ class ServerConnection:
             response = ErrorResponse(request.id, exc.error)
         except Cancelled:
             response = None
-        except Exception:
+        except Exception as exc:
             if not active.cancel.cancelled:
-                log.exception("the handler of %s failed", request.method)
+                self._drops(
+                    logging.ERROR, "failed handlers", "the handler of %s failed", request.method, exc_info=exc
+                )
             response = ErrorResponse(request.id, ErrorObject(INTERNAL_ERROR, "Internal error"))
         self._finish(active, response)
 
@@ -1608,7 +1626,12 @@ class ServerConnection:
             try:
                 self._transport.send(response)
             except InvalidRequest:  # the result is not JSON (a handler returned a set, NaN, ...)
-                log.error("the result of request %r cannot be written as JSON", active.id)
+                self._drops(
+                    logging.ERROR,
+                    "results that cannot be written as JSON",
+                    "the result of request %r cannot be written as JSON",
+                    active.id,
+                )
                 self._send_error(active.id, INTERNAL_ERROR, "Internal error")
             except McpError as exc:
                 log.debug("dropped the response to %r: %s", active.id, exc.cause)
@@ -1642,7 +1665,13 @@ class ServerConnection:
                 try:
                     request_state = self.server._signer.verify(params["requestState"], binding=binding)
                 except state.InvalidState as exc:
-                    log.info("refused the requestState of request %r: %s", request.id, exc)
+                    self._drops(
+                        logging.INFO,
+                        "refused request states",
+                        "refused the requestState of request %r: %s",
+                        request.id,
+                        exc,
+                    )
                     raise RequestError(INVALID_PARAMS, "the requestState is not valid") from exc
         return Context(
             self, request, meta, active.cancel, target=target, input_responses=responses, state=request_state

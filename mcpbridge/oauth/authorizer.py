@@ -55,6 +55,7 @@ from urllib.parse import urlsplit
 from ..log import add_secret
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
+from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, RequestTimeout
 from ..mcp.http import HttpStatusError
 from ..mcp.jsonrpc import Notification
@@ -203,6 +204,8 @@ class OAuthAuthorizer:
         self._lock = threading.Lock()
         self._busy_cond = threading.Condition(self._lock)
         self._local = threading.local()
+        #: The lines that a server answering each request with 401 would repeat.
+        self._drops = DropLog(log)
         # Guarded by _lock:
         self._busy = False
         self._record: Record | None = None
@@ -452,8 +455,11 @@ class OAuthAuthorizer:
         try:
             resource, server = self._discover(challenge)
         except SignInError as exc:
-            log.warning(
-                "the sign-in cannot start: the discovery of the authorization server failed (%s)", exc.detail
+            self._drops(
+                logging.WARNING,
+                "sign-ins that could not start",
+                "the sign-in cannot start: the discovery of the authorization server failed (%s)",
+                exc.detail,
             )
             raise
         key = RecordKey(server.issuer, resource.resource, self.config.identity)
@@ -468,7 +474,11 @@ class OAuthAuthorizer:
                 return True
         grant = self.config.client_credentials
         if not grant and scope is None:
-            log.info("the upstream server needs a new sign-in: the next request of the client starts it")
+            self._drops(
+                logging.INFO,
+                "requests that need a new sign-in",
+                "the upstream server needs a new sign-in: the next request of the client starts it",
+            )
             return False
         # A person's sign-in keeps the scopes of the record in use when none is stored.
         earlier = stored if stored is not None or grant else current
@@ -674,7 +684,12 @@ class OAuthAuthorizer:
             refreshed = self._refresh(record, server, resource)
             return refreshed if refreshed is not None else record
         except SignInError as exc:
-            log.info("the refresh of the access token failed: %s", exc.detail or exc.cause)
+            self._drops(
+                logging.INFO,
+                "failed refreshes of the access token",
+                "the refresh of the access token failed: %s",
+                exc.detail or exc.cause,
+            )
             return record
         finally:
             self._release()

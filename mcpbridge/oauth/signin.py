@@ -38,6 +38,7 @@ from types import TracebackType
 from typing import Final, Protocol
 
 from ..mcp.cancel import CancelToken
+from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled
 from . import flow
 from .errors import (
@@ -301,6 +302,11 @@ class SignIn:
         self.gate = gate
         self.opener = opener
         self.write_line = write_line
+        #: The sign-ins that did not start: each request that needs one can make another.
+        self._drops = DropLog(log)
+
+    def _not_started(self, why: str) -> None:
+        self._drops(logging.INFO, "sign-ins that did not start", "the sign-in did not start: %s", why)
 
     def needs_consent(self) -> bool:
         """Whether a sign-in now must ask the client (after ``notifications/initialized``).
@@ -312,10 +318,10 @@ class SignIn:
             return False
         consent = self.gate.consent
         if self.gate.in_cooldown():
-            log.info("the sign-in did not start: a sign-in was declined or failed less than 60 s ago")
+            self._not_started("a sign-in was declined or failed less than 60 s ago")
             raise ReauthorizationRequired("cooldown")
         if consent is None or not consent.url_elicitation():
-            log.info("the sign-in did not start: the client did not declare URL elicitation")
+            self._not_started("the client did not declare URL elicitation")
             raise ReauthorizationRequired("no_consent")
         return True
 

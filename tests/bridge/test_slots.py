@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import threading
 from collections.abc import Iterator
 
@@ -12,6 +13,7 @@ from conftest import WAIT
 from mcpbridge.bridge import slots as slots_module
 from mcpbridge.bridge.output import Output, Slot
 from mcpbridge.bridge.slots import Slots
+from mcpbridge.mcp.droplog import DropLog
 from mcpbridge.mcp.jsonrpc import Request
 
 
@@ -21,7 +23,7 @@ def slot_threads() -> list[threading.Thread]:
 
 @pytest.fixture
 def slots() -> Iterator[Slots]:
-    made = Slots(Output(io.BytesIO()), limit=8)
+    made = Slots(Output(io.BytesIO()), limit=8, drops=DropLog(logging.getLogger("mcpbridge.bridge")))
     yield made
     made.close()
 

@@ -1104,6 +1104,28 @@ def test_a_message_with_a_method_member_is_a_request_even_with_a_result(stdio: S
         assert stdio.wait_response(request_id)["error"]["code"] == jsonrpc.INVALID_REQUEST
 
 
+def test_refused_requests_give_one_log_line_and_then_a_count() -> None:
+    p = StdioPeer()
+    try:
+        call = {"name": "slow", "arguments": {"ms": 60_000}, "_meta": meta()}
+        same = json.dumps({"jsonrpc": "2.0", "id": "held", "method": "tools/call", "params": call}).encode()
+        p.write_bytes(b"\n".join([same] * 101) + b"\n")
+        for _ in range(100):
+            refused = p.wait_frame(lambda f: f.get("id") == "held" and "error" in f)
+            assert refused["error"]["code"] == jsonrpc.INVALID_REQUEST
+        p.cancel("held")
+        p.close_stdin()
+        assert p.wait_exit() == 0
+    finally:
+        p.stop()
+    lines = [line for line in p.stderr.decode().splitlines() if "the id is in use" in line]
+    assert len(lines) == 2, lines
+    assert lines[0].endswith(
+        "rejected request 'held' (tools/call): Invalid Request: the id is in use by a request in flight"
+    )
+    assert lines[1].endswith("since the last such line: 99 more")
+
+
 def test_a_result_that_is_not_json_becomes_an_internal_error() -> None:
     server = Server("not-json", "1")
     server.tool(name="odd")(lambda ctx: {"content": [], "structuredContent": {1, 2}})

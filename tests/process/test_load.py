@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import threading
 import time
@@ -33,6 +34,7 @@ from typing import Any
 import pytest
 
 from harness import CAPTURED, ROOT, WAIT, bridge_command, fixture_command
+from mcpbridge.mcp.droplog import DROP_LOG_INTERVAL
 
 CONCURRENCY = 32
 WARM_UP_REQUESTS = 30_000
@@ -45,6 +47,8 @@ CANCEL_EVERY = 25
 RACE_EVERY = 40
 IN_FLIGHT_LIMIT = 256
 RSS_GROWTH_LIMIT = 0.10
+#: The repeats of each kind of log line in the test of the flood.
+FLOOD = 3000
 
 
 class Driver:
@@ -286,14 +290,14 @@ def check_phase(driver: Driver, soak: Soak) -> None:
 
 
 @contextmanager
-def raw_bridge() -> Iterator[tuple[subprocess.Popen[bytes], Driver, list[str]]]:
+def raw_bridge(*options: str) -> Iterator[tuple[subprocess.Popen[bytes], Driver, list[str]]]:
     """The executable in front of the fixture, initialized, with a :class:`Driver` on its stdout.
 
     Its stderr lines go to ``harness.CAPTURED`` too, for the secret scans.
     """
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
-        bridge_command(upstream=fixture_command()),
+        bridge_command(*options, upstream=fixture_command()),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -430,8 +434,8 @@ def test_300_slow_calls_at_once_give_exactly_44_too_many_requests_and_ping_still
             raise AssertionError("no slot became free after the cancellations")
         settle(driver, "end")
         assert not [i for i in admitted if i in driver.responses]
-    rejected = [line for line in stderr if "too many requests in flight" in line]
-    assert len(rejected) == 44
+    lines, told = told_repeats(stderr, "too many requests in flight")
+    assert told == 44 and 1 <= len(lines) <= 2
 
 
 def test_requests_that_reuse_the_id_of_a_request_in_flight_are_refused_and_do_not_pass_the_limit() -> None:
@@ -460,4 +464,57 @@ def test_requests_that_reuse_the_id_of_a_request_in_flight_are_refused_and_do_no
         settle(driver, "end")
         assert len(driver.responses["same"]) == 299
         assert not [i for i in ids[1:] if i in driver.responses]
-    assert len([line for line in stderr if "its id is in use by a request in flight" in line]) == 299
+    lines, told = told_repeats(stderr, "its id is in use by a request in flight")
+    assert told == 299 and 1 <= len(lines) <= 2
+
+
+#: How a line of a kind that repeats tells of the repeats it stands for (see ``mcp.droplog``).
+_AND_MORE = re.compile(r" \(and (\d+) more of these in the [^)]* before\)$")
+_SINCE = re.compile(r" since the last such line: (\d+) more$")
+
+
+def told_repeats(stderr: list[str], text: str) -> tuple[list[str], int]:
+    """The stderr lines about ``text``, and the number of repeats that they tell of together."""
+    lines = [line.rstrip("\n") for line in stderr if text in line]
+    told = 0
+    for line in lines:
+        since = _SINCE.search(line)
+        if since is not None:
+            told += int(since.group(1))
+            continue
+        more = _AND_MORE.search(line)
+        told += 1 + (int(more.group(1)) if more is not None else 0)
+    return lines, told
+
+
+def test_thousands_of_refused_requests_and_stray_answers_give_a_few_log_lines_that_count_them() -> None:
+    started = time.monotonic()
+    with raw_bridge("--log-level", "debug") as (proc, driver, stderr):
+        slow = {"name": "slow", "arguments": {"ms": 60_000}}
+        held = [
+            {"jsonrpc": "2.0", "id": f"held-{n}", "method": "tools/call", "params": slow}
+            for n in range(IN_FLIGHT_LIMIT)
+        ]
+        over = [
+            {"jsonrpc": "2.0", "id": f"over-{n}", "method": "tools/call", "params": slow}
+            for n in range(FLOOD)
+        ]
+        stray = [{"jsonrpc": "2.0", "id": f"b-{10**6 + n}", "result": {}} for n in range(FLOOD)]
+        driver.send_lines(held)
+        driver.send_lines(over)
+        driver.send_lines(stray)
+        settle(driver, "flood")
+        refused = [i for i in driver.responses if str(i).startswith("over-")]
+        assert len(refused) == FLOOD
+        assert not [i for i in driver.responses if str(i).startswith("held-")]
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(WAIT) == 0
+    # The end of the connection tells the counts that no line told yet; a line of a kind
+    # comes at most once every DROP_LOG_INTERVAL seconds before it.
+    bound = 2 + int((time.monotonic() - started) // DROP_LOG_INTERVAL)
+    for text in ("too many requests in flight", "of the client that no request waits for"):
+        lines, told = told_repeats(stderr, text)
+        assert told == FLOOD, lines
+        assert 1 <= len(lines) <= bound, lines
+    assert not [line for line in stderr if ": error: " in line or "Traceback" in line]
