@@ -811,7 +811,7 @@ class LegacyPassthrough:
             self._trace(slot, request.method, exc.cause, started)
             self._drops(
                 logging.WARNING,
-                "results that are not objects",
+                "refused results that are not objects",
                 "%s: the upstream server sent a result that is not an object, thus the client gets an error",
                 printable(request.method),
             )

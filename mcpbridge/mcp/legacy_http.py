@@ -389,7 +389,7 @@ class LegacyHttpTransport(HttpTransportBase):
         except SessionExpired:
             self._drops(
                 logging.WARNING,
-                "messages without a session",
+                "dropped messages without a session",
                 "%s was not sent to the upstream server: the bridge starts no more sessions",
                 what[:128],
             )

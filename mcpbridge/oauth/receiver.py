@@ -410,7 +410,7 @@ class Receiver:
                     _interrupt(quietest.sock)
                     self._drops(
                         logging.DEBUG,
-                        "evicted",
+                        "closed quiet connections of the sign-in receiver",
                         "the sign-in receiver closed its quietest connection to make room for a new one",
                     )
             remaining = deadline - time.monotonic()
@@ -501,7 +501,7 @@ class Receiver:
         if not all(self._serves(name) for name in (hosts[0], authority) if name is not None):
             self._drops(
                 logging.WARNING,
-                "host",
+                "refused requests of the sign-in receiver for another host name",
                 "the sign-in receiver refused a request for another host name: a web page may try "
                 "to reach it through DNS rebinding",
             )
