@@ -1,12 +1,16 @@
-"""Packaging rules: the version, the pure modules' imports, the client's import cost."""
+"""Packaging rules: the version, the license and metadata of a build, the pure modules' imports,
+the client's import cost."""
 
 from __future__ import annotations
 
 import ast
 import configparser
+import hashlib
 import importlib.metadata
+import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -142,6 +146,73 @@ def test_the_package_ships_its_type_information() -> None:
     assert (PACKAGE / "py.typed").is_file()
 
 
+def run_python(*args: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run this interpreter with ``args`` in a child process; its output as text."""
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=timeout,
+        cwd=cwd,
+        check=False,
+    )
+
+
+APACHE_2_0_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
+"""The SHA-256 of the Apache License 2.0 as the Apache Software Foundation publishes it."""
+
+BUILD_INPUTS = ("setup.cfg", "pyproject.toml", "README.rst", "LICENSE")
+
+
+def test_the_license_file_is_the_unmodified_apache_license_2_0() -> None:
+    config = configparser.ConfigParser()
+    config.read(REPO_ROOT / "setup.cfg", encoding="utf-8")
+    assert config["metadata"]["license"] == "Apache-2.0"
+    assert config["metadata"]["license_files"].split() == ["LICENSE"]
+    assert hashlib.sha256((REPO_ROOT / "LICENSE").read_bytes()).hexdigest() == APACHE_2_0_SHA256
+
+
+def build_sdist(into: Path) -> Path:
+    """An sdist of a copy of the sources, built as a build front end builds it; its path.
+
+    The copy keeps the build's egg-info out of the checkout. The wheel's metadata is the
+    same PKG-INFO, license files included, so the sdist's stands for both.
+    """
+    source = into / "source"
+    source.mkdir()
+    for name in BUILD_INPUTS:
+        shutil.copy2(REPO_ROOT / name, source / name)
+    shutil.copytree(PACKAGE, source / "mcpbridge", ignore=shutil.ignore_patterns("__pycache__"))
+    done = run_python(
+        "-c", "import setuptools.build_meta as b; print(b.build_sdist('dist'))", cwd=source, timeout=WAIT * 6
+    )
+    assert done.returncode == 0, done.stderr
+    return source / "dist" / done.stdout.strip().splitlines()[-1]
+
+
+def test_the_sdist_ships_the_license_and_its_metadata_names_it_and_every_supported_system(
+    tmp_path: Path,
+) -> None:
+    sdist = build_sdist(tmp_path)
+    top = sdist.name.removesuffix(".tar.gz")
+    with tarfile.open(sdist) as archive:
+        license_file = archive.extractfile(f"{top}/LICENSE")
+        pkg_info = archive.extractfile(f"{top}/PKG-INFO")
+        assert license_file is not None and pkg_info is not None
+        assert license_file.read() == (REPO_ROOT / "LICENSE").read_bytes()
+        metadata = pkg_info.read().decode("utf-8")
+    fields = [line.partition(": ") for line in metadata.split("\n\n", 1)[0].splitlines()]
+    assert ("License-File", ": ", "LICENSE") in fields
+    classifiers = [value for name, _, value in fields if name == "Classifier"]
+    systems = sorted(value for value in classifiers if value.startswith("Operating System ::"))
+    assert systems == [
+        "Operating System :: MacOS",
+        "Operating System :: Microsoft :: Windows",
+        "Operating System :: POSIX :: Linux",
+    ]
+
+
 def write_package(root: Path, files: dict[str, str]) -> None:
     for relative, source in files.items():
         path = root / relative
@@ -216,14 +287,8 @@ def test_pure_modules_import_nothing_that_does_io_threads_or_clocks(relative: st
 
 def test_importing_the_client_pulls_in_no_http_keyring_crypto_or_cli_package() -> None:
     assert module_path("mcpbridge.mcp.client") is not None, "mcpbridge/mcp/client.py does not exist"
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import mcpbridge.mcp.client"],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=WAIT * 3,
-        cwd=REPO_ROOT,
-        check=False,
+    done = run_python(
+        "-X", "importtime", "-c", "import mcpbridge.mcp.client", cwd=REPO_ROOT, timeout=WAIT * 3
     )
     assert done.returncode == 0, done.stderr
     # Lines look like "import time:       123 |        456 |     package.module".
