@@ -1,0 +1,151 @@
+"""The documentation against the code it describes.
+
+``docs/configuration.rst`` describes every option of each command of ``mcp-bridge-vscode``
+and names no other, and its ``mcp.json`` example of a secret header works. The commands are
+read from the typer app itself, as ``--help`` shows them, so an option added to the command
+line without its documentation fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import typer
+from typer._click.core import Context
+from typer.core import TyperGroup
+
+from conftest import REPO_ROOT
+from mcpbridge.vscode.cli import app, parse
+from mcpbridge.vscode.settings import PROGRAM, Header, Settings
+
+DOCS = REPO_ROOT / "docs"
+CONFIGURATION = DOCS / "configuration.rst"
+
+#: The columns of the table of commands and options on the configuration page, and the
+#: subcommand of each (``None``: the serve forms, which take no subcommand word).
+COMMANDS: dict[str, str | None] = {"serve": None, "check": "check", "logout": "logout"}
+
+_OPTION = re.compile(r"(?<![\w-])(--?[a-z][a-z0-9-]*)")
+_LONG_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+def read(path: Path) -> str:
+    assert path.is_file(), f"{path.relative_to(REPO_ROOT)} does not exist"
+    return path.read_text(encoding="utf-8")
+
+
+def command_options(subcommand: str | None) -> set[str]:
+    """Every name of every option that the help of a command shows (its hidden ones are refused)."""
+    group = typer.main.get_command(app)
+    assert isinstance(group, TyperGroup)
+    command = group.commands[subcommand] if subcommand is not None else group
+    names: set[str] = set()
+    for param in command.get_params(Context(command, info_name=PROGRAM)):
+        if param.param_type_name == "option" and not getattr(param, "hidden", False):
+            names.update(param.opts)
+            names.update(param.secondary_opts)
+    assert names, f"the command {subcommand or PROGRAM} has no options: the walk finds nothing"
+    return names
+
+
+def definition_terms(text: str) -> list[str]:
+    """The terms of the definition lists of a page: a line at the margin, its definition indented."""
+    lines = text.splitlines()
+    return [
+        line
+        for line, following in zip(lines, lines[1:], strict=False)
+        if line[:1] not in ("", " ", "=", "-", "~", ".") and following.startswith("    ")
+    ]
+
+
+def option_table(text: str) -> dict[str, set[str]]:
+    """The table of options and commands: each option name and the commands marked ``yes``."""
+    lines = text.splitlines()
+    header = next(
+        (n for n, line in enumerate(lines) if line.split() == ["option", *COMMANDS]),
+        None,
+    )
+    assert header is not None, "the page has no table with the columns option, " + ", ".join(COMMANDS)
+    border = lines[header - 1]
+    spans = [match.span() for match in re.finditer(r"=+", border)]
+    assert len(spans) == 1 + len(COMMANDS), border
+    table: dict[str, set[str]] = {}
+    for line in lines[header + 2 :]:
+        if line.startswith("="):
+            break
+        cells = [line[start:end].strip() for start, end in spans[:-1]] + [line[spans[-1][0] :].strip()]
+        marked = {name for name, cell in zip(COMMANDS, cells[1:], strict=True) if cell == "yes"}
+        for option in _OPTION.findall(cells[0]):
+            table[option] = marked
+    assert table, "the table of options and commands has no rows"
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# The configuration page
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("column", list(COMMANDS))
+def test_the_table_of_the_configuration_page_marks_exactly_the_options_of_each_command(column: str) -> None:
+    table = option_table(read(CONFIGURATION))
+    marked = {option for option, commands in table.items() if column in commands}
+    options = command_options(COMMANDS[column])
+    assert sorted(options - marked) == [], f"options of {column} that the table does not mark"
+    assert sorted(marked - options) == [], f"options that the table marks for {column}, which it lacks"
+
+
+def test_the_configuration_page_describes_every_option_and_names_no_other() -> None:
+    text = read(CONFIGURATION)
+    every = set().union(*(command_options(subcommand) for subcommand in COMMANDS.values()))
+    described = {option for term in definition_terms(text) for option in _OPTION.findall(term)}
+    assert sorted(every - described) == [], "options without a description on the page"
+    named = set(_LONG_OPTION.findall(text))
+    assert sorted(named - every) == [], "the page names options that no command has"
+    assert sorted(set(option_table(text)) - every) == []
+
+
+def test_the_option_checks_find_an_option_that_is_missing_and_one_that_does_not_exist() -> None:
+    text = read(CONFIGURATION)
+    every = set().union(*(command_options(subcommand) for subcommand in COMMANDS.values()))
+    without_name = "\n".join(line for line in text.splitlines() if "--name" not in line)
+    described = {option for term in definition_terms(without_name) for option in _OPTION.findall(term)}
+    assert every - described == {"--name"}
+    invented = text + "\nGive ``--colour`` or --frobnicate here.\n"
+    named = set(_LONG_OPTION.findall(invented))
+    assert named - every == {"--colour", "--frobnicate"}
+
+
+def mcp_json_blocks(text: str) -> list[dict[str, object]]:
+    """The ``mcp.json`` examples of a page: each literal block that is a JSON object with servers."""
+    blocks = re.findall(r"::\n\n((?:    .*\n|\n)+)", text)
+    found = []
+    for block in blocks:
+        source = "\n".join(line[4:] for line in block.splitlines())
+        if source.lstrip().startswith("{") and '"servers"' in source:
+            found.append(json.loads(source))
+    return found
+
+
+def test_the_secret_header_example_sends_the_input_of_vs_code_as_the_header() -> None:
+    examples = [block for block in mcp_json_blocks(read(CONFIGURATION)) if "inputs" in block]
+    assert len(examples) == 1
+    [example] = examples
+    inputs = example["inputs"]
+    assert isinstance(inputs, list) and len(inputs) == 1
+    assert inputs[0]["type"] == "promptString" and inputs[0]["password"] is True
+    servers = example["servers"]
+    assert isinstance(servers, dict) and len(servers) == 1
+    [server] = servers.values()
+    # VS Code puts the answer of the prompt in the place of ${input:<id>}.
+    answer = "key-6b1f0c"
+    reference = "${input:" + inputs[0]["id"] + "}"
+    env = {name: value.replace(reference, answer) for name, value in server["env"].items()}
+    assert server["command"] == PROGRAM
+    parsed = parse(server["args"], env)
+    assert isinstance(parsed, Settings)
+    [variable] = env
+    assert parsed.headers == (Header("Authorization", f"Bearer {answer}", variable),)
