@@ -1,9 +1,10 @@
 """The documentation against the code it describes.
 
 ``docs/configuration.rst`` describes every option of each command of ``mcp-bridge-vscode``
-and names no other, and its ``mcp.json`` example of a secret header works. The commands are
-read from the typer app itself, as ``--help`` shows them, so an option added to the command
-line without its documentation fails here.
+and names no other, and its ``mcp.json`` example of a secret header works;
+``docs/troubleshooting.rst`` explains every cause of the error table and no other. The
+commands are read from the typer app itself, as ``--help`` shows them, and the causes from
+the table, so an option or a cause added without its documentation fails here.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from typer._click.core import Context
 from typer.core import TyperGroup
 
 from conftest import REPO_ROOT
+from mcpbridge.bridge.errortable import ERRORS, INTERNAL_CAUSE
 from mcpbridge.vscode.cli import app, parse
 from mcpbridge.vscode.settings import PROGRAM, Header, Settings
 
 DOCS = REPO_ROOT / "docs"
 CONFIGURATION = DOCS / "configuration.rst"
+TROUBLESHOOTING = DOCS / "troubleshooting.rst"
 
 #: The columns of the table of commands and options on the configuration page, and the
 #: subcommand of each (``None``: the serve forms, which take no subcommand word).
@@ -30,6 +33,7 @@ COMMANDS: dict[str, str | None] = {"serve": None, "check": "check", "logout": "l
 
 _OPTION = re.compile(r"(?<![\w-])(--?[a-z][a-z0-9-]*)")
 _LONG_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+_CAUSE_TERM = re.compile(r"``([a-z][a-z_]*)``")
 
 
 def read(path: Path) -> str:
@@ -149,3 +153,26 @@ def test_the_secret_header_example_sends_the_input_of_vs_code_as_the_header() ->
     assert isinstance(parsed, Settings)
     [variable] = env
     assert parsed.headers == (Header("Authorization", f"Bearer {answer}", variable),)
+
+
+# ---------------------------------------------------------------------------------------------
+# The troubleshooting page
+# ---------------------------------------------------------------------------------------------
+
+
+def cause_terms(text: str) -> set[str]:
+    """The causes that a page explains: each term of a definition list that is a cause's name."""
+    matches = (_CAUSE_TERM.fullmatch(term.strip()) for term in definition_terms(text))
+    return {match.group(1) for match in matches if match}
+
+
+def test_the_troubleshooting_page_explains_every_cause_of_the_error_table_and_no_other() -> None:
+    explained = cause_terms(read(TROUBLESHOOTING))
+    causes = set(ERRORS) | {INTERNAL_CAUSE}
+    assert sorted(causes - explained) == [], "causes of the error table that the page does not explain"
+    assert sorted(explained - causes) == [], "causes on the page that the error table does not have"
+
+
+def test_the_cause_check_reads_a_term_with_its_definition_only() -> None:
+    text = "``timeout``\n    It did not answer.\n\n``closed``\nno definition\n\n  ``rpc``\n    indented\n"
+    assert cause_terms(text) == {"timeout"}
