@@ -1,10 +1,10 @@
 """The documentation against the code it describes.
 
 ``docs/configuration.rst`` describes every option of each command of ``mcp-bridge-vscode``
-and names no other, and its ``mcp.json`` example of a secret header works;
-``docs/troubleshooting.rst`` explains every cause of the error table and no other. The
-commands are read from the typer app itself, as ``--help`` shows them, and the causes from
-the table, so an option or a cause added without its documentation fails here.
+and names no other; every ``mcp.json`` example of the pages starts the bridge with valid
+settings; ``docs/troubleshooting.rst`` explains every cause of the error table and no other.
+The commands are read from the typer app itself, as ``--help`` shows them, and the causes
+from the table, so an option or a cause added without its documentation fails here.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -39,6 +40,13 @@ _CAUSE_TERM = re.compile(r"``([a-z][a-z_]*)``")
 def read(path: Path) -> str:
     assert path.is_file(), f"{path.relative_to(REPO_ROOT)} does not exist"
     return path.read_text(encoding="utf-8")
+
+
+def pages() -> list[Path]:
+    """The README, SECURITY.rst and each page of ``docs/``."""
+    found = sorted(DOCS.glob("*.rst"))
+    assert found, "docs/ has no pages"
+    return [REPO_ROOT / "README.rst", REPO_ROOT / "SECURITY.rst", *found]
 
 
 def command_options(subcommand: str | None) -> set[str]:
@@ -123,36 +131,73 @@ def test_the_option_checks_find_an_option_that_is_missing_and_one_that_does_not_
     assert named - every == {"--colour", "--frobnicate"}
 
 
-def mcp_json_blocks(text: str) -> list[dict[str, object]]:
+# ---------------------------------------------------------------------------------------------
+# The mcp.json examples
+# ---------------------------------------------------------------------------------------------
+
+ANSWER = "6b1f" * 16
+"""What the user types at each prompt of an example: 64 hexadecimal digits fit every secret, a key too."""
+
+
+def mcp_json_blocks(text: str) -> list[dict[str, Any]]:
     """The ``mcp.json`` examples of a page: each literal block that is a JSON object with servers."""
-    blocks = re.findall(r"::\n\n((?:    .*\n|\n)+)", text)
     found = []
-    for block in blocks:
+    for block in re.findall(r"::\n\n((?:    .*\n|\n)+)", text):
         source = "\n".join(line[4:] for line in block.splitlines())
         if source.lstrip().startswith("{") and '"servers"' in source:
             found.append(json.loads(source))
     return found
 
 
+def answered_env(example: dict[str, Any], server: dict[str, Any]) -> dict[str, str]:
+    """The environment that VS Code gives a server: each ``${input:<id>}`` replaced by the answer."""
+    env: dict[str, str] = dict(server.get("env", {}))
+    for prompt in example.get("inputs", []):
+        reference = "${input:" + prompt["id"] + "}"
+        env = {name: value.replace(reference, ANSWER) for name, value in env.items()}
+    assert "${input:" not in "".join(env.values()), "an example uses an input that it does not declare"
+    return env
+
+
+def bridge_examples() -> list[tuple[str, dict[str, Any], dict[str, str]]]:
+    """Each server of an example that starts the bridge: where it is, the server and its environment."""
+    found = []
+    for page in pages():
+        for example in mcp_json_blocks(read(page)):
+            for name, server in example["servers"].items():
+                if server["command"] == PROGRAM:
+                    found.append((f"{page.name}: {name}", server, answered_env(example, server)))
+    return found
+
+
+def test_every_mcp_json_example_of_the_pages_starts_the_bridge_with_valid_settings() -> None:
+    examples = bridge_examples()
+    assert len(examples) >= 6
+    for where, server, env in examples:
+        assert isinstance(parse(server["args"], env), Settings), where
+
+
+def test_every_prompt_of_the_examples_hides_what_the_user_types() -> None:
+    prompts = [
+        prompt
+        for page in pages()
+        for example in mcp_json_blocks(read(page))
+        for prompt in example.get("inputs", [])
+    ]
+    assert len(prompts) >= 3
+    assert all(prompt["type"] == "promptString" and prompt["password"] is True for prompt in prompts), prompts
+
+
 def test_the_secret_header_example_sends_the_input_of_vs_code_as_the_header() -> None:
-    examples = [block for block in mcp_json_blocks(read(CONFIGURATION)) if "inputs" in block]
+    examples = [example for example in mcp_json_blocks(read(CONFIGURATION)) if "inputs" in example]
     assert len(examples) == 1
     [example] = examples
-    inputs = example["inputs"]
-    assert isinstance(inputs, list) and len(inputs) == 1
-    assert inputs[0]["type"] == "promptString" and inputs[0]["password"] is True
-    servers = example["servers"]
-    assert isinstance(servers, dict) and len(servers) == 1
-    [server] = servers.values()
-    # VS Code puts the answer of the prompt in the place of ${input:<id>}.
-    answer = "key-6b1f0c"
-    reference = "${input:" + inputs[0]["id"] + "}"
-    env = {name: value.replace(reference, answer) for name, value in server["env"].items()}
-    assert server["command"] == PROGRAM
+    [server] = example["servers"].values()
+    env = answered_env(example, server)
     parsed = parse(server["args"], env)
     assert isinstance(parsed, Settings)
     [variable] = env
-    assert parsed.headers == (Header("Authorization", f"Bearer {answer}", variable),)
+    assert parsed.headers == (Header("Authorization", f"Bearer {ANSWER}", variable),)
 
 
 # ---------------------------------------------------------------------------------------------
