@@ -2,9 +2,11 @@
 
 ``docs/configuration.rst`` describes every option of each command of ``mcp-bridge-vscode``
 and names no other; every ``mcp.json`` example of the pages starts the bridge with valid
-settings; ``docs/troubleshooting.rst`` explains every cause of the error table and no other.
-The commands are read from the typer app itself, as ``--help`` shows them, and the causes
-from the table, so an option or a cause added without its documentation fails here.
+settings; ``docs/troubleshooting.rst`` explains every cause of the error table and no other;
+each relative link of the pages leads to a file of the repository, and the README links to
+every page. The commands are read from the typer app itself, as ``--help`` shows them, and
+the causes from the table, so an option or a cause added without its documentation fails
+here.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ COMMANDS: dict[str, str | None] = {"serve": None, "check": "check", "logout": "l
 _OPTION = re.compile(r"(?<![\w-])(--?[a-z][a-z0-9-]*)")
 _LONG_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 _CAUSE_TERM = re.compile(r"``([a-z][a-z_]*)``")
+_LINK = re.compile(r"`[^`<]*<([^>`]+)>`_|^\.\. _[^:]+: (\S+)$", re.MULTILINE)
 
 
 def read(path: Path) -> str:
@@ -221,3 +224,59 @@ def test_the_troubleshooting_page_explains_every_cause_of_the_error_table_and_no
 def test_the_cause_check_reads_a_term_with_its_definition_only() -> None:
     text = "``timeout``\n    It did not answer.\n\n``closed``\nno definition\n\n  ``rpc``\n    indented\n"
     assert cause_terms(text) == {"timeout"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Links
+# ---------------------------------------------------------------------------------------------
+
+
+def relative_links(text: str) -> list[str]:
+    """The targets of the links of a page that point into the repository."""
+    targets = [inline or named for inline, named in _LINK.findall(text)]
+    return [target for target in targets if not re.match(r"[a-z]+:", target) and not target.endswith("_")]
+
+
+def section_ids(text: str) -> set[str]:
+    """The ids of the sections of a page, as docutils makes them (and a forge links to them)."""
+    lines = text.splitlines()
+    titles = [
+        title
+        for title, underline in zip(lines, lines[1:], strict=False)
+        if title.strip() and len(underline) >= len(title) and re.fullmatch(r"([=~-])\1+", underline)
+    ]
+    return {re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") for title in titles}
+
+
+def test_each_relative_link_of_the_pages_leads_to_a_file_and_section_of_the_repository() -> None:
+    checked = 0
+    for page in pages():
+        for target in relative_links(read(page)):
+            file, _, section = target.partition("#")
+            path = (page.parent / file).resolve()
+            assert path.is_relative_to(REPO_ROOT) and path.exists(), f"{page.name}: {target}"
+            if section:
+                assert section in section_ids(read(path)), f"{page.name}: {target}"
+            checked += 1
+    assert checked >= len(pages())
+
+
+def test_the_section_ids_are_those_of_docutils() -> None:
+    text = "Title\n=====\n\nWhat is it waiting for?\n-----------------------\n\nA, b & C\n~~~~~~~~\n\nplain\n"
+    assert section_ids(text) == {"title", "what-is-it-waiting-for", "a-b-c"}
+
+
+def test_the_link_check_reads_inline_and_named_targets_and_skips_urls_and_references() -> None:
+    text = (
+        "See `the sign-in <docs/signin.rst>`_, `Hiding tools`_ and `MCP <https://modelcontextprotocol.io/>`_.\n"
+        ".. _LICENSE: LICENSE\n"
+        ".. _site: https://example.org/\n"
+    )
+    assert relative_links(text) == ["docs/signin.rst", "LICENSE"]
+
+
+def test_the_readme_links_to_every_page_and_the_license() -> None:
+    readme = REPO_ROOT / "README.rst"
+    links = {(REPO_ROOT / target.partition("#")[0]).resolve() for target in relative_links(read(readme))}
+    wanted = [page for page in pages() if page != readme] + [REPO_ROOT / "LICENSE"]
+    assert [path.name for path in wanted if path.resolve() not in links] == []

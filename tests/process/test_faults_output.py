@@ -219,7 +219,7 @@ def test_a_client_that_stops_reading_does_not_stop_the_reader_and_the_bridge_end
 
 
 def test_at_the_bound_of_the_output_the_reader_stops_reading_and_a_silent_client_is_ended() -> None:
-    assert MAX_QUEUED_BYTES == 64 * 1024 * 1024  # the bound that the README tells
+    assert MAX_QUEUED_BYTES == 64 * 1024 * 1024  # the bound that docs/how-it-works.rst tells
     with initialized_bridge(STALL, BOUND) as (process, stderr):
         assert process.stdin is not None
         # Many times the bound in pings, as fast as the bridge takes them, and nothing read.
