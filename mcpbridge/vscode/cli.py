@@ -291,9 +291,11 @@ failed, 2 when the arguments are not valid or a token store that was asked for d
 """
 )
 
+#: The names of the help option.
+_HELP: Final = ("-h", "--help")
 #: The options that answer at once when the parser meets them; the rest of the words then
 #: does not count.
-_AT_ONCE: Final = frozenset({"--help", "--version"})
+_AT_ONCE: Final = frozenset({*_HELP, "--version"})
 #: The options of the shell completion (typer's); they take the words as they are.
 _COMPLETION: Final = frozenset({"--install-completion", "--show-completion"})
 _WORDS_KEY: Final = "mcpbridge.words"
@@ -358,7 +360,7 @@ def _read_words(command: Command, ctx: Context, args: Sequence[str], subcommand:
     for param in order:
         if not isinstance(param, TyperOption) or param.name is None:
             continue
-        name = param.opts[0]
+        name = max(param.opts, key=len)  # the long name: --help for -h
         if name in _AT_ONCE:
             ctx.meta[_AT_ONCE_KEY] = name
             continue
@@ -388,6 +390,22 @@ def _parse(command: Command, ctx: Context, args: list[str], subcommand: str | No
     return []
 
 
+def _flags_without_type(params: list[Any]) -> list[Any]:
+    """``params`` with no type shown for a flag: typer would show ``<bool>``, which is no value
+    that a user types (also for ``--help`` and the completion options that typer adds)."""
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+def _usage(command: Command, ctx: Context) -> list[str]:
+    """The usage line as the README writes it: the options and one upstream (typer would
+    write a list of them, ``[<url>]...``)."""
+    upstream = next(param for param in command.get_params(ctx) if param.name == _UPSTREAM)
+    return [str(command.options_metavar), str(upstream.metavar)]
+
+
 def _completion(args: Sequence[str]) -> bool:
     """The words ask for the completion script or its installation."""
     return any(word.partition("=")[0] in _COMPLETION for word in args)
@@ -397,10 +415,13 @@ class _Program(TyperGroup):
     """The program: the serve forms, unless the first word names a subcommand."""
 
     def get_params(self, ctx: Context) -> list[Any]:
-        params = super().get_params(ctx)
+        params = _flags_without_type(super().get_params(ctx))
         if ctx.command is not self:  # the usage line of a subcommand: no upstream of the program
             return [param for param in params if param.name != _UPSTREAM]
         return params
+
+    def collect_usage_pieces(self, ctx: Context) -> list[str]:
+        return _usage(self, ctx)
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         if args and args[0] in self.commands:
@@ -413,6 +434,12 @@ class _Program(TyperGroup):
 
 class _Subcommand(TyperCommand):
     """``check`` or ``logout``."""
+
+    def get_params(self, ctx: Context) -> list[Any]:
+        return _flags_without_type(super().get_params(ctx))
+
+    def collect_usage_pieces(self, ctx: Context) -> list[str]:
+        return _usage(self, ctx)
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         if ctx.resilient_parsing:
@@ -440,27 +467,23 @@ def _signature(subcommand: str | None) -> inspect.Signature:
         panel, metavar, text = HELP[name]
         hidden = name not in shown
         annotation: object
+        info = typer.Option(
+            name, metavar=metavar, help=text, rich_help_panel=panel, hidden=hidden, show_default=False
+        )
         if metavar is None:
-            info = typer.Option(
-                name, metavar="", help=text, rich_help_panel=panel, hidden=hidden, show_default=False
-            )
             annotation, default = Annotated[bool, info], False
         else:
-            info = typer.Option(
-                name, metavar=metavar, help=text, rich_help_panel=panel, hidden=hidden, show_default=False
-            )
             annotation, default = Annotated[Optional[list[str]], info], None  # noqa: UP045 (typer reads it)
         params.append(inspect.Parameter(f"option_{number}", kind, default=default, annotation=annotation))
     version = typer.Option(
         "--version",
-        metavar="",
         callback=_show_version,
         is_eager=True,
         help="Show the version and exit.",
         rich_help_panel=GENERAL,
     )
     params.append(inspect.Parameter("version", kind, default=False, annotation=Annotated[bool, version]))
-    metavar = "<url>" if subcommand == "logout" else "<url> | -- <command> [args...]"
+    metavar = "(<url> | --all)" if subcommand == "logout" else "(<url> | -- <command> [args...])"
     upstream = typer.Argument(metavar=metavar, show_default=False, hidden=True)
     params.append(
         inspect.Parameter(_UPSTREAM, kind, default=None, annotation=Annotated[Optional[list[str]], upstream])  # noqa: UP045
@@ -482,6 +505,8 @@ def _command(subcommand: str | None) -> Callable[..., Any]:
     return run_command
 
 
+_CONTEXT: Final = {"help_option_names": list(_HELP)}
+
 app: Final = typer.Typer(
     name=PROGRAM,
     cls=_Program,
@@ -490,14 +515,18 @@ app: Final = typer.Typer(
     options_metavar="[options]",
     subcommand_metavar="",
     invoke_without_command=True,
-    context_settings={"help_option_names": ["--help"]},
+    context_settings=_CONTEXT,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     rich_markup_mode="rich",
 )
 app.callback()(_command(None))
-app.command("check", cls=_Subcommand, help=_CHECK_HELP, options_metavar="[options]")(_command("check"))
-app.command("logout", cls=_Subcommand, help=_LOGOUT_HELP, options_metavar="[options]")(_command("logout"))
+app.command(
+    "check", cls=_Subcommand, help=_CHECK_HELP, options_metavar="[options]", context_settings=_CONTEXT
+)(_command("check"))
+app.command(
+    "logout", cls=_Subcommand, help=_LOGOUT_HELP, options_metavar="[options]", context_settings=_CONTEXT
+)(_command("logout"))
 
 
 # ---------------------------------------------------------------------------------------------

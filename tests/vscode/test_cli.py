@@ -119,6 +119,31 @@ def test_the_program_and_each_subcommand_have_their_help(
         assert re.search(rf"{re.escape(text)}\b(?!-)", done.stdout) is None, text
 
 
+#: The help as a terminal of this width shows it: the snapshots do not depend on the terminal.
+HELP_ENV = {"COLUMNS": "100", "LINES": "50", "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1", "TERM": "dumb"}
+HELP_SNAPSHOTS = ROOT / "tests" / "data" / "help"
+
+
+@pytest.mark.parametrize(
+    ("argv", "snapshot"), [([], "program"), (["check"], "check"), (["logout"], "logout")]
+)
+def test_the_help_is_the_snapshot_with_h_as_help_and_no_type_for_a_flag(
+    argv: list[str], snapshot: str
+) -> None:
+    path = HELP_SNAPSHOTS / f"{snapshot}.txt"
+    expected = path.read_text(encoding="utf-8")
+    for help_option in ("--help", "-h"):
+        done = run(*argv, help_option, env=HELP_ENV)
+        assert (done.returncode, done.stderr) == (0, "")
+        shown = "".join(line.rstrip() + "\n" for line in done.stdout.splitlines())
+        assert shown == expected, (
+            f"the help differs from {path.relative_to(ROOT)}; when the change is meant, write it anew with "
+            f"COLUMNS=100 python -m mcpbridge {' '.join(argv)} --help | sed 's/ *$//'"
+        )
+    assert "<bool>" not in expected
+    assert re.search(r"--help +-h +Show this message and exit", expected)
+
+
 def test_the_help_offers_no_switch_that_weakens_a_check_or_takes_a_secret() -> None:
     text = run("--help", env={"COLUMNS": "120"}).stdout
     for switch in ["--allow-http", "--insecure", "--headless", "--client-secret"]:

@@ -183,7 +183,7 @@ def test_an_argument_that_is_not_an_option_must_be_the_last_url(argv: list[str],
     ("argv", "shown"),
     [
         (["--verbose", "--", "x"], "--verbose"),
-        (["-h", "--", "x"], "-h"),
+        (["-v", "--", "x"], "-v"),
         (["-=x", "--", "x"], "-"),
         (["--=x", "--", "x"], "--"),
         (["--token=" + MARKER, "--", "x"], "--token"),
