@@ -309,13 +309,13 @@ _UPSTREAM: Final = "upstream"
 
 
 def _split(
-    args: Sequence[str], takes_value: Callable[[str], bool | None]
+    args: Sequence[str], takes_value: Callable[[str], bool]
 ) -> tuple[list[str], tuple[str, ...] | None]:
     """The words for click's parser, and the upstream command after ``--`` (``None`` without it).
 
-    ``takes_value(option)`` is true for an option with a value, false for a flag and ``None``
-    for an unknown option. Stops at the first word that is not an option: the rules then
-    refuse any ``--`` after it (the URL is the last argument).
+    ``takes_value(option)`` is true for an option with a value and false for a flag; it
+    raises for an unknown option. The first ``--`` ends the words for the parser, also
+    after a word that is not an option: then the rules refuse the two upstream servers.
     """
     index = 0
     while index < len(args):
@@ -332,8 +332,6 @@ def _split(
         if key in _COMPLETION:
             break
         kind = takes_value(key)
-        if kind is None:
-            raise settings.unknown_option(key)
         if not kind and equals:
             raise settings.flag_with_value(key)
         if kind and not equals:
@@ -342,6 +340,9 @@ def _split(
                 raise settings.missing_value(key)
             index += 1
         index += 1
+    if "--" in args[index:]:
+        end = args.index("--", index)
+        return list(args[:end]), tuple(args[end + 1 :])
     return list(args), None
 
 
@@ -349,9 +350,11 @@ def _read_words(command: Command, ctx: Context, args: Sequence[str], subcommand:
     """Parse ``args`` with the parser of ``command``; keep the :class:`Words` in ``ctx.meta``."""
     options = {name: p for p in command.params if isinstance(p, TyperOption) for name in p.opts}
 
-    def takes_value(key: str) -> bool | None:
+    def takes_value(key: str) -> bool:
         param = options.get(key)
-        return None if param is None else not param.is_flag
+        if param is None:
+            raise settings.unknown_option(key, _shown_options(command, ctx))
+        return not param.is_flag
 
     head, upstream = _split(args, takes_value)
     values, _rest, order = command.make_parser(ctx).parse_args(list(head))
@@ -388,6 +391,16 @@ def _parse(command: Command, ctx: Context, args: list[str], subcommand: str | No
             if at_once in param.opts and param.name is not None:
                 param.handle_parse_result(ctx, {param.name: True}, [])  # writes and exits
     return []
+
+
+def _shown_options(command: Command, ctx: Context) -> list[str]:
+    """The names of the options that the help of ``command`` shows."""
+    return [
+        name
+        for param in command.get_params(ctx)
+        if isinstance(param, TyperOption) and not param.hidden
+        for name in param.opts
+    ]
 
 
 def _flags_without_type(params: list[Any]) -> list[Any]:
@@ -543,23 +556,24 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def run(argv: list[str]) -> int:
     """Run the command line; the exit code."""
-    subcommand = argv[0] if argv and argv[0] in ("check", "logout") else None
+    subcommand = argv[0] if argv and argv[0] in settings.SUBCOMMANDS else None
     try:
         result = typer.main.get_command(app).main(argv, prog_name=PROGRAM, standalone_mode=False)
     except ArgError as exc:
         return _usage_error(exc.diagnostic, subcommand)
     except UsageError as exc:
-        return _usage_error(_diagnostic(exc), subcommand)
+        return _usage_error(_arg_error(exc).diagnostic, subcommand)
     except typer.Abort:
         return 1
     return result if isinstance(result, int) else 0
 
 
-def _diagnostic(exc: UsageError) -> str:
-    """The text of an error of click's parser, in the words of the rules (never a value)."""
+def _arg_error(exc: UsageError) -> ArgError:
+    """An error of click's parser in the words of the rules (never a value)."""
     if isinstance(exc, NoSuchOption):
-        return settings.unknown_option(exc.option_name).diagnostic
-    return exc.format_message()
+        known = _shown_options(exc.ctx.command, exc.ctx) if exc.ctx is not None else ()
+        return settings.unknown_option(exc.option_name, known)
+    return ArgError("usage", exc.format_message())
 
 
 def _usage_error(diagnostic: str, subcommand: str | None) -> int:
@@ -627,18 +641,18 @@ def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | str:
         ArgError: as the executable reports it (also for the parser's own errors).
     """
     args = list(argv)
-    subcommand = args[0] if args and args[0] in ("check", "logout") else None
+    subcommand = args[0] if args and args[0] in settings.SUBCOMMANDS else None
     group = typer.main.get_command(app)
     assert isinstance(group, _Program)
     command: Command = group.commands[subcommand] if subcommand else group
     rest = args[1:] if subcommand else args
-    ctx = command.make_context(PROGRAM, [], resilient_parsing=True)
+    ctx = command.make_context(PROGRAM, [])
     try:
         _read_words(command, ctx, rest, subcommand)
     except UsageError as exc:
         # Not chained: click's message can quote a word of the command line, and a word at a
         # wrong place can be a secret that the log does not know.
-        raise ArgError("usage", _diagnostic(exc)) from None
+        raise _arg_error(exc) from None
     at_once = ctx.meta.get(_AT_ONCE_KEY)
     if isinstance(at_once, str):
         return at_once

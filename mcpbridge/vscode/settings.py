@@ -19,7 +19,8 @@ Rules (the words themselves are parsed by :mod:`mcpbridge.vscode.cli`):
   and ``--header-env`` adds one header.
 * ``--`` ends the options: the rest is the upstream command, unchanged.
 * An argument that is not an option is the URL only if it has ``://``, and then it must
-  be the last argument.
+  be the last argument. There is one upstream server: one URL, or a command after ``--``.
+* A misspelled option or subcommand is named in the error with the name it misspells.
 * The rules first check each value, then the form (which options it takes), then the
   URL, then the environment and the options that exclude each other.
 
@@ -36,12 +37,13 @@ help line to ``cli.HELP``.
 
 from __future__ import annotations
 
+import difflib
 import enum
 import ipaddress
 import json
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Final, TypeVar, cast
 
@@ -63,6 +65,7 @@ from mcpbridge.oauth.config import (
 
 __all__ = [
     "OPTIONS",
+    "SUBCOMMANDS",
     "ArgError",
     "ClientMetadataDocument",
     "DynamicRegistration",
@@ -84,6 +87,8 @@ __all__ = [
 
 #: The name of the program, the tag of its log lines, and the last-resort server name.
 PROGRAM: Final = "mcp-bridge-vscode"
+#: The subcommands, each only as the first word of the command line.
+SUBCOMMANDS: Final = ("check", "logout")
 
 #: The levels of ``--log-level``; ``error`` and upper case are not accepted.
 LOG_LEVELS: Final = ("err", "warn", "info", "debug")
@@ -346,6 +351,9 @@ _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _REG_NAME = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=%]*\Z")
 _IPV6_TEXT = re.compile(r"[0-9A-Fa-f:.]+\Z")
 _DIGITS = re.compile(r"[0-9]+\Z")
+#: A host name with a dot and a top-level domain: ``example.com``, not ``server.py3``.
+_HOST_NAME = re.compile(r"(?:[A-Za-z0-9\-]+\.)+[A-Za-z]+\Z")
+_IPV4 = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -728,11 +736,28 @@ def _refusal(option: _Option, target: _Target) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def unknown_option(key: str) -> ArgError:
-    """The error of an option that is not known; ``key`` is the word up to its first ``=``."""
+#: How alike a word and a name must be for "did you mean": a letter or two apart
+#: (``--nme``, ``--sign-in-timout``), not a neighbour (``--headless`` and ``--header``).
+_CLOSE_RATIO: Final = 0.85
+
+
+def _closest(word: str, names: Iterable[str]) -> str | None:
+    """The name of ``names`` that ``word`` misspells, or ``None`` (click's choice: difflib)."""
+    close = difflib.get_close_matches(word.lower(), list(names), n=1, cutoff=_CLOSE_RATIO)
+    return close[0] if close else None
+
+
+def unknown_option(key: str, known: Iterable[str] = ()) -> ArgError:
+    """The error of an option that is not known; ``key`` is the word up to its first ``=``.
+
+    When ``key`` misspells an option name of ``known``, the error names that option: only
+    an option name, never a value.
+    """
+    close = _closest(key, known)
+    suggestion = f": did you mean {close}?" if close is not None else ""
     if _SHOWN_OPTION.match(key):
-        return ArgError("unknown_option", f"the option {key} is not known", key)
-    return ArgError("unknown_option", 'an argument that starts with "-" is not a known option')
+        return ArgError("unknown_option", f"the option {key} is not known{suggestion}", key)
+    return ArgError("unknown_option", f'an argument that starts with "-" is not a known option{suggestion}')
 
 
 def missing_value(option: str) -> ArgError:
@@ -886,14 +911,7 @@ def resolve(words: Words, env: Mapping[str, str]) -> Settings:
                 raw.repeated.setdefault(key, []).append(converted)
             else:
                 raw.values[key] = converted
-    url: str | None = None
-    for index, word in enumerate(words.positional):
-        # Never shown: a secret at a wrong place must not reach the log of VS Code.
-        if "://" not in word:
-            raise _unexpected(_HINT_FORMS)
-        if index + 1 != len(words.positional):
-            raise _unexpected(_HINT_URL_LAST)
-        url = word
+    url = _upstream_url(words)
     subcommand, command = words.subcommand, words.command
     target = _target(subcommand, command, url, raw)
     for key in raw.order:
@@ -904,6 +922,51 @@ def resolve(words: Words, env: Mapping[str, str]) -> Settings:
         if hint is not None:
             raise ArgError("invalid_url", f"the URL of the upstream server is not valid: {hint}")
     return _settings(target, raw, command or (), url, env)
+
+
+def _upstream_url(words: Words) -> str | None:
+    """The URL among the arguments that are not options, or ``None`` without one.
+
+    The URL is the one such argument, and the last one. A diagnostic never shows an
+    argument (a secret at a wrong place must not reach the log of VS Code); it says what
+    the argument looks like: a URL without its scheme, or a subcommand in a wrong place.
+    """
+    if not words.positional:
+        return None
+    if sum("://" in word for word in words.positional) > 1:
+        raise ArgError("two_upstreams", "give one upstream server: the command line has more than one URL")
+    url, *rest = words.positional
+    if "://" not in url:
+        scheme = _missing_scheme(url)
+        if scheme is not None:
+            raise ArgError(
+                "invalid_url", f"an argument looks like a URL without its scheme: write {scheme}:// before it"
+            )
+        subcommand = _closest(url, SUBCOMMANDS) if words.subcommand is None else None
+        if subcommand is not None:
+            raise _unexpected(f"did you mean the subcommand {subcommand}? It is the first word")
+        raise _unexpected(_HINT_FORMS)
+    if rest:
+        raise _unexpected(_HINT_URL_LAST)
+    return url
+
+
+def _missing_scheme(word: str) -> str | None:
+    """The scheme to put before ``word`` when it looks like a URL without one, else ``None``.
+
+    Such a word has a host (a name with a dot, ``localhost`` or an IP address) and a port
+    or a path: ``example.com/mcp``, ``localhost:8000``. A loopback host gets ``http``, any
+    other ``https``. A file name (``server.py``) or a relative path (``dist/index.js``) is
+    no URL.
+    """
+    parts = _split_url(f"https://{word}")
+    if parts is None or (parts.port is None and not parts.path):
+        return None
+    if _is_loopback(parts.host):
+        return "http"
+    if _HOST_NAME.match(parts.host) or _IPV4.match(parts.host) or parts.host.startswith("["):
+        return "https"
+    return None
 
 
 def _target(subcommand: str | None, command: tuple[str, ...] | None, url: str | None, raw: _Raw) -> _Target:
@@ -921,6 +984,11 @@ def _target(subcommand: str | None, command: tuple[str, ...] | None, url: str | 
             )
         return _Target.LOGOUT
     if url is not None:
+        if command is not None:
+            raise ArgError(
+                "two_upstreams",
+                'give one upstream server: its URL, or an upstream command after "--", not both',
+            )
         return _Target.CHECK_URL if subcommand == "check" else _Target.URL
     if command is None or not command or not command[0]:
         raise ArgError(

@@ -171,6 +171,20 @@ def test_version_goes_to_stdout_with_exit_0() -> None:
          " logout"),
         ([SECRET], 'an argument is not an option: give the URL of the upstream server, or put the upstream '
          'command after "--"', ""),
+        (["--sign-in-timout", SECRET, URL],
+         "the option --sign-in-timout is not known: did you mean --sign-in-timeout?", ""),
+        ([f"--nme={SECRET}", "--", "server"], "the option --nme is not known: did you mean --name?", ""),
+        (["check", URL, "--jsn"], "the option --jsn is not known: did you mean --json?", " check"),
+        (["chek", "--", "server", SECRET], "an argument is not an option: did you mean the subcommand check? "
+         "It is the first word", ""),
+        ([f"mcp.example.com/mcp?key={SECRET}"],
+         "an argument looks like a URL without its scheme: write https:// before it", ""),
+        ([f"localhost:8000/{SECRET}"],
+         "an argument looks like a URL without its scheme: write http:// before it", ""),
+        ([URL, f"https://{SECRET}.example/mcp"],
+         "give one upstream server: the command line has more than one URL", ""),
+        ([URL, "--", "server", SECRET],
+         'give one upstream server: its URL, or an upstream command after "--", not both', ""),
     ],
 )  # fmt: skip
 def test_a_usage_error_is_two_lines_on_stderr_and_exit_2_without_the_value(

@@ -164,19 +164,65 @@ def test_without_a_url_or_a_command_the_upstream_server_is_missing(argv: list[st
         (["server"], FORMS_HINT),
         (["server", "--", "x"], FORMS_HINT),
         (["-", "--", "x"], FORMS_HINT),
-        (["a.example/mcp"], FORMS_HINT),
-        (["--log-level", "debug", "logout", "--all"], FORMS_HINT),
+        (["server.py"], FORMS_HINT),
+        (["dist/index.js", "--", "x"], FORMS_HINT),
+        (["a.example"], FORMS_HINT),
         (["check", "logout", URL], FORMS_HINT),
+        (["check", "chek", URL], FORMS_HINT),
         ([URL, "--name", "x"], LAST_HINT),
-        ([URL, "https://b.example/mcp"], LAST_HINT),
-        ([URL, "--", "server"], LAST_HINT),
+        ([URL, "server"], LAST_HINT),
         (["logout", "--", "server"], "logout takes no upstream command"),
+        (["chek", "--", "x"], "did you mean the subcommand check? It is the first word"),
+        (["Logut", URL], "did you mean the subcommand logout? It is the first word"),
+        (["--log-level", "debug", "logout", "--all"],
+         "did you mean the subcommand logout? It is the first word"),
     ],
 )  # fmt: skip
 def test_an_argument_that_is_not_an_option_must_be_the_last_url(argv: list[str], hint: str) -> None:
     e = error(argv)
     assert e.kind == "unexpected_argument"
     assert e.diagnostic == f"an argument is not an option: {hint}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "scheme"),
+    [
+        (["a.example/mcp"], "https"),
+        (["mcp.example.com:8443"], "https"),
+        (["10.0.0.7:8000/mcp"], "https"),
+        (["[2001:db8::1]/mcp"], "https"),
+        (["check", "a.example/mcp?key=" + MARKER], "https"),
+        (["localhost:8000/mcp"], "http"),
+        (["127.0.0.1:3000"], "http"),
+        (["[::1]:9/mcp"], "http"),
+    ],
+)
+def test_a_url_without_its_scheme_gets_the_scheme_to_write_before_it(argv: list[str], scheme: str) -> None:
+    e = error(argv)
+    assert (e.kind, e.diagnostic) == (
+        "invalid_url",
+        f"an argument looks like a URL without its scheme: write {scheme}:// before it",
+    )
+
+
+TWO_URLS = "give one upstream server: the command line has more than one URL"
+URL_AND_COMMAND = 'give one upstream server: its URL, or an upstream command after "--", not both'
+
+
+@pytest.mark.parametrize(
+    ("argv", "diagnostic"),
+    [
+        ([URL, "https://b.example/mcp"], TWO_URLS),
+        (["check", URL, "https://b.example/mcp"], TWO_URLS),
+        (["server", URL, "https://b.example/mcp"], TWO_URLS),
+        ([URL, "--", "server"], URL_AND_COMMAND),
+        (["--name", "x", URL, "--", "server", URL], URL_AND_COMMAND),
+        (["check", URL, "--", "server"], URL_AND_COMMAND),
+    ],
+)  # fmt: skip
+def test_two_upstream_servers_are_refused_with_what_they_are(argv: list[str], diagnostic: str) -> None:
+    e = error(argv)
+    assert (e.kind, e.diagnostic) == ("two_upstreams", diagnostic)
 
 
 @pytest.mark.parametrize(
@@ -187,8 +233,6 @@ def test_an_argument_that_is_not_an_option_must_be_the_last_url(argv: list[str],
         (["-=x", "--", "x"], "-"),
         (["--=x", "--", "x"], "--"),
         (["--token=" + MARKER, "--", "x"], "--token"),
-        (["---name", "x", "--", "x"], None),
-        (["--Name", "x", "--", "x"], None),
         (["-" + MARKER, "--", "x"], None),
         (["--" + MARKER, "--", "x"], None),
         (["--bearer " + MARKER.lower(), "--", "x"], None),
@@ -211,6 +255,35 @@ def test_an_unknown_option_is_named_only_when_it_looks_like_an_option_name(
     else:
         assert e.diagnostic == f"the option {shown} is not known"
     assert MARKER not in e.diagnostic and MARKER.lower() not in e.diagnostic
+
+
+NOT_AN_OPTION = 'an argument that starts with "-" is not a known option'
+
+
+@pytest.mark.parametrize(
+    ("argv", "diagnostic"),
+    [
+        (["--sign-in-timout", "5", URL],
+         "the option --sign-in-timout is not known: did you mean --sign-in-timeout?"),
+        (["--nme", "x", "--", "x"], "the option --nme is not known: did you mean --name?"),
+        (["--loglevel=" + MARKER, "--", "x"],
+         "the option --loglevel is not known: did you mean --log-level?"),
+        (["--Name", "x", "--", "x"], f"{NOT_AN_OPTION}: did you mean --name?"),
+        (["---name", "x", "--", "x"], f"{NOT_AN_OPTION}: did you mean --name?"),
+        (["-name", "x", "--", "x"], f"{NOT_AN_OPTION}: did you mean --name?"),
+        (["logout", "--al"], "the option --al is not known: did you mean --all?"),
+        (["check", URL, "--jsn"], "the option --jsn is not known: did you mean --json?"),
+        (["check", URL, "--jsn=" + MARKER], "the option --jsn is not known: did you mean --json?"),
+        # Only an option that the help of the form shows: --json is for check.
+        (["--jsn", URL], "the option --jsn is not known"),
+        # A neighbour is no misspelling.
+        (["--headless", URL], "the option --headless is not known"),
+    ],
+)  # fmt: skip
+def test_a_misspelled_option_gets_the_option_it_misspells(argv: list[str], diagnostic: str) -> None:
+    e = error(argv)
+    assert (e.kind, e.diagnostic) == ("unknown_option", diagnostic)
+    assert MARKER not in e.diagnostic
 
 
 @pytest.mark.parametrize(
