@@ -65,6 +65,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -208,6 +209,30 @@ def _deliver_lines(
         # Not held while the next line is awaited: a large line would stay
         # in memory beside the copies that the consumer makes of it.
         line = None
+
+
+def _spawn_failure(argv0: str, exc: OSError, *, env: Mapping[str, str] | None, cwd: str | None) -> str:
+    """Why ``argv0`` did not start, and where the system looked for it.
+
+    The file name and the reason of the system, then the path that was tried (a name
+    without a folder is looked up in the ``PATH`` of the child, which the text then
+    shows) and the working directory: what a user needs to fix a command that works in
+    a terminal but not from VS Code, whose ``PATH`` and folder differ. No argument of the
+    command: one can be a secret.
+    """
+    name = os.path.basename(argv0) or "the upstream command"
+    reason = exc.strerror or type(exc).__name__
+    try:
+        folder = os.path.abspath(cwd or os.getcwd())
+    except OSError:
+        folder = "unknown"
+    if os.path.dirname(argv0):
+        where = f"the path {os.path.normpath(os.path.join(folder, argv0))}"
+    else:
+        search = os.pathsep.join(os.get_exec_path(env))
+        found = shutil.which(argv0, path=search)
+        where = f"the path {found}, found in the PATH" if found else f"not found in the PATH {search}"
+    return f"{name}: {reason} ({where}; the working directory {folder})"
 
 
 class StdioChildTransport(Transport):
@@ -473,8 +498,7 @@ class StdioChildTransport(Transport):
         try:
             tree = platform.spawn(self._argv, env=self._env, cwd=self._cwd, bufsize=READ_BUFFER_BYTES)
         except OSError as exc:
-            name = os.path.basename(self._argv[0]) or "the upstream command"
-            self._spawn_error = SpawnFailed(f"{name}: {exc.strerror or type(exc).__name__}")
+            self._spawn_error = SpawnFailed(_spawn_failure(self._argv[0], exc, env=self._env, cwd=self._cwd))
             self._spawned.set()
             return
         except (ValueError, TypeError, subprocess.SubprocessError) as exc:

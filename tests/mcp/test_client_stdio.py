@@ -147,12 +147,50 @@ def test_the_nesting_limit_of_the_upstream_is_200_levels(transports: list[StdioC
     assert isinstance(error, FrameError) and error.cause == "too_deep" and error.id == 8
 
 
-def test_a_command_that_does_not_exist_fails_with_spawn_failed() -> None:
-    transport = StdioChildTransport(["/nonexistent/mcp-server-for-tests"])
+def spawn_failure(argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
+    """The detail of the SpawnFailed of ``argv``."""
+    transport = StdioChildTransport(argv, env=env, cwd=None if cwd is None else str(cwd))
     with pytest.raises(SpawnFailed) as caught:
         Inbox().start(transport)
-    assert caught.value.detail == "mcp-server-for-tests: No such file or directory"
     transport.close()
+    assert caught.value.detail is not None
+    return caught.value.detail
+
+
+def test_a_command_that_does_not_exist_fails_with_spawn_failed_naming_the_path_and_the_folder() -> None:
+    detail = spawn_failure(["/nonexistent/mcp-server-for-tests", "--token=secret-3f1a"])
+    assert detail == (
+        "mcp-server-for-tests: No such file or directory (the path /nonexistent/mcp-server-for-tests; "
+        f"the working directory {os.getcwd()})"
+    )
+
+
+def test_a_name_that_is_not_in_the_path_names_the_path_that_was_searched(tmp_path: Path) -> None:
+    env = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{tmp_path / 'tools'}"}
+    detail = spawn_failure(["mcp-server-for-tests", "secret-3f1a"], env=env, cwd=tmp_path)
+    assert detail == (
+        f"mcp-server-for-tests: No such file or directory (not found in the PATH {env['PATH']}; "
+        f"the working directory {tmp_path})"
+    )
+
+
+def test_a_relative_path_is_named_from_the_working_directory_and_a_file_that_cannot_run_too(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "server.py"
+    script.write_text("print('never runs')\n", encoding="utf-8")
+    script.chmod(0o644)
+    detail = spawn_failure(["./server.py", "secret-3f1a"], cwd=tmp_path)
+    assert detail == f"server.py: Permission denied (the path {script}; the working directory {tmp_path})"
+    (tmp_path / "bin").mkdir()
+    found = tmp_path / "bin" / "mcp-server-for-tests"
+    found.write_text("no shebang, no program\n", encoding="utf-8")
+    found.chmod(0o755)
+    detail = spawn_failure(["mcp-server-for-tests"], env={"PATH": str(tmp_path / "bin")}, cwd=tmp_path)
+    assert detail == (
+        f"mcp-server-for-tests: Exec format error (the path {found}, found in the PATH; "
+        f"the working directory {tmp_path})"
+    )
 
 
 def test_an_empty_command_fails_with_spawn_failed() -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from harness import WAIT, Bridge, bridge_command, fixture_command, text_of
+from harness import ROOT, WAIT, Bridge, bridge_command, fixture_command, text_of
 from schema import validate_legacy_frame
 
 BAD_UPSTREAM = Path(__file__).resolve().parents[1] / "peers" / "bad_upstream.py"
@@ -306,7 +306,11 @@ def test_an_upstream_command_that_does_not_exist_gives_spawn_failed_and_initiali
         assert bridge.request("ping")["result"] == {}
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
-    assert "the upstream server did not start" in bridge.stderr_text
+    assert (
+        "the upstream server did not start: mcp-server-7d2e: No such file or directory "
+        f"(the path /nonexistent/mcp-server-7d2e; the working directory {ROOT})"
+    ) in bridge.stderr_text
+    assert "--flag" not in bridge.stderr_text
 
 
 def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on() -> None:

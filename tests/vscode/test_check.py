@@ -129,7 +129,8 @@ def test_check_of_a_command_that_does_not_exist_names_the_problem_and_exits_1() 
             "ms": report["steps"][0]["ms"],
             "status": "failed",
             "ok": False,
-            "outcome": "mcp-server: No such file or directory",
+            "outcome": "mcp-server: No such file or directory (the path /nonexistent/mcp-server; "
+            f"the working directory {REPO_ROOT})",
         }
     ]
     [problem] = report["problems"]
