@@ -10,11 +10,12 @@ import dataclasses
 import sys
 
 from . import settings as args
-from .serving import frontend_options, serve
+from .serving import announce, frontend_options, serve
 
 
 def serve_command(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of an upstream command."""
+    announce(settings)
     from ..bridge.frontend import Frontend
     from ..bridge.passthrough import StdioUpstream
 

@@ -62,8 +62,9 @@ def serve_url(settings: args.Settings) -> int:
     from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
     from ..bridge.upstream import transport_connector, url_transports
-    from .serving import frontend_options, serve
+    from .serving import announce, frontend_options, serve
 
+    announce(settings)
     assert settings.url is not None
     url = settings.url
     context = SharedContext()

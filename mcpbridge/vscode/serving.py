@@ -1,9 +1,10 @@
-"""The wiring that both serve forms share: the options, the watchdog, SIGTERM, the thread dump, the pipes,
-the heap, the exit.
+"""The wiring that both serve forms share: the first line, the options, the watchdog, SIGTERM, the
+thread dump, the pipes, the heap, the exit.
 
-:func:`frontend_options` reads the options of the front end from the command line;
-:func:`serve` runs a :class:`~mcpbridge.bridge.frontend.Frontend` until VS Code closes
-stdin (exit code 0) or the upstream command stops (exit code 1).
+:func:`announce` writes the line that starts a bug report; :func:`frontend_options` reads
+the options of the front end from the command line; :func:`serve` runs a
+:class:`~mcpbridge.bridge.frontend.Frontend` until VS Code closes stdin (exit code 0) or
+the upstream command stops (exit code 1).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import sys
 import threading
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from .. import __version__, platform
 
@@ -26,6 +28,36 @@ if TYPE_CHECKING:
 WATCHDOG_SECONDS = 8.0
 
 logger = logging.getLogger("mcpbridge.vscode")
+
+
+def announce(settings: Settings) -> None:
+    """Log the first line of a serve form, the start of a bug report: the version, the upstream
+    server, its era and the log level, each with the option that sets it.
+
+    The upstream server is the file name of the command (its arguments can be secrets), or
+    the scheme, the host and the port of the URL (its path and its query can be secrets).
+    """
+    from ..mcp.protocol import MODERN
+    from .settings import DEFAULT_LOG_LEVEL, DEFAULT_PROTOCOL, default_name_for_url
+
+    if settings.url is None:
+        upstream = f"the command {os.path.basename(settings.command[0])} over stdio"
+    else:
+        parts = urlsplit(settings.url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        host = default_name_for_url(settings.url)
+        upstream = f"Streamable HTTP ({parts.scheme}) to the host {host}, port {port}"
+    if settings.protocol == DEFAULT_PROTOCOL:
+        era = f"found at the first initialize (--protocol {DEFAULT_PROTOCOL}, the default)"
+    elif settings.protocol == MODERN:
+        era = f"{MODERN} (--protocol)"
+    else:
+        era = "the 2025 era, passed through (--protocol legacy)"
+    if settings.log_level == DEFAULT_LOG_LEVEL:
+        level = f"{DEFAULT_LOG_LEVEL} (the default; --log-level sets it)"
+    else:
+        level = f"{settings.log_level} (--log-level)"
+    logger.info("version %s; upstream: %s; era: %s; log level: %s", __version__, upstream, era, level)
 
 
 def frontend_options(settings: Settings) -> Options:

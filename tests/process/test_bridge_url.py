@@ -142,7 +142,11 @@ def test_an_unreachable_url_fails_initialize_without_the_url_or_the_secret_and_e
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
         for text in (bridge.stderr_text, every_frame(bridge)):
-            assert SECRET not in text and QUERY_SECRET not in text and str(port) not in text
+            assert SECRET not in text and QUERY_SECRET not in text
+        # Only the first line names the port of the URL, with the host: no frame, no error.
+        assert str(port) not in every_frame(bridge)
+        [first] = [line for line in bridge.stderr_lines if str(port) in line]
+        assert f"upstream: Streamable HTTP (http) to the host 127.0.0.1, port {port};" in first
 
 
 def test_an_unusable_ca_file_exits_2_naming_the_option(tmp_path, sdk_url):
@@ -152,7 +156,9 @@ def test_an_unusable_ca_file_exits_2_naming_the_option(tmp_path, sdk_url):
         bridge.close_stdin()
         lines = bridge.stderr_lines
     expected = "cannot use the CA certificates of --ca-file: the file does not exist"
-    assert lines == [f"mcp-bridge-vscode: vscode: error: {expected}\n"]
+    # The first line, with the version, then the error.
+    assert len(lines) == 2 and "info: version 0.1.0; upstream: " in lines[0]
+    assert lines[1] == f"mcp-bridge-vscode: vscode: error: {expected}\n"
 
 
 def test_32_concurrent_calls_through_the_bridge_reuse_the_pooled_connections():

@@ -200,6 +200,41 @@ def test_a_usage_error_is_two_lines_on_stderr_and_exit_2_without_the_value(
     assert SECRET not in done.stderr
 
 
+START = (
+    "mcp-bridge-vscode: vscode: info: version 0.1.0; upstream: {upstream}; era: {era}; log level: {level}\n"
+)
+AUTO_ERA = "found at the first initialize (--protocol auto, the default)"
+DEFAULT_LEVEL = "info (the default; --log-level sets it)"
+
+
+@pytest.mark.parametrize(
+    ("argv", "upstream", "era", "level"),
+    [
+        (["--", sys.executable, str(FIXTURE), f"--token={SECRET}"],
+         f"the command {Path(sys.executable).name} over stdio", AUTO_ERA, DEFAULT_LEVEL),
+        (["--protocol", "legacy", "--log-level", "debug", "--", str(FIXTURE)],
+         "the command fixture_server.py over stdio", "the 2025 era, passed through (--protocol legacy)",
+         "debug (--log-level)"),
+        ([f"https://mcp.example.com/{SECRET}/mcp?key={SECRET}"],
+         "Streamable HTTP (https) to the host mcp.example.com, port 443", AUTO_ERA, DEFAULT_LEVEL),
+        (["--protocol", "2026-07-28", f"http://127.0.0.1:8123/{SECRET}"],
+         "Streamable HTTP (http) to the host 127.0.0.1, port 8123", "2026-07-28 (--protocol)", DEFAULT_LEVEL),
+    ],
+)  # fmt: skip
+def test_the_first_line_names_the_version_the_upstream_server_its_era_and_the_log_level(
+    argv: list[str], upstream: str, era: str, level: str
+) -> None:
+    lines = answers_ping_and_exits_0(bridge_command(*argv))
+    assert lines[0] == START.format(upstream=upstream, era=era, level=level)
+    assert not any(SECRET in line for line in lines)
+
+
+def test_the_first_line_is_an_info_line() -> None:
+    command = bridge_command("--log-level", "warn", "--", sys.executable, str(FIXTURE))
+    lines = answers_ping_and_exits_0(command)
+    assert not any("version 0.1.0" in line for line in lines)
+
+
 def test_the_bash_completion_script_and_its_answers() -> None:
     done = run("--show-completion", "bash")
     assert done.returncode == 0
