@@ -46,6 +46,11 @@ A stdio child that answered the probe with an error usually keeps running
 gives the probe's :class:`~mcpbridge.mcp.client.Client` a *seat* on the child,
 and the passthrough takes the child over from that seat instead of starting
 the command again. A child that closed is started again.
+
+The probe is quiet: the Python SDK 1.x logs the validation error of every request
+type it knows for a method it does not know, about 95 lines on stderr whatever the
+parameters. The stderr lines of the child wait for its answer to the probe
+(:class:`_ProbeStderr`), and such a page becomes one line with its count.
 """
 
 from __future__ import annotations
@@ -134,6 +139,11 @@ _SHAPED_METHODS: Final = frozenset(
 FAILED_STARTS: Final = "failed starts of the upstream server"
 #: What the server gets for a request of its own that is not a valid message.
 _INVALID_SERVER_REQUEST: Final = ErrorObject(INVALID_REQUEST, "Invalid Request")
+#: The stderr lines of a child that wait for its answer to ``server/discover``: at most these bytes.
+PROBE_STDERR_BYTES: Final = 64 * 1024
+#: After a refused ``server/discover``, this many waiting stderr lines pass as they are; more
+#: become one line with their count.
+PROBE_STDERR_LINES: Final = 5
 #: What the server gets for a line of the client that answers its request but cannot be read.
 _UNREADABLE_ANSWER: Final = ErrorObject(INTERNAL_ERROR, "The answer of the client could not be read.")
 
@@ -183,14 +193,15 @@ def log_spawn_failed(drops: DropLog, exc: McpError) -> None:
 def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None, drops: DropLog) -> bool:
     """Whether a failed ``server/discover`` sends the bridge to the 2025-era ``upstream``.
 
-    Never without such an upstream; see :func:`means_legacy`. The fallback writes one log
-    line in ``drops``, the drop log of the connection.
+    Never without such an upstream; see :func:`means_legacy`. The fallback writes one debug
+    line in ``drops``, the drop log of the connection; the era line of
+    :meth:`LegacyPassthrough.open` tells the user.
     """
     if upstream is None or not means_legacy(exc, protocol=protocol, over_http=upstream.over_http):
         return False
     detail = exc.error.message if isinstance(exc, RpcError) else exc.detail or exc.cause
     drops(
-        logging.INFO,
+        logging.DEBUG,
         "fallbacks to initialize of MCP 2025-11-25",
         "server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25",
         printable(detail),
@@ -253,15 +264,91 @@ class LegacyTransports:
         return self._make()
 
 
+class _ProbeStderr:
+    """The stderr lines of a child while the bridge probes it with ``server/discover``.
+
+    The lines wait (at most :data:`PROBE_STDERR_BYTES`; beyond, they pass) until the
+    child answers:
+
+    * a message that is not an error: they pass as they are, in order;
+    * an error: they wait on until the next message or the end of the child, so that the
+      lines written before the error are here (stderr and stdout are two pipes); then more
+      than :data:`PROBE_STDERR_LINES` become one line with their count, fewer pass;
+    * no answer (the end of the child, or the probe that gave up): they pass.
+
+    From then on each line passes at once.
+    """
+
+    def __init__(self, sink: Callable[[str], None]) -> None:
+        self._sink = sink
+        self._lock = threading.Lock()
+        #: The waiting lines; ``None`` once they passed.
+        self._held: list[str] | None = []
+        self._bytes = 0
+        self._refused = False
+
+    def line(self, text: str) -> None:
+        """One stderr line of the child (the sink of its transport)."""
+        with self._lock:
+            if self._held is not None:
+                size = len(text.encode("utf-8", "surrogateescape"))
+                if self._bytes + size <= PROBE_STDERR_BYTES:
+                    self._held.append(text)
+                    self._bytes += size
+                    return
+                self._release()
+            self._sink(text)
+
+    def answered(self, message: Message) -> None:
+        """A message of the child: the first error refuses the probe; else the wait ends."""
+        with self._lock:
+            if self._held is None:
+                return
+            if isinstance(message, ErrorResponse) and not self._refused:
+                self._refused = True
+                return
+            self._finish()
+
+    def gave_up(self) -> None:
+        """The probe ended without an answer: the lines pass, unless the child refused it."""
+        with self._lock:
+            if not self._refused:
+                self._release()
+
+    def closed(self) -> None:
+        """The child ended."""
+        with self._lock:
+            self._finish()
+
+    def _finish(self) -> None:
+        if self._refused and self._held is not None and len(self._held) > PROBE_STDERR_LINES:
+            count = len(self._held)
+            self._held = None
+            log.info(
+                "the upstream server wrote %d lines on stderr as it refused server/discover, a request "
+                "of MCP 2026-07-28; --log-level debug shows them",
+                count,
+            )
+        else:
+            self._release()
+
+    def _release(self) -> None:
+        held, self._held = self._held or [], None
+        for text in held:
+            self._sink(text)
+
+
 class _Shared:
     """A child process and the seat that owns it now.
 
     Deliveries run under ``_deliver``; while no seat has started, they wait in
-    ``_held`` and the next seat to start gets them first, in order.
+    ``_held`` and the next seat to start gets them first, in order. ``stderr``, when
+    given, holds the stderr lines of the child during the probe.
     """
 
-    def __init__(self, inner: Transport) -> None:
+    def __init__(self, inner: Transport, stderr: _ProbeStderr | None = None) -> None:
         self.inner = inner
+        self.stderr = stderr
         self._deliver = threading.Lock()
         self._owner: _Seat | None = None
         self._targets: tuple[OnMessage, OnFrameError, OnClosed] | None = None
@@ -304,12 +391,16 @@ class _Shared:
                 item(self._targets)
 
     def _on_message(self, message: Message) -> None:
+        if self.stderr is not None:
+            self.stderr.answered(message)
         self._route(lambda targets: targets[0](message))
 
     def _on_frame_error(self, error: FrameError | TooLong) -> None:
         self._route(lambda targets: targets[1](error))
 
     def _on_closed(self, error: McpError | None) -> None:
+        if self.stderr is not None:
+            self.stderr.closed()
         self._route(lambda targets: targets[2](error))
 
 
@@ -357,7 +448,8 @@ class StdioUpstream:
     :meth:`transport` is its :class:`LegacyUpstream`: it takes over the child
     of the probe while that child runs, else it starts the command again.
     Each stderr line of a child goes to ``stderr_sink`` (by default to our stderr);
-    :attr:`stray_lines` counts the lines of their stdout that were not messages.
+    those of a probed child wait for its answer (:class:`_ProbeStderr`), but at the
+    debug level. :attr:`stray_lines` counts the lines of their stdout that were not messages.
     """
 
     over_http = False
@@ -388,19 +480,22 @@ class StdioUpstream:
         with self._lock:
             self._stray_lines += 1
 
-    def _child(self) -> Transport:
+    def _child(self, stderr_sink: Callable[[str], None] | None) -> Transport:
         from ..mcp.stdio import StdioChildTransport
 
         return StdioChildTransport(
             self._argv,
             max_line_bytes=self._max_line_bytes,
-            stderr_sink=self._stderr_sink,
+            stderr_sink=stderr_sink,
             on_stray_line=self._count_stray_line,
         )
 
     def connect(self, client_info: dict[str, Any], on_notification: Callable[[Notification], None]) -> Client:
         """Start the command and a started client of revision 2026-07-28 on it."""
-        shared = _Shared(self._child())
+        stderr = None
+        if self._stderr_sink is not None and not log.isEnabledFor(logging.DEBUG):
+            stderr = _ProbeStderr(self._stderr_sink)
+        shared = _Shared(self._child(stderr.line if stderr is not None else self._stderr_sink), stderr)
         client = Client(
             shared.seat(),
             client_info=client_info,
@@ -415,10 +510,12 @@ class StdioUpstream:
     def transport(self, probe: Client | None) -> Transport:
         with self._lock:
             shared = self._probes.pop(probe, None) if probe is not None else None
+        if shared is not None and shared.stderr is not None:
+            shared.stderr.gave_up()
         if shared is not None and not shared.inner.gone:
             log.debug("the bridge keeps the upstream process of server/discover")
             return shared.seat()
-        return self._child()
+        return self._child(self._stderr_sink)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -734,7 +831,10 @@ class LegacyPassthrough:
                 peer.close(grace)
                 raise OpenFailed(self._open_error(InvalidResponse("initialize: the result is not valid")))
             self.protocol_version = version
-            log.info("the upstream server speaks MCP %s", printable(version))
+            log.info(
+                "the upstream server speaks MCP %s, of the 2025 era: the bridge passes its messages through",
+                printable(version),
+            )
             return translate.initialize_icons(result, options.icon_rule)
         raise AssertionError("unreachable")  # pragma: no cover
 

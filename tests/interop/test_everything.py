@@ -157,3 +157,20 @@ def test_messages_outside_requests_reach_the_client_over_stdio(node: NodePeers) 
 
 def test_messages_outside_requests_reach_the_client_over_streamable_http(everything_url: str) -> None:
     _run(bridge_command(everything_url))
+
+
+def test_server_everything_on_stdio_starts_behind_the_bridge_with_three_stderr_lines(node: NodePeers) -> None:
+    with Bridge(bridge_command(upstream=[str(node.node22), str(_everything(node)), "stdio"])) as bridge:
+        assert bridge.initialize()["result"]["serverInfo"]["name"] == "mcp-servers/everything"
+        bridge.close_stdin()
+        assert bridge.wait_exit(WAIT * 2) == 0
+    prefix = "mcp-bridge-vscode: "
+    assert bridge.stderr_lines == [
+        f"{prefix}vscode: info: version 0.1.0; upstream: the command {node.node22.name} over stdio; "
+        "era: found at the first initialize (--protocol auto, the default); log level: info (the default; "
+        "--log-level sets it)\n",
+        # server-everything's own line, unchanged: it answers server/discover with -32601 and no more.
+        "Starting default (STDIO) server...\n",
+        f"{prefix}bridge: info: the upstream server speaks MCP 2025-11-25, of the 2025 era: "
+        "the bridge passes its messages through\n",
+    ]

@@ -8,8 +8,10 @@ bridge is driven over its stdin and stdout as VS Code drives it.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,6 +74,11 @@ def script(body: str) -> list[str]:
     return [sys.executable, "-c", f"INIT = {INIT_RESULT}\n" + prelude + indented]
 
 
+DISCOVER_RESULT = (
+    "{'resultType': 'complete', 'supportedVersions': ['2026-07-28'], 'capabilities': {}, 'ttlMs': 0,"
+    " 'cacheScope': 'public',"
+    " '_meta': {'io.modelcontextprotocol/serverInfo': {'name': 'modern', 'version': '1'}}}"
+)
 INIT_RESULT = (
     "{'protocolVersion': '2025-06-18', 'capabilities': {'tools': {}},"
     " 'serverInfo': {'name': 'scripted', 'version': '1'}}"
@@ -94,7 +101,8 @@ def legacy_script(body: str) -> list[str]:
 
 
 def test_a_2025_era_server_gets_initialize_and_its_own_result_reaches_the_client() -> None:
-    with Bridge(bridge_command(upstream=legacy_command())) as bridge:
+    # At the debug level every stderr line of the child passes, its start among them.
+    with Bridge(bridge_command("--log-level", "debug", upstream=legacy_command())) as bridge:
         response = bridge.initialize()
         validate_legacy_frame(response)
         result = response["result"]
@@ -107,6 +115,8 @@ def test_a_2025_era_server_gets_initialize_and_its_own_result_reaches_the_client
         assert "the upstream server speaks MCP 2025-11-25" in bridge.stderr_text
         # The child that answered server/discover with -32602 is the one that serves.
         assert bridge.stderr_text.count("py-legacy-peer: started") == 1
+        # What the SDK writes about the unknown method, unchanged.
+        assert "Failed to validate request: " in bridge.stderr_text
 
 
 def test_a_2026_07_28_server_is_named_in_the_log_too() -> None:
@@ -385,6 +395,108 @@ def test_a_server_that_forgets_every_session_gets_one_new_session_then_each_requ
         "more sessions",
     ]
     assert "failed inside the bridge" not in bridge.stderr_text
+
+
+# ------------------------------------------------------------ the quiet probe
+
+PREFIX = "mcp-bridge-vscode: "
+START = (
+    PREFIX + "vscode: info: version 0.1.0; upstream: the command {name} over stdio; era: found at the "
+    "first initialize (--protocol auto, the default); log level: info (the default; --log-level sets it)\n"
+)
+ERA_2025 = (
+    PREFIX + "bridge: info: the upstream server speaks MCP {version}, of the 2025 era: "
+    "the bridge passes its messages through\n"
+)
+REFUSED = re.compile(
+    re.escape(PREFIX) + r"bridge: info: the upstream server wrote (\d+) lines on stderr as it refused "
+    r"server/discover, a request of MCP 2026-07-28; --log-level debug shows them\n"
+)
+
+
+def stderr_of_a_start(command: list[str]) -> list[str]:
+    """The stderr lines of a bridge that answers initialize, then ends at the end of stdin."""
+    with Bridge(command) as bridge:
+        response = bridge.initialize()
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        assert "result" in response, (response, bridge.stderr_text)
+        return list(bridge.stderr_lines)
+
+
+def test_the_pages_that_the_python_sdk_writes_for_server_discover_become_one_line_with_their_count() -> None:
+    first, refused, era = stderr_of_a_start(bridge_command(upstream=legacy_command()))
+    assert first == START.format(name="python")
+    found = REFUSED.fullmatch(refused)
+    assert found is not None, refused
+    # The start of the peer and the validation error of each request type of mcp 1.30.0.
+    assert int(found.group(1)) > 50
+    assert era == ERA_2025.format(version="2025-11-25")
+
+
+def test_a_few_stderr_lines_of_a_2025_era_server_pass_as_they_are() -> None:
+    lines = stderr_of_a_start(bridge_command(upstream=script(LEGACY_HANDSHAKE)))
+    assert lines[0] == START.format(name=Path(sys.executable).name)
+    assert sorted(lines[1:]) == sorted(["scripted: started\n", ERA_2025.format(version="2025-06-18")])
+
+
+def test_the_stderr_lines_of_a_2026_07_28_server_pass_unchanged_once_it_answers_server_discover() -> None:
+    upstream = script(
+        f"""
+if m.get('method') == 'server/discover':
+    for n in range(40):
+        sys.stderr.write(f'modern: line {{n}}\\n')
+    sys.stderr.flush()
+    send({{'jsonrpc': '2.0', 'id': m['id'], 'result': {DISCOVER_RESULT}}})
+"""
+    )
+    lines = stderr_of_a_start(bridge_command(upstream=upstream))
+    # The lines of the child in their order; the bridge's own lines come from other threads.
+    assert [line for line in lines if not line.startswith(PREFIX)] == [
+        "scripted: started\n",
+        *(f"modern: line {n}\n" for n in range(40)),
+    ]
+    assert [line for line in lines if line.startswith(PREFIX)] == [
+        START.format(name=Path(sys.executable).name),
+        PREFIX + "bridge: info: the upstream server speaks MCP 2026-07-28\n",
+    ]
+
+
+def test_what_a_server_writes_as_it_stops_during_server_discover_passes_unchanged() -> None:
+    upstream = script(
+        """
+if m.get('method') == 'server/discover':
+    for n in range(40):
+        sys.stderr.write(f'crash: line {n}\\n')
+    sys.exit(3)
+"""
+    )
+    with Bridge(bridge_command(upstream=upstream)) as bridge:
+        assert "error" in bridge.initialize()
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+    assert [line for line in bridge.stderr_lines if line.startswith("crash: ")] == [
+        f"crash: line {n}\n" for n in range(40)
+    ]
+    assert "lines on stderr as it refused" not in bridge.stderr_text
+
+
+def test_more_stderr_than_the_probe_holds_passes_and_the_rest_follows() -> None:
+    upstream = script(
+        """
+if m.get('method') == 'server/discover':
+    for n in range(1000):
+        sys.stderr.write(f'{n:04d} ' + 'x' * 95 + '\\n')
+    sys.stderr.flush()
+    send({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'Method not found'}})
+elif m.get('method') == 'initialize':
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
+"""
+    )
+    lines = stderr_of_a_start(bridge_command(upstream=upstream))
+    # 1000 lines of 100 bytes: more than the 64 KiB that wait, thus no line is counted away.
+    assert [line[:4] for line in lines if line.endswith("x\n")] == [f"{n:04d}" for n in range(1000)]
+    assert not any(REFUSED.fullmatch(line) for line in lines)
 
 
 # ------------------------------------------------------------ the passthrough
