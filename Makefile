@@ -1,9 +1,12 @@
-# Everything a developer or CI runs: `make test` on a fresh machine needs only python3, node and npm.
+# Everything a developer or CI runs: `make test` on a fresh machine needs only python3, node and npm;
+# `make demo` needs only python3.
 
 PYTHON3 ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PY_STAMP := $(VENV)/.installed
+# The bridge alone, without the test extras: all that `make demo` needs.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 # A second venv for the 2025-era servers (a test peer, a conformance upstream): mcp==1.30.0 cannot
 # share a venv with mcp==2.3.0.
 LEGACY_VENV := .venv-legacy
@@ -29,9 +32,15 @@ node: $(NODE_STAMP)
 
 legacy-venv: $(LEGACY_STAMP)
 
-$(PY_STAMP): setup.cfg pyproject.toml
-	test -x $(PY) || $(PYTHON3) -m venv $(VENV)
+$(PY):
+	$(PYTHON3) -m venv $(VENV)
+
+$(PY_STAMP): setup.cfg pyproject.toml | $(PY)
 	$(PY) -m pip install -e '.[test]'
+	touch $@
+
+$(RUNTIME_STAMP): setup.cfg pyproject.toml | $(PY)
+	$(PY) -m pip install -e .
 	touch $@
 
 $(LEGACY_STAMP):
@@ -51,7 +60,7 @@ test: $(PY_STAMP) $(NODE_STAMP) $(LEGACY_STAMP)
 conformance: $(PY_STAMP) $(NODE_STAMP) $(LEGACY_STAMP)
 	PYTHON=$(CURDIR)/$(PY) bash scripts/conformance.sh
 
-demo: $(PY_STAMP)
+demo: $(RUNTIME_STAMP)
 	$(PY) -m mcpbridge.demo_session
 
 # mypy checks the package as Linux, Windows and macOS see it (sys.platform branches, the

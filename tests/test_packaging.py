@@ -1,5 +1,5 @@
 """Packaging rules: the version, the license and metadata of a build, the pure modules' imports,
-the client's import cost."""
+the client's import cost, the demo's needs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import ast
 import configparser
 import hashlib
 import importlib.metadata
+import os
 import shutil
 import subprocess
 import sys
@@ -299,3 +300,52 @@ def test_importing_the_client_pulls_in_no_http_keyring_crypto_or_cli_package() -
     }
     assert loaded, done.stderr
     assert sorted(name for name in loaded if name.split(".")[0] in HEAVY_DEPENDENCIES) == []
+
+
+#: The packages of the test extras (setup.cfg) that the bridge itself never imports.
+TEST_PACKAGES = ("pytest", "hypothesis", "jsonschema", "mcp", "uvicorn", "trustme")
+
+
+def test_make_demo_installs_the_bridge_without_the_test_extras() -> None:
+    done = subprocess.run(
+        ["make", "--dry-run", "--always-make", "demo"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=True,
+    )
+    commands = done.stdout.splitlines()
+    assert ".venv/bin/python -m pip install -e ." in commands
+    assert commands[-1] == ".venv/bin/python -m mcpbridge.demo_session"
+    assert not [line for line in commands if "[test]" in line or "npm" in line or "node" in line]
+
+
+def test_the_demo_runs_without_node_and_without_the_test_packages(tmp_path: Path) -> None:
+    blocker = tmp_path / "sitecustomize.py"
+    blocker.write_text(
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name.partition('.')[0] in {TEST_PACKAGES!r}:\n"
+        "            raise ImportError(name + ' belongs to the test extras')\n"
+        "sys.meta_path.insert(0, Block())\n",
+        encoding="utf-8",
+    )
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {"PATH": str(empty), "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}", "PYTHONUNBUFFERED": "1"}
+    import_pytest = [sys.executable, "-c", "import pytest"]
+    blocked = subprocess.run(import_pytest, env=env, capture_output=True, timeout=WAIT)
+    assert blocked.returncode != 0 and b"belongs to the test extras" in blocked.stderr
+    demo = subprocess.run(
+        [sys.executable, "-m", "mcpbridge.demo_session"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 3,
+    )
+    assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
+    assert "elicitation/create" in demo.stdout
+    assert demo.stdout.rstrip().endswith("the bridge exited with code 0")
