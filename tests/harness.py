@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import WAIT
+from schema import ClientFrames
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "fixture_server.py"
@@ -25,6 +26,7 @@ VSCODE_CAPABILITIES: dict[str, Any] = {
     "sampling": {},
     "elicitation": {"form": {}, "url": {}},
 }
+VSCODE_INFO: dict[str, Any] = {"name": "Visual Studio Code", "version": "1.140.0"}
 
 
 def fixture_command(*args: str) -> list[str]:
@@ -39,9 +41,17 @@ def bridge_command(*options: str, upstream: list[str] | None = None) -> list[str
 
 
 class Bridge:
-    """A bridge process with a reader thread that collects its stdout frames."""
+    """A bridge process with a reader thread that collects its stdout frames.
 
-    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
+    With ``revision``, each frame that the test sends is the frame of a client of that
+    revision, and each frame that it takes is checked against that revision's schema
+    (:class:`~schema.ClientFrames`): a frame that is not valid fails the test where it
+    is read.
+    """
+
+    def __init__(
+        self, command: list[str], env: dict[str, str] | None = None, revision: str | None = None
+    ) -> None:
         full_env = dict(os.environ)
         full_env.setdefault("PYTHONUNBUFFERED", "1")
         if env:
@@ -70,6 +80,7 @@ class Bridge:
         self._stderr_thread.start()
         self._next_id = 0
         self.seen: list[dict[str, Any]] = []
+        self.schema = ClientFrames(revision) if revision is not None else None
 
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
@@ -97,6 +108,8 @@ class Bridge:
 
     def send(self, frame: dict[str, Any] | bytes) -> None:
         assert self.proc.stdin is not None
+        if self.schema is not None and isinstance(frame, dict):
+            self.schema.sent(frame)
         data = frame if isinstance(frame, bytes) else json.dumps(frame).encode() + b"\n"
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
@@ -126,14 +139,22 @@ class Bridge:
         self.send(frame)
 
     def initialize(
-        self, capabilities: dict[str, Any] | None = None, initialized: bool = True
+        self,
+        capabilities: dict[str, Any] | None = None,
+        initialized: bool = True,
+        *,
+        protocol_version: str | None = None,
+        client_info: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """``initialize`` as VS Code sends it; a client of ``revision`` asks for its own revision."""
+        if protocol_version is None:
+            protocol_version = self.schema.revision if self.schema is not None else "2025-11-25"
         response = self.request(
             "initialize",
             {
-                "protocolVersion": "2025-11-25",
+                "protocolVersion": protocol_version,
                 "capabilities": VSCODE_CAPABILITIES if capabilities is None else capabilities,
-                "clientInfo": {"name": "Visual Studio Code", "version": "1.140.0"},
+                "clientInfo": VSCODE_INFO if client_info is None else client_info,
             },
             timeout=30.0,
         )
@@ -149,6 +170,8 @@ class Bridge:
             self.frames.put(None)
             raise EOFError("the bridge closed its stdout")
         self.seen.append(frame)
+        if self.schema is not None:
+            self.schema.received(frame)
         return frame
 
     def wait_response(self, request_id: Any, timeout: float = WAIT) -> dict[str, Any]:
@@ -333,7 +356,7 @@ class FrontendPair:
             {
                 "protocolVersion": "2025-11-25",
                 "capabilities": VSCODE_CAPABILITIES,
-                "clientInfo": {"name": "Visual Studio Code", "version": "1.140.0"},
+                "clientInfo": VSCODE_INFO,
             },
         )
         result = self.response(0)

@@ -1,16 +1,21 @@
 """Validate JSON-RPC frames against the official MCP JSON schemas.
 
-The two schemas are vendored in ``tests/data``: ``schema-2025-11-25.json`` (what VS Code
-speaks with the bridge, called *legacy* here) and ``schema-2026-07-28.json`` (what the bridge
-speaks with the real server, called *modern*). Beside them, ``ext-tasks-schema-draft.json`` is
-the schema of the Tasks extension of 2026-07-28 (``validate(TASKS, value, "GetTaskResult")``;
-Apache License 2.0, unchanged).
+The schemas are vendored in ``tests/data``: ``schema-2025-11-25.json`` (what VS Code
+speaks with the bridge, called *legacy* here), ``schema-2026-07-28.json`` (what the bridge
+speaks with the real server, called *modern*), and the older revisions that other hosts
+speak with the bridge (``schema-2025-06-18.json``, ``schema-2025-03-26.json``,
+``schema-2024-11-05.json``: draft-07 schemas, whose request definitions have no ``id``).
+Beside them, ``ext-tasks-schema-draft.json`` is the schema of the Tasks extension of
+2026-07-28 (``validate(TASKS, value, "GetTaskResult")``; Apache License 2.0, unchanged).
 
 * ``validate_legacy(obj, "InitializeResult")`` checks any value against one named definition
   (``$defs`` entry); with no name the value must be a ``JSONRPCMessage``.
 * ``validate_legacy_frame(frame)`` picks the definition from the frame itself: a request or a
   notification by its ``method``, a response as a result or an error response. Give
   ``request_method`` to also check a result against the result type of that method.
+  ``validate_frame(revision, frame)`` does the same for any revision.
+* :class:`ClientFrames` checks every frame that a client of one revision gets, with the
+  result type of the request that each response answers.
 
 A failure raises :class:`FrameInvalid`, an ``AssertionError`` that names the revision, the
 definition, what is wrong and where.
@@ -33,7 +38,9 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
-REVISIONS = (LEGACY, MODERN)
+#: The revisions that a client of the bridge may speak, newest first.
+CLIENT_REVISIONS = (LEGACY, "2025-06-18", "2025-03-26", "2024-11-05")
+REVISIONS = (*CLIENT_REVISIONS, MODERN)
 #: The schema of the Tasks extension (draft), a name beside the revisions.
 TASKS = "ext-tasks-draft"
 SCHEMAS = (*REVISIONS, TASKS)
@@ -59,6 +66,8 @@ class _Schema:
     definitions_key: str  # "$defs" (2020-12) or "definitions" (draft-07)
     requests: Mapping[str, str]  # method -> request definition name
     notifications: Mapping[str, str]  # method -> notification definition name
+    result_response: str  # "JSONRPCResultResponse", or "JSONRPCResponse" before 2025-11-25
+    error_response: str  # "JSONRPCErrorResponse", or "JSONRPCError" before 2025-11-25
 
     @property
     def definitions(self) -> Mapping[str, Any]:
@@ -66,12 +75,25 @@ class _Schema:
         return definitions
 
 
+def _union_members(definitions: Mapping[str, Any], *names: str) -> set[str]:
+    """The definitions that the unions ``names`` (such as ``ClientRequest``) refer to."""
+    members: set[str] = set()
+    for name in names:
+        for option in definitions.get(name, {}).get("anyOf", []):
+            if isinstance(option, dict) and "$ref" in option:
+                members.add(option["$ref"].rsplit("/", 1)[-1])
+    return members
+
+
 def _method_tables(definitions: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
     """Map each method to the definition whose ``method`` property is that constant.
 
-    Union wrappers such as ``ClientNotification`` may repeat a constant; the specific
-    definition (not prefixed ``Client``/``Server``) wins.
+    A definition is a request when it requires an ``id`` (2025-11-25 and later) or when
+    ``ClientRequest`` or ``ServerRequest`` names it (the older revisions define a request
+    as its method and params only). Union wrappers such as ``ClientNotification`` may
+    repeat a constant; the specific definition (not prefixed ``Client``/``Server``) wins.
     """
+    request_members = _union_members(definitions, "ClientRequest", "ServerRequest")
     found: dict[tuple[str, str], list[str]] = {}
     for name, definition in definitions.items():
         if not isinstance(definition, dict):
@@ -79,7 +101,8 @@ def _method_tables(definitions: Mapping[str, Any]) -> tuple[dict[str, str], dict
         method = definition.get("properties", {}).get("method", {})
         if not isinstance(method, dict) or "const" not in method:
             continue
-        kind = "request" if "id" in definition.get("required", []) else "notification"
+        is_request = "id" in definition.get("required", []) or name in request_members
+        kind = "request" if is_request else "notification"
         found.setdefault((kind, method["const"]), []).append(name)
     requests: dict[str, str] = {}
     notifications: dict[str, str] = {}
@@ -97,7 +120,16 @@ def _schema(revision: str) -> _Schema:
     jsonschema.validators.validator_for(root).check_schema(root)
     key = "$defs" if "$defs" in root else "definitions"
     requests, notifications = _method_tables(root[key])
-    return _Schema(revision, root, key, requests, notifications)
+    modern_names = "JSONRPCResultResponse" in root[key]
+    return _Schema(
+        revision,
+        root,
+        key,
+        requests,
+        notifications,
+        result_response="JSONRPCResultResponse" if modern_names else "JSONRPCResponse",
+        error_response="JSONRPCErrorResponse" if modern_names else "JSONRPCError",
+    )
 
 
 @functools.cache
@@ -181,9 +213,11 @@ def validate_frame(revision: str, frame: Any, *, request_method: str | None = No
 
     * A request (``method`` and ``id``) matches the request definition of its method.
     * A notification (``method``, no ``id``) matches the notification definition of its method.
-    * A response with ``result`` is a ``JSONRPCResultResponse``; with ``request_method`` its
-      result must also match that method's result type.
-    * A response with ``error`` is a ``JSONRPCErrorResponse``.
+    * A response with ``result`` is a ``JSONRPCResultResponse`` (``JSONRPCResponse`` before
+      2025-11-25); with ``request_method`` its result must also match that method's result
+      type.
+    * A response with ``error`` is a ``JSONRPCErrorResponse`` (``JSONRPCError`` before
+      2025-11-25).
 
     Raises:
         FrameInvalid: the frame does not match, or its method is not in the schema.
@@ -205,12 +239,12 @@ def validate_frame(revision: str, frame: Any, *, request_method: str | None = No
             raise FrameInvalid(str(exc.args[0])) from None
         check(frame, name)
     elif "result" in frame:
-        check(frame, "JSONRPCResultResponse")
+        check(frame, _schema(revision).result_response)
         if request_method is not None:
             name, whole_frame = result_definition_for_method(revision, request_method)
             check(frame if whole_frame else frame["result"], name)
     elif "error" in frame:
-        check(frame, "JSONRPCErrorResponse")
+        check(frame, _schema(revision).error_response)
     else:
         raise FrameInvalid(f"a {revision} frame needs a method, a result or an error: {sorted(frame)}")
     return checked
@@ -230,3 +264,36 @@ def methods(revision: str) -> tuple[frozenset[str], frozenset[str]]:
     """The request methods and the notification methods a revision's schema defines."""
     schema = _schema(revision)
     return frozenset(schema.requests), frozenset(schema.notifications)
+
+
+class ClientFrames:
+    """Check each frame that a client of ``revision`` sends and gets against that revision's schema.
+
+    :meth:`sent` keeps the method of each request the client sends, so that
+    :meth:`received` checks a response to it against the result type of that method.
+    """
+
+    def __init__(self, revision: str) -> None:
+        if revision not in CLIENT_REVISIONS:
+            raise ValueError(f"no client speaks {revision!r}; known: {', '.join(CLIENT_REVISIONS)}")
+        self.revision = revision
+        self._methods: dict[Any, str] = {}
+        #: How many frames were checked, by the definition that covered the frame.
+        self.checked: dict[str, int] = {}
+
+    def sent(self, frame: Mapping[str, Any]) -> None:
+        """A frame of the client: a request, whose response comes later, or anything else."""
+        if "method" in frame and "id" in frame:
+            self._methods[frame["id"]] = frame["method"]
+
+    def received(self, frame: Any) -> None:
+        """A frame for the client.
+
+        Raises:
+            FrameInvalid: the frame is not valid in the revision of the client.
+        """
+        method = None
+        if isinstance(frame, dict) and "method" not in frame:
+            method = self._methods.get(frame.get("id"))
+        names = validate_frame(self.revision, frame, request_method=method)
+        self.checked[names[-1]] = self.checked.get(names[-1], 0) + 1

@@ -7,13 +7,16 @@ from pathlib import Path
 import pytest
 
 from schema import (
+    CLIENT_REVISIONS,
     LEGACY,
     MODERN,
     SCHEMAS,
+    ClientFrames,
     FrameInvalid,
     definition_for_method,
     methods,
     schema_path,
+    validate_frame,
     validate_legacy,
     validate_legacy_frame,
     validate_modern,
@@ -171,3 +174,61 @@ def test_the_vendored_schema_is_the_shared_copy(repo_root: Path, revision: str) 
     if not shared.is_file():
         pytest.skip("no shared/spec folder beside the repository")
     assert schema_path(revision).read_bytes() == shared.read_bytes()
+
+
+def test_an_older_revision_classifies_its_requests_by_its_unions() -> None:
+    requests, notifications = methods("2025-06-18")
+    assert {"initialize", "tools/call", "elicitation/create", "sampling/createMessage"} <= requests
+    assert "notifications/elicitation/complete" not in notifications
+    assert "elicitation/create" not in methods("2025-03-26")[0]
+    assert definition_for_method("2024-11-05", "roots/list") == "ListRootsRequest"
+
+
+@pytest.mark.parametrize("revision", CLIENT_REVISIONS)
+def test_each_client_revision_checks_responses_with_the_names_of_its_schema(revision: str) -> None:
+    names = validate_frame(revision, response(INITIALIZE_RESULT), request_method="initialize")
+    assert names[-1] == "InitializeResult"
+    error = {"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "Method not found"}}
+    assert validate_frame(revision, error) == [
+        "JSONRPCErrorResponse" if revision == LEGACY else "JSONRPCError"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("revision", "block"),
+    [
+        ("2025-03-26", {"type": "resource_link", "uri": "file:///a", "name": "a"}),
+        ("2024-11-05", {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}),
+    ],
+)
+def test_a_content_block_that_a_revision_does_not_define_is_rejected(
+    revision: str, block: dict[str, object]
+) -> None:
+    result = {"content": [{"type": "text", "text": "a"}, block]}
+    validate_frame(LEGACY, response(result), request_method="tools/call")
+    with pytest.raises(FrameInvalid, match=f"{revision} CallToolResult"):
+        validate_frame(revision, response(result), request_method="tools/call")
+
+
+def test_an_older_request_frame_is_checked_with_its_id_and_a_method_it_lacks_is_rejected() -> None:
+    form = {"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}}
+    frame = {"jsonrpc": "2.0", "id": "b-1", "method": "elicitation/create", "params": form}
+    assert validate_frame("2025-06-18", frame) == ["JSONRPCRequest", "ElicitRequest"]
+    with pytest.raises(FrameInvalid, match="defines no request 'elicitation/create'"):
+        validate_frame("2025-03-26", frame)
+    with pytest.raises(FrameInvalid, match="JSONRPCRequest"):
+        validate_frame("2025-06-18", {**frame, "id": None})
+
+
+def test_client_frames_check_a_response_against_the_method_of_the_request_it_answers() -> None:
+    frames = ClientFrames("2025-03-26")
+    frames.sent({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "a"}})
+    frames.sent({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    link = {"type": "resource_link", "uri": "file:///a", "name": "a"}
+    with pytest.raises(FrameInvalid, match="CallToolResult"):
+        frames.received(response({"content": [link]}))
+    frames.received(response({"content": []}))
+    frames.received({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    assert frames.checked == {"CallToolResult": 1, "ToolListChangedNotification": 1}
+    with pytest.raises(ValueError, match="no client speaks"):
+        ClientFrames(MODERN)
