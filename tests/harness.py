@@ -198,6 +198,13 @@ class Bridge:
             if predicate(frame):
                 return frame
 
+    def seen_or_next(self, predicate: Any, timeout: float = WAIT) -> dict[str, Any]:
+        """The first frame that matches, among those seen already or the next ones."""
+        for frame in self.seen:
+            if predicate(frame):
+                return frame
+        return self.wait_frame(predicate, timeout)
+
     def drain(self, timeout: float = WAIT) -> list[dict[str, Any]]:
         """All frames up to the end of stdout."""
         out: list[dict[str, Any]] = []

@@ -54,10 +54,7 @@ def call(bridge: Bridge, name: str, arguments: dict[str, Any] | None = None, **e
 
 def frame(bridge: Bridge, predicate: Any) -> dict[str, Any]:
     """The first frame that matches, among those seen already or the next ones."""
-    for seen in bridge.seen:
-        if predicate(seen):
-            return seen
-    return bridge.wait_frame(predicate)
+    return bridge.seen_or_next(predicate)
 
 
 def script(body: str) -> list[str]:
