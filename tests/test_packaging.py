@@ -28,6 +28,7 @@ PURE_MODULES = (
     "mcpbridge/mcp/netloc.py",
     "mcpbridge/bridge/legacy.py",
     "mcpbridge/bridge/translate.py",
+    "mcpbridge/bridge/revisions.py",
     "mcpbridge/bridge/errortable.py",
     "mcpbridge/bridge/answers.py",
     "mcpbridge/bridge/dumptext.py",

@@ -79,7 +79,7 @@ from ..mcp.jsonrpc import (
 )
 from ..mcp.protocol import ELICITATION_CREATE, MODERN
 from ..mcp.text import format_duration, printable
-from . import errortable, legacy, translate
+from . import errortable, legacy, revisions, translate
 from .dumptext import FrontendState
 from .listrules import ListRules
 from .options import Connect, Options, Timeouts
@@ -167,6 +167,8 @@ class Frontend:
         self.slots = Slots(self.output, options.max_in_flight, self.drops)
         #: Set when the upstream speaks 2026-07-28 (a successful discover).
         self._session: ModernSession | None = None
+        #: The revision that the client speaks (from initialize).
+        self._revision = revisions.LATEST
         self._client_kinds_caps: dict[str, Any] = {}
         self._upstream_caps: dict[str, Any] = {}
         self._log_level: str | None = None
@@ -478,8 +480,9 @@ class Frontend:
             self._set_state(State.AWAITING)
             self.output.respond_error(slot, errortable.error_object("invalid_params"))
             return
-        self._client_kinds_caps = params.capabilities
-        self._upstream_caps = translate.client_capabilities_for_upstream(params.capabilities)
+        self._revision = revisions.negotiate(params.protocol_version)
+        self._client_kinds_caps = revisions.client_capabilities(self._revision, params.capabilities)
+        self._upstream_caps = translate.client_capabilities_for_upstream(self._client_kinds_caps)
         if self._legacy is not None and self.options.protocol == "legacy":
             self._pass_through(slot, request, None, None)
             return
@@ -524,6 +527,7 @@ class Frontend:
                 fallback_name=self.options.fallback_name,
                 version=self.options.version,
                 icon_rule=self.options.icon_rule,
+                protocol_version=self._revision.version,
             )
         )
         self._declared = translate.declared_notifications(init)
@@ -531,7 +535,7 @@ class Frontend:
             if self._state is State.CLOSING:
                 return
             self._state = State.READY
-        log.info("the upstream server speaks MCP %s", MODERN)
+        log.info("the upstream server speaks MCP %s; the client MCP %s", MODERN, self._revision)
         self._write_initialize_result(slot, init)
 
     def _write_initialize_result(self, slot: Slot, init: dict[str, Any]) -> None:
@@ -613,7 +617,12 @@ class Frontend:
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
+        """The capabilities of the client, in the terms of its revision."""
         return self._client_kinds_caps
+
+    @property
+    def client_revision(self) -> revisions.Revision:
+        return self._revision
 
     def next_elicitation_id(self) -> str:
         return self._elicitation_ids.next()

@@ -42,7 +42,10 @@ Rules (behaviour.md §5):
   empty form. A URL that the user accepted and that a later round asks for again becomes
   the "Continue" form, so the user does not open the page twice.
 * Each outgoing request has the shape of the 2025-11-25 schema (:data:`LEGACY_SHAPES`), so
-  the client never gets a request that it must refuse.
+  the client never gets a request that it must refuse. A client of an older revision gets
+  it in the terms of its revision (:func:`~.revisions.adapt_input_request`); one that the
+  revision cannot carry is refused without asking: a form gets ``decline``, a sampling no
+  answer (the protocol's refusal of a sampling).
 
 Exact texts of the details are part of the behaviour: the tests compare them.
 """
@@ -61,6 +64,7 @@ from typing import Any, Final
 from ..mcp.errorbase import BridgeError, PeerFault
 from ..mcp.protocol import ELICITATION_CREATE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE
 from .answers import BAD_LINE, ClientError
+from .revisions import LATEST, NotCarried, Revision, adapt_input_request
 
 #: zig-sdk's ``mrtr_max_rounds_client``: at most this many upstream requests per forwarded
 #: request, so the client is asked at most ``MAX_ROUNDS - 1`` times.
@@ -1123,9 +1127,9 @@ class Planned:
     """The plan of one round."""
 
     #: The requests for the client, in the key order of ``inputRequests``. Empty when the
-    #: round asks the client nothing (only a ``requestState``, or only refused URLs).
+    #: round asks the client nothing (only a ``requestState``, or only refused requests).
     outgoing: tuple[Outgoing, ...]
-    #: The answers decided without the client (a refused URL gets ``{"action": "decline"}``).
+    #: The answers decided without the client (a refused URL or form gets ``{"action": "decline"}``).
     immediate: Mapping[str, dict[str, Any]]
     #: The ``requestState`` to echo in the retry, or ``None``.
     request_state: str | None
@@ -1154,7 +1158,8 @@ class _Route(enum.Enum):
     ASK = "ask"  # send the input request as it is
     CHOICE_FORM = "choice_form"  # a form without a property: one choice instead
     CONTINUE_FORM = "continue_form"  # a URL the user accepted: "Continue" instead
-    DECLINE = "decline"  # a refused URL: decline without asking
+    DECLINE = "decline"  # a refused URL, a form the client cannot take: decline without asking
+    OMIT = "omit"  # a sampling the client cannot take: no answer, without asking
 
 
 @dataclass(slots=True)
@@ -1189,19 +1194,25 @@ class _State:
 class Session:
     """The input rounds of one forwarded request.
 
-    ``kinds`` are the kinds the client declared. ``next_elicitation_id`` gives a new
-    ``elicitationId``, unique on the connection (for example ``elicitation-1``).
-    ``max_rounds`` bounds the rounds (:data:`MAX_ROUNDS` for a request; a task that asks
-    for input again and again while it runs gets more).
+    ``kinds`` are the kinds the client declared, read in the terms of its ``revision``.
+    ``next_elicitation_id`` gives a new ``elicitationId``, unique on the connection (for
+    example ``elicitation-1``). ``max_rounds`` bounds the rounds (:data:`MAX_ROUNDS` for a
+    request; a task that asks for input again and again while it runs gets more).
 
     The session keeps the URLs of URL elicitations across the rounds: their ids, whether
     the user accepted them, and whether the client got ``notifications/elicitation/complete``.
     """
 
     def __init__(
-        self, kinds: ClientKinds, next_elicitation_id: Callable[[], str], *, max_rounds: int = MAX_ROUNDS
+        self,
+        kinds: ClientKinds,
+        next_elicitation_id: Callable[[], str],
+        revision: Revision = LATEST,
+        *,
+        max_rounds: int = MAX_ROUNDS,
     ) -> None:
         self.kinds = kinds
+        self.revision = revision
         self._next_elicitation_id = next_elicitation_id
         self._max_rounds = max_rounds
         self._state = _State()
@@ -1266,13 +1277,34 @@ class Session:
                     params = continue_form()
                 else:
                     params = {**params, "elicitationId": item.step.elicitation_id}
-            outgoing.append(Outgoing(key, _METHODS[item_checked.kind], params))
+            method = _METHODS[item_checked.kind]
+            if params is not None:
+                try:
+                    params = adapt_input_request(self.revision, method, params)
+                except NotCarried as refused:
+                    warnings.append(self._refuse(key, item, refused, immediate))
+                    continue
+            outgoing.append(Outgoing(key, method, params))
         state.items = items
         return Planned(
             outgoing=tuple(outgoing),
             immediate=MappingProxyType(immediate),
             request_state=request_state,
             warnings=tuple(warnings),
+        )
+
+    def _refuse(self, key: str, item: _Item, refused: NotCarried, immediate: dict[str, Any]) -> str:
+        """Refuse an input request that the revision of the client cannot carry; the log line."""
+        if item.checked.kind is _Kind.SAMPLING:
+            item.route = _Route.OMIT
+            answer = "no answer for it"
+        else:
+            item.route = _Route.DECLINE
+            immediate[key] = {"action": "decline"}
+            answer = "decline"
+        return (
+            f"input request '{key}': a client of MCP {self.revision} cannot take {refused.what}, "
+            f"and the upstream server gets {answer}"
         )
 
     def _check(self, key: str, request: Any) -> _Checked:
@@ -1369,7 +1401,7 @@ class Session:
         """
         item = self._state.items[key]
         kind = item.checked.kind
-        if item.route is _Route.DECLINE:
+        if item.route in (_Route.DECLINE, _Route.OMIT):
             raise KeyError(key)
         if item.route is _Route.CONTINUE_FORM:
             value = {"action": _action_of(answer) or "cancel"}
@@ -1420,7 +1452,8 @@ class Session:
         """The ``inputResponses`` of the retry, in the key order of the round.
 
         ``answers`` maps the key of each outgoing request of the last planned round to
-        the client's answer. The decisions without the client (refused URLs) are added.
+        the client's answer. The decisions without the client are added: ``decline`` for a
+        refused URL or form, and nothing for a refused sampling.
         ``None`` when the round had no input request (a ``requestState`` only): the retry
         then has no ``inputResponses``.
 
@@ -1436,7 +1469,7 @@ class Session:
         for key, item in items.items():
             if item.route is _Route.DECLINE:
                 responses[key] = {"action": "decline"}
-            else:
+            elif item.route is not _Route.OMIT:
                 responses[key] = self.shape_answer(key, answers[key], notes)
         return responses
 

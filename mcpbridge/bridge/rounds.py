@@ -28,7 +28,7 @@ from ..mcp.errors import Cancelled
 from ..mcp.protocol import ELICITATION_COMPLETE
 from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration
-from . import translate
+from . import revisions, translate
 from .options import Options
 from .output import Host, Slot
 from .pending import PendingAnswers, WaitEnded
@@ -56,7 +56,14 @@ class RoundsHost(Protocol):
     def pending(self) -> PendingAnswers: ...
 
     @property
-    def client_capabilities(self) -> dict[str, Any]: ...
+    def client_capabilities(self) -> dict[str, Any]:
+        """The capabilities of the client, in the terms of its revision."""
+        ...
+
+    @property
+    def client_revision(self) -> revisions.Revision:
+        """The revision that the client speaks: every frame for it is shaped for it."""
+        ...
 
     @property
     def upstream_lost(self) -> bool:
@@ -104,6 +111,7 @@ class Rounds:
         self.session = Session(
             ClientKinds.from_capabilities(host.client_capabilities),
             host.next_elicitation_id,
+            host.client_revision,
             max_rounds=MAX_ROUNDS if max_rounds is None else max_rounds,
         )
 

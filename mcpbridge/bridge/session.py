@@ -43,7 +43,7 @@ from ..mcp.peer import Peer
 from ..mcp.protocol import INPUT_METHODS, MODERN, RESULT_INPUT_REQUIRED, RESULT_TASK
 from ..mcp.text import format_duration, printable
 from ..oauth.errors import SignInError
-from . import errortable, translate
+from . import errortable, revisions, translate
 from .dumptext import UpstreamState
 from .listrules import ListRules
 from .output import Host, Slot
@@ -373,6 +373,9 @@ class ModernSession:
         log_repairs(notes)
         if self._tasks is not None:
             shaped = self._tasks.shape(method, shaped)
+        shaped, drops = revisions.shape_result(self._host.client_revision, method, shaped)
+        for drop in drops:
+            _drops(logging.INFO, "parts of results left out for the revision of the client", "%s", drop)
         self._host.output.respond(slot, shaped, raw=raw)
 
     def forward(

@@ -198,11 +198,17 @@ def _server_info(
 
 
 def initialize_result(
-    discover_result: Any, *, fallback_name: str, version: str, icon_rule: IconRule
+    discover_result: Any,
+    *,
+    fallback_name: str,
+    version: str,
+    icon_rule: IconRule,
+    protocol_version: str = LEGACY,
 ) -> dict[str, Any]:
     """The 2025-11-25 result of ``initialize`` for the upstream ``server/discover`` result.
 
-    - ``protocolVersion``: always 2025-11-25, whatever the client asked for.
+    - ``protocolVersion``: ``protocol_version``, the revision negotiated with the client
+      (:func:`~.revisions.negotiate`).
     - ``capabilities``: ``experimental``, ``logging``, ``completions``, ``prompts``,
       ``resources``, ``tools`` when they are objects, and ``extensions`` without the
       Tasks extension. Never ``tasks``.
@@ -217,7 +223,7 @@ def initialize_result(
     """
     discover = discover_result if isinstance(discover_result, dict) else {}
     result: dict[str, Any] = {
-        "protocolVersion": LEGACY,
+        "protocolVersion": protocol_version,
         "capabilities": _server_capabilities(discover.get("capabilities")),
         "serverInfo": _server_info(discover, fallback_name, version, icon_rule),
     }

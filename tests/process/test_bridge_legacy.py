@@ -457,7 +457,7 @@ if m.get('method') == 'server/discover':
     ]
     assert [line for line in lines if line.startswith(PREFIX)] == [
         START.format(name=Path(sys.executable).name),
-        PREFIX + "bridge: info: the upstream server speaks MCP 2026-07-28\n",
+        PREFIX + "bridge: info: the upstream server speaks MCP 2026-07-28; the client MCP 2025-11-25\n",
     ]
 
 

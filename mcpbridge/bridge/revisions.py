@@ -1,0 +1,265 @@
+"""The revisions of MCP that the bridge serves to its client.
+
+This module is pure: it does no I/O, starts no thread and reads no clock. It takes JSON
+values in and gives JSON values out, and never changes its input.
+
+Revisions
+---------
+
+The client asks for a revision in ``initialize``. The bridge answers with that revision
+when it serves it (:data:`REVISIONS`: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05),
+else with :data:`LATEST`, as the version negotiation of MCP says: a client that does not
+know the answered revision disconnects. :mod:`.translate` makes every frame for 2025-11-25;
+this module narrows it to the revision of the client:
+
+* The capabilities of the client are read in the terms of its revision
+  (:func:`client_capabilities`): a kind of input request, or the tasks, that the revision
+  does not have are not declared, so the upstream server is never told that the client
+  takes them and the client is never asked for them.
+* What the revision does not define is left out where its schema forbids it: a content
+  block of a kind that it does not have leaves a ``tools/call`` result, and a prompt
+  message of such a kind leaves a ``prompts/get`` result (:func:`shape_result`).
+* An input request that the capabilities cannot rule out but the revision cannot carry
+  (a multi-select field of a form, a sampling message of several blocks) is refused
+  (:func:`adapt_input_request` raises :class:`NotCarried`): the upstream server gets the
+  answer of a refused request, and the log says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Final
+
+from ..mcp.errorbase import PeerFault
+from ..mcp.protocol import ELICITATION_CREATE, LEGACY, SAMPLING_CREATE_MESSAGE
+
+__all__ = [
+    "LATEST",
+    "REVISIONS",
+    "NotCarried",
+    "Revision",
+    "adapt_input_request",
+    "client_capabilities",
+    "negotiate",
+    "shape_result",
+]
+
+
+# --------------------------------------------------------------------------- revisions
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """What one revision of MCP defines of the frames that the bridge sends to its client."""
+
+    #: The revision, for example ``2025-06-18``.
+    version: str
+    #: ``elicitation/create`` in form mode (from 2025-06-18).
+    form_elicitation: bool = False
+    #: URL mode, ``elicitationId`` and ``notifications/elicitation/complete`` (2025-11-25).
+    url_elicitation: bool = False
+    #: The titled single-select and the multi-select fields of a form (2025-11-25).
+    choice_fields: bool = False
+    #: Sampling with tools: ``tools``, ``toolChoice``, tool blocks, and a message of
+    #: several blocks (2025-11-25).
+    sampling_tools: bool = False
+    #: Tasks of the client: ``capabilities.tasks`` and the ``tasks/*`` requests (2025-11-25).
+    tasks: bool = False
+    #: ``resource_link`` content blocks (from 2025-06-18).
+    resource_links: bool = False
+    #: ``audio`` content blocks (from 2025-03-26).
+    audio: bool = False
+
+    def __str__(self) -> str:
+        return self.version
+
+
+#: The revisions that the bridge serves, newest first.
+REVISIONS: Final[Mapping[str, Revision]] = MappingProxyType(
+    {
+        revision.version: revision
+        for revision in (
+            Revision(
+                LEGACY,
+                form_elicitation=True,
+                url_elicitation=True,
+                choice_fields=True,
+                sampling_tools=True,
+                tasks=True,
+                resource_links=True,
+                audio=True,
+            ),
+            Revision("2025-06-18", form_elicitation=True, resource_links=True, audio=True),
+            Revision("2025-03-26", audio=True),
+            Revision("2024-11-05"),
+        )
+    }
+)
+#: The newest revision: the answer to a client that asks for one the bridge does not serve.
+LATEST: Final = REVISIONS[LEGACY]
+
+
+def negotiate(asked: str) -> Revision:
+    """The revision of the ``initialize`` answer for a client that asked for ``asked``."""
+    return REVISIONS.get(asked, LATEST)
+
+
+def client_capabilities(revision: Revision, capabilities: dict[str, Any]) -> dict[str, Any]:
+    """The capabilities of a client's ``initialize``, read in the terms of its revision.
+
+    A revision without tasks drops ``tasks``; one without elicitation drops
+    ``elicitation``; one without URL elicitation drops ``elicitation.url`` (its
+    ``elicitation: {}`` means the form, its only mode); one without sampling tools drops
+    ``sampling.tools``. Returns ``capabilities`` itself when nothing changes.
+    """
+    out = capabilities
+    if not revision.tasks and "tasks" in out:
+        out = _without(out, "tasks")
+    if not revision.form_elicitation and "elicitation" in out:
+        out = _without(out, "elicitation")
+    elicitation = out.get("elicitation")
+    if not revision.url_elicitation and isinstance(elicitation, dict) and "url" in elicitation:
+        out = {**out, "elicitation": _without(elicitation, "url")}
+    sampling = out.get("sampling")
+    if not revision.sampling_tools and isinstance(sampling, dict) and "tools" in sampling:
+        out = {**out, "sampling": _without(sampling, "tools")}
+    return out
+
+
+def _without(value: dict[str, Any], key: str) -> dict[str, Any]:
+    return {name: item for name, item in value.items() if name != key}
+
+
+# --------------------------------------------------------------------------- results
+
+#: The content blocks that a revision may not define, and the flag that says it does.
+_BLOCK_KINDS: Final[Mapping[str, Callable[[Revision], bool]]] = MappingProxyType(
+    {"resource_link": lambda r: r.resource_links, "audio": lambda r: r.audio}
+)
+
+
+def _carried_block(revision: Revision, block: Any) -> bool:
+    kind = block.get("type") if isinstance(block, dict) else None
+    defined = _BLOCK_KINDS.get(kind) if isinstance(kind, str) else None
+    return defined is None or defined(revision)
+
+
+def shape_result(revision: Revision, method: str, result: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A complete 2025-11-25 result of ``method``, for a client of ``revision``.
+
+    * ``tools/call``: each content block of a kind the revision does not define goes
+      away.
+    * ``prompts/get``: each message whose content is of such a kind goes away (a message
+      has exactly one block).
+
+    Returns the result (``result`` itself when nothing changes) and one line for each kind
+    of thing that went away, without content, for example ``tools/call: left out content
+    blocks that MCP 2025-03-26 does not define (1 of 3)``.
+    """
+    notes: list[str] = []
+    out = result
+    if method == "tools/call":
+        content = result.get("content")
+        if isinstance(content, list):
+            kept = [block for block in content if _carried_block(revision, block)]
+            if len(kept) < len(content):
+                out = {**out, "content": kept}
+                notes.append(
+                    f"tools/call: left out content blocks that MCP {revision} does not define "
+                    f"({len(content) - len(kept)} of {len(content)})"
+                )
+    elif method == "prompts/get":
+        messages = result.get("messages")
+        if isinstance(messages, list):
+            kept = [
+                message
+                for message in messages
+                if not isinstance(message, dict) or _carried_block(revision, message.get("content"))
+            ]
+            if len(kept) < len(messages):
+                out = {**out, "messages": kept}
+                notes.append(
+                    f"prompts/get: left out messages whose content MCP {revision} does not define "
+                    f"({len(messages) - len(kept)} of {len(messages)})"
+                )
+    return out, notes
+
+
+# --------------------------------------------------------------------------- input requests
+
+
+class NotCarried(PeerFault):
+    """An input request that the revision of the client cannot carry.
+
+    ``what`` names it for the log line, for example ``a multi-select field``. The front
+    end refuses the request: the upstream server gets ``decline`` for an elicitation, and
+    no answer for a sampling (the protocol's way to refuse one).
+    """
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+def adapt_input_request(revision: Revision, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The params of one of the bridge's requests to the client, for ``revision``.
+
+    ``params`` are the 2025-11-25 params of the request, of a kind the client declared.
+
+    * A form: without ``mode``, which the revision does not define; a titled
+      single-select field becomes the ``enum`` and ``enumNames`` of 2025-06-18.
+    * A sampling: a message of one block in an array gets the block itself.
+
+    Returns ``params`` itself when nothing changes (always for 2025-11-25).
+
+    Raises:
+        NotCarried: a multi-select field, a message of several blocks, an audio block.
+    """
+    if method == ELICITATION_CREATE and not revision.choice_fields and "requestedSchema" in params:
+        return _adapt_form(params)
+    if method == SAMPLING_CREATE_MESSAGE and not revision.sampling_tools:
+        return _adapt_sampling(revision, params)
+    return params
+
+
+def _adapt_form(params: dict[str, Any]) -> dict[str, Any]:
+    schema = params["requestedSchema"]
+    properties = {name: _adapt_field(field) for name, field in schema["properties"].items()}
+    return {
+        **_without(params, "mode"),
+        "requestedSchema": {**schema, "properties": properties},
+    }
+
+
+def _adapt_field(field: dict[str, Any]) -> dict[str, Any]:
+    """One field of a form in the terms of 2025-06-18 (the compiled form checks the answer)."""
+    if field.get("type") == "array":
+        raise NotCarried("a multi-select field")
+    choices = field.get("oneOf")
+    if not isinstance(choices, list):
+        return field
+    return {
+        **_without(field, "oneOf"),
+        "enum": [choice["const"] for choice in choices],
+        "enumNames": [str(choice.get("title", choice["const"])) for choice in choices],
+    }
+
+
+def _adapt_sampling(revision: Revision, params: dict[str, Any]) -> dict[str, Any]:
+    messages = [_adapt_message(revision, message) for message in params["messages"]]
+    if all(new is old for new, old in zip(messages, params["messages"], strict=True)):
+        return params
+    return {**params, "messages": messages}
+
+
+def _adapt_message(revision: Revision, message: dict[str, Any]) -> dict[str, Any]:
+    content = message["content"]
+    if isinstance(content, list):
+        if len(content) != 1:
+            raise NotCarried("a sampling message of several content blocks")
+        content = content[0]
+    if not _carried_block(revision, content):
+        raise NotCarried(f"a sampling message with {content['type']} content")
+    return message if content is message["content"] else {**message, "content": content}

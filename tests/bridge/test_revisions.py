@@ -1,0 +1,292 @@
+"""The revisions of the client: the pure rules, each frame checked against the schema of its revision."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Any
+
+import pytest
+
+from mcpbridge.bridge import translate
+from mcpbridge.bridge.input import ClientKinds, InputError, Session
+from mcpbridge.bridge.revisions import (
+    LATEST,
+    REVISIONS,
+    NotCarried,
+    adapt_input_request,
+    client_capabilities,
+    negotiate,
+    shape_result,
+)
+from schema import CLIENT_REVISIONS, methods, validate, validate_frame
+
+OLDER = CLIENT_REVISIONS[1:]
+EVERY_KIND: dict[str, Any] = {
+    "roots": {"listChanged": True},
+    "sampling": {"tools": {}, "context": {}},
+    "elicitation": {"form": {}, "url": {}},
+    "tasks": {"list": {}, "cancel": {}, "requests": {"sampling": {"createMessage": {}}}},
+}
+TEXT = {"type": "text", "text": "hi"}
+IMAGE = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+AUDIO = {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}
+LINK = {"type": "resource_link", "uri": "file:///notes.txt", "name": "notes"}
+EMBEDDED = {"type": "resource", "resource": {"uri": "file:///notes.txt", "text": "notes"}}
+ALL_BLOCKS = [TEXT, IMAGE, AUDIO, LINK, EMBEDDED]
+#: The kinds of content block that each revision defines.
+BLOCKS_OF = {
+    "2025-11-25": ["text", "image", "audio", "resource_link", "resource"],
+    "2025-06-18": ["text", "image", "audio", "resource_link", "resource"],
+    "2025-03-26": ["text", "image", "audio", "resource"],
+    "2024-11-05": ["text", "image", "resource"],
+}
+CHOICE_FORM: dict[str, Any] = {
+    "mode": "form",
+    "message": "Pick a size.",
+    "requestedSchema": {
+        "type": "object",
+        "properties": {
+            "size": {
+                "type": "string",
+                "title": "Size",
+                "default": "s",
+                "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}],
+            },
+            "name": {"type": "string", "minLength": 1},
+        },
+        "required": ["size"],
+    },
+}
+MULTI_SELECT = {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}
+
+
+def request_frame(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    frame: dict[str, Any] = {"jsonrpc": "2.0", "id": "b-1", "method": method}
+    if params is not None:
+        frame["params"] = params
+    return frame
+
+
+def result_frame(result: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "result": result}
+
+
+def sampling(*contents: Any) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": c} for c in contents], "maxTokens": 10}
+
+
+# --------------------------------------------------------------------------- negotiation
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_a_revision_that_the_bridge_serves_is_the_answer(version: str) -> None:
+    assert negotiate(version).version == version
+    assert str(negotiate(version)) == version
+
+
+@pytest.mark.parametrize("asked", ["2026-07-28", "2024-10-07", "2025-11-26", "", "latest"])
+def test_any_other_revision_gets_the_latest(asked: str) -> None:
+    assert negotiate(asked) is LATEST
+    assert LATEST.version == "2025-11-25"
+
+
+def test_the_table_has_the_four_revisions_of_the_schemas_newest_first() -> None:
+    assert tuple(REVISIONS) == CLIENT_REVISIONS
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_a_revision_has_elicitation_and_its_modes_exactly_when_its_schema_defines_them(version: str) -> None:
+    revision = REVISIONS[version]
+    requests, notifications = methods(version)
+    assert revision.form_elicitation is ("elicitation/create" in requests)
+    assert revision.url_elicitation is ("notifications/elicitation/complete" in notifications)
+    assert revision.tasks is ("tasks/get" in requests)
+
+
+# --------------------------------------------------------------------------- capabilities
+
+
+def test_the_latest_revision_keeps_every_capability_as_the_client_sent_it() -> None:
+    assert client_capabilities(LATEST, EVERY_KIND) is EVERY_KIND
+
+
+def test_a_2025_06_18_client_declares_the_form_and_sampling_without_tools_and_no_tasks() -> None:
+    before = copy.deepcopy(EVERY_KIND)
+    caps = client_capabilities(REVISIONS["2025-06-18"], EVERY_KIND)
+    assert EVERY_KIND == before
+    assert caps == {"roots": {"listChanged": True}, "sampling": {"context": {}}, "elicitation": {"form": {}}}
+    kinds = ClientKinds.from_capabilities(caps)
+    assert (kinds.form, kinds.url, kinds.sampling, kinds.sampling_tools) == (True, False, True, False)
+    # ``elicitation: {"url": {}}`` means elicitation, whose one mode in 2025-06-18 is the form.
+    only_url = client_capabilities(REVISIONS["2025-06-18"], {"elicitation": {"url": {}}})
+    assert ClientKinds.from_capabilities(only_url).form
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2024-11-05"])
+def test_a_client_of_a_revision_without_elicitation_never_declares_it_upstream(version: str) -> None:
+    caps = client_capabilities(REVISIONS[version], EVERY_KIND)
+    assert caps == {"roots": {"listChanged": True}, "sampling": {"context": {}}}
+    assert "elicitation" not in translate.client_capabilities_for_upstream(caps)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_a_tool_result_keeps_the_content_blocks_that_the_revision_defines(version: str) -> None:
+    result = {"content": copy.deepcopy(ALL_BLOCKS), "isError": False}
+    before = copy.deepcopy(result)
+    shaped, notes = shape_result(REVISIONS[version], "tools/call", result)
+    assert result == before
+    assert [block["type"] for block in shaped["content"]] == BLOCKS_OF[version]
+    validate(version, shaped, "CallToolResult")
+    dropped = len(ALL_BLOCKS) - len(BLOCKS_OF[version])
+    if dropped:
+        assert notes == [
+            f"tools/call: left out content blocks that MCP {version} does not define ({dropped} of 5)"
+        ]
+    else:
+        assert notes == [] and shaped is result
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_a_prompt_keeps_the_messages_whose_content_the_revision_defines(version: str) -> None:
+    result = {"messages": [{"role": "user", "content": block} for block in ALL_BLOCKS]}
+    shaped, notes = shape_result(REVISIONS[version], "prompts/get", result)
+    assert [m["content"]["type"] for m in shaped["messages"]] == BLOCKS_OF[version]
+    validate_frame(version, result_frame(shaped), request_method="prompts/get")
+    assert bool(notes) is (len(BLOCKS_OF[version]) < len(ALL_BLOCKS))
+
+
+@pytest.mark.parametrize("method", ["tools/list", "resources/read", "completion/complete"])
+def test_the_other_results_pass_as_they_are(method: str) -> None:
+    result = {"content": [LINK], "messages": [{"role": "user", "content": LINK}], "structuredContent": 1}
+    assert shape_result(REVISIONS["2024-11-05"], method, result) == (result, [])
+
+
+# --------------------------------------------------------------------------- input requests
+
+
+def test_a_form_for_2025_06_18_has_no_mode_and_its_titled_choices_become_enum_names() -> None:
+    before = copy.deepcopy(CHOICE_FORM)
+    params = adapt_input_request(REVISIONS["2025-06-18"], "elicitation/create", CHOICE_FORM)
+    assert CHOICE_FORM == before
+    assert "mode" not in params
+    assert params["requestedSchema"]["properties"]["size"] == {
+        "type": "string",
+        "title": "Size",
+        "default": "s",
+        "enum": ["s", "l"],
+        "enumNames": ["Small", "Large"],
+    }
+    assert params["requestedSchema"]["properties"]["name"] == {"type": "string", "minLength": 1}
+    validate_frame("2025-06-18", request_frame("elicitation/create", params))
+    assert adapt_input_request(LATEST, "elicitation/create", CHOICE_FORM) is CHOICE_FORM
+
+
+def test_a_multi_select_field_cannot_go_to_a_2025_06_18_client() -> None:
+    form = copy.deepcopy(CHOICE_FORM)
+    form["requestedSchema"]["properties"]["toppings"] = MULTI_SELECT
+    with pytest.raises(NotCarried, match="a multi-select field"):
+        adapt_input_request(REVISIONS["2025-06-18"], "elicitation/create", form)
+    assert adapt_input_request(LATEST, "elicitation/create", form) is form
+
+
+@pytest.mark.parametrize("version", OLDER)
+def test_a_sampling_message_of_one_block_in_an_array_gets_the_block(version: str) -> None:
+    params = sampling([TEXT], TEXT)
+    adapted = adapt_input_request(REVISIONS[version], "sampling/createMessage", params)
+    assert [m["content"] for m in adapted["messages"]] == [TEXT, TEXT]
+    assert adapted["messages"][1] is params["messages"][1]
+    validate_frame(version, request_frame("sampling/createMessage", adapted))
+    plain = sampling(TEXT, IMAGE)
+    assert adapt_input_request(REVISIONS[version], "sampling/createMessage", plain) is plain
+
+
+@pytest.mark.parametrize("version", OLDER)
+def test_a_sampling_message_of_several_blocks_cannot_go_to_an_older_client(version: str) -> None:
+    with pytest.raises(NotCarried, match="a sampling message of several content blocks"):
+        adapt_input_request(REVISIONS[version], "sampling/createMessage", sampling([TEXT, TEXT]))
+
+
+def test_audio_goes_to_each_revision_but_2024_11_05() -> None:
+    for version in CLIENT_REVISIONS[:-1]:
+        params = sampling(AUDIO)
+        assert adapt_input_request(REVISIONS[version], "sampling/createMessage", params) is params
+    with pytest.raises(NotCarried, match="a sampling message with audio content"):
+        adapt_input_request(REVISIONS["2024-11-05"], "sampling/createMessage", sampling(AUDIO))
+
+
+# --------------------------------------------------------------------------- input rounds
+
+
+def ids() -> Any:
+    counter = itertools.count(1)
+    return lambda: f"elicitation-{next(counter)}"
+
+
+def round_of(version: str, requests: dict[str, Any], caps: dict[str, Any] = EVERY_KIND) -> Any:
+    revision = REVISIONS[version]
+    kinds = ClientKinds.from_capabilities(client_capabilities(revision, caps))
+    session = Session(kinds, ids(), revision)
+    return session, session.plan_round({"resultType": "input_required", "inputRequests": requests})
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_each_request_of_a_round_has_the_shape_of_the_client_s_revision(version: str) -> None:
+    requests = {
+        "model": {"method": "sampling/createMessage", "params": sampling([TEXT])},
+        "roots": {"method": "roots/list"},
+    }
+    if REVISIONS[version].form_elicitation:
+        requests["size"] = {"method": "elicitation/create", "params": CHOICE_FORM}
+        requests["confirm"] = {
+            "method": "elicitation/create",
+            "params": {"message": "Go?", "requestedSchema": {"type": "object", "properties": {}}},
+        }
+    _, planned = round_of(version, requests)
+    assert [o.key for o in planned.outgoing] == list(requests)
+    for outgoing in planned.outgoing:
+        validate_frame(version, request_frame(outgoing.method, outgoing.params))
+    assert planned.warnings == ()
+
+
+def test_a_form_that_2025_06_18_cannot_take_is_declined_without_asking_and_logged() -> None:
+    form = copy.deepcopy(CHOICE_FORM)
+    form["requestedSchema"]["properties"]["toppings"] = MULTI_SELECT
+    many = {"method": "elicitation/create", "params": form}
+    session, planned = round_of("2025-06-18", {"many": many, "r": {"method": "roots/list"}})
+    assert [o.key for o in planned.outgoing] == ["r"]
+    assert dict(planned.immediate) == {"many": {"action": "decline"}}
+    assert planned.warnings == (
+        "input request 'many': a client of MCP 2025-06-18 cannot take a multi-select field, "
+        "and the upstream server gets decline",
+    )
+    responses = session.input_responses({"r": {"roots": [{"uri": "file:///a"}]}})
+    assert responses == {"many": {"action": "decline"}, "r": {"roots": [{"uri": "file:///a"}]}}
+    with pytest.raises(KeyError):
+        session.shape_answer("many", {"action": "accept"})
+
+
+@pytest.mark.parametrize("version", OLDER)
+def test_a_sampling_that_an_older_client_cannot_take_gets_no_answer_upstream(version: str) -> None:
+    two = {"method": "sampling/createMessage", "params": sampling([TEXT, IMAGE])}
+    session, planned = round_of(version, {"model": two})
+    assert planned.outgoing == () and dict(planned.immediate) == {}
+    assert planned.warnings == (
+        f"input request 'model': a client of MCP {version} cannot take a sampling message of several "
+        "content blocks, and the upstream server gets no answer for it",
+    )
+    assert session.input_responses({}) == {}
+    with pytest.raises(KeyError):
+        session.shape_answer("model", {"role": "assistant", "content": TEXT, "model": "m"})
+
+
+@pytest.mark.parametrize("version", OLDER)
+def test_url_elicitation_is_undeclared_for_an_older_client_as_for_vs_code_without_it(version: str) -> None:
+    url = {"method": "elicitation/create", "params": {"mode": "url", "message": "Go.", "url": "https://a.b"}}
+    with pytest.raises(InputError) as failed:
+        round_of(version, {"auth": url})
+    assert failed.value.cause == "undeclared_input_request"
+    assert "elicitation.url" in str(failed.value.detail)
