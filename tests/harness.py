@@ -356,14 +356,17 @@ class FrontendPair:
                     return frame
             self.next_frame(max(0.0, deadline - time.monotonic()))
 
-    def initialize(self) -> dict[str, Any]:
+    def initialize(
+        self, *, protocol_version: str = "2025-11-25", client_info: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """``initialize`` as VS Code sends it, or as another host of ``protocol_version`` does."""
         self.request(
             0,
             "initialize",
             {
-                "protocolVersion": "2025-11-25",
+                "protocolVersion": protocol_version,
                 "capabilities": VSCODE_CAPABILITIES,
-                "clientInfo": VSCODE_INFO,
+                "clientInfo": VSCODE_INFO if client_info is None else client_info,
             },
         )
         result = self.response(0)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from mcpbridge.bridge import input as input_rules
 from mcpbridge.bridge import legacy, translate
+from mcpbridge.bridge.revisions import VSCODE
 from mcpbridge.mcp import jsonrpc
 from mcpbridge.mcp.framing import KEEP_BYTES
 from mcpbridge.mcp.ids import recover_id, shows_response
@@ -591,7 +592,7 @@ def test_forward_params_never_pass_meta_task_or_a_protocol_key(params: Any) -> N
     assert isinstance(out, dict) and "_meta" not in out and "task" not in out
     assert token is None or isinstance(token, (str, int, float))
     for key in meta:
-        assert key in translate.PASS_META_KEYS or key.startswith(translate.PASS_META_PREFIX)
+        assert VSCODE.passes_meta(key)
         assert not key.startswith("io.modelcontextprotocol/") and key != "progressToken"
     writable([out, meta])
 

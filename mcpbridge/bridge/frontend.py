@@ -167,8 +167,9 @@ class Frontend:
         self.slots = Slots(self.output, options.max_in_flight, self.drops)
         #: Set when the upstream speaks 2026-07-28 (a successful discover).
         self._session: ModernSession | None = None
-        #: The revision that the client speaks (from initialize).
+        #: The revision that the client speaks and the profile of its host (from initialize).
         self._revision = revisions.LATEST
+        self._profile = revisions.VSCODE
         self._client_kinds_caps: dict[str, Any] = {}
         self._upstream_caps: dict[str, Any] = {}
         self._log_level: str | None = None
@@ -481,6 +482,9 @@ class Frontend:
             self.output.respond_error(slot, errortable.error_object("invalid_params"))
             return
         self._revision = revisions.negotiate(params.protocol_version)
+        self._profile = revisions.choose_profile(
+            self.options.host_profile, params.client_info["name"], self._revision
+        )
         self._client_kinds_caps = revisions.client_capabilities(self._revision, params.capabilities)
         self._upstream_caps = translate.client_capabilities_for_upstream(self._client_kinds_caps)
         if self._legacy is not None and self.options.protocol == "legacy":
@@ -535,7 +539,12 @@ class Frontend:
             if self._state is State.CLOSING:
                 return
             self._state = State.READY
-        log.info("the upstream server speaks MCP %s; the client MCP %s", MODERN, self._revision)
+        log.info(
+            "the upstream server speaks MCP %s; the client MCP %s, with the host profile %s",
+            MODERN,
+            self._revision,
+            self._profile,
+        )
         self._write_initialize_result(slot, init)
 
     def _write_initialize_result(self, slot: Slot, init: dict[str, Any]) -> None:
@@ -623,6 +632,10 @@ class Frontend:
     @property
     def client_revision(self) -> revisions.Revision:
         return self._revision
+
+    @property
+    def host_profile(self) -> revisions.Profile:
+        return self._profile
 
     def next_elicitation_id(self) -> str:
         return self._elicitation_ids.next()

@@ -69,6 +69,9 @@ class Options:
     #: ``--tasks``: ``auto`` declares the Tasks extension on each upstream ``tools/call`` and
     #: carries the tasks of the server (module taskdriver); ``off`` declares nothing.
     tasks: str = "auto"
+    #: ``--host-profile``: ``auto`` picks the profile of the host from its ``initialize``
+    #: (:func:`~.revisions.choose_profile`); ``vscode`` and ``generic`` force one.
+    host_profile: str = "auto"
 
 
 #: The factory of the upstream client: (client info, notification callback) -> a started Client.

@@ -1,4 +1,4 @@
-"""The revisions of MCP that the bridge serves to its client.
+"""The revisions of MCP that the bridge serves to its client, and the profiles of the hosts.
 
 This module is pure: it does no I/O, starts no thread and reads no clock. It takes JSON
 values in and gives JSON values out, and never changes its input.
@@ -23,6 +23,15 @@ this module narrows it to the revision of the client:
   (a multi-select field of a form, a sampling message of several blocks) is refused
   (:func:`adapt_input_request` raises :class:`NotCarried`): the upstream server gets the
   answer of a refused request, and the log says why.
+
+Profiles
+--------
+
+A :class:`Profile` keeps what is particular to a host: the ``_meta`` keys of the client
+that go upstream, and how strictly a result follows the schema. :data:`VSCODE` is the
+profile of VS Code and the default; :data:`GENERIC` serves every other host.
+:func:`choose_profile` picks one from the client's ``initialize``, unless the user forced
+one. The revision is not part of a profile: every host gets the revision it asked for.
 """
 
 from __future__ import annotations
@@ -36,11 +45,17 @@ from ..mcp.errorbase import PeerFault
 from ..mcp.protocol import ELICITATION_CREATE, LEGACY, SAMPLING_CREATE_MESSAGE
 
 __all__ = [
+    "GENERIC",
+    "HOST_PROFILES",
     "LATEST",
+    "OTHER_HOSTS",
     "REVISIONS",
+    "VSCODE",
     "NotCarried",
+    "Profile",
     "Revision",
     "adapt_input_request",
+    "choose_profile",
     "client_capabilities",
     "negotiate",
     "shape_result",
@@ -132,6 +147,59 @@ def _without(value: dict[str, Any], key: str) -> dict[str, Any]:
     return {name: item for name, item in value.items() if name != key}
 
 
+# --------------------------------------------------------------------------- profiles
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """What the bridge does for one kind of host beyond the protocol."""
+
+    #: ``vscode`` or ``generic``: the value of ``--host-profile`` and of the log line.
+    name: str
+    #: The ``_meta`` keys of the client that go upstream (beside the grammar and the keys
+    #: of the protocol, which :func:`~.translate.pass_meta` checks for every profile).
+    passes_meta: Callable[[str], bool]
+    #: A ``tools/call`` result keeps a ``structuredContent`` that is not an object: the
+    #: schema wants an object, but the MCP Apps of VS Code read other values too.
+    any_structured_content: bool
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _vscode_meta(key: str) -> bool:
+    """W3C trace context, and VS Code's own keys."""
+    return key in ("traceparent", "tracestate") or key.startswith("vscode.")
+
+
+#: The profile of VS Code, and of every host that :func:`choose_profile` does not know.
+VSCODE: Final = Profile("vscode", _vscode_meta, any_structured_content=True)
+#: The profile of the other hosts: each ``_meta`` key that the grammar allows and the
+#: protocol does not own goes upstream (another host's keys, an MCP App's), and a result
+#: follows the schema.
+GENERIC: Final = Profile("generic", lambda key: True, any_structured_content=False)
+
+#: The values of ``--host-profile``.
+HOST_PROFILES: Final = ("auto", VSCODE.name, GENERIC.name)
+
+#: The ``clientInfo.name`` of the hosts that are not VS Code, as they name themselves:
+#: Codex CLI, Cursor, Claude Desktop and Zed.
+OTHER_HOSTS: Final = frozenset({"codex-mcp-client", "cursor-vscode", "claude-ai", "Zed"})
+
+
+def choose_profile(setting: str, client_name: str, revision: Revision) -> Profile:
+    """The profile for a client named ``client_name`` of ``revision``, under ``--host-profile``.
+
+    ``auto``: :data:`GENERIC` for a client of an older revision than VS Code speaks, or
+    one that names itself as another host (:data:`OTHER_HOSTS`); else :data:`VSCODE`.
+    """
+    if setting == VSCODE.name:
+        return VSCODE
+    if setting == GENERIC.name or revision.version != LATEST.version or client_name in OTHER_HOSTS:
+        return GENERIC
+    return VSCODE
+
+
 # --------------------------------------------------------------------------- results
 
 #: The content blocks that a revision may not define, and the flag that says it does.
@@ -146,11 +214,14 @@ def _carried_block(revision: Revision, block: Any) -> bool:
     return defined is None or defined(revision)
 
 
-def shape_result(revision: Revision, method: str, result: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """A complete 2025-11-25 result of ``method``, for a client of ``revision``.
+def shape_result(
+    revision: Revision, profile: Profile, method: str, result: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """A complete 2025-11-25 result of ``method``, for a client of ``revision`` under ``profile``.
 
     * ``tools/call``: each content block of a kind the revision does not define goes
-      away.
+      away; so does a ``structuredContent`` that is not an object, unless the profile
+      keeps it.
     * ``prompts/get``: each message whose content is of such a kind goes away (a message
       has exactly one block).
 
@@ -170,6 +241,13 @@ def shape_result(revision: Revision, method: str, result: dict[str, Any]) -> tup
                     f"tools/call: left out content blocks that MCP {revision} does not define "
                     f"({len(content) - len(kept)} of {len(content)})"
                 )
+        if (
+            not profile.any_structured_content
+            and "structuredContent" in result
+            and not isinstance(result["structuredContent"], dict)
+        ):
+            out = _without(out, "structuredContent")
+            notes.append("tools/call: left out a structuredContent that is not an object")
     elif method == "prompts/get":
         messages = result.get("messages")
         if isinstance(messages, list):

@@ -133,6 +133,11 @@ class SessionHost(RoundsHost, Protocol):
         ...
 
     @property
+    def host_profile(self) -> revisions.Profile:
+        """The profile of the host: the ``_meta`` keys that go upstream, how strict a result is."""
+        ...
+
+    @property
     def upstream_capabilities(self) -> dict[str, Any]: ...
 
     def submit(self, slot: Slot, request: Request, work: Work) -> None:
@@ -273,7 +278,7 @@ class ModernSession:
             return False  # the task of the client is made on a slot thread
         client = self.client
         method = request.method
-        params, client_token, meta = translate.forward_params(request.params)
+        params, client_token, meta = translate.forward_params(request.params, self._host.host_profile)
         progress = (
             ProgressForwarder(self._host.output, client_token, self.options.max_progress_rate)
             if client_token is not None
@@ -373,7 +378,8 @@ class ModernSession:
         log_repairs(notes)
         if self._tasks is not None:
             shaped = self._tasks.shape(method, shaped)
-        shaped, drops = revisions.shape_result(self._host.client_revision, method, shaped)
+        host = self._host
+        shaped, drops = revisions.shape_result(host.client_revision, host.host_profile, method, shaped)
         for drop in drops:
             _drops(logging.INFO, "parts of results left out for the revision of the client", "%s", drop)
         self._host.output.respond(slot, shaped, raw=raw)
@@ -393,7 +399,7 @@ class ModernSession:
         from .input import ClientFailed, InputError  # imported here: the rules load at the first request
 
         client = self.client
-        params, client_token, meta = translate.forward_params(request.params)
+        params, client_token, meta = translate.forward_params(request.params, self._host.host_profile)
         if progress is None and client_token is not None:
             progress = ProgressForwarder(self._host.output, client_token, self.options.max_progress_rate)
         rounds = Rounds(self._host, slot, request.method, params)

@@ -41,6 +41,7 @@ from ..mcp.protocol import (
     TASKS_EXTENSION,
 )
 from .legacy import LIST_METHODS
+from .revisions import VSCODE, Profile
 
 #: A progress token of the client: each JSON scalar except ``null``.
 ProgressToken = str | int | float | bool
@@ -234,12 +235,6 @@ def initialize_result(
 
 # --------------------------------------------------------------------------- forwarded requests
 
-#: The ``_meta`` keys of the client that go upstream unchanged (W3C trace context).
-PASS_META_KEYS: Final = frozenset({"traceparent", "tracestate"})
-#: The ``_meta`` prefix of the client that goes upstream (VS Code's own keys).
-PASS_META_PREFIX: Final = "vscode."
-
-
 def _spelled(word: str, first: Callable[[str], bool], inner: str) -> bool:
     """True when ``word`` is not empty, starts with a ``first`` character, ends with a letter or digit.
 
@@ -281,22 +276,20 @@ def reserved_meta_key(key: str) -> bool:
     return bool(slash) and len(labels) >= 2 and labels[1] in ("modelcontextprotocol", "mcp")
 
 
-def pass_meta(meta: Any) -> dict[str, Any]:
+def pass_meta(meta: Any, profile: Profile = VSCODE) -> dict[str, Any]:
     """The ``_meta`` entries of the client that go to the upstream server.
 
-    A key passes when the profile allows it (``traceparent``, ``tracestate``, or the
-    prefix ``vscode.``), it follows the key grammar, and the protocol does not own it.
-    One key that is not valid is dropped, so it does not fail the whole request. The
-    values stay as they are.
+    A key passes when the host profile allows it (VS Code's: ``traceparent``,
+    ``tracestate``, or the prefix ``vscode.``; the generic one: each key), it follows the
+    key grammar, and the protocol does not own it. One key that is not valid is dropped,
+    so it does not fail the whole request. The values stay as they are.
     """
     if not isinstance(meta, dict):
         return {}
     return {
         key: value
         for key, value in meta.items()
-        if (key in PASS_META_KEYS or key.startswith(PASS_META_PREFIX))
-        and valid_meta_key(key)
-        and not reserved_meta_key(key)
+        if profile.passes_meta(key) and valid_meta_key(key) and not reserved_meta_key(key)
     }
 
 
@@ -312,11 +305,14 @@ def progress_token(meta: Any) -> ProgressToken | None:
     return token if isinstance(token, (str, int, float)) else None
 
 
-def forward_params(params: Any) -> tuple[dict[str, Any], ProgressToken | None, dict[str, Any]]:
+def forward_params(
+    params: Any, profile: Profile = VSCODE
+) -> tuple[dict[str, Any], ProgressToken | None, dict[str, Any]]:
     """The params of a forwarded request, the client's progress token and the ``_meta`` to pass.
 
-    The params lose ``_meta`` (the upstream client writes its own) and ``task`` (the
-    bridge declares no tasks). Missing params give ``{}``.
+    The params lose ``_meta`` (the upstream client writes its own; :func:`pass_meta` under
+    ``profile`` picks the keys that go on) and ``task`` (the bridge declares no tasks).
+    Missing params give ``{}``.
     """
     if not isinstance(params, dict):
         return {}, None, {}
@@ -324,7 +320,7 @@ def forward_params(params: Any) -> tuple[dict[str, Any], ProgressToken | None, d
     out = {key: value for key, value in params.items() if key not in ("_meta", "task")}
     if meta is None:
         return out, None, {}
-    return out, progress_token(meta), pass_meta(meta)
+    return out, progress_token(meta), pass_meta(meta, profile)
 
 
 # --------------------------------------------------------------------------- results

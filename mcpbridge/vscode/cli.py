@@ -111,6 +111,14 @@ HELP: Final[dict[str, tuple[str, str | None, str]]] = {
         "VS Code gets the result. With off, the bridge declares no tasks, and a tool that needs them "
         f"fails. The default is {settings.DEFAULT_TASKS}.",
     ),
+    "--host-profile": (
+        GENERAL,
+        "<profile>",
+        "What the bridge does for the host beyond the protocol: vscode (the _meta keys of VS Code go "
+        "to the upstream server) or generic (every _meta key of the host goes, and results follow the "
+        "schema strictly). With auto, the bridge picks it from the name and the revision that the host "
+        f"sends. The default is {settings.DEFAULT_HOST_PROFILE}.",
+    ),
     "--allow-tool": (
         GENERAL,
         "<pattern>",

@@ -32,13 +32,13 @@ logger = logging.getLogger("mcpbridge.vscode")
 
 def announce(settings: Settings) -> None:
     """Log the first line of a serve form, the start of a bug report: the version, the upstream
-    server, its era and the log level, each with the option that sets it.
+    server, its era, the log level and the host profile, each with the option that sets it.
 
     The upstream server is the file name of the command (its arguments can be secrets), or
     the scheme, the host and the port of the URL (its path and its query can be secrets).
     """
     from ..mcp.protocol import MODERN
-    from .settings import DEFAULT_LOG_LEVEL, DEFAULT_PROTOCOL, default_name_for_url
+    from .settings import DEFAULT_HOST_PROFILE, DEFAULT_LOG_LEVEL, DEFAULT_PROTOCOL, default_name_for_url
 
     if settings.url is None:
         upstream = f"the command {os.path.basename(settings.command[0])} over stdio"
@@ -57,7 +57,18 @@ def announce(settings: Settings) -> None:
         level = f"{DEFAULT_LOG_LEVEL} (the default; --log-level sets it)"
     else:
         level = f"{settings.log_level} (--log-level)"
-    logger.info("version %s; upstream: %s; era: %s; log level: %s", __version__, upstream, era, level)
+    if settings.host_profile == DEFAULT_HOST_PROFILE:
+        profile = f"picked at the first initialize (--host-profile {DEFAULT_HOST_PROFILE}, the default)"
+    else:
+        profile = f"{settings.host_profile} (--host-profile)"
+    logger.info(
+        "version %s; upstream: %s; era: %s; log level: %s; host profile: %s",
+        __version__,
+        upstream,
+        era,
+        level,
+        profile,
+    )
 
 
 def frontend_options(settings: Settings) -> Options:
@@ -73,6 +84,7 @@ def frontend_options(settings: Settings) -> Options:
         protocol=settings.protocol,
         tasks=settings.tasks,
         tool_filter=ToolFilter(settings.allow_tools, settings.deny_tools),
+        host_profile=settings.host_profile,
     )
 
 

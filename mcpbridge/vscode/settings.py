@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Final, TypeVar, cast
 
+from mcpbridge.bridge.revisions import HOST_PROFILES
 from mcpbridge.mcp.errorbase import UsageFault
 from mcpbridge.mcp.protocol import MODERN
 from mcpbridge.oauth.config import (
@@ -127,6 +128,9 @@ DEFAULT_PROTOCOL: Final = "auto"
 #: ``--tasks``: ``auto`` carries the tasks of the Tasks extension, ``off`` declares none.
 TASK_MODES: Final = ("auto", "off")
 DEFAULT_TASKS: Final = "auto"
+#: ``--host-profile``: what the bridge does for the host beyond the protocol. ``auto`` picks
+#: it from the host's ``initialize``.
+DEFAULT_HOST_PROFILE: Final = "auto"
 
 #: Header names that ``--header`` and ``--header-env`` refuse (lower case): the HTTP client or
 #: the protocol layer sends them, or they change the connection. A second copy would make
@@ -240,6 +244,8 @@ class Settings:
     #: ``check --call-tool``: the tool that the check calls once, and ``--call-arguments``.
     call_tool: str | None = None
     call_arguments: dict[str, object] = field(default_factory=dict, repr=False)
+    #: ``--host-profile``: ``auto``, ``vscode`` or ``generic``.
+    host_profile: str = DEFAULT_HOST_PROFILE
 
     @property
     def redirect_uri(self) -> str:
@@ -686,6 +692,7 @@ OPTIONS: Final[Mapping[str, _Option]] = {
     "--max-line-bytes": _Option(_SERVE_AND_CHECK, _number(1, MAX_BYTES_LIMIT, _BYTES_HINT)),
     "--protocol": _Option(_SERVE_AND_CHECK, _one_of(PROTOCOLS, f"use auto, {MODERN} or legacy")),
     "--tasks": _Option(_SERVE_AND_CHECK, _one_of(TASK_MODES, "use auto or off")),
+    "--host-profile": _Option(_SERVE_AND_CHECK, _one_of(HOST_PROFILES, "use auto, vscode or generic")),
     "--allow-tool": _Option(_SERVE_AND_CHECK, _non_empty(_PATTERN_HINT), repeat=True),
     "--deny-tool": _Option(_SERVE_AND_CHECK, _non_empty(_PATTERN_HINT), repeat=True),
     "--header": _Option(_URL_TARGETS, header=True),
@@ -1109,6 +1116,7 @@ def _settings(
         deny_tools=tuple(str(v) for v in raw.repeated.get("--deny-tool", ())),
         call_tool=raw.optional("--call-tool"),
         call_arguments=raw.get("--call-arguments", {}),
+        host_profile=raw.get("--host-profile", DEFAULT_HOST_PROFILE),
     )
 
 

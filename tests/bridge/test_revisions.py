@@ -1,4 +1,4 @@
-"""The revisions of the client: the pure rules, each frame checked against the schema of its revision."""
+"""The revisions of the client and the host profiles: the pure rules, each frame checked by its schema."""
 
 from __future__ import annotations
 
@@ -7,14 +7,19 @@ import itertools
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from mcpbridge.bridge import translate
+from mcpbridge.bridge import revisions, translate
 from mcpbridge.bridge.input import ClientKinds, InputError, Session
 from mcpbridge.bridge.revisions import (
+    GENERIC,
     LATEST,
     REVISIONS,
+    VSCODE,
     NotCarried,
     adapt_input_request,
+    choose_profile,
     client_capabilities,
     negotiate,
     shape_result,
@@ -130,6 +135,67 @@ def test_a_client_of_a_revision_without_elicitation_never_declares_it_upstream(v
     assert "elicitation" not in translate.client_capabilities_for_upstream(caps)
 
 
+# --------------------------------------------------------------------------- profiles
+
+
+@pytest.mark.parametrize(
+    ("setting", "name", "version", "expected"),
+    [
+        ("auto", "Visual Studio Code", "2025-11-25", VSCODE),
+        ("auto", "Visual Studio Code - Insiders", "2025-11-25", VSCODE),
+        ("auto", "some-client", "2025-11-25", VSCODE),
+        ("auto", "some-client", "2026-07-28", VSCODE),  # an unknown revision: the latest
+        ("auto", "some-client", "2025-06-18", GENERIC),
+        ("auto", "Visual Studio Code", "2024-11-05", GENERIC),
+        ("auto", "codex-mcp-client", "2025-11-25", GENERIC),
+        ("auto", "cursor-vscode", "2025-11-25", GENERIC),
+        ("auto", "claude-ai", "2025-11-25", GENERIC),
+        ("auto", "Zed", "2025-11-25", GENERIC),
+        ("vscode", "codex-mcp-client", "2025-06-18", VSCODE),
+        ("generic", "Visual Studio Code", "2025-11-25", GENERIC),
+    ],
+)
+def test_the_profile_comes_from_the_name_and_the_revision_unless_it_is_forced(
+    setting: str, name: str, version: str, expected: revisions.Profile
+) -> None:
+    assert choose_profile(setting, name, negotiate(version)) is expected
+
+
+#: The keys of each kind: VS Code's, another host's or an MCP App's, and those that never pass.
+VSCODE_META = {"traceparent": "00-ab-cd-01", "tracestate": "k=v", "vscode.requestId": "r"}
+OTHER_META = {
+    "cursor.com/conversation": "c",
+    "openai/outputTemplate": "ui://widget/a.html",
+    "ui/resourceUri": "ui://a",
+}
+NEVER_META = {
+    "progressToken": 3,
+    "io.modelcontextprotocol/ui": {"x": 1},
+    "tools.mcp.com/owned": 1,
+    "bad key": 1,
+    "x.": 2,
+}
+META = {**NEVER_META, **VSCODE_META, **OTHER_META}
+
+
+def test_vscode_passes_its_own_keys_and_trace_context_only() -> None:
+    assert translate.pass_meta(META, VSCODE) == VSCODE_META
+    assert translate.pass_meta(META) == VSCODE_META
+
+
+def test_generic_passes_every_key_of_the_grammar_that_the_protocol_does_not_own() -> None:
+    assert translate.pass_meta(META, GENERIC) == {**VSCODE_META, **OTHER_META}
+    params, token, meta = translate.forward_params({"name": "t", "_meta": META}, GENERIC)
+    assert params == {"name": "t"} and token == 3 and meta == {**VSCODE_META, **OTHER_META}
+
+
+@given(st.dictionaries(st.text(max_size=30), st.integers(), max_size=8))
+def test_every_key_that_vscode_passes_the_generic_profile_passes_too(meta: dict[str, int]) -> None:
+    generic = translate.pass_meta(meta, GENERIC)
+    assert translate.pass_meta(meta, VSCODE).items() <= generic.items()
+    assert all(translate.valid_meta_key(key) and not translate.reserved_meta_key(key) for key in generic)
+
+
 # --------------------------------------------------------------------------- results
 
 
@@ -137,7 +203,7 @@ def test_a_client_of_a_revision_without_elicitation_never_declares_it_upstream(v
 def test_a_tool_result_keeps_the_content_blocks_that_the_revision_defines(version: str) -> None:
     result = {"content": copy.deepcopy(ALL_BLOCKS), "isError": False}
     before = copy.deepcopy(result)
-    shaped, notes = shape_result(REVISIONS[version], "tools/call", result)
+    shaped, notes = shape_result(REVISIONS[version], GENERIC, "tools/call", result)
     assert result == before
     assert [block["type"] for block in shaped["content"]] == BLOCKS_OF[version]
     validate(version, shaped, "CallToolResult")
@@ -153,16 +219,33 @@ def test_a_tool_result_keeps_the_content_blocks_that_the_revision_defines(versio
 @pytest.mark.parametrize("version", CLIENT_REVISIONS)
 def test_a_prompt_keeps_the_messages_whose_content_the_revision_defines(version: str) -> None:
     result = {"messages": [{"role": "user", "content": block} for block in ALL_BLOCKS]}
-    shaped, notes = shape_result(REVISIONS[version], "prompts/get", result)
+    shaped, notes = shape_result(REVISIONS[version], VSCODE, "prompts/get", result)
     assert [m["content"]["type"] for m in shaped["messages"]] == BLOCKS_OF[version]
     validate_frame(version, result_frame(shaped), request_method="prompts/get")
     assert bool(notes) is (len(BLOCKS_OF[version]) < len(ALL_BLOCKS))
 
 
+@pytest.mark.parametrize("structured", [[1, 2, 3], "text", 7, None])
+def test_the_generic_profile_leaves_out_structured_content_that_is_not_an_object(structured: Any) -> None:
+    result = {"content": [{"type": "text", "text": "[1,2,3]"}], "structuredContent": structured}
+    shaped, notes = shape_result(LATEST, GENERIC, "tools/call", result)
+    assert "structuredContent" not in shaped and shaped["content"] == result["content"]
+    assert notes == ["tools/call: left out a structuredContent that is not an object"]
+    validate("2025-11-25", shaped, "CallToolResult")
+    kept, _ = shape_result(LATEST, VSCODE, "tools/call", result)
+    assert kept is result
+
+
+def test_an_object_structured_content_stays_for_every_profile() -> None:
+    result = {"content": [TEXT], "structuredContent": {"a": 1}}
+    for profile in (VSCODE, GENERIC):
+        assert shape_result(LATEST, profile, "tools/call", result) == (result, [])
+
+
 @pytest.mark.parametrize("method", ["tools/list", "resources/read", "completion/complete"])
 def test_the_other_results_pass_as_they_are(method: str) -> None:
     result = {"content": [LINK], "messages": [{"role": "user", "content": LINK}], "structuredContent": 1}
-    assert shape_result(REVISIONS["2024-11-05"], method, result) == (result, [])
+    assert shape_result(REVISIONS["2024-11-05"], GENERIC, method, result) == (result, [])
 
 
 # --------------------------------------------------------------------------- input requests

@@ -168,7 +168,8 @@ def test_server_everything_on_stdio_starts_behind_the_bridge_with_three_stderr_l
     assert bridge.stderr_lines == [
         f"{prefix}vscode: info: version 0.1.0; upstream: the command {node.node22.name} over stdio; "
         "era: found at the first initialize (--protocol auto, the default); log level: info (the default; "
-        "--log-level sets it)\n",
+        "--log-level sets it); host profile: picked at the first initialize (--host-profile auto, the "
+        "default)\n",
         # server-everything's own line, unchanged: it answers server/discover with -32601 and no more.
         "Starting default (STDIO) server...\n",
         f"{prefix}bridge: info: the upstream server speaks MCP 2025-11-25, of the 2025 era: "

@@ -401,7 +401,8 @@ def test_a_server_that_forgets_every_session_gets_one_new_session_then_each_requ
 PREFIX = "mcp-bridge-vscode: "
 START = (
     PREFIX + "vscode: info: version 0.1.0; upstream: the command {name} over stdio; era: found at the "
-    "first initialize (--protocol auto, the default); log level: info (the default; --log-level sets it)\n"
+    "first initialize (--protocol auto, the default); log level: info (the default; --log-level sets it); "
+    "host profile: picked at the first initialize (--host-profile auto, the default)\n"
 )
 ERA_2025 = (
     PREFIX + "bridge: info: the upstream server speaks MCP {version}, of the 2025 era: "
@@ -457,7 +458,8 @@ if m.get('method') == 'server/discover':
     ]
     assert [line for line in lines if line.startswith(PREFIX)] == [
         START.format(name=Path(sys.executable).name),
-        PREFIX + "bridge: info: the upstream server speaks MCP 2026-07-28; the client MCP 2025-11-25\n",
+        PREFIX + "bridge: info: the upstream server speaks MCP 2026-07-28; the client MCP 2025-11-25, "
+        "with the host profile vscode\n",
     ]
 
 

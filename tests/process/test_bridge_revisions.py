@@ -85,8 +85,22 @@ def test_initialize_is_answered_with_the_revision_the_client_asked_for(revision:
     with open_bridge(revision) as bridge:
         assert bridge.request("ping")["result"] == {}
         assert {"InitializeResult", "Result"} <= checked(bridge)
-        assert f"the upstream server speaks MCP 2026-07-28; the client MCP {revision}\n" in (
-            stderr_after_exit(bridge)
+        profile = "vscode" if revision == LEGACY else "generic"
+        assert (
+            f"the upstream server speaks MCP 2026-07-28; the client MCP {revision}, with the host profile "
+            f"{profile}" in stderr_after_exit(bridge)
+        )
+
+
+@pytest.mark.parametrize(("forced", "revision"), [("generic", LEGACY), ("vscode", "2025-06-18")])
+def test_the_host_profile_option_forces_a_profile_and_the_start_up_line_names_it(
+    forced: str, revision: str
+) -> None:
+    with open_bridge(revision, "--host-profile", forced) as bridge:
+        assert text_of(call(bridge, "echo", text="hi")) == "hi"
+        assert (
+            f"the upstream server speaks MCP 2026-07-28; the client MCP {revision}, with the host profile "
+            f"{forced}\n" in stderr_after_exit(bridge)
         )
 
 

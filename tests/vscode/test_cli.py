@@ -201,8 +201,10 @@ def test_a_usage_error_is_two_lines_on_stderr_and_exit_2_without_the_value(
 
 
 START = (
-    "mcp-bridge-vscode: vscode: info: version 0.1.0; upstream: {upstream}; era: {era}; log level: {level}\n"
+    "mcp-bridge-vscode: vscode: info: version 0.1.0; upstream: {upstream}; era: {era}; log level: {level}"
+    "; host profile: {profile}\n"
 )
+AUTO_PROFILE = "picked at the first initialize (--host-profile auto, the default)"
 AUTO_ERA = "found at the first initialize (--protocol auto, the default)"
 DEFAULT_LEVEL = "info (the default; --log-level sets it)"
 
@@ -225,8 +227,15 @@ def test_the_first_line_names_the_version_the_upstream_server_its_era_and_the_lo
     argv: list[str], upstream: str, era: str, level: str
 ) -> None:
     lines = answers_ping_and_exits_0(bridge_command(*argv))
-    assert lines[0] == START.format(upstream=upstream, era=era, level=level)
+    assert lines[0] == START.format(upstream=upstream, era=era, level=level, profile=AUTO_PROFILE)
     assert not any(SECRET in line for line in lines)
+
+
+@pytest.mark.parametrize("profile", ["vscode", "generic"])
+def test_the_first_line_names_the_host_profile_that_the_option_forces(profile: str) -> None:
+    command = bridge_command("--host-profile", profile, "--", sys.executable, str(FIXTURE))
+    lines = answers_ping_and_exits_0(command)
+    assert lines[0].endswith(f"; log level: {DEFAULT_LEVEL}; host profile: {profile} (--host-profile)\n")
 
 
 def test_the_first_line_is_an_info_line() -> None:

@@ -328,6 +328,8 @@ def test_a_separate_value_may_start_with_one_dash() -> None:
         (["--protocol", "AUTO", "--", "x"], "--protocol", "use auto, 2026-07-28 or legacy"),
         (["--tasks", "on", "--", "x"], "--tasks", "use auto or off"),
         (["--tasks", "OFF", URL], "--tasks", "use auto or off"),
+        (["--host-profile", "cursor", "--", "x"], "--host-profile", "use auto, vscode or generic"),
+        (["--host-profile", "VSCODE", "--", "x"], "--host-profile", "use auto, vscode or generic"),
         (["--ca-file=", URL], "--ca-file", "the path cannot be empty"),
         (["--token-key-file=", URL], "--token-key-file", "the path cannot be empty"),
         (["--token-store", "disk", URL], "--token-store", "use auto, keychain, file or memory"),
@@ -362,6 +364,18 @@ def test_each_task_mode_is_accepted_by_the_serve_forms_and_check(mode: str) -> N
 def test_the_bridge_carries_tasks_unless_told_otherwise() -> None:
     assert ok(["--", "x"]).tasks == "auto"
     assert ok([URL]).tasks == "auto"
+
+
+@pytest.mark.parametrize("profile", ["auto", "vscode", "generic"])
+def test_each_host_profile_is_accepted_by_the_serve_forms_and_check(profile: str) -> None:
+    assert ok(["--host-profile", profile, "--", "x"]).host_profile == profile
+    assert ok(["--host-profile", profile, URL]).host_profile == profile
+    assert ok(["check", "--host-profile", profile, URL]).host_profile == profile
+
+
+def test_the_host_profile_is_picked_from_the_host_unless_it_is_given() -> None:
+    assert ok(["--", "x"]).host_profile == "auto"
+    assert ok([URL]).host_profile == "auto"
 
 
 NUMBER_OPTIONS = [
@@ -551,6 +565,7 @@ TAKES: dict[str, tuple[list[str], set[str]]] = {
     "--max-line-bytes": (["--max-line-bytes", "5"], EVERY - {LOGOUT}),
     "--protocol": (["--protocol", "legacy"], EVERY - {LOGOUT}),
     "--tasks": (["--tasks", "off"], EVERY - {LOGOUT}),
+    "--host-profile": (["--host-profile", "generic"], EVERY - {LOGOUT}),
     "--allow-tool": (["--allow-tool", "git_*"], EVERY - {LOGOUT}),
     "--deny-tool": (["--deny-tool", "*delete*"], EVERY - {LOGOUT}),
     "--header": (["--header", "x-a:1"], {URL_T, CHECK_URL}),
@@ -1396,6 +1411,7 @@ GOOD_VALUES: dict[str, list[str]] = {
     "--max-line-bytes": ["4096"],
     "--protocol": ["auto", "legacy", "2026-07-28"],
     "--tasks": ["auto", "off"],
+    "--host-profile": ["auto", "vscode", "generic"],
     "--max-response-bytes": ["4096"],
     "--ca-file": ["ca.pem", MARKER],
     "--client-id": ["c", MARKER],
