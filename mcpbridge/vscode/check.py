@@ -55,6 +55,8 @@ from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
 
 from .. import __version__
+from ..bridge.revisions import LATEST as LATEST_REVISION
+from ..bridge.revisions import OTHER_HOSTS, choose_profile
 from ..bridge.tasks import offers_extension
 from ..bridge.translate import client_capabilities_for_upstream
 from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
@@ -186,6 +188,8 @@ class Report:
     #: ``--tasks`` (``mode``), whether the server offers tasks (``offered``) and the tools
     #: whose entry says that they need them (``required``).
     tasks: dict[str, Any] | None = None
+    #: ``--host-profile`` (``setting``) and the profile each kind of host gets under it.
+    host_profile: dict[str, Any] = field(default_factory=dict)
     sign_in: dict[str, Any] = field(default_factory=dict)
     proxy: dict[str, Any] = field(default_factory=dict)
     ca: dict[str, Any] = field(default_factory=dict)
@@ -218,6 +222,7 @@ class Report:
             "toolFilter": self.tool_filter,
             "listTtlMs": self.list_ttl_ms if self.era == MODERN else None,
             "tasks": self.tasks,
+            "hostProfile": self.host_profile,
             "signIn": self.sign_in,
             "proxy": self.proxy,
             "ca": self.ca,
@@ -281,7 +286,7 @@ class _Check:
         self.tool_filter = ToolFilter(settings.allow_tools, settings.deny_tools)
         #: The one time limit of the whole run (a :func:`time.monotonic` time).
         self.deadline = started + settings.discover_timeout
-        self.report = Report(upstream={})
+        self.report = Report(upstream={}, host_profile=_host_profile(settings.host_profile))
         #: The server answered 401 or 403: the sign-in flows matter.
         self.asked_sign_in = False
         #: The requests of a 2025-era server since the last clear (see :data:`SERVER_REQUESTS`).
@@ -960,6 +965,22 @@ _BY_CLIENT_CREDENTIALS: Final = {
 }
 
 
+def _host_profile(setting: str) -> dict[str, Any]:
+    """The profile that VS Code and the other hosts get under ``--host-profile setting``."""
+    vscode = choose_profile(setting, "Visual Studio Code", LATEST_REVISION).name
+    others = choose_profile(setting, next(iter(sorted(OTHER_HOSTS))), LATEST_REVISION).name
+    return {"setting": setting, "vscode": vscode, "otherHosts": others}
+
+
+def _describe_host_profile(profile: dict[str, Any]) -> str:
+    if profile["setting"] != "auto":
+        return f"{profile['setting']} for every host (--host-profile)"
+    return (
+        f"{profile['vscode']} for VS Code, {profile['otherHosts']} for Codex CLI, Cursor, Claude Desktop, "
+        "Zed and hosts of older revisions (--host-profile auto, chosen at the host's initialize)"
+    )
+
+
 def _stored_renewal(settings: args.Settings, record: Any) -> dict[str, Any]:
     """Whether the stored sign-in is renewed without a person, and why."""
     if settings.sign_in == "client-credentials":
@@ -1273,6 +1294,8 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None, 
         row("List cache", "none: a 2025-era server gives no ttlMs")
     if report.tasks is not None:
         row("Tasks", _describe_tasks(report.tasks, modern=report.era == MODERN))
+    if report.host_profile:
+        row("Profile", _describe_host_profile(report.host_profile))
     row("Sign-in", _describe(report.sign_in))
     if "flows" in report.sign_in:
         lines.append(f"{'':{VALUE_COLUMN}}sign-in flows: {_describe_flows(report.sign_in['flows'])}")

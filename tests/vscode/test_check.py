@@ -120,6 +120,20 @@ def test_check_finds_a_2026_07_28_command() -> None:
     assert report["counts"]["tools"] > 0
 
 
+def test_check_names_the_host_profile_that_each_host_gets() -> None:
+    code, report = check_json("--", *fixture_command())
+    assert code == 0
+    assert report["hostProfile"] == {"setting": "auto", "vscode": "vscode", "otherHosts": "generic"}
+    code, out, _err = run_check("--host-profile", "generic", "--", *fixture_command(), env={"COLUMNS": "200"})
+    assert code == 0
+    assert "Profile:    generic for every host (--host-profile)" in out.splitlines()
+    code, out, _err = run_check("--", *fixture_command(), env={"COLUMNS": "200"})
+    assert (
+        "Profile:    vscode for VS Code, generic for Codex CLI, Cursor, Claude Desktop, Zed and hosts of "
+        "older revisions (--host-profile auto, chosen at the host's initialize)"
+    ) in out.splitlines()
+
+
 def test_check_of_a_command_that_does_not_exist_names_the_problem_and_exits_1() -> None:
     code, report = check_json("--", "/nonexistent/mcp-server")
     assert code == 1 and report["ok"] is False and report["era"] is None
