@@ -308,9 +308,13 @@ TEST_PACKAGES = ("pytest", "hypothesis", "jsonschema", "mcp", "uvicorn", "trustm
 
 
 def test_make_demo_installs_the_bridge_without_the_test_extras() -> None:
+    # Under `make test` the variables of the outer make would reach this one (its directory
+    # lines, its jobs): it runs as from a shell.
+    outer = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")
     done = subprocess.run(
-        ["make", "--dry-run", "--always-make", "demo"],
+        ["make", "--no-print-directory", "--dry-run", "--always-make", "demo"],
         cwd=REPO_ROOT,
+        env={name: value for name, value in os.environ.items() if name not in outer},
         capture_output=True,
         text=True,
         timeout=WAIT,
