@@ -26,6 +26,7 @@ PURE_MODULES = (
     "mcpbridge/mcp/protocol.py",
     "mcpbridge/mcp/sse.py",
     "mcpbridge/mcp/netloc.py",
+    "mcpbridge/mcp/numbers.py",
     "mcpbridge/bridge/legacy.py",
     "mcpbridge/bridge/translate.py",
     "mcpbridge/bridge/revisions.py",
