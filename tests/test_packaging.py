@@ -35,6 +35,7 @@ PURE_MODULES = (
     "mcpbridge/bridge/dumptext.py",
     "mcpbridge/bridge/input.py",
     "mcpbridge/bridge/lists.py",
+    "mcpbridge/bridge/tasks.py",
     "mcpbridge/vscode/settings.py",
     "mcpbridge/oauth/config.py",
 )

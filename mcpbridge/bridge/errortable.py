@@ -64,14 +64,9 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             INTERNAL_ERROR,
             f"The upstream server asked for input too many times. {_SEE_OUTPUT}",
         ),
-        "out_of_memory": (INTERNAL_ERROR, "The bridge does not have sufficient memory for the request."),
         "undeclared_input_request": (
             INTERNAL_ERROR,
             "The upstream server asked for input that the client did not declare.",
-        ),
-        "hook_failed": (
-            INTERNAL_ERROR,
-            "The bridge cannot give the input that the upstream server asked for.",
         ),
         "not_connected": (
             INTERNAL_ERROR,
@@ -180,10 +175,6 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             "sign-in. Another program on the host of the bridge possibly opened the URL. Restart the "
             "server to sign in again. When this occurs again on a host that other users share, use "
             "--no-browser.",
-        ),
-        "browser_launch_failed": (
-            INTERNAL_ERROR,
-            f"The bridge cannot open a browser for the sign-in. {_SEE_OUTPUT}",
         ),
         "redirect_port_unavailable": (
             INTERNAL_ERROR,

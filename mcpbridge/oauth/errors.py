@@ -21,7 +21,6 @@ from ..mcp.errors import McpError
 __all__ = [
     "OAuthError",
     "AccessRefused",
-    "BrowserLaunchFailed",
     "ClientCredentialsRefused",
     "DeviceSignInUnavailable",
     "InvalidClientMetadataUrl",
@@ -93,12 +92,6 @@ class SignInStartReused(SignInError):
     """The one-time start URL got a second request before the redirect."""
 
     cause = "sign_in_start_reused"
-
-
-class BrowserLaunchFailed(SignInError):
-    """The browser opener failed, and nothing else could carry the sign-in."""
-
-    cause = "browser_launch_failed"
 
 
 class RedirectPortUnavailable(SignInError):

@@ -41,12 +41,10 @@ EXPECTED = {
     "transport_failed": (INTERNAL_ERROR, f"The connection to the upstream server failed. {SEE}"),
     "invalid_response": (INTERNAL_ERROR, f"The upstream server sent a response that is not valid. {SEE}"),
     "too_many_rounds": (INTERNAL_ERROR, f"The upstream server asked for input too many times. {SEE}"),
-    "out_of_memory": (INTERNAL_ERROR, "The bridge does not have sufficient memory for the request."),
     "undeclared_input_request": (
         INTERNAL_ERROR,
         "The upstream server asked for input that the client did not declare.",
     ),
-    "hook_failed": (INTERNAL_ERROR, "The bridge cannot give the input that the upstream server asked for."),
     "not_connected": (INTERNAL_ERROR, f"The bridge has no connection to the upstream server. {SEE}"),
     "task_cancelled": (INTERNAL_ERROR, "The upstream server canceled the task of the request."),
     "session_expired": (
@@ -142,7 +140,6 @@ EXPECTED = {
         "Another program on the host of the bridge possibly opened the URL. Restart the server to sign "
         "in again. When this occurs again on a host that other users share, use --no-browser.",
     ),
-    "browser_launch_failed": (INTERNAL_ERROR, f"The bridge cannot open a browser for the sign-in. {SEE}"),
     "redirect_port_unavailable": (
         INTERNAL_ERROR,
         "The bridge cannot listen on the redirect port {port}. Stop the program that uses the port, or "
