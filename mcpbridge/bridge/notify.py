@@ -45,7 +45,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..mcp import jsonrpc
 from ..mcp.client import Client, Subscription
 from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, Closed, McpError, RpcError
@@ -53,7 +52,7 @@ from ..mcp.jsonrpc import Notification
 from ..mcp.text import format_duration, printable
 from . import errortable, translate
 from .listrules import ListRules
-from .output import Host, Slot
+from .output import Host, Slot, notification_frame, response_frame_locked
 
 log = logging.getLogger("mcpbridge.bridge")
 #: The events of the listen streams that the bridge drops (one process serves one connection).
@@ -87,6 +86,32 @@ class _Change:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+# The commands of the owner's queue.
+
+
+@dataclass(frozen=True)
+class _Stop:
+    """End the owner."""
+
+
+@dataclass(frozen=True)
+class _Apply:
+    """Apply a subscription change of the client."""
+
+    change: _Change
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """A stream ended (``error``: how, ``None`` when the server ended it)."""
+
+    stream: _Stream
+    error: McpError | None
+
+
+_Command = _Stop | _Apply | _Ended
+
+
 class Listener:
     """The listen stream of one connection; see the module docstring."""
 
@@ -110,7 +135,7 @@ class Listener:
         self._log_level = log_level
         self._shutdown_grace = shutdown_grace
         self._declared = declared
-        self._commands: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._commands: queue.Queue[_Command] = queue.Queue()
         self._stop = threading.Event()
         self._owner = threading.Thread(target=self._run, name="mcpbridge-listen-owner", daemon=True)
         self._stream_threads: list[threading.Thread] = []
@@ -139,7 +164,7 @@ class Listener:
     def stop(self) -> None:
         """Cancel every stream and end the owner; waits at most the grace."""
         self._stop.set()
-        self._commands.put(("stop", None))
+        self._commands.put(_Stop())
         self._owner.join(timeout=self._shutdown_grace)
         for thread in self._stream_threads:
             thread.join(timeout=0.5)
@@ -147,7 +172,7 @@ class Listener:
     def change(self, slot: Slot, uri: str, *, subscribe: bool) -> None:
         """Run on a slot: queue the change, wait for the owner to finish it."""
         change = _Change(slot, uri, subscribe)
-        self._commands.put(("change", change))
+        self._commands.put(_Apply(change))
         remove = slot.cancel.add_callback(change.done.set)
         try:
             change.done.wait(ACK_TIMEOUT + 5.0)
@@ -164,18 +189,18 @@ class Listener:
             if self._reopen_at is not None:
                 timeout = max(0.0, self._reopen_at - time.monotonic())
             try:
-                command, value = self._commands.get(timeout=timeout if timeout is not None else 3600.0)
+                command = self._commands.get(timeout=timeout if timeout is not None else 3600.0)
             except queue.Empty:
                 if self._reopen_at is not None and time.monotonic() >= self._reopen_at:
                     self._reopen_at = None
                     self._open(self._uris, after_loss=True)
                 continue
-            if command == "stop":
+            if isinstance(command, _Stop):
                 break
-            if command == "change":
-                self._apply_change(value)
-            elif command == "ended":
-                self._stream_ended(*value)
+            if isinstance(command, _Apply):
+                self._apply_change(command.change)
+            else:
+                self._stream_ended(command.stream, command.error)
         self._cancel_all("the client closed the connection")
 
     def _filter(self, uris: tuple[str, ...]) -> dict[str, Any]:
@@ -226,7 +251,7 @@ class Listener:
             stream.subscription.wait_ended(None)
         except McpError as exc:
             error = exc
-        self._commands.put(("ended", (stream, error)))
+        self._commands.put(_Ended(stream, error))
 
     def _apply_change(self, change: _Change) -> None:
         uris = self._uris
@@ -353,8 +378,7 @@ class Listener:
             gap = (not first) or stream.after_loss
             self._active = stream.generation
             if first and stream.change is not None:
-                out.append(_response(stream.change.slot, {}))
-                stream.change.slot.done = True
+                out.append(response_frame_locked(stream.change.slot, {}))
             if gap:
                 out.extend(self._gap_frames(stream.uris))
             return out
@@ -366,15 +390,9 @@ class Listener:
         out = []
         for declared, kind in ((d.tools, "tools"), (d.prompts, "prompts"), (d.resources, "resources")):
             if declared:
-                out.append(
-                    jsonrpc.serialize({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
-                )
+                out.append(notification_frame(f"notifications/{kind}/list_changed", None))
         for uri in uris:
-            out.append(
-                jsonrpc.serialize(
-                    {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
-                )
-            )
+            out.append(notification_frame("notifications/resources/updated", {"uri": uri}))
         return out
 
     def _on_event(self, stream: _Stream, event: Notification) -> None:
@@ -397,18 +415,9 @@ class Listener:
             return
         method, params = translated
         self._lists.list_changed(method)  # before the client can ask for the list again
-        frame: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            frame["params"] = params
-        data = jsonrpc.serialize(frame)
+        data = notification_frame(method, params)
 
         def frames() -> list[bytes]:
             return [data] if stream.generation == self._active else []
 
         self._host.write_locked(frames)
-
-
-def _response(slot: Slot, result: Any) -> bytes:
-    if slot.done or slot.cancel.cancelled:
-        return b""
-    return jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "result": result})

@@ -137,6 +137,19 @@ def notification_frame(method: str, params: dict[str, Any] | None) -> bytes:
     return jsonrpc.serialize(frame)
 
 
+def response_frame_locked(slot: Slot, result: Any) -> bytes:
+    """The response of ``slot``, for a ``frames`` function of :meth:`Output.write_locked`.
+
+    Under the output lock, as the write: the response is written once, and never for a
+    canceled slot; the slot is marked written in the same step. Empty when it may not be
+    written.
+    """
+    if slot.done or slot.cancel.cancelled:
+        return b""
+    slot.done = True
+    return jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "result": result})
+
+
 class LargeFrames:
     """Count the large frames of a connection; give their memory back once they stop.
 
