@@ -65,6 +65,8 @@ MAX_BACKOFF = 30.0
 HEALTHY_AFTER = 10.0
 #: The wait for the acknowledgment of a new stream.
 ACK_TIMEOUT = 10.0
+#: A subscription change waits for the owner this much longer than for the acknowledgment.
+CHANGE_MARGIN = 5.0
 
 
 @dataclass
@@ -170,14 +172,21 @@ class Listener:
             thread.join(timeout=0.5)
 
     def change(self, slot: Slot, uri: str, *, subscribe: bool) -> None:
-        """Run on a slot: queue the change, wait for the owner to finish it."""
+        """Run on a slot: queue the change, wait for the owner to finish it.
+
+        When the owner takes longer than it may (its wait for the acknowledgment and a
+        margin), the slot answers with ``timeout`` before it is released; the owner's
+        later answer then writes nothing, since a slot is answered once.
+        """
         change = _Change(slot, uri, subscribe)
         self._commands.put(_Apply(change))
         remove = slot.cancel.add_callback(change.done.set)
         try:
-            change.done.wait(ACK_TIMEOUT + 5.0)
+            finished = change.done.wait(ACK_TIMEOUT + CHANGE_MARGIN)
         finally:
             remove()
+        if not finished:
+            self._host.respond_error(slot, errortable.error_object("timeout", "subscriptions/listen"))
 
     # ------------------------------------------------------------- owner
 
