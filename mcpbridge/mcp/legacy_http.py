@@ -36,6 +36,14 @@ are raw JSON-RPC: the transport adds nothing to them, it only carries them.
   the message repeated in it), the server forgets every session: the transport
   starts no more sessions, says so in one warning line, and fails that message and
   each later one with :class:`SessionExpired`, without sending it.
+* The server may end the event stream of a ``POST`` before the response (the
+  polling of 2025-11-25, "Resumability and Redelivery"): when the stream gave an
+  event id, the transport waits the ``retry`` time of the stream (one second
+  without it, at most :data:`MAX_RESUME_WAIT`), then resumes that stream with a
+  ``GET`` that carries ``Last-Event-ID``, and reads the rest of the answer there;
+  at most :data:`MAX_RESUMES` times for one request, and the cancel of the request
+  ends the wait. A stream without an event id cannot be resumed: the request fails
+  as before (``the response stream ended before the response``).
 * A 429 or 503 of a request with a ``Retry-After`` of at most 30 s is waited
   for once, as in :mod:`.http`.
 * :meth:`close` posts what is queued (for at most its grace), then ends the
@@ -53,15 +61,17 @@ import collections
 import itertools
 import logging
 import threading
+from collections.abc import Generator
 from contextlib import closing
 from typing import TYPE_CHECKING, Any, Final
 
 from .cancel import CancelToken
 from .errorbase import PeerFault
-from .errors import Closed, InvalidResponse, McpError, NotConnected
+from .errors import Cancelled, Closed, InvalidResponse, McpError, NotConnected, TransportFailed
 from .httpbase import HttpTransportBase, json_body
 from .httpwire import ACCEPT, Exchange, HttpStatusError, Why, media_type
 from .jsonrpc import ErrorResponse, Message, Notification, Request, Response
+from .numbers import OutOfRange, peer_int
 from .sse import SseParser
 from .transport import OnClosed, OnFrameError, OnMessage
 
@@ -83,6 +93,11 @@ MAX_STREAM_BACKOFF: Final = 30.0
 STREAM_READY_WAIT: Final = 10.0
 #: The wait for each thread of the transport at its close.
 JOIN_TIMEOUT: Final = 2.0
+#: The most resumptions of the event stream of one request, and the longest wait before one.
+MAX_RESUMES: Final = 32
+MAX_RESUME_WAIT: Final = 30.0
+#: The wait before a resumption when the stream named no ``retry`` time.
+RESUME_WAIT: Final = 1.0
 
 _init_ids = itertools.count(1)
 #: The detail of :class:`SessionExpired`.
@@ -275,7 +290,79 @@ class LegacyHttpTransport(HttpTransportBase):
             raise HttpStatusError(status)
         if 200 <= status < 300 and message.method == "initialize":
             self._remember_session(response)
+        if 200 <= status < 300 and media == "text/event-stream":
+            answer = self._resumable_answer(message, response, exchange, cancel, deliver)
+            deliver(self._passing(message, answer))
+            return
         deliver(self._read_answer(message, response, exchange, cancel, deliver))
+
+    def _resumable_answer(
+        self,
+        request: Request,
+        response: WireResponse,
+        exchange: Exchange,
+        cancel: CancelToken | None,
+        deliver: OnMessage,
+    ) -> Response | ErrorResponse:
+        """The response of ``request`` on its event stream, resumed with ``GET`` when the server
+        ends the stream early (see the module docstring).
+
+        Raises:
+            TransportFailed: the stream ended before the response and cannot be resumed.
+            Cancelled: the request was canceled while it waited to resume.
+        """
+        last_id = [""]
+        parser = SseParser(self._max_bytes)
+        messages = self._stream_events(response, exchange, cancel, parser, last_id)
+        resumes = 0
+        while True:
+            try:
+                return self._stream_answer(request, messages, deliver)
+            except TransportFailed:
+                if not last_id[0] or self._closed or resumes == MAX_RESUMES:
+                    raise
+            finally:
+                messages.close()  # a resumed GET ends here, answered or not
+            resumes += 1
+            self._wait_to_resume(parser, cancel)
+            log.debug("%s: the server ended the stream early; the bridge resumes it", request.method[:128])
+            parser = SseParser(self._max_bytes)
+            messages = self._resumed_events(cancel, parser, last_id)
+
+    def _wait_to_resume(self, parser: SseParser, cancel: CancelToken | None) -> None:
+        try:
+            wait = peer_int(parser.retry, name="retry", low=0, high=int(MAX_RESUME_WAIT * 1000)) / 1000
+        except OutOfRange:
+            wait = RESUME_WAIT if parser.retry is None else MAX_RESUME_WAIT
+        if cancel is not None and cancel.wait(wait):
+            raise Cancelled("the client canceled the request")
+        if cancel is None and self._stopped.wait(wait):
+            raise Closed("the connection to the upstream server is closed")
+
+    def _stream_events(
+        self,
+        response: WireResponse,
+        exchange: Exchange,
+        cancel: CancelToken | None,
+        parser: SseParser,
+        last_id: list[str],
+    ) -> Generator[Message, None, None]:
+        yield from self._events(response, exchange, cancel, parser, strict=True, last_id=last_id)
+
+    def _resumed_events(
+        self, cancel: CancelToken | None, parser: SseParser, last_id: list[str]
+    ) -> Generator[Message, None, None]:
+        """The events of the stream of ``request`` after ``last_id[0]``, from a ``GET``."""
+        session = self._session_id
+        with self._tracked(cancel) as exchange, closing(
+            self._http_call("GET", None, exchange, cancel, session, resume=last_id[0])
+        ) as response:
+            if response.status != 200 or media_type(response) != "text/event-stream":
+                raise TransportFailed(
+                    f"the resumption of the response stream got HTTP status {response.status}",
+                    http_status=response.status,
+                )
+            yield from self._stream_events(response, exchange, cancel, parser, last_id)
 
     def _remember_session(self, response: WireResponse) -> None:
         session = response.header(SESSION_HEADER)

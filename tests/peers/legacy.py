@@ -54,7 +54,11 @@ def legacy_command() -> list[str]:
 
 
 @contextlib.contextmanager
-def running_legacy_http_server() -> Iterator[str]:
-    """Start the peer on Streamable HTTP (2025-11-25); yield the URL of its endpoint."""
-    with running_http_peer([legacy_python(), str(LEGACY_SERVER), "--http"], "2025-era peer server") as url:
+def running_legacy_http_server(*, polling: bool = False) -> Iterator[str]:
+    """Start the peer on Streamable HTTP (2025-11-25); yield the URL of its endpoint.
+
+    ``polling``: the peer ends the event stream of its tool ``poll`` early (``--polling``).
+    """
+    options = ["--http", "--polling"] if polling else ["--http"]
+    with running_http_peer([legacy_python(), str(LEGACY_SERVER), *options], "2025-era peer server") as url:
         yield url

@@ -11,7 +11,11 @@ Usage::
 
 With ``--http`` it listens on 127.0.0.1 with a port the system picks, writes
 ``port=<n>`` as its first stdout line (the endpoint is ``/mcp``), and stops at the
-end of its stdin.
+end of its stdin. With ``--polling`` too, it keeps its events in memory, names a
+``retry`` of 100 ms, and offers the tool ``poll {steps}``: it ends the event stream of
+its own call at once (the polling of 2025-11-25, ``ctx.close_sse_stream()``), then sends
+``steps`` progress notifications and its result ("polled <steps>"), which a client
+gets only by resuming the stream with ``Last-Event-ID``.
 
 What it offers:
 
@@ -51,6 +55,8 @@ import threading
 import anyio
 from counts import Count
 from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp.types import JSONRPCMessage
 from mcp.types import CallToolResult, Icon, ImageContent
 from pydantic import AnyUrl, BaseModel
 
@@ -205,6 +211,42 @@ async def set_level(level: str) -> None:
     _level = level
 
 
+class MemoryEvents(EventStore):
+    """Every event of every stream, in order, for the resumption of a stream."""
+
+    def __init__(self) -> None:
+        self._events: list[tuple[str, str, JSONRPCMessage | None]] = []
+
+    async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
+        event_id = str(len(self._events) + 1)
+        self._events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+        stream = next((s for e, s, _ in self._events if e == last_event_id), None)
+        if stream is None:
+            return None
+        after = False
+        for event_id, stream_id, message in list(self._events):
+            if after and stream_id == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+            after = after or event_id == last_event_id
+        return stream
+
+
+def add_polling() -> None:
+    server._event_store = MemoryEvents()
+    server._retry_interval = 100
+
+    @server.tool()
+    async def poll(steps: int, ctx: Context) -> str:
+        """End the stream of this call, then report ``steps`` steps and answer."""
+        await ctx.close_sse_stream()
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"Step {step} of {steps}")
+        return f"polled {steps}"
+
+
 def serve_http() -> None:
     import uvicorn
 
@@ -232,6 +274,8 @@ if __name__ == "__main__":
     sys.stderr.write(f"{SERVER_NAME}: started\n")
     sys.stderr.flush()
     if "--http" in sys.argv[1:]:
+        if "--polling" in sys.argv[1:]:
+            add_polling()
         serve_http()
     else:
         server.run()
