@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.bridge import notify
+from mcpbridge.bridge import errortable, notify
 from mcpbridge.bridge.output import Output, Slot
 from mcpbridge.bridge.translate import Declared
 
@@ -48,7 +48,7 @@ def test_a_change_that_the_owner_never_finishes_times_out_and_a_late_answer_writ
             "id": 7,
             "error": {
                 "code": -32603,
-                "message": "The upstream server did not answer in time. See the Output channel of the server.",
+                "message": errortable.ERRORS["timeout"][1],
                 "data": {"cause": "timeout", "detail": "subscriptions/listen"},
             },
         }
