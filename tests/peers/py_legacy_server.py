@@ -56,8 +56,7 @@ import anyio
 from counts import Count
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
-from mcp.types import JSONRPCMessage
-from mcp.types import CallToolResult, Icon, ImageContent
+from mcp.types import CallToolResult, Icon, ImageContent, JSONRPCMessage
 from pydantic import AnyUrl, BaseModel
 
 SERVER_NAME = "py-legacy-peer"

@@ -56,9 +56,8 @@ def test_the_bridge_resumes_the_stream_and_answers_with_the_result_and_each_step
         )
         assert answer["result"]["content"] == [{"type": "text", "text": "polled 3"}], json.dumps(answer)
         # The progress shares the stream of the call: every step came before the result.
-        progress = [
-            frame["params"]["progress"] for frame in bridge.seen if frame.get("method") == "notifications/progress"
-        ]
+        steps = [frame for frame in bridge.seen if frame.get("method") == "notifications/progress"]
+        progress = [frame["params"]["progress"] for frame in steps]
         assert progress == [1, 2, 3]
         # A second call on the same session resumes too.
         again = bridge.request("tools/call", {"name": "poll", "arguments": {"steps": 1}})
