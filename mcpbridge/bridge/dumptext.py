@@ -191,6 +191,22 @@ def _upstream(upstream: UpstreamState | None) -> str:
     return f"upstream: {upstream.form}, {upstream.era}, {status}"
 
 
+#: The frames with which :mod:`threading` starts every thread: the same in each stack, so left out.
+_THREAD_START: Final = frozenset({"_bootstrap", "_bootstrap_inner", "run"})
+
+
+def _own_frames(frames: Sequence[StackFrame]) -> Sequence[StackFrame]:
+    """``frames`` without the outer frames of :mod:`threading` that start the thread."""
+    start = 0
+    while (
+        start < len(frames)
+        and frames[start].function in _THREAD_START
+        and frames[start].file.replace("\\", "/").rsplit("/", 1)[-1] == "threading.py"
+    ):
+        start += 1
+    return frames[start:]
+
+
 def _thread(thread: ThreadStack) -> list[str]:
     marks = [f"tid {thread.native_id}" if thread.native_id is not None else "tid unknown"]
     if thread.main:
@@ -200,7 +216,7 @@ def _thread(thread: ThreadStack) -> list[str]:
     lines = [f'thread "{thread.name}" ({", ".join(marks)}), most recent call last:']
     if thread.skipped:
         lines.append(f"  ... {thread.skipped} outer frames left out")
-    for frame in thread.frames:
+    for frame in _own_frames(thread.frames):
         lines.append(f'  File "{frame.file}", line {frame.line}, in {frame.function}')
         if frame.source:
             lines.append(f"    {frame.source}")

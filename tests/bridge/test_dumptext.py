@@ -70,10 +70,28 @@ def test_a_dump_lists_the_connection_then_every_thread_main_first_with_its_stack
         "  ... 3 outer frames left out",
         '  File "<frozen runpy>", line 88, in _run_code',
         'thread "mcpbridge-reader" (tid 41, daemon), most recent call last:',
-        '  File "/lib/threading.py", line 1002, in _bootstrap',
-        "    self._bootstrap_inner()",
         '  File "/pkg/framing.py", line 93, in _read_line',
         "    first = self._piece(limit)",
+        "end of the thread dump",
+    ]
+
+
+def test_the_frames_that_start_a_thread_are_left_out_and_the_waits_of_threading_kept() -> None:
+    frames = (
+        StackFrame("/lib/threading.py", 1002, "_bootstrap", "self._bootstrap_inner()"),
+        StackFrame("C:\\Python\\Lib\\threading.py", 1045, "_bootstrap_inner", "self.run()"),
+        StackFrame("/lib/threading.py", 982, "run", "self._target(*self._args, **self._kwargs)"),
+        StackFrame("/pkg/notify.py", 170, "_run", "command = self._commands.get(timeout=timeout)"),
+        StackFrame("/lib/threading.py", 331, "wait", "gotit = waiter.acquire(True, timeout)"),
+    )
+    owner = dataclasses.replace(READER, name="mcpbridge-listen-owner", frames=frames)
+    lines = format_dump([owner], None, now=NOW, pid=1)
+    head = lines.index('thread "mcpbridge-listen-owner" (tid 41, daemon), most recent call last:')
+    assert lines[head + 1 :] == [
+        '  File "/pkg/notify.py", line 170, in _run',
+        "    command = self._commands.get(timeout=timeout)",
+        '  File "/lib/threading.py", line 331, in wait',
+        "    gotit = waiter.acquire(True, timeout)",
         "end of the thread dump",
     ]
 
