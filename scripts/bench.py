@@ -3,7 +3,7 @@
 Usage::
 
     python scripts/bench.py [--form stdio|url|both] [--upstream own|sdk|both] [--quick]
-                            [--no-competitors] [--no-install] [--out FOLDER]
+                            [--no-competitors] [--no-install] [--baseline REF] [--out FOLDER]
 
 ``make bench`` runs it with the defaults (both forms, both upstream servers). It prints a
 Markdown table on stdout, writes the raw figures (``bench.json``) and a plot of the
@@ -22,6 +22,10 @@ of this script, alternating, because the machine is shared and noisy:
   interpreter of a plain install of its dependencies (``scripts/.bench/bridge-venv``) and
   the code of this checkout, as a user runs it (a development environment's editable
   install costs every start more than 10 ms of its own);
+* with ``--baseline REF``, ``bridge@<commit>``: the bridge of an earlier commit of this
+  repository (its ``mcpbridge`` folder, taken with ``git archive`` into
+  ``scripts/.bench/baseline``), with the same interpreter, so that a change is measured
+  against what it replaces in the same run;
 * for the URL form, the programs a user would pick instead, each in its stdio-to-HTTP
   mode: ``mcp-remote`` (npm), ``mcp-proxy`` and ``mcp-stdio`` (PyPI). They are installed
   at the first run into ``scripts/.bench`` (git-ignored), never by the tests.
@@ -50,12 +54,14 @@ sizes, for a smoke test: its figures mean nothing.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from collections.abc import Sequence
@@ -131,10 +137,12 @@ class Target:
     argv: list[str] | None = None  # a process on stdio
     url: str | None = None  # the direct target of the URL form
     env: dict[str, str] | None = None
+    #: The working directory, first on the path of ``python -m``.
+    cwd: Path = ROOT
 
     def open(self) -> LinePeer | HttpPeer:
         if self.argv is not None:
-            return LinePeer(self.argv, env=self.env, cwd=str(ROOT))
+            return LinePeer(self.argv, env=self.env, cwd=str(self.cwd))
         assert self.url is not None
         return HttpPeer(self.url)
 
@@ -185,6 +193,24 @@ def install_bridge() -> None:
             [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(ROOT)],
             check=True,
         )
+
+
+def baseline_tree(ref: str) -> tuple[str, Path]:
+    """The target name and the folder of the bridge of the commit ``ref`` (exported once)."""
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short", ref], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    folder = BENCH_DIR / "baseline" / sha
+    if not (folder / "mcpbridge").is_dir():
+        log(f"exporting the bridge of {sha} into {folder.relative_to(ROOT)}")
+        folder.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", sha, "mcpbridge"], cwd=ROOT, capture_output=True, check=True
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(folder, filter="data")
+    subprocess.run([PY, "-m", "compileall", "-q", str(folder / "mcpbridge")], capture_output=True)
+    return f"bridge@{sha}", folder
 
 
 class UrlUpstream:
@@ -540,20 +566,24 @@ class CaseResult:
     notes: list[str] = field(default_factory=list)
 
 
-def run_case(form: str, upstream: str, sizes: Sizes, competitors: bool) -> CaseResult:
+def run_case(
+    form: str, upstream: str, sizes: Sizes, competitors: bool, baseline: tuple[str, Path] | None = None
+) -> CaseResult:
     env = child_env()
     server: UrlUpstream | None = None
     if form == "stdio":
         command = upstream_argv(upstream)
-        targets = [
-            Target("direct", command, env=env),
-            Target("bridge", bridge_argv("--", *command), env=env),
-        ]
+        bridge_args = bridge_argv("--", *command)
+        targets = [Target("direct", command, env=env), Target("bridge", bridge_args, env=env)]
     else:
         server = UrlUpstream(upstream)
-        targets = [Target("direct", url=server.url), Target("bridge", bridge_argv(server.url), env=env)]
-        if competitors:
-            targets += competitor_targets(server.url)
+        bridge_args = bridge_argv(server.url)
+        targets = [Target("direct", url=server.url), Target("bridge", bridge_args, env=env)]
+    if baseline is not None:
+        name, folder = baseline
+        targets.append(Target(name, bridge_args, env={**env, "PYTHONPATH": str(folder)}, cwd=folder))
+    if server is not None and competitors:
+        targets += competitor_targets(server.url)
     result = CaseResult(form, upstream, [t.name for t in targets])
     try:
         log(f"{form} form, {upstream} upstream: start-up")
@@ -855,6 +885,11 @@ def main(argv: list[str] | None = None) -> int:
         "--no-install", action="store_true", help="install nothing (use what is in scripts/.bench)"
     )
     parser.add_argument(
+        "--baseline",
+        metavar="REF",
+        help="also run the bridge of the commit REF (for example main or HEAD~3), as bridge@<commit>",
+    )
+    parser.add_argument(
         "--out", type=Path, default=BENCH_DIR / "results", help="folder of bench.json and latency.png"
     )
     options = parser.parse_args(argv)
@@ -875,7 +910,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     started = time.perf_counter()
     header = machine_line()
-    results = [run_case(form, up, sizes, competitors) for form in forms for up in upstreams]
+    baseline = baseline_tree(options.baseline) if options.baseline else None
+    results = [run_case(form, up, sizes, competitors, baseline) for form in forms for up in upstreams]
     print(f"### mcp-bridge-vscode benchmark{' (--quick: the figures mean nothing)' if options.quick else ''}")
     print()
     print(header + f"; the run took {time.perf_counter() - started:.0f} s.")
