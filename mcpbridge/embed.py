@@ -72,7 +72,6 @@ import io
 import logging
 import sys
 import threading
-import time
 from typing import BinaryIO, Final, Literal, cast
 
 from . import __version__
@@ -80,6 +79,7 @@ from .bridge import dump, errortable
 from .bridge.frontend import Frontend, Options, Timeouts
 from .bridge.upstream import transport_connector
 from .mcp import jsonrpc
+from .mcp.deadline import Deadline
 from .mcp.droplog import DropLog
 from .mcp.errors import Closed, InvalidRequest, RequestTimeout
 from .mcp.framing import LineReader, TooLong
@@ -203,9 +203,9 @@ def _serve_legacy(server: Server, stdin: BinaryIO, stdout: BinaryIO, fallback_na
             ended = list(links)
         for client_end, _ in ended:
             client_end.close()
-        deadline = time.monotonic() + 2 * server.shutdown_grace + 1.0
+        deadline = Deadline(2 * server.shutdown_grace + 1.0)
         for _, connection in ended:
-            if not connection.wait_shutdown(max(0.0, deadline - time.monotonic())):
+            if not connection.wait_shutdown(deadline.remaining):
                 log.warning("the server did not stop its requests in time after the end of the input")
 
 

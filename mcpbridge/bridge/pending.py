@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from ..mcp.cancel import CancelToken
+from ..mcp.deadline import Deadline
 from ..mcp.errorbase import BridgeError
 from ..mcp.jsonrpc import RequestId
 from .answers import BAD_LINE, ClientError
@@ -88,7 +89,7 @@ class PendingAnswers:
         Raises:
             WaitEnded: canceled, the time limit passed, or the table closed.
         """
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout)
         remove = cancel.add_callback(self._wake)
         try:
             with self._cond:
@@ -99,10 +100,8 @@ class PendingAnswers:
                         raise WaitEnded("canceled")
                     if self._closed:
                         raise WaitEnded("closed")
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
+                    if not deadline.wait(self._cond):
                         raise WaitEnded("timeout")
-                    self._cond.wait(remaining)
         finally:
             remove()
 
@@ -187,13 +186,13 @@ class PendingAnswers:
         if still is None:
             return self.wait(ids, timeout=timeout, cancel=cancel)
         every, check = still
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout)
         while True:
-            remaining = deadline - time.monotonic()
+            last = deadline.remaining <= every
             try:
-                return self.wait(ids, timeout=min(every, remaining), cancel=cancel)
+                return self.wait(ids, timeout=deadline.at_most(every), cancel=cancel)
             except WaitEnded as ended:
-                if ended.reason != "timeout" or remaining <= every:
+                if ended.reason != "timeout" or last:
                     raise
             if not check():
                 raise WaitEnded("obsolete")

@@ -72,6 +72,7 @@ from typing import Final
 from urllib.parse import parse_qsl, urlsplit
 
 from ..mcp.cancel import CancelToken
+from ..mcp.deadline import Deadline
 from ..mcp.droplog import DropLog
 from ..mcp.errorbase import LocalFault, PeerFault
 from .errors import OAuthError
@@ -337,7 +338,7 @@ class Receiver:
                 self._wake_w.send(b"x")
             except OSError:
                 pass
-        deadline = time.monotonic() + STOP_WAIT
+        deadline = Deadline(STOP_WAIT)
         if self._accepter is not None:
             self._accepter.join(STOP_WAIT)
         with self._cond:
@@ -345,7 +346,7 @@ class Receiver:
         for connection in connections:
             _interrupt(connection.sock)
         for thread in connections.values():
-            thread.join(max(0.0, deadline - time.monotonic()))
+            deadline.join(thread)
         for sock_or_none in (self._listener, self._wake_r, self._wake_w):
             if sock_or_none is not None:
                 sock_or_none.close()
@@ -400,7 +401,7 @@ class Receiver:
         False when the receiver stops, or when every place answers a request
         for :data:`ADMIT_WAIT`.
         """
-        deadline = time.monotonic() + ADMIT_WAIT
+        deadline = Deadline(ADMIT_WAIT)
         while not self._stopping and len(self._connections) >= MAX_CONNECTIONS:
             if not any(c.evicted for c in self._connections):
                 waiting = [c for c in self._connections if not c.answering]
@@ -413,10 +414,8 @@ class Receiver:
                         "closed quiet connections of the sign-in receiver",
                         "the sign-in receiver closed its quietest connection to make room for a new one",
                     )
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if not deadline.wait(self._cond):
                 return False
-            self._cond.wait(remaining)
         return not self._stopping
 
     def _heard(self, connection: _Connection, *, answering: bool) -> None:
@@ -453,15 +452,14 @@ class Receiver:
 
     def _read_head(self, connection: _Connection) -> bytes | None:
         sock = connection.sock
-        deadline = time.monotonic() + self._head_timeout
+        deadline = Deadline(self._head_timeout)
         data = b""
         while b"\r\n\r\n" not in data and b"\n\n" not in data:
             if len(data) > HEAD_LIMIT:
                 raise _HeadTooLarge()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if deadline.expired:
                 return None
-            sock.settimeout(remaining)
+            sock.settimeout(deadline.remaining)
             try:
                 chunk = sock.recv(4096)
             except TimeoutError:
@@ -601,13 +599,9 @@ class Receiver:
         if not hmac.compare_digest(digest.encode(), self._probe.encode()):
             self._send(sock, 404, b"not found\n", "text/plain")
             return
-        deadline = time.monotonic() + PROBE_HOLD
+        deadline = Deadline(PROBE_HOLD)
         with self._cond:
-            while self._outcome is None and not self._stopping:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._cond.wait(remaining)
+            deadline.wait_for(self._cond, lambda: self._outcome is not None or self._stopping)
             outcome = self._outcome
         word = "pending" if outcome is None else outcome.value
         self._send(sock, 200, f"{PROBE_PREFIX}{word}\n".encode(), "text/plain")
@@ -634,12 +628,11 @@ class Receiver:
 
     def _close_gracefully(self, sock: socket.socket) -> None:
         """Let the peer close first (it keeps the TIME_WAIT), for at most the close grace."""
-        deadline = time.monotonic() + CLOSE_GRACE
+        deadline = Deadline(CLOSE_GRACE)
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if deadline.expired:
                 return
-            sock.settimeout(remaining)
+            sock.settimeout(deadline.remaining)
             try:
                 if not sock.recv(4096):
                     return
