@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import datetime
 import enum
-import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -62,6 +61,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ..mcp.errorbase import BridgeError, PeerFault
+from ..mcp.netloc import is_loopback
 from ..mcp.protocol import ELICITATION_CREATE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE
 from .answers import BAD_LINE, ClientError
 from .revisions import LATEST, NotCarried, Revision, adapt_input_request
@@ -173,7 +173,6 @@ class ClientKinds:
 # ---------------------------------------------------------------------------------------
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")
-_IPV4 = re.compile(r"(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})")
 
 
 def url_allowed(url: str) -> bool:
@@ -182,9 +181,9 @@ def url_allowed(url: str) -> bool:
     The URL must be a valid absolute URL with a host: no space, no control character, a
     scheme, ``//`` and a host that is not empty, and a port of digits up to 65535. Its
     scheme must be ``https`` (any case), or ``http`` without user information and with a
-    loopback host: ``localhost`` (trailing dots allowed), an address in 127.0.0.0/8 in
-    dotted-decimal form, or ``[::1]`` (also as ``[::ffff:127.x.x.x]``). VS Code opens other
-    schemes too (``file:``, ``vscode:``, ``command:``), so the bridge refuses them.
+    loopback host (:func:`~mcpbridge.mcp.netloc.is_loopback`, the rule of the command
+    line too). VS Code opens other schemes too (``file:``, ``vscode:``, ``command:``), so
+    the bridge refuses them.
 
     A web browser reads a URL by the WHATWG rules, where a backslash ends the host; other
     parsers disagree. The two must find the same host, so a backslash anywhere is refused.
@@ -207,7 +206,7 @@ def url_allowed(url: str) -> bool:
         return True
     if scheme != "http" or at:
         return False
-    return _is_loopback(host)
+    return is_loopback(host)
 
 
 def _host_of(hostport: str) -> str | None:
@@ -227,26 +226,6 @@ def _host_of(hostport: str) -> str | None:
     if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
         return None
     return host
-
-
-def _is_loopback(host: str) -> bool:
-    name = host.rstrip(".")
-    if name.lower() == "localhost":
-        return True
-    ipv4 = _IPV4.fullmatch(host)
-    if ipv4 is not None:
-        octets = [int(part) for part in ipv4.groups()]
-        return octets[0] == 127 and all(octet <= 255 for octet in octets)
-    if not (host.startswith("[") and host.endswith("]")) or "%" in host:
-        return False
-    try:
-        address = ipaddress.IPv6Address(host[1:-1])
-    except ValueError:
-        return False
-    mapped = address.ipv4_mapped
-    if mapped is not None:
-        return mapped in ipaddress.IPv4Network("127.0.0.0/8")
-    return address == ipaddress.IPv6Address("::1")
 
 
 # ---------------------------------------------------------------------------------------

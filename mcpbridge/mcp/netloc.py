@@ -38,7 +38,11 @@ IPV6_TEXT: Final = re.compile(r"[0-9A-Fa-f:.]+\Z")
 DIGITS: Final = re.compile(r"[0-9]+\Z")
 #: A host name with a dot and a top-level domain: ``example.com``, not ``server.py3``.
 HOST_NAME: Final = re.compile(r"(?:[A-Za-z0-9\-]+\.)+[A-Za-z]+\Z")
-IPV4: Final = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}\Z")
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+#: An IPv4 address in dotted decimal: four numbers from 0 to 255 without a leading zero.
+IPV4: Final = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}\Z")
+_LOOPBACK_V4: Final = ipaddress.IPv4Network("127.0.0.0/8")
+_LOOPBACK_V6: Final = ipaddress.IPv6Address("::1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,15 +112,43 @@ def split_url(text: str) -> UrlParts | None:
 
 
 def is_loopback(host: str) -> bool:
-    """``localhost``, ``*.localhost``, an address in 127.0.0.0/8, or ``::1`` (with or without brackets).
+    """True when a connection to ``host`` cannot leave this machine, whatever resolves names.
 
-    ``host`` is the host of a URL as written; the case does not matter. A name is
-    never resolved.
+    ``host`` is the host of a URL as written, or as a URL parser gives it (an IPv6 address
+    with or without its brackets). A loopback host is one of:
+
+    * ``localhost`` in any case: RFC 6761 section 6.3 reserves it for the loopback address,
+      the hosts file of every system maps it, and browsers never ask DNS for it;
+    * an address of 127.0.0.0/8 written as four decimal numbers without a leading zero
+      (``127.0.0.1``, ``127.1.2.3``);
+    * the IPv6 address ``::1`` in any of its forms, or an IPv4-mapped address of
+      127.0.0.0/8 (``::ffff:127.0.0.1``), with no zone.
+
+    Any other host is not loopback, even where a specification or a browser counts it,
+    because the resolver that the bridge or another program uses may send it to a DNS
+    server: ``localhost.`` and ``app.localhost`` (RFC 6761 reserves them too, and the
+    WHATWG rule of a "potentially trustworthy" origin counts them, but only for a user
+    agent that answers them itself; the system resolver asks DNS for them), ``127.0.0.1.``
+    and ``127.1`` (names or shorthands, not dotted decimal), ``0127.0.0.1`` (octal
+    for some parsers: 87.0.0.1), ``0.0.0.0`` and ``::`` (unspecified, not loopback), a
+    name with a percent-encoded or non-ASCII character, and a host with a port or user
+    information. A name is never resolved.
     """
-    host = host.lower().strip("[]")
-    if host == "localhost" or host.endswith(".localhost"):
+    if not host.isascii():
+        return False
+    if host.lower() == "localhost":
         return True
+    if IPV4.match(host):
+        return host.startswith("127.")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not IPV6_TEXT.match(host):
+        return False
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.IPv6Address(host)
     except ValueError:
         return False
+    mapped = address.ipv4_mapped
+    if mapped is not None:
+        return mapped in _LOOPBACK_V4
+    return address == _LOOPBACK_V6

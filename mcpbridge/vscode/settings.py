@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import difflib
 import enum
-import ipaddress
 import json
 import re
 import sys
@@ -53,6 +52,7 @@ from mcpbridge.mcp.netloc import DIGITS as _DIGITS
 from mcpbridge.mcp.netloc import HOST_NAME as _HOST_NAME
 from mcpbridge.mcp.netloc import IPV4 as _IPV4
 from mcpbridge.mcp.netloc import NOT_IN_URL as _NOT_IN_URL
+from mcpbridge.mcp.netloc import is_loopback as _is_loopback
 from mcpbridge.mcp.netloc import split_url as _split_url
 from mcpbridge.mcp.protocol import MODERN
 from mcpbridge.oauth.config import (
@@ -365,21 +365,6 @@ def _port_hint(port: str | None) -> str | None:
     if not digits:
         return "the port 0 is not valid"
     return None
-
-
-def _is_loopback(host: str) -> bool:
-    """``localhost``, ``*.localhost``, 127.0.0.0/8 in dotted decimal, or ``[::1]``."""
-    lower = host.lower()
-    if lower == "localhost" or (lower.endswith(".localhost") and all(lower.split("."))):
-        return True
-    if lower.startswith("["):
-        return ipaddress.IPv6Address(lower[1:-1]) == ipaddress.IPv6Address("::1")
-    octets = lower.split(".")
-    return (
-        len(octets) == 4
-        and octets[0] == "127"
-        and all(len(o) <= 3 and _DIGITS.match(o) and int(o) <= 255 for o in octets)
-    )
 
 
 def upstream_url_hint(url: str) -> str | None:
