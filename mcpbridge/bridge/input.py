@@ -61,7 +61,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ..mcp.errorbase import BridgeError, PeerFault
-from ..mcp.netloc import is_loopback
+from ..mcp.netloc import is_loopback, split_url
 from ..mcp.protocol import ELICITATION_CREATE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE
 from .answers import BAD_LINE, ClientError
 from .revisions import LATEST, NotCarried, Revision, adapt_input_request
@@ -172,60 +172,28 @@ class ClientKinds:
 # The URL rule
 # ---------------------------------------------------------------------------------------
 
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")
-
-
 def url_allowed(url: str) -> bool:
     """True when the bridge shows the URL of a URL elicitation to the client.
 
-    The URL must be a valid absolute URL with a host: no space, no control character, a
-    scheme, ``//`` and a host that is not empty, and a port of digits up to 65535. Its
-    scheme must be ``https`` (any case), or ``http`` without user information and with a
-    loopback host (:func:`~mcpbridge.mcp.netloc.is_loopback`, the rule of the command
-    line too). VS Code opens other schemes too (``file:``, ``vscode:``, ``command:``), so
-    the bridge refuses them.
+    The URL must have the grammar of the command line (:func:`~mcpbridge.mcp.netloc.split_url`):
+    visible ASCII only, none of ``"<>\\^`{|}``, valid ``%XX`` escapes, a scheme, ``//``,
+    a host that is not empty, and a port of digits up to 65535. Its scheme must be
+    ``https`` (any case), or ``http`` without user information and with a loopback host
+    (:func:`~mcpbridge.mcp.netloc.is_loopback`). VS Code opens other schemes too
+    (``file:``, ``vscode:``, ``command:``), so the bridge refuses them.
 
     A web browser reads a URL by the WHATWG rules, where a backslash ends the host; other
     parsers disagree. The two must find the same host, so a backslash anywhere is refused.
     """
-    if not isinstance(url, str) or "\\" in url:
+    parts = split_url(url) if isinstance(url, str) else None
+    if parts is None or not parts.host:
         return False
-    if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url):
+    port = (parts.port or "0").lstrip("0")
+    if len(port) > 5 or int(port or "0") > 65535:
         return False
-    scheme_match = _SCHEME.match(url)
-    if scheme_match is None or url[scheme_match.end() : scheme_match.end() + 3] != "://":
-        return False
-    scheme = scheme_match.group().lower()
-    rest = url[scheme_match.end() + 3 :]
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    _, at, hostport = authority.rpartition("@")
-    host = _host_of(hostport)
-    if host is None or host == "":
-        return False
-    if scheme == "https":
+    if parts.scheme == "https":
         return True
-    if scheme != "http" or at:
-        return False
-    return is_loopback(host)
-
-
-def _host_of(hostport: str) -> str | None:
-    """The host of ``host[:port]``, or ``None`` when the port is not valid."""
-    if hostport.startswith("["):
-        end = hostport.find("]")
-        if end < 0:
-            return None
-        host, after = hostport[: end + 1], hostport[end + 1 :]
-        if after and not after.startswith(":"):
-            return None
-        port = after[1:]
-    else:
-        host, _, port = hostport.partition(":")
-        if ":" in port:
-            return None
-    if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
-        return None
-    return host
+    return parts.scheme == "http" and not parts.has_userinfo and is_loopback(parts.host)
 
 
 # ---------------------------------------------------------------------------------------
