@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcpbridge.bridge import input as inp
+from mcpbridge.bridge.forms import MAX_FORM_SUBSCHEMAS, SchemaError, compile_form_schema
 from mcpbridge.bridge.input import (
     BAD_LINE,
-    LEGACY_SHAPES,
     MAX_INPUT_REQUESTS,
     MAX_ROUNDS,
     ClientError,
@@ -26,14 +26,12 @@ from mcpbridge.bridge.input import (
     InputError,
     Outgoing,
     RoundFailed,
-    SchemaError,
     Session,
-    compile_form_schema,
-    conforms,
     parse_input_required,
     retry_params,
     url_allowed,
 )
+from mcpbridge.bridge.legacyshapes import LEGACY_SHAPES, conforms
 from schema import FrameInvalid, schema_path, validate_legacy, validate_legacy_frame
 
 VSCODE_CAPS: dict[str, Any] = {
@@ -1082,7 +1080,7 @@ def test_a_schema_that_is_not_an_object_of_properties_does_not_compile() -> None
     for schema in schemas:
         with pytest.raises(SchemaError):
             compile_form_schema(schema)
-    too_many = {f"p{i}": {"type": "boolean"} for i in range(inp.MAX_FORM_SUBSCHEMAS)}
+    too_many = {f"p{i}": {"type": "boolean"} for i in range(MAX_FORM_SUBSCHEMAS)}
     with pytest.raises(SchemaError):
         compile_form_schema({"type": "object", "properties": too_many})
 
