@@ -22,7 +22,6 @@ __all__ = [
     "UrlParts",
     "is_loopback",
     "split_url",
-    "visible_ascii",
 ]
 
 #: A scheme (RFC 3986 section 3.1).
@@ -58,13 +57,13 @@ class UrlParts:
     fragment: str | None
 
 
-def visible_ascii(text: str) -> bool:
+def _visible_ascii(text: str) -> bool:
     return all("!" <= c <= "~" for c in text)
 
 
 def split_url(text: str) -> UrlParts | None:
     """The parts of an absolute URL with an authority, or ``None`` when its syntax is wrong."""
-    if not text or not visible_ascii(text) or any(c in NOT_IN_URL for c in text):
+    if not text or not _visible_ascii(text) or any(c in NOT_IN_URL for c in text):
         return None
     if BAD_PERCENT.search(text):
         return None
