@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from mcpbridge.bridge import forms, legacy, legacyshapes, translate
 from mcpbridge.bridge import input as input_rules
-from mcpbridge.bridge import legacy, translate
 from mcpbridge.bridge.revisions import VSCODE
 from mcpbridge.mcp import jsonrpc
 from mcpbridge.mcp.framing import KEEP_BYTES
@@ -728,8 +728,8 @@ def test_any_requested_schema_compiles_or_is_refused_and_checks_any_content(
     schema: Any, content: Any
 ) -> None:
     try:
-        form = input_rules.compile_form_schema(schema)
-    except input_rules.SchemaError:
+        form = forms.compile_form_schema(schema)
+    except forms.SchemaError:
         return
     assert isinstance(form.accepts(content), bool)
 
@@ -745,10 +745,10 @@ def test_the_url_rule_answers_every_text(url: str) -> None:
 
 @FUZZ
 @given(
-    value=JSON | deep_json(UPSTREAM_DEPTH - 2), definition=st.sampled_from(sorted(input_rules.LEGACY_SHAPES))
+    value=JSON | deep_json(UPSTREAM_DEPTH - 2), definition=st.sampled_from(sorted(legacyshapes.LEGACY_SHAPES))
 )
 def test_the_shape_check_answers_every_value(value: Any, definition: str) -> None:
-    assert isinstance(input_rules.conforms(value, definition), bool)
+    assert isinstance(legacyshapes.conforms(value, definition), bool)
 
 
 # --------------------------------------------------------------------------- args

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import difflib
 import enum
-import ipaddress
 import json
 import re
 import sys
@@ -49,6 +48,12 @@ from typing import ClassVar, Final, TypeVar, cast
 
 from mcpbridge.bridge.revisions import HOST_PROFILES
 from mcpbridge.mcp.errorbase import UsageFault
+from mcpbridge.mcp.netloc import DIGITS as _DIGITS
+from mcpbridge.mcp.netloc import HOST_NAME as _HOST_NAME
+from mcpbridge.mcp.netloc import IPV4 as _IPV4
+from mcpbridge.mcp.netloc import NOT_IN_URL as _NOT_IN_URL
+from mcpbridge.mcp.netloc import is_loopback as _is_loopback
+from mcpbridge.mcp.netloc import split_url as _split_url
 from mcpbridge.mcp.protocol import MODERN
 from mcpbridge.oauth.config import (
     CLIENT_SECRET_VARIABLE,
@@ -346,84 +351,8 @@ def default_name_for_url(url: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# URL syntax
+# URL syntax (the grammar is in mcpbridge.mcp.netloc)
 # ---------------------------------------------------------------------------------------------
-
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*\Z")
-#: Characters that RFC 3986 never allows in a URL, beside the space and the controls.
-_NOT_IN_URL = frozenset('"<>\\^`{|}')
-#: A ``%`` that is not followed by two hexadecimal digits.
-_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_REG_NAME = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=%]*\Z")
-_IPV6_TEXT = re.compile(r"[0-9A-Fa-f:.]+\Z")
-_DIGITS = re.compile(r"[0-9]+\Z")
-#: A host name with a dot and a top-level domain: ``example.com``, not ``server.py3``.
-_HOST_NAME = re.compile(r"(?:[A-Za-z0-9\-]+\.)+[A-Za-z]+\Z")
-_IPV4 = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}\Z")
-
-
-@dataclass(frozen=True, slots=True)
-class _UrlParts:
-    scheme: str  # lower case
-    has_userinfo: bool
-    host: str  # as written; an IPv6 address keeps its brackets
-    port: str | None  # as written, None without ":"
-    path: str
-    query: str | None
-    fragment: str | None
-
-
-def _visible_ascii(text: str) -> bool:
-    return all("!" <= c <= "~" for c in text)
-
-
-def _split_url(text: str) -> _UrlParts | None:
-    """The parts of an absolute URL with an authority, or ``None`` when its syntax is wrong."""
-    if not text or not _visible_ascii(text) or any(c in _NOT_IN_URL for c in text):
-        return None
-    if _BAD_PERCENT.search(text):
-        return None
-    scheme, sep, rest = text.partition("://")
-    if not sep or not _SCHEME.match(scheme):
-        return None
-    rest, hash_sign, fragment = rest.partition("#")
-    rest, question_mark, query = rest.partition("?")
-    slash = rest.find("/")
-    authority, path = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
-    if "#" in fragment or any("[" in p or "]" in p for p in (path, query, fragment)):
-        return None
-    _userinfo, at_sign, host_port = authority.rpartition("@")
-    port: str | None
-    if host_port.startswith("["):
-        end = host_port.find("]")
-        if end < 0:
-            return None
-        host, after = host_port[: end + 1], host_port[end + 1 :]
-        if not _IPV6_TEXT.match(host[1:-1]):
-            return None
-        try:
-            ipaddress.IPv6Address(host[1:-1])
-        except ValueError:
-            return None
-        if after and not after.startswith(":"):
-            return None
-        port = after[1:] if after else None
-    else:
-        host, colon, port_text = host_port.partition(":")
-        if not _REG_NAME.match(host):
-            return None
-        port = port_text if colon else None
-    if port is not None and port and not _DIGITS.match(port):
-        return None
-    return _UrlParts(
-        scheme=scheme.lower(),
-        has_userinfo=bool(at_sign),
-        host=host,
-        port=port,
-        path=path,
-        query=query if question_mark else None,
-        fragment=fragment if hash_sign else None,
-    )
 
 
 def _port_hint(port: str | None) -> str | None:
@@ -436,21 +365,6 @@ def _port_hint(port: str | None) -> str | None:
     if not digits:
         return "the port 0 is not valid"
     return None
-
-
-def _is_loopback(host: str) -> bool:
-    """``localhost``, ``*.localhost``, 127.0.0.0/8 in dotted decimal, or ``[::1]``."""
-    lower = host.lower()
-    if lower == "localhost" or (lower.endswith(".localhost") and all(lower.split("."))):
-        return True
-    if lower.startswith("["):
-        return ipaddress.IPv6Address(lower[1:-1]) == ipaddress.IPv6Address("::1")
-    octets = lower.split(".")
-    return (
-        len(octets) == 4
-        and octets[0] == "127"
-        and all(len(o) <= 3 and _DIGITS.match(o) and int(o) <= 255 for o in octets)
-    )
 
 
 def upstream_url_hint(url: str) -> str | None:

@@ -1247,7 +1247,7 @@ def test_a_loopback_upstream_never_goes_through_the_proxy(scripted: ScriptedServ
         ("https://mcp.example.com/mcp", {"HTTP_PROXY": "http://h:1"}, None),
         ("http://example.com/mcp", {"HTTP_PROXY": "http://h:1"}, ("HTTP_PROXY", "http://h:1")),
         ("https://localhost:8443/mcp", {"HTTPS_PROXY": "http://p:1"}, None),
-        ("https://api.localhost/mcp", {"HTTPS_PROXY": "http://p:1"}, None),
+        ("https://api.localhost/mcp", {"HTTPS_PROXY": "http://p:1"}, ("HTTPS_PROXY", "http://p:1")),
         ("https://127.8.9.10/mcp", {"HTTPS_PROXY": "http://p:1"}, None),
         ("https://[::1]:9/mcp", {"HTTPS_PROXY": "http://p:1"}, None),
         ("https://mcp.example.com/mcp", {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "example.com"}, None),
