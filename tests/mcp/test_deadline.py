@@ -1,4 +1,4 @@
-"""The one deadline of every bounded wait: remaining time, expiry, and waits that say whether they ended in time."""
+"""The one deadline of every bounded wait: the time left, expiry, and waits that say if they ended in time."""
 
 from __future__ import annotations
 
