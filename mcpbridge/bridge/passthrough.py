@@ -33,7 +33,7 @@ bridge only carries the messages:
   2026-07-28 members) are not for a 2025-era result. A result that is not an object,
   which no MCP revision allows and VS Code refuses, fails its request with
   ``invalid_response`` by the rule of the 2026-07-28 path
-  (:func:`~mcpbridge.mcp.client.object_result`), with a warning line.
+  (:func:`~mcpbridge.mcp.call.object_result`), with a warning line.
   A line of the client that answers a ``u-`` request but cannot be read
   answers the server with an error, so that its request does not wait forever.
 
@@ -64,8 +64,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final, Protocol
 
+from ..mcp.call import object_result
 from ..mcp.cancel import CancelToken
-from ..mcp.client import Client, object_result
+from ..mcp.client import Client
 from ..mcp.droplog import DropLog
 from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, RpcError, SpawnFailed

@@ -505,7 +505,7 @@ class _Check:
 
     def _legacy(self, legacy_upstream: Any, probe: Any) -> None:
         from ..bridge.passthrough import LegacyPeer
-        from ..mcp.client import object_result
+        from ..mcp.call import object_result
         from ..mcp.jsonrpc import ErrorResponse
 
         if self._out_of_time("initialize"):

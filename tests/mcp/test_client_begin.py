@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from conftest import WAIT
+from mcpbridge.mcp.call import Call
 from mcpbridge.mcp.cancel import NO_WAIT, CancelToken, WouldBlock
-from mcpbridge.mcp.client import Call, Client
+from mcpbridge.mcp.client import Client
 from mcpbridge.mcp.errors import Cancelled, Closed, RequestTimeout, RpcError
 from mcpbridge.mcp.jsonrpc import Request
 from mcpbridge.mcp.stdio import StdioChildTransport

@@ -1,0 +1,232 @@
+"""One request of the 2026-07-28 client and its outcome: :class:`Call`, its options and its result.
+
+:meth:`~.client.Client.request` waits for a request; :meth:`~.client.Client.begin`
+sends one and hands back a :class:`Call` whose outcome comes to ``on_done``.
+Both take the options of :class:`RequestOptions`, keep the request in the
+pending table as a :class:`PendingRequest`, and read its answer with
+:func:`result_of`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+from . import jsonrpc
+from .cancel import CancelToken
+from .errors import Cancelled, InvalidResponse, McpError, RequestTimeout, RpcError
+from .jsonrpc import ErrorResponse, RequestId, Response
+from .peer import Entry, Outcome, Peer
+from .protocol import RESULT_COMPLETE, RESULT_INPUT_REQUIRED, RESULT_TASK
+from .text import format_duration
+from .transport import run_callback
+
+__all__ = [
+    "Call",
+    "PendingRequest",
+    "RequestOptions",
+    "allowed_results",
+    "object_result",
+    "result_of",
+    "traced",
+]
+
+log = logging.getLogger("mcpbridge.upstream")
+
+
+def object_result(method: str, result: Any) -> dict[str, Any]:
+    """The ``result`` of a request of ``method``, which is an object in every MCP revision.
+
+    Raises:
+        InvalidResponse: it is a number, a string, an array, null or a boolean.
+    """
+    if not isinstance(result, dict):
+        raise InvalidResponse(f"{method}: the result is not an object")
+    return result
+
+
+def traced(
+    fetch: Callable[[], dict[str, Any]],
+    trace: Callable[[RequestId, str, float], None] | None,
+    request_id: RequestId,
+    started: float,
+) -> dict[str, Any]:
+    """What ``fetch()`` returns or raises; then ``trace`` gets the request's outcome and its seconds.
+
+    The outcome is the ``resultType`` of the result, ``error <code>`` for a
+    JSON-RPC error, the cause of another error of the MCP layer, or ``internal``.
+    """
+    outcome = "internal"
+    try:
+        result = fetch()
+        outcome = str(result.get("resultType", "complete"))
+        return result
+    except RpcError as exc:
+        outcome = f"error {exc.error.code}"
+        raise
+    except McpError as exc:
+        outcome = exc.cause
+        raise
+    finally:
+        if trace is not None:
+            elapsed = time.monotonic() - started
+            run_callback("a trace", lambda: trace(request_id, outcome, elapsed), log)
+
+
+def allowed_results(options: RequestOptions) -> frozenset[str]:
+    """The ``resultType`` values besides ``complete`` that the options of a request allow."""
+    allowed = set()
+    if options.get("allow_input_required", False):
+        allowed.add(RESULT_INPUT_REQUIRED)
+    if options.get("allow_task", False):
+        allowed.add(RESULT_TASK)
+    return frozenset(allowed)
+
+
+class PendingRequest(Entry):
+    """One request of the client in flight, with its progress and log callbacks."""
+
+    __slots__ = ("on_progress", "on_log")
+
+    def __init__(
+        self,
+        request_id: RequestId,
+        method: str,
+        on_progress: Callable[[dict[str, Any]], None] | None,
+        on_log: Callable[[dict[str, Any]], None] | None,
+        ready: threading.Condition | None,
+    ) -> None:
+        super().__init__(request_id, method, ready)
+        self.on_progress = on_progress
+        self.on_log = on_log
+
+
+class RequestOptions(TypedDict, total=False):
+    """The options of :meth:`~.client.Client.request` and :meth:`~.client.Client.begin` beside ``timeout``.
+
+    ``cancel`` fires to stop waiting; the server gets ``notifications/cancelled``.
+    ``capabilities`` (the client capabilities, ``{}`` by default), ``log_level``
+    and the keys of ``meta`` go into the request's ``_meta``.
+    ``allow_input_required`` returns an ``input_required`` result instead of
+    failing, ``allow_task`` a ``CreateTaskResult`` of the Tasks extension
+    (``resultType: "task"``). ``on_progress`` gets the params of each ``notifications/progress``
+    of the request. ``trace`` is called once at the end with the upstream id,
+    the outcome (``complete``, ``input_required``, ``error <code>`` or the cause
+    of the error) and the seconds it took.
+    """
+
+    cancel: CancelToken | None
+    capabilities: dict[str, Any] | None
+    log_level: str | None
+    meta: dict[str, Any] | None
+    allow_input_required: bool
+    allow_task: bool
+    on_progress: Callable[[dict[str, Any]], None] | None
+    trace: Callable[[RequestId, str, float], None] | None
+
+
+def result_of(method: str, outcome: Outcome, allowed: frozenset[str]) -> dict[str, Any]:
+    """The result that ``outcome`` gives a request of ``method``, or the error it raises.
+
+    ``allowed`` holds the ``resultType`` values besides ``complete`` that the
+    request accepts (see :func:`allowed_results`).
+    """
+    if isinstance(outcome, McpError):
+        raise outcome
+    if isinstance(outcome, ErrorResponse):
+        raise RpcError(outcome.error)
+    result = object_result(method, outcome.result)
+    kind = result.get("resultType", RESULT_COMPLETE)
+    if kind == RESULT_COMPLETE or kind in allowed:
+        return result
+    if kind in (RESULT_INPUT_REQUIRED, RESULT_TASK):
+        raise InvalidResponse(f"{method}: a result of resultType {kind} where none is allowed")
+    raise InvalidResponse(f"{method}: a result of an unknown resultType")
+
+
+class Call:
+    """A request of :meth:`~.client.Client.begin`: it went out, and its outcome comes to ``on_done``.
+
+    ``on_done(call)`` runs once, on the thread that learned the outcome: the
+    transport's delivering thread for an answer (the stdio reader thread), the
+    timer thread at the deadline, the thread that fired the cancel token, or the
+    thread that closed the connection. There the caller takes :meth:`result`,
+    unless :attr:`needs_thread` says that it may block.
+    """
+
+    __slots__ = ("_client", "_entry", "_timeout", "_allowed", "_trace", "_started", "_taken")
+
+    def __init__(
+        self,
+        client: Peer,
+        entry: PendingRequest,
+        timeout: float,
+        allowed: frozenset[str],
+        trace: Callable[[RequestId, str, float], None] | None,
+        started: float,
+    ) -> None:
+        self._client = client
+        self._entry = entry
+        self._timeout = timeout
+        self._allowed = allowed
+        self._trace = trace
+        self._started = started
+        self._taken = False
+
+    @property
+    def id(self) -> RequestId:
+        """The upstream id of the request."""
+        return self._entry.id
+
+    @property
+    def method(self) -> str:
+        return self._entry.method
+
+    @property
+    def raw(self) -> jsonrpc.RawStrings | None:
+        """The long strings of the response line (see :class:`~.jsonrpc.RawStrings`), if any."""
+        outcome = self._entry.outcome
+        return outcome.raw if isinstance(outcome, Response) else None
+
+    @property
+    def needs_thread(self) -> bool:
+        """True when :meth:`result` may block: it must tell the server of a cancellation or a timeout."""
+        entry = self._entry
+        return entry.interrupted is not None and entry.sent
+
+    @property
+    def cancelled(self) -> bool:
+        """True when the caller's cancel token ended the call (not the deadline, not an answer)."""
+        return self._entry.interrupted == "cancel"
+
+    def result(self, *, wait: bool = True) -> dict[str, Any]:
+        """The result, once ``on_done`` ran; raises as :meth:`~.client.Client.request`. Call it once.
+
+        After a cancellation or the deadline it first sends ``notifications/cancelled``
+        for a request that went out (:attr:`needs_thread`). With ``wait=False`` that
+        send never waits: when it finds no room it raises
+        :class:`~.cancel.WouldBlock`, and the result is still there to take.
+        """
+        if self._taken:
+            raise RuntimeError("the result of a call is taken once")
+        client, entry = self._client, self._entry
+        # Settled before on_done ran: these fields do not change any more.
+        outcome, why, reason, sent = entry.outcome, entry.interrupted, entry.reason, entry.sent
+        if why is not None and sent:
+            detail = f"no response in {format_duration(self._timeout)}" if why == "timeout" else ""
+            client._send_cancelled(entry.id, detail or reason or "the client canceled the request", wait=wait)
+        self._taken = True
+
+        def take() -> dict[str, Any]:
+            if why == "timeout":
+                raise RequestTimeout(f"{entry.method}: no response in {format_duration(self._timeout)}")
+            if why == "cancel":
+                raise Cancelled(reason or None)
+            if outcome is None:
+                raise RuntimeError("the call has no outcome yet")
+            return result_of(entry.method, outcome, self._allowed)
+
+        return traced(take, self._trace, entry.id, self._started)
