@@ -86,7 +86,7 @@ from ..mcp.jsonrpc import (
     RequestId,
     Response,
 )
-from ..mcp.peer import Entry, Outcome, Peer, bad_line
+from ..mcp.peer import Entry, Interrupt, Outcome, Peer, bad_line
 from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..mcp.transport import OnClosed, OnFrameError, OnMessage, Transport, run_callback
@@ -585,11 +585,11 @@ class LegacyPeer(Peer):
         message = Request(entry.id, method, params)
         deadline = time.monotonic() + timeout
         sent, send_error, outcome, why, reason = self._send_and_wait(entry, message, deadline, cancel)
-        if outcome is None and why == "timeout":
+        if outcome is None and why is Interrupt.TIMEOUT:
             if sent or isinstance(send_error, Cancelled):
                 self._send_cancelled(entry.id, f"no response in {format_duration(timeout)}")
             raise RequestTimeout(f"{method}: no response in {format_duration(timeout)}")
-        if outcome is None and why == "cancel":
+        if outcome is None and why is Interrupt.CANCEL:
             if sent or isinstance(send_error, Cancelled):
                 self._send_cancelled(entry.id, reason or "the client canceled the request")
             raise Cancelled(reason or None)

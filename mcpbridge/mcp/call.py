@@ -5,27 +5,55 @@ sends one and hands back a :class:`Call` whose outcome comes to ``on_done``.
 Both take the options of :class:`RequestOptions`, keep the request in the
 pending table as a :class:`PendingRequest`, and read its answer with
 :func:`result_of`.
+
+The states of a call
+--------------------
+
+A :class:`Call` is in one :class:`CallState` at a time, read from the fields of
+its pending entry (``sent``, ``outcome``, ``interrupted``, ``notified``), which
+change only under the client's lock. These orders are legal
+(:data:`CALL_TRANSITIONS`)::
+
+    NEW ──────────► SENT ──────► ANSWERED ────┐
+     │                │                       ├──► NOTIFIED ──► TAKEN
+     └──► ANSWERED    └────────► INTERRUPTED ─┘
+
+* ``NEW``: in the pending table, its send under way.
+* ``SENT``: the send returned; no outcome yet.
+* ``ANSWERED``: it has its outcome: a response, an error response, a failed
+  send, or the close of the connection. The answer may come before the send
+  is recorded (``NEW`` to ``ANSWERED``); ``sent`` is then set later and the
+  call stays ``ANSWERED``.
+* ``INTERRUPTED``: the caller's cancel token or the deadline ended it
+  (:class:`~.peer.Interrupt`). Both are armed once the request went out, so
+  only a ``SENT`` call is interrupted; the first of an answer and an
+  interruption wins.
+* ``NOTIFIED``: ``on_done`` got the call, once.
+* ``TAKEN``: :meth:`Call.result` gave its result or raised, once.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict
 
 from . import jsonrpc
 from .cancel import CancelToken
 from .errors import Cancelled, InvalidResponse, McpError, RequestTimeout, RpcError
 from .jsonrpc import ErrorResponse, RequestId, Response
-from .peer import Entry, Outcome, Peer
+from .peer import Entry, Interrupt, Outcome, Peer
 from .protocol import RESULT_COMPLETE, RESULT_INPUT_REQUIRED, RESULT_TASK
 from .text import format_duration
 from .transport import run_callback
 
 __all__ = [
+    "CALL_TRANSITIONS",
     "Call",
+    "CallState",
     "PendingRequest",
     "RequestOptions",
     "allowed_results",
@@ -147,6 +175,28 @@ def result_of(method: str, outcome: Outcome, allowed: frozenset[str]) -> dict[st
     raise InvalidResponse(f"{method}: a result of an unknown resultType")
 
 
+class CallState(enum.Enum):
+    """Where a :class:`Call` is; see the module docstring and :data:`CALL_TRANSITIONS`."""
+
+    NEW = "new"
+    SENT = "sent"
+    ANSWERED = "answered"
+    INTERRUPTED = "interrupted"
+    NOTIFIED = "notified"
+    TAKEN = "taken"
+
+
+#: The states that may follow each state of a :class:`Call`.
+CALL_TRANSITIONS: Final[dict[CallState, frozenset[CallState]]] = {
+    CallState.NEW: frozenset({CallState.SENT, CallState.ANSWERED}),
+    CallState.SENT: frozenset({CallState.ANSWERED, CallState.INTERRUPTED}),
+    CallState.ANSWERED: frozenset({CallState.NOTIFIED}),
+    CallState.INTERRUPTED: frozenset({CallState.NOTIFIED}),
+    CallState.NOTIFIED: frozenset({CallState.TAKEN}),
+    CallState.TAKEN: frozenset(),
+}
+
+
 class Call:
     """A request of :meth:`~.client.Client.begin`: it went out, and its outcome comes to ``on_done``.
 
@@ -200,7 +250,21 @@ class Call:
     @property
     def cancelled(self) -> bool:
         """True when the caller's cancel token ended the call (not the deadline, not an answer)."""
-        return self._entry.interrupted == "cancel"
+        return self._entry.interrupted is Interrupt.CANCEL
+
+    @property
+    def state(self) -> CallState:
+        """Where the call is now (see :class:`CallState`); another thread may move it on."""
+        entry = self._entry
+        if self._taken:
+            return CallState.TAKEN
+        if entry.notified:
+            return CallState.NOTIFIED
+        if entry.interrupted is not None:
+            return CallState.INTERRUPTED
+        if entry.outcome is not None:
+            return CallState.ANSWERED
+        return CallState.SENT if entry.sent else CallState.NEW
 
     def result(self, *, wait: bool = True) -> dict[str, Any]:
         """The result, once ``on_done`` ran; raises as :meth:`~.client.Client.request`. Call it once.
@@ -216,14 +280,14 @@ class Call:
         # Settled before on_done ran: these fields do not change any more.
         outcome, why, reason, sent = entry.outcome, entry.interrupted, entry.reason, entry.sent
         if why is not None and sent:
-            detail = f"no response in {format_duration(self._timeout)}" if why == "timeout" else ""
+            detail = f"no response in {format_duration(self._timeout)}" if why is Interrupt.TIMEOUT else ""
             client._send_cancelled(entry.id, detail or reason or "the client canceled the request", wait=wait)
         self._taken = True
 
         def take() -> dict[str, Any]:
-            if why == "timeout":
+            if why is Interrupt.TIMEOUT:
                 raise RequestTimeout(f"{entry.method}: no response in {format_duration(self._timeout)}")
-            if why == "cancel":
+            if why is Interrupt.CANCEL:
                 raise Cancelled(reason or None)
             if outcome is None:
                 raise RuntimeError("the call has no outcome yet")

@@ -97,7 +97,7 @@ from .jsonrpc import (
     RequestId,
     Response,
 )
-from .peer import JOIN_TIMEOUT, Entry, Peer, bad_line
+from .peer import JOIN_TIMEOUT, Entry, Interrupt, Peer, bad_line
 from .peer import fresh as _fresh
 from .protocol import (
     LISTEN_ACKNOWLEDGED,
@@ -351,8 +351,10 @@ class Client(Peer):
         remove_cancel: Callable[[], None] = _nothing
         if cancel is not None:
             token = cancel
-            remove_cancel = cancel.add_callback(lambda: self._interrupt(entry, "cancel", token.reason))
-        remove_deadline = self._timer.add(deadline, lambda: self._interrupt(entry, "timeout", ""))
+            remove_cancel = cancel.add_callback(
+                lambda: self._interrupt(entry, Interrupt.CANCEL, token.reason)
+            )
+        remove_deadline = self._timer.add(deadline, lambda: self._interrupt(entry, Interrupt.TIMEOUT, ""))
         with self._lock:
             notified = entry.notified
             if not notified:
@@ -541,12 +543,12 @@ class Client(Peer):
         allowed: frozenset[str],
     ) -> dict[str, Any]:
         sent, send_error, outcome, why, reason = self._send_and_wait(entry, message, deadline, cancel)
-        if why == "timeout":
+        if why is Interrupt.TIMEOUT:
             detail = f"{entry.method}: no response in {format_duration(timeout)}"
             if sent:
                 self._send_cancelled(entry.id, f"no response in {format_duration(timeout)}")
             raise RequestTimeout(detail)
-        if why == "cancel":
+        if why is Interrupt.CANCEL:
             if sent:
                 self._send_cancelled(entry.id, reason or "the client canceled the request")
             raise Cancelled(reason or None)
