@@ -18,7 +18,7 @@ fails at once with the error of the close.
 
 Two peers build on it: :class:`~.client.Client` (MCP 2026-07-28: ``_meta``,
 result types, listen streams, progress) and the raw 2025-era
-:class:`~mcpbridge.bridge.passthrough.LegacyPeer`, which adds nothing to the
+:class:`~mcpbridge.mcp.legacypeer.LegacyPeer`, which adds nothing to the
 messages. The lock guards decisions only: no I/O and no callback runs under it.
 """
 
