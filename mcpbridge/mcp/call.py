@@ -2,9 +2,9 @@
 
 :meth:`~.client.Client.request` waits for a request; :meth:`~.client.Client.begin`
 sends one and hands back a :class:`Call` whose outcome comes to ``on_done``.
-Both take the options of :class:`RequestOptions`, keep the request in the
-pending table as a :class:`PendingRequest`, and read its answer with
-:func:`result_of`.
+Both take the options of :class:`RequestOptions`, give the params their
+``_meta`` with :func:`request_meta`, keep the request in the pending table as a
+:class:`PendingRequest`, and read its answer with :func:`result_of`.
 
 The states of a call
 --------------------
@@ -43,11 +43,31 @@ from typing import Any, Final, TypedDict
 
 from . import jsonrpc
 from .cancel import CancelToken
-from .errors import Cancelled, InvalidResponse, McpError, RequestTimeout, RpcError
+from .errors import (
+    Cancelled,
+    InvalidMeta,
+    InvalidRequest,
+    InvalidResponse,
+    McpError,
+    RequestTimeout,
+    RpcError,
+)
 from .jsonrpc import ErrorResponse, RequestId, Response
 from .peer import Entry, Interrupt, Outcome, Peer
-from .protocol import RESULT_COMPLETE, RESULT_INPUT_REQUIRED, RESULT_TASK
-from .text import format_duration
+from .protocol import (
+    LOG_LEVELS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    MODERN,
+    RESERVED_META_PREFIXES,
+    RESULT_COMPLETE,
+    RESULT_INPUT_REQUIRED,
+    RESULT_TASK,
+    SDK_OWNED_META_KEYS,
+)
+from .text import escaped, format_duration
 from .transport import run_callback
 
 __all__ = [
@@ -58,7 +78,9 @@ __all__ = [
     "RequestOptions",
     "allowed_results",
     "object_result",
+    "request_meta",
     "result_of",
+    "split_params",
     "traced",
 ]
 
@@ -154,6 +176,61 @@ class RequestOptions(TypedDict, total=False):
     allow_task: bool
     on_progress: Callable[[dict[str, Any]], None] | None
     trace: Callable[[RequestId, str, float], None] | None
+
+
+def split_params(params: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
+    """A copy of a request's ``params`` without its ``_meta``, and that ``_meta`` (``None``: none).
+
+    Raises:
+        InvalidRequest: ``params`` is not an object.
+    """
+    if params is None:
+        return {}, None
+    if not isinstance(params, dict):
+        raise InvalidRequest("params is not an object")
+    base = dict(params)
+    return base, base.pop("_meta", None)
+
+
+def request_meta(
+    client_info: dict[str, Any],
+    capabilities: dict[str, Any] | None,
+    log_level: str | None,
+    *extras: Any,
+) -> dict[str, Any]:
+    """The ``_meta`` of a request: the revision, the client's capabilities and info, its log level.
+
+    ``extras`` are the caller's ``_meta`` objects (``None``: none), whose keys are added.
+
+    Raises:
+        InvalidRequest: ``capabilities`` is not an object, or ``log_level`` is not known.
+        InvalidMeta: an extra is not an object, or has a key of the protocol layer.
+    """
+    if capabilities is not None and not isinstance(capabilities, dict):
+        raise InvalidRequest("the client capabilities are not an object")
+    if log_level is not None and log_level not in LOG_LEVELS:
+        raise InvalidRequest("the log level is not known")
+    meta: dict[str, Any] = {
+        META_PROTOCOL_VERSION: MODERN,
+        META_CLIENT_CAPABILITIES: capabilities if capabilities is not None else {},
+        META_CLIENT_INFO: client_info,
+    }
+    if log_level is not None:
+        meta[META_LOG_LEVEL] = log_level
+    for extra in extras:
+        if extra is None:
+            continue
+        if not isinstance(extra, dict):
+            raise InvalidMeta("_meta is not an object")
+        for key, value in extra.items():
+            if (
+                not isinstance(key, str)
+                or key.startswith(RESERVED_META_PREFIXES)
+                or key in SDK_OWNED_META_KEYS
+            ):
+                raise InvalidMeta(f"the _meta key {escaped(str(key))} belongs to the protocol layer")
+            meta[key] = value
+    return meta
 
 
 def result_of(method: str, outcome: Outcome, allowed: frozenset[str]) -> dict[str, Any]:

@@ -73,12 +73,20 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from . import jsonrpc
-from .call import Call, PendingRequest, RequestOptions, allowed_results, result_of, traced
+from .call import (
+    Call,
+    PendingRequest,
+    RequestOptions,
+    allowed_results,
+    request_meta,
+    result_of,
+    split_params,
+    traced,
+)
 from .cancel import NO_WAIT, CancelToken, WouldBlock
 from .errors import (
     Cancelled,
     Closed,
-    InvalidMeta,
     InvalidRequest,
     InvalidResponse,
     McpError,
@@ -101,15 +109,8 @@ from .peer import JOIN_TIMEOUT, Entry, Interrupt, Peer, bad_line
 from .peer import fresh as _fresh
 from .protocol import (
     LISTEN_ACKNOWLEDGED,
-    LOG_LEVELS,
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
-    META_PROTOCOL_VERSION,
     META_SUBSCRIPTION_ID,
     MODERN,
-    RESERVED_META_PREFIXES,
-    SDK_OWNED_META_KEYS,
 )
 from .subscription import Subscription
 from .text import escaped, format_duration
@@ -415,7 +416,7 @@ class Client(Peer):
         """
         if not isinstance(notifications, dict):
             raise InvalidRequest("the subscription filter is not an object")
-        meta_obj = self._meta(capabilities, log_level, None, None)
+        meta_obj = request_meta(self._client_info, capabilities, log_level, None, None)
         with self._cond:
             self._check_open_locked()
             subscription_id = self._next_id
@@ -457,9 +458,13 @@ class Client(Peer):
         unknown = sorted(set(options) - RequestOptions.__optional_keys__)
         if unknown:
             raise TypeError(f"unexpected option {unknown[0]!r}")
-        body, caller_meta = self._split_params(params)
-        meta = self._meta(
-            options.get("capabilities"), options.get("log_level"), caller_meta, options.get("meta")
+        body, caller_meta = split_params(params)
+        meta = request_meta(
+            self._client_info,
+            options.get("capabilities"),
+            options.get("log_level"),
+            caller_meta,
+            options.get("meta"),
         )
         started = time.monotonic()
         on_progress = options.get("on_progress")
@@ -468,46 +473,6 @@ class Client(Peer):
             meta["progressToken"] = entry.id
         body["_meta"] = meta
         return entry, body, started
-
-    def _split_params(self, params: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
-        if params is None:
-            return {}, None
-        if not isinstance(params, dict):
-            raise InvalidRequest("params is not an object")
-        base = dict(params)
-        return base, base.pop("_meta", None)
-
-    def _meta(
-        self,
-        capabilities: dict[str, Any] | None,
-        log_level: str | None,
-        *extras: Any,
-    ) -> dict[str, Any]:
-        if capabilities is not None and not isinstance(capabilities, dict):
-            raise InvalidRequest("the client capabilities are not an object")
-        if log_level is not None and log_level not in LOG_LEVELS:
-            raise InvalidRequest("the log level is not known")
-        meta: dict[str, Any] = {
-            META_PROTOCOL_VERSION: MODERN,
-            META_CLIENT_CAPABILITIES: capabilities if capabilities is not None else {},
-            META_CLIENT_INFO: self._client_info,
-        }
-        if log_level is not None:
-            meta[META_LOG_LEVEL] = log_level
-        for extra in extras:
-            if extra is None:
-                continue
-            if not isinstance(extra, dict):
-                raise InvalidMeta("_meta is not an object")
-            for key, value in extra.items():
-                if (
-                    not isinstance(key, str)
-                    or key.startswith(RESERVED_META_PREFIXES)
-                    or key in SDK_OWNED_META_KEYS
-                ):
-                    raise InvalidMeta(f"the _meta key {escaped(str(key))} belongs to the protocol layer")
-                meta[key] = value
-        return meta
 
     def _check_open_locked(self) -> None:
         if self._closed is not None:
