@@ -236,8 +236,9 @@ class DeadlineTimer:
 class Peer:
     """The pending table of one connection; see the module docstring.
 
-    A subclass registers an :class:`Entry` with :meth:`_new_entry_locked`, sends it
-    with :meth:`_send_and_wait`, routes each answer with :meth:`_settle_locked`, and
+    A subclass registers an :class:`Entry` under the id of
+    :meth:`_next_request_id_locked` in ``_pending``, sends it with
+    :meth:`_send_and_wait`, routes each answer with :meth:`_settle_locked`, and
     fails everything with :meth:`_fail_pending_locked` when the connection is lost.
     """
 
