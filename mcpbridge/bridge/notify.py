@@ -45,10 +45,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..mcp.client import Client, Subscription
+from ..mcp.client import Client
 from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, Closed, McpError, RpcError
 from ..mcp.jsonrpc import Notification
+from ..mcp.subscription import Subscription
 from ..mcp.text import format_duration, printable
 from . import errortable, translate
 from .listrules import ListRules

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 
 The front end probes the upstream server with ``server/discover``. When the
-answer says that the server is of the 2025 era (:func:`means_legacy`), or when
+answer says that the server is of the 2025 era (:func:`~.era.means_legacy`), or when
 ``--protocol legacy`` skips the probe, the ``initialize`` slot of the front end
 hands the connection to a :class:`LegacyPassthrough`. It sends ``initialize``
 upstream with the client's own parameters and answers the client with the
@@ -33,24 +33,14 @@ bridge only carries the messages:
   2026-07-28 members) are not for a 2025-era result. A result that is not an object,
   which no MCP revision allows and VS Code refuses, fails its request with
   ``invalid_response`` by the rule of the 2026-07-28 path
-  (:func:`~mcpbridge.mcp.client.object_result`), with a warning line.
+  (:func:`~mcpbridge.mcp.call.object_result`), with a warning line.
   A line of the client that answers a ``u-`` request but cannot be read
   answers the server with an error, so that its request does not wait forever.
 
-:class:`LegacyPeer` is the raw JSON-RPC peer under it: a pending table of the
-bridge's requests, their deadlines, and nothing of MCP (no ``_meta``, no
-``resultType``). ``mcp-bridge-vscode check`` uses it too.
-
-A stdio child that answered the probe with an error usually keeps running
-(the Python SDK answers -32602, the TypeScript SDK -32601). :class:`StdioUpstream`
-gives the probe's :class:`~mcpbridge.mcp.client.Client` a *seat* on the child,
-and the passthrough takes the child over from that seat instead of starting
-the command again. A child that closed is started again.
-
-The probe is quiet: the Python SDK 1.x logs the validation error of every request
-type it knows for a method it does not know, about 95 lines on stderr whatever the
-parameters. The stderr lines of the child wait for its answer to the probe
-(:class:`_ProbeStderr`), and such a page becomes one line with its count.
+The passthrough runs on the raw JSON-RPC peer
+:class:`~mcpbridge.mcp.legacypeer.LegacyPeer`. Which era a server speaks and how
+the front end reaches a 2025-era one are in :mod:`mcpbridge.bridge.era`; a child
+shared by the probe and the passthrough is in :mod:`mcpbridge.bridge.childshare`.
 """
 
 from __future__ import annotations
@@ -59,72 +49,57 @@ import itertools
 import logging
 import threading
 import time
-import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
+from ..mcp.call import object_result
 from ..mcp.cancel import CancelToken
-from ..mcp.client import Client, object_result
+from ..mcp.client import Client
 from ..mcp.droplog import DropLog
 from ..mcp.errorbase import BridgeError
-from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, RpcError, SpawnFailed
-from ..mcp.framing import TooLong
+from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, SpawnFailed
 from ..mcp.jsonrpc import (
-    HEADER_MISMATCH,
     INTERNAL_ERROR,
-    INVALID_REQUEST,
-    MISSING_CLIENT_CAPABILITY,
-    UNSUPPORTED_PROTOCOL_VERSION,
     ErrorObject,
     ErrorResponse,
-    FrameError,
-    Message,
     Notification,
     Request,
     RequestId,
     Response,
 )
-from ..mcp.peer import Entry, Outcome, Peer, bad_line
+from ..mcp.legacypeer import LegacyPeer
 from ..mcp.rate import RateWindow
-from ..mcp.text import format_duration, printable
-from ..mcp.transport import OnClosed, OnFrameError, OnMessage, Transport, run_callback
+from ..mcp.text import printable
 from . import errortable, legacy, translate
+from .childshare import Seat
 from .dumptext import UpstreamState
+from .era import (
+    FAILED_STARTS,
+    LegacyUpstream,
+    falls_back,
+    log_spawn_failed,
+    stopped_during,
+)
 from .listrules import ListRules
 from .options import Options, Timeouts
 from .output import Host, Slot
 from .session import discover_error, log_repairs, upstream_state
-from .upstream import UPSTREAM_MAX_DEPTH, _write_child_stderr
 
+# The front end imports the names of mcpbridge.bridge.era that it needs from here.
 __all__ = [
-    "AUTO",
     "FAILED_STARTS",
-    "LEGACY",
     "LegacyPassthrough",
-    "LegacyPeer",
-    "LegacyTransports",
     "LegacyUpstream",
     "OpenFailed",
-    "StdioUpstream",
     "falls_back",
     "log_spawn_failed",
-    "means_legacy",
+    "stopped_during",
     "time_limit",
 ]
 
 log = logging.getLogger("mcpbridge.bridge")
 
-#: The values of ``--protocol`` (``Options.protocol``) besides :data:`~mcpbridge.mcp.protocol.MODERN`.
-AUTO: Final = "auto"
-LEGACY: Final = "legacy"
-
-#: The errors that only a server of revision 2026-07-28 sends: such a server is modern.
-MODERN_ERROR_CODES: Final = frozenset(
-    {HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
-)
-#: HTTP statuses that a 2025-era server gives a modern request (§A11 of the digest).
-LEGACY_HTTP_STATUSES: Final = frozenset({400, 404, 405})
 #: The prefix of the ids of the upstream's requests as the client sees them.
 SERVER_REQUEST_PREFIX: Final = "u-"
 #: The methods that may wait for the client's answers to the server's requests, and
@@ -134,16 +109,6 @@ _LONG_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read",
 _SHAPED_METHODS: Final = frozenset(
     {"tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list"}
 )
-#: The kind of the log lines of a failed start of the upstream server in a connection's drop log:
-#: the client may send ``initialize`` again after each.
-FAILED_STARTS: Final = "failed starts of the upstream server"
-#: What the server gets for a request of its own that is not a valid message.
-_INVALID_SERVER_REQUEST: Final = ErrorObject(INVALID_REQUEST, "Invalid Request")
-#: The stderr lines of a child that wait for its answer to ``server/discover``: at most these bytes.
-PROBE_STDERR_BYTES: Final = 64 * 1024
-#: After a refused ``server/discover``, this many waiting stderr lines pass as they are; more
-#: become one line with their count.
-PROBE_STDERR_LINES: Final = 5
 #: What the server gets for a line of the client that answers its request but cannot be read.
 _UNREADABLE_ANSWER: Final = ErrorObject(INTERNAL_ERROR, "The answer of the client could not be read.")
 
@@ -152,529 +117,6 @@ def time_limit(method: str, timeouts: Timeouts) -> float:
     """The time limit of a request of the client to a 2025-era server: a call's for a request
     that may wait for the client or for the end of a task, a list's for the others."""
     return timeouts.call if method in _LONG_METHODS else timeouts.list
-
-
-def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
-    """Tell whether a failed ``server/discover`` shows a server of the 2025 era.
-
-    Only ``--protocol auto`` falls back. A JSON-RPC error is legacy unless its
-    code is one that only a modern server sends. Over stdio, no answer in the
-    time limit is legacy too; a child that exited without an answer is not.
-    Over HTTP, status 400, 404 or 405 without a JSON-RPC error of the request
-    is legacy.
-    """
-    if protocol != AUTO:
-        return False
-    if isinstance(exc, RpcError):
-        return exc.error.code not in MODERN_ERROR_CODES
-    if over_http:
-        return isinstance(exc, InvalidResponse) and exc.http_status in LEGACY_HTTP_STATUSES
-    return isinstance(exc, RequestTimeout)
-
-
-def stopped_during(step: str, exit_status: str | None) -> str:
-    """The log line of an upstream server that stopped during ``step``, with its exit code or signal."""
-    if exit_status is not None:
-        return f"the upstream server exited during {step} ({exit_status})"
-    return f"the upstream server closed the connection during {step}"
-
-
-def log_spawn_failed(drops: DropLog, exc: McpError) -> None:
-    """Log that the upstream command did not start, in ``drops``, the drop log of the connection."""
-    drops(
-        logging.ERROR,
-        FAILED_STARTS,
-        "the upstream server did not start: %s",
-        exc.detail or exc.cause,
-        exc_info=exc,
-    )
-
-
-def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None, drops: DropLog) -> bool:
-    """Whether a failed ``server/discover`` sends the bridge to the 2025-era ``upstream``.
-
-    Never without such an upstream; see :func:`means_legacy`. The fallback writes one debug
-    line in ``drops``, the drop log of the connection; the era line of
-    :meth:`LegacyPassthrough.open` tells the user.
-    """
-    if upstream is None or not means_legacy(exc, protocol=protocol, over_http=upstream.over_http):
-        return False
-    detail = exc.error.message if isinstance(exc, RpcError) else exc.detail or exc.cause
-    drops(
-        logging.DEBUG,
-        "fallbacks to initialize of MCP 2025-11-25",
-        "server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25",
-        printable(detail),
-        exc_info=exc,
-    )
-    return True
-
-
-# ---------------------------------------------------------------------------------------------
-# How the front end reaches a 2025-era upstream
-# ---------------------------------------------------------------------------------------------
-
-
-class SignInGuard(Protocol):
-    """The sign-in of a URL upstream, as the requests of the passthrough need it.
-
-    :class:`~mcpbridge.oauth.authorizer.OAuthAuthorizer` is one.
-    """
-
-    @property
-    def sign_in_timeout(self) -> float: ...
-
-    def interactive(self) -> bool:
-        """Whether the next request can need a sign-in in the browser."""
-        ...
-
-    def guard(self, *, cancel: CancelToken | None, timeout: float) -> AbstractContextManager[object]:
-        """Let a sign-in start within the request that runs inside, bounded by ``cancel`` and ``timeout``."""
-        ...
-
-
-class LegacyUpstream(Protocol):
-    """The seam between the front end and a 2025-era upstream server."""
-
-    #: True for a URL: then only HTTP statuses and JSON-RPC errors mean legacy, not a time-out.
-    over_http: bool
-    #: The sign-in of a URL upstream, or ``None``.
-    sign_in: SignInGuard | None
-
-    def transport(self, probe: Client | None) -> Transport:
-        """An unstarted transport to the upstream server.
-
-        ``probe`` is the client of the failed ``server/discover``, or ``None``
-        (``--protocol legacy``). The caller closes ``probe`` afterwards.
-        """
-        ...
-
-
-class LegacyTransports:
-    """A :class:`LegacyUpstream` that makes a new transport each time (a URL)."""
-
-    def __init__(
-        self, make: Callable[[], Transport], *, over_http: bool = True, sign_in: SignInGuard | None = None
-    ) -> None:
-        self._make = make
-        self.over_http = over_http
-        self.sign_in = sign_in
-
-    def transport(self, probe: Client | None) -> Transport:
-        return self._make()
-
-
-class _ProbeStderr:
-    """The stderr lines of a child while the bridge probes it with ``server/discover``.
-
-    The lines wait (at most :data:`PROBE_STDERR_BYTES`; beyond, they pass) until the
-    child answers:
-
-    * a message that is not an error: they pass as they are, in order;
-    * an error: they wait on until the next message or the end of the child, so that the
-      lines written before the error are here (stderr and stdout are two pipes); then more
-      than :data:`PROBE_STDERR_LINES` become one line with their count, fewer pass;
-    * no answer (the end of the child, or the probe that gave up): they pass.
-
-    From then on each line passes at once.
-    """
-
-    def __init__(self, sink: Callable[[str], None]) -> None:
-        self._sink = sink
-        self._lock = threading.Lock()
-        #: The waiting lines; ``None`` once they passed.
-        self._held: list[str] | None = []
-        self._bytes = 0
-        self._refused = False
-
-    def line(self, text: str) -> None:
-        """One stderr line of the child (the sink of its transport)."""
-        with self._lock:
-            if self._held is not None:
-                size = len(text.encode("utf-8", "surrogateescape"))
-                if self._bytes + size <= PROBE_STDERR_BYTES:
-                    self._held.append(text)
-                    self._bytes += size
-                    return
-                self._release()
-            self._sink(text)
-
-    def answered(self, message: Message) -> None:
-        """A message of the child: the first error refuses the probe; else the wait ends."""
-        with self._lock:
-            if self._held is None:
-                return
-            if isinstance(message, ErrorResponse) and not self._refused:
-                self._refused = True
-                return
-            self._finish()
-
-    def gave_up(self) -> None:
-        """The probe ended without an answer: the lines pass, unless the child refused it."""
-        with self._lock:
-            if not self._refused:
-                self._release()
-
-    def closed(self) -> None:
-        """The child ended."""
-        with self._lock:
-            self._finish()
-
-    def _finish(self) -> None:
-        if self._refused and self._held is not None and len(self._held) > PROBE_STDERR_LINES:
-            count = len(self._held)
-            self._held = None
-            log.info(
-                "the upstream server wrote %d lines on stderr as it refused server/discover, a request "
-                "of MCP 2026-07-28; --log-level debug shows them",
-                count,
-            )
-        else:
-            self._release()
-
-    def _release(self) -> None:
-        held, self._held = self._held or [], None
-        for text in held:
-            self._sink(text)
-
-
-class _Shared:
-    """A child process and the seat that owns it now.
-
-    Deliveries run under ``_deliver``; while no seat has started, they wait in
-    ``_held`` and the next seat to start gets them first, in order. ``stderr``, when
-    given, holds the stderr lines of the child during the probe.
-    """
-
-    def __init__(self, inner: Transport, stderr: _ProbeStderr | None = None) -> None:
-        self.inner = inner
-        self.stderr = stderr
-        self._deliver = threading.Lock()
-        self._owner: _Seat | None = None
-        self._targets: tuple[OnMessage, OnFrameError, OnClosed] | None = None
-        self._held: list[Callable[[tuple[OnMessage, OnFrameError, OnClosed]], None]] = []
-        self._started = False
-
-    def seat(self) -> _Seat:
-        """A new seat that owns the child from now on; the former seat can only close itself."""
-        with self._deliver:
-            seat = _Seat(self)
-            self._owner = seat
-            self._targets = None
-            return seat
-
-    def owns(self, seat: _Seat) -> bool:
-        return self._owner is seat
-
-    def attach(
-        self,
-        seat: _Seat,
-        targets: tuple[OnMessage, OnFrameError, OnClosed],
-    ) -> None:
-        with self._deliver:
-            if self._owner is not seat:
-                raise Closed("the upstream process belongs to another connection")
-            for item in self._held:
-                item(targets)
-            self._held.clear()
-            self._targets = targets
-            first = not self._started
-            self._started = True
-        if first:
-            self.inner.start(self._on_message, self._on_frame_error, self._on_closed)
-
-    def _route(self, item: Callable[[tuple[OnMessage, OnFrameError, OnClosed]], None]) -> None:
-        with self._deliver:
-            if self._targets is None:
-                self._held.append(item)
-            else:
-                item(self._targets)
-
-    def _on_message(self, message: Message) -> None:
-        if self.stderr is not None:
-            self.stderr.answered(message)
-        self._route(lambda targets: targets[0](message))
-
-    def _on_frame_error(self, error: FrameError | TooLong) -> None:
-        self._route(lambda targets: targets[1](error))
-
-    def _on_closed(self, error: McpError | None) -> None:
-        if self.stderr is not None:
-            self.stderr.closed()
-        self._route(lambda targets: targets[2](error))
-
-
-class _Seat(Transport):
-    """One owner's view of a shared child: the probe's client, then the passthrough."""
-
-    def __init__(self, shared: _Shared) -> None:
-        self._shared = shared
-
-    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
-        self._shared.attach(self, (on_message, on_frame_error, on_closed))
-
-    def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
-        if not self._shared.owns(self):
-            raise Closed("the upstream process belongs to another connection")
-        self._shared.inner.send(message, cancel=cancel)
-
-    def close(self, grace: float = 2.0) -> None:
-        if self._shared.owns(self):
-            self._shared.inner.close(grace)
-
-    def kill(self) -> None:
-        if self._shared.owns(self):
-            kill = getattr(self._shared.inner, "kill", None)
-            if callable(kill):
-                kill()
-
-    @property
-    def gone(self) -> bool:
-        return self._shared.inner.gone
-
-    @property
-    def form(self) -> str:
-        return self._shared.inner.form
-
-    @property
-    def exit_status(self) -> str | None:
-        return self._shared.inner.exit_status
-
-
-class StdioUpstream:
-    """An upstream command for both eras.
-
-    :meth:`connect` is the ``connect`` of the front end (the discover probe);
-    :meth:`transport` is its :class:`LegacyUpstream`: it takes over the child
-    of the probe while that child runs, else it starts the command again.
-    Each stderr line of a child goes to ``stderr_sink`` (by default to our stderr);
-    those of a probed child wait for its answer (:class:`_ProbeStderr`), but at the
-    debug level. :attr:`stray_lines` counts the lines of their stdout that were not messages.
-    """
-
-    over_http = False
-    sign_in: SignInGuard | None = None
-
-    def __init__(
-        self,
-        argv: Sequence[str],
-        *,
-        max_line_bytes: int,
-        stderr_sink: Callable[[str], None] | None = _write_child_stderr,
-    ) -> None:
-        self._argv = list(argv)
-        self._max_line_bytes = max_line_bytes
-        self._stderr_sink = stderr_sink
-        self._lock = threading.Lock()
-        self._probes: weakref.WeakKeyDictionary[Client, _Shared] = weakref.WeakKeyDictionary()
-        self._stray_lines = 0
-
-    @property
-    def stray_lines(self) -> int:
-        """The lines that the children wrote to stdout that were not messages (a debug print,
-        most often), whatever the log level showed of them."""
-        with self._lock:
-            return self._stray_lines
-
-    def _count_stray_line(self) -> None:
-        with self._lock:
-            self._stray_lines += 1
-
-    def _child(self, stderr_sink: Callable[[str], None] | None) -> Transport:
-        from ..mcp.stdio import StdioChildTransport
-
-        return StdioChildTransport(
-            self._argv,
-            max_line_bytes=self._max_line_bytes,
-            stderr_sink=stderr_sink,
-            on_stray_line=self._count_stray_line,
-        )
-
-    def connect(self, client_info: dict[str, Any], on_notification: Callable[[Notification], None]) -> Client:
-        """Start the command and a started client of revision 2026-07-28 on it."""
-        stderr = None
-        if self._stderr_sink is not None and not log.isEnabledFor(logging.DEBUG):
-            stderr = _ProbeStderr(self._stderr_sink)
-        shared = _Shared(self._child(stderr.line if stderr is not None else self._stderr_sink), stderr)
-        client = Client(
-            shared.seat(),
-            client_info=client_info,
-            max_depth=UPSTREAM_MAX_DEPTH,
-            on_notification=on_notification,
-        )
-        client.start()
-        with self._lock:
-            self._probes[client] = shared
-        return client
-
-    def transport(self, probe: Client | None) -> Transport:
-        with self._lock:
-            shared = self._probes.pop(probe, None) if probe is not None else None
-        if shared is not None and shared.stderr is not None:
-            shared.stderr.gave_up()
-        if shared is not None and not shared.inner.gone:
-            log.debug("the bridge keeps the upstream process of server/discover")
-            return shared.seat()
-        return self._child(self._stderr_sink)
-
-
-# ---------------------------------------------------------------------------------------------
-# The raw peer
-# ---------------------------------------------------------------------------------------------
-
-
-class LegacyPeer(Peer):
-    """A raw JSON-RPC peer over a transport: integer ids, a pending table, deadlines.
-
-    It adds nothing to the messages. The server's requests go to ``on_request``
-    and its notifications to ``on_notification``, on the delivering thread (a
-    callback must not block). Answers go out with :meth:`answer`.
-    """
-
-    def __init__(
-        self,
-        transport: Transport,
-        *,
-        on_request: Callable[[Request], None],
-        on_notification: Callable[[Notification], None],
-    ) -> None:
-        super().__init__(transport, timer_name="mcpbridge-legacy-timer", logger=log)
-        self._on_request = on_request
-        self._on_notification = on_notification
-
-    def start(self) -> None:
-        """Start the transport (a child process starts here).
-
-        Raises:
-            McpError: the transport did not start (``SpawnFailed`` for a command).
-        """
-        self._timer.start()
-        try:
-            self._transport.start(self._on_message, self._on_frame_error, self._on_closed)
-        except BaseException:
-            with self._cond:
-                self._closed = Closed("the connection did not start")
-            self._timer.stop()
-            raise
-
-    def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        *,
-        timeout: float,
-        cancel: CancelToken | None = None,
-    ) -> Response | ErrorResponse:
-        """Send one request and wait at most ``timeout`` seconds for its answer.
-
-        A timeout and a cancellation send ``notifications/cancelled`` upstream.
-
-        Raises:
-            RequestTimeout: no answer in ``timeout`` seconds.
-            Cancelled: ``cancel`` fired.
-            Closed: the connection is closed or the upstream process exited.
-            InvalidResponse: the answer is a line that is not a valid message.
-            McpError: the transport failed.
-        """
-        with self._cond:
-            if self._closed is not None:
-                raise Closed(self._closed.detail)
-            entry = Entry(self._next_request_id_locked(), method, self._thread_condition())
-            self._pending[entry.id] = entry
-        message = Request(entry.id, method, params)
-        deadline = time.monotonic() + timeout
-        sent, send_error, outcome, why, reason = self._send_and_wait(entry, message, deadline, cancel)
-        if outcome is None and why == "timeout":
-            if sent or isinstance(send_error, Cancelled):
-                self._send_cancelled(entry.id, f"no response in {format_duration(timeout)}")
-            raise RequestTimeout(f"{method}: no response in {format_duration(timeout)}")
-        if outcome is None and why == "cancel":
-            if sent or isinstance(send_error, Cancelled):
-                self._send_cancelled(entry.id, reason or "the client canceled the request")
-            raise Cancelled(reason or None)
-        if outcome is None:
-            assert send_error is not None
-            raise send_error
-        if isinstance(outcome, McpError):
-            raise outcome
-        return outcome
-
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Send a notification; a failure is only logged."""
-        self._send_quietly(Notification(method, params), method)
-
-    def answer(self, message: Response | ErrorResponse) -> None:
-        """Send the answer to a request of the server; a failure is only logged."""
-        self._send_quietly(message, "an answer")
-
-    def close(self, grace: float = 2.0) -> None:
-        """Fail what is pending with ``Closed``, close the transport, stop the deadline thread."""
-        with self._cond:
-            first = self._closed is None
-            self._fail_pending_locked(Closed("the connection to the upstream server is closed"))
-        if first:
-            self._transport.close(grace)
-            self._timer.stop()
-
-    # ------------------------------------------------------------ internals
-
-    def _send_quietly(self, message: Message, what: str) -> None:
-        try:
-            self._transport.send(message)
-        except McpError as exc:
-            self._drops(
-                logging.DEBUG,
-                "dropped messages that did not reach the upstream server",
-                "%s was not sent to the upstream server: %s",
-                printable(what),
-                exc.cause,
-                exc_info=exc,
-            )
-
-    def _resolve(self, request_id: RequestId, outcome: Outcome) -> bool:
-        with self._cond:
-            return self._settle_locked(request_id, lambda _entry: outcome) is not None
-
-    def _on_message(self, message: Message) -> None:
-        if isinstance(message, (Response, ErrorResponse)):
-            if message.id is None:
-                assert isinstance(message, ErrorResponse)
-                self._drop_error_without_id(message.error.code)
-            elif not self._resolve(message.id, message):
-                self._drop_unmatched("a response", message.id)
-        elif isinstance(message, Request):
-            request = message
-            run_callback(message.method, lambda: self._on_request(request), log)
-        else:
-            notification = message
-            run_callback(message.method, lambda: self._on_notification(notification), log)
-
-    def _on_frame_error(self, error: FrameError | TooLong) -> None:
-        line = bad_line(error)
-        if line.answered is not None:
-            if not self._resolve(line.answered, InvalidResponse(f"the response is {line.what}")):
-                self._drop_unmatched(line.what, line.answered)
-        elif line.id is not None:
-            # A request of the server: it resolves none of ours, and gets its error.
-            self._drops(
-                logging.WARNING,
-                "refused requests of the upstream server that are not valid",
-                "refused a request of the upstream server, %s",
-                line.what,
-            )
-            self.answer(ErrorResponse(line.id, _INVALID_SERVER_REQUEST))
-        else:
-            self._drops(
-                logging.WARNING,
-                "dropped lines that are not valid messages",
-                "dropped %s from the upstream server",
-                line.what,
-            )
-
-    def _on_closed(self, error: McpError | None) -> None:
-        self._drops.flush()
-        with self._cond:
-            self._fail_pending_locked(error if error is not None else Closed("the connection is closed"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -784,7 +226,7 @@ class LegacyPassthrough:
         grace = options.shutdown_grace
         for attempt in (1, 2):
             transport = self._upstream.transport(probe)
-            reused = isinstance(transport, _Seat)
+            reused = isinstance(transport, Seat)
             if probe is not None:
                 probe.close(grace)
                 probe = None
@@ -1067,3 +509,4 @@ class LegacyPassthrough:
         peer = self._peer
         assert peer is not None, "the passthrough is not open"
         return upstream_state(peer, f"MCP {self.protocol_version}, passed through")
+

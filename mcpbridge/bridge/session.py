@@ -34,8 +34,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..mcp import jsonrpc
+from ..mcp.call import Call
 from ..mcp.cancel import WouldBlock
-from ..mcp.client import Call, Client
+from ..mcp.client import Client
 from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import Notification, Request, RequestId

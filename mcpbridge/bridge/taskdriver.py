@@ -46,12 +46,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from ..mcp.client import Client, Subscription
+from ..mcp.client import Client
 from ..mcp.droplog import DropLog
 from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import INVALID_PARAMS, Notification
 from ..mcp.protocol import TASK_NOTIFICATION
+from ..mcp.subscription import Subscription
 from ..mcp.text import format_duration, printable
 from . import tasks
 from .output import Slot

@@ -22,7 +22,7 @@ the waiting caller wakes up:
 * ``notifications/progress``, by its ``progressToken``: the token of a request
   is its id;
 * a notification with ``_meta["io.modelcontextprotocol/subscriptionId"]``, by
-  that id to its :class:`Subscription`. A ``notifications/cancelled`` for the
+  that id to its :class:`~.subscription.Subscription`. A ``notifications/cancelled`` for the
   id of a listen stream ends that stream (the only use of that notification a
   server may make). The response to a listen request ends the stream: a result
   gracefully, an error with :class:`~.errors.RpcError`;
@@ -48,7 +48,7 @@ with a send that never waits for room (:data:`~.cancel.NO_WAIT`), nobody sleeps
 on it, and ``on_done(call)`` runs once on the thread that learns its outcome
 (the delivering thread for an answer, the timer thread at the deadline, the
 thread that fired the cancel token, or the one that closed the connection).
-:meth:`Call.result` then gives what :meth:`Client.request` returns or raises.
+:meth:`~.call.Call.result` then gives what :meth:`Client.request` returns or raises.
 
 A listen stream is sent from its own short thread
 (``mcpbridge-upstream-listen-<id>``), because over HTTP the send of a listen
@@ -70,14 +70,23 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, TypedDict
+from typing import TYPE_CHECKING, Any, Final
 
 from . import jsonrpc
+from .call import (
+    Call,
+    PendingRequest,
+    RequestOptions,
+    allowed_results,
+    request_meta,
+    result_of,
+    split_params,
+    traced,
+)
 from .cancel import NO_WAIT, CancelToken, WouldBlock
 from .errors import (
     Cancelled,
     Closed,
-    InvalidMeta,
     InvalidRequest,
     InvalidResponse,
     McpError,
@@ -96,49 +105,26 @@ from .jsonrpc import (
     RequestId,
     Response,
 )
-from .peer import JOIN_TIMEOUT, Entry, Outcome, Peer, bad_line
+from .peer import JOIN_TIMEOUT, Entry, Interrupt, Peer, bad_line
 from .peer import fresh as _fresh
 from .protocol import (
     LISTEN_ACKNOWLEDGED,
-    LOG_LEVELS,
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
-    META_PROTOCOL_VERSION,
     META_SUBSCRIPTION_ID,
     MODERN,
-    RESERVED_META_PREFIXES,
-    RESULT_COMPLETE,
-    RESULT_INPUT_REQUIRED,
-    RESULT_TASK,
-    SDK_OWNED_META_KEYS,
 )
+from .subscription import Subscription
 from .text import escaped, format_duration
 from .transport import Transport, run_callback
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is new in Python 3.11
 
-__all__ = ["Call", "Client", "RequestOptions", "Subscription", "object_result"]
+__all__ = ["Client"]
 
 log = logging.getLogger("mcpbridge.upstream")
 
 #: Nesting of a message of the upstream server: deep tool schemas must survive.
 DEFAULT_MAX_DEPTH: Final = 200
-#: The slice of an unbounded :meth:`Subscription.wait_ended`.
-WAIT_SLICE: Final = 60.0
-_Outcome = Outcome
-
-
-def object_result(method: str, result: Any) -> dict[str, Any]:
-    """The ``result`` of a request of ``method``, which is an object in every MCP revision.
-
-    Raises:
-        InvalidResponse: it is a number, a string, an array, null or a boolean.
-    """
-    if not isinstance(result, dict):
-        raise InvalidResponse(f"{method}: the result is not an object")
-    return result
 
 
 def _as_id(value: Any) -> RequestId | None:
@@ -153,289 +139,8 @@ def _call(what: str, callback: Callable[[], None]) -> None:
     run_callback(what, callback, log)
 
 
-def _traced(
-    fetch: Callable[[], dict[str, Any]],
-    trace: Callable[[RequestId, str, float], None] | None,
-    request_id: RequestId,
-    started: float,
-) -> dict[str, Any]:
-    """What ``fetch()`` returns or raises; then ``trace`` gets the request's outcome and its seconds.
-
-    The outcome is the ``resultType`` of the result, ``error <code>`` for a
-    JSON-RPC error, the cause of another error of the MCP layer, or ``internal``.
-    """
-    outcome = "internal"
-    try:
-        result = fetch()
-        outcome = str(result.get("resultType", "complete"))
-        return result
-    except RpcError as exc:
-        outcome = f"error {exc.error.code}"
-        raise
-    except McpError as exc:
-        outcome = exc.cause
-        raise
-    finally:
-        if trace is not None:
-            elapsed = time.monotonic() - started
-            _call("a trace", lambda: trace(request_id, outcome, elapsed))
-
-
 def _nothing() -> None:
     pass
-
-
-def _allowed_results(options: RequestOptions) -> frozenset[str]:
-    """The ``resultType`` values besides ``complete`` that the options of a request allow."""
-    allowed = set()
-    if options.get("allow_input_required", False):
-        allowed.add(RESULT_INPUT_REQUIRED)
-    if options.get("allow_task", False):
-        allowed.add(RESULT_TASK)
-    return frozenset(allowed)
-
-
-class _Pending(Entry):
-    """One request of the client in flight, with its progress and log callbacks."""
-
-    __slots__ = ("on_progress", "on_log")
-
-    def __init__(
-        self,
-        request_id: RequestId,
-        method: str,
-        on_progress: Callable[[dict[str, Any]], None] | None,
-        on_log: Callable[[dict[str, Any]], None] | None,
-        ready: threading.Condition | None,
-    ) -> None:
-        super().__init__(request_id, method, ready)
-        self.on_progress = on_progress
-        self.on_log = on_log
-
-
-class Subscription:
-    """One ``subscriptions/listen`` stream; made by :meth:`Client.listen`.
-
-    Its state changes under the client's lock, on the thread that delivers the
-    stream's messages.
-    """
-
-    def __init__(
-        self,
-        client: Client,
-        subscription_id: RequestId,
-        on_event: Callable[[Notification], None],
-        on_ack: Callable[[dict[str, Any]], None] | None,
-    ) -> None:
-        #: The JSON-RPC id of the listen request, which tags every message of the stream.
-        self.id = subscription_id
-        self._client = client
-        self._on_event = on_event
-        self._on_ack = on_ack
-        self._token = CancelToken()
-        # Guarded by the client's lock:
-        self._honored: dict[str, Any] | None = None
-        self._ended = False
-        self._error: McpError | None = None
-        self._sent = False
-        self._cancelled_by_us = False
-        self._cancel_sent = False
-        self._cancel_reason = ""
-
-    def __repr__(self) -> str:
-        state = "ended" if self._ended else "acknowledged" if self._honored is not None else "opening"
-        return f"<Subscription {self.id!r} {state}>"
-
-    @property
-    def ended(self) -> bool:
-        """True once the stream ended, for whatever reason."""
-        return self._ended
-
-    @property
-    def honored(self) -> dict[str, Any] | None:
-        """The filter of the first acknowledgment, or ``None`` before it."""
-        return self._honored
-
-    def wait_acknowledged(self, timeout: float) -> dict[str, Any]:
-        """Wait for the acknowledgment; return the filter the server honored.
-
-        Raises:
-            RequestTimeout: no acknowledgment in ``timeout`` seconds.
-            InvalidResponse: the stream ended gracefully before its acknowledgment.
-            McpError: the error that ended the stream (``RpcError``, ``Closed``, ``Cancelled``...).
-        """
-        cond = self._client._cond
-        with cond:
-            cond.wait_for(lambda: self._honored is not None or self._ended, timeout)
-            honored, ended, error = self._honored, self._ended, self._error
-        if honored is not None:
-            return dict(honored)
-        if ended:
-            if error is not None:
-                raise _fresh(error)
-            raise InvalidResponse("subscriptions/listen: the stream ended before its acknowledgment")
-        raise RequestTimeout(f"subscriptions/listen: no acknowledgment in {format_duration(timeout)}")
-
-    def wait_ended(self, timeout: float | None) -> None:
-        """Wait for the end of the stream; ``None`` waits as long as it takes.
-
-        Returns when the server ended the stream gracefully.
-
-        Raises:
-            RequestTimeout: the stream is still open after ``timeout`` seconds.
-            McpError: the error that ended the stream (``Cancelled`` after :meth:`cancel`).
-        """
-        cond = self._client._cond
-        with cond:
-            if timeout is None:
-                while not cond.wait_for(lambda: self._ended, WAIT_SLICE):
-                    pass
-            elif not cond.wait_for(lambda: self._ended, timeout):
-                raise RequestTimeout(f"subscriptions/listen: still open after {format_duration(timeout)}")
-            error = self._error
-        if error is not None:
-            raise _fresh(error)
-
-    def cancel(self, reason: str = "") -> None:
-        """End the stream: tell the server (stdio: ``notifications/cancelled``; HTTP: close the stream).
-
-        Idempotent; does nothing once the stream ended. Safe from any thread,
-        also from the stream's own callbacks.
-        """
-        client = self._client
-        with client._cond:
-            if not self._finish_locked(Cancelled(reason or None)):
-                return
-            self._cancelled_by_us = True
-            self._cancel_reason = reason
-            notify_now = self._sent and not self._cancel_sent
-            if notify_now:
-                self._cancel_sent = True
-        self._token.cancel(reason)
-        if notify_now:
-            client._send_cancelled(self.id, reason or "the client canceled the subscription")
-
-    # ------------------------------------------------- under the client's lock
-
-    def _finish_locked(self, error: McpError | None) -> bool:
-        if self._ended:
-            return False
-        self._ended = True
-        self._error = error
-        client = self._client
-        if client._streams.get(self.id) is self:
-            del client._streams[self.id]
-        client._cond.notify_all()
-        return True
-
-
-class RequestOptions(TypedDict, total=False):
-    """The options of :meth:`Client.request` and :meth:`Client.begin` beside ``timeout``.
-
-    ``cancel`` fires to stop waiting; the server gets ``notifications/cancelled``.
-    ``capabilities`` (the client capabilities, ``{}`` by default), ``log_level``
-    and the keys of ``meta`` go into the request's ``_meta``.
-    ``allow_input_required`` returns an ``input_required`` result instead of
-    failing, ``allow_task`` a ``CreateTaskResult`` of the Tasks extension
-    (``resultType: "task"``). ``on_progress`` gets the params of each ``notifications/progress``
-    of the request. ``trace`` is called once at the end with the upstream id,
-    the outcome (``complete``, ``input_required``, ``error <code>`` or the cause
-    of the error) and the seconds it took.
-    """
-
-    cancel: CancelToken | None
-    capabilities: dict[str, Any] | None
-    log_level: str | None
-    meta: dict[str, Any] | None
-    allow_input_required: bool
-    allow_task: bool
-    on_progress: Callable[[dict[str, Any]], None] | None
-    trace: Callable[[RequestId, str, float], None] | None
-
-
-class Call:
-    """A request of :meth:`Client.begin`: it went out, and its outcome comes to ``on_done``.
-
-    ``on_done(call)`` runs once, on the thread that learned the outcome: the
-    transport's delivering thread for an answer (the stdio reader thread), the
-    timer thread at the deadline, the thread that fired the cancel token, or the
-    thread that closed the connection. There the caller takes :meth:`result`,
-    unless :attr:`needs_thread` says that it may block.
-    """
-
-    __slots__ = ("_client", "_entry", "_timeout", "_allowed", "_trace", "_started", "_taken")
-
-    def __init__(
-        self,
-        client: Client,
-        entry: _Pending,
-        timeout: float,
-        allowed: frozenset[str],
-        trace: Callable[[RequestId, str, float], None] | None,
-        started: float,
-    ) -> None:
-        self._client = client
-        self._entry = entry
-        self._timeout = timeout
-        self._allowed = allowed
-        self._trace = trace
-        self._started = started
-        self._taken = False
-
-    @property
-    def id(self) -> RequestId:
-        """The upstream id of the request."""
-        return self._entry.id
-
-    @property
-    def method(self) -> str:
-        return self._entry.method
-
-    @property
-    def raw(self) -> jsonrpc.RawStrings | None:
-        """The long strings of the response line (see :class:`~.jsonrpc.RawStrings`), if any."""
-        outcome = self._entry.outcome
-        return outcome.raw if isinstance(outcome, Response) else None
-
-    @property
-    def needs_thread(self) -> bool:
-        """True when :meth:`result` may block: it must tell the server of a cancellation or a timeout."""
-        entry = self._entry
-        return entry.interrupted is not None and entry.sent
-
-    @property
-    def cancelled(self) -> bool:
-        """True when the caller's cancel token ended the call (not the deadline, not an answer)."""
-        return self._entry.interrupted == "cancel"
-
-    def result(self, *, wait: bool = True) -> dict[str, Any]:
-        """The result, once ``on_done`` ran; raises as :meth:`Client.request`. Call it once.
-
-        After a cancellation or the deadline it first sends ``notifications/cancelled``
-        for a request that went out (:attr:`needs_thread`). With ``wait=False`` that
-        send never waits: when it finds no room it raises
-        :class:`~.cancel.WouldBlock`, and the result is still there to take.
-        """
-        if self._taken:
-            raise RuntimeError("the result of a call is taken once")
-        client, entry = self._client, self._entry
-        # Settled before on_done ran: these fields do not change any more.
-        outcome, why, reason, sent = entry.outcome, entry.interrupted, entry.reason, entry.sent
-        if why is not None and sent:
-            detail = f"no response in {format_duration(self._timeout)}" if why == "timeout" else ""
-            client._send_cancelled(entry.id, detail or reason or "the client canceled the request", wait=wait)
-        self._taken = True
-
-        def take() -> dict[str, Any]:
-            if why == "timeout":
-                raise RequestTimeout(f"{entry.method}: no response in {format_duration(self._timeout)}")
-            if why == "cancel":
-                raise Cancelled(reason or None)
-            if outcome is None:
-                raise RuntimeError("the call has no outcome yet")
-            return client._result(entry.method, outcome, self._allowed)
-
-        return _traced(take, self._trace, entry.id, self._started)
 
 
 class Client(Peer):
@@ -539,13 +244,13 @@ class Client(Peer):
         ``params._meta`` gets the protocol version, ``capabilities`` (or ``{}``),
         the client info, ``log_level`` when given, the progress token (the
         request id) when ``on_progress`` is given, and the keys of ``meta``.
-        The other options are those of :class:`RequestOptions`.
+        The other options are those of :class:`~.call.RequestOptions`.
 
         :param on_log: gets the params of each ``notifications/message`` tied to the
             request (HTTP only: on stdio a log message names no request).
         :param long_strings: gets the record of the long strings of the answer's line
             (see :class:`~.jsonrpc.RawStrings`), when it has one, so that the result
-            is written on with them as they came (as :attr:`Call.raw` gives it).
+            is written on with them as they came (as :attr:`~.call.Call.raw` gives it).
 
         Raises:
             RpcError: the server answered with a JSON-RPC error (``.error`` holds it).
@@ -562,7 +267,7 @@ class Client(Peer):
         entry, body, started = self._prepare(method, params, options, on_log, waits=True)
         message = Request(entry.id, method, body)
         cancel = options.get("cancel")
-        allowed = _allowed_results(options)
+        allowed = allowed_results(options)
 
         def exchange() -> dict[str, Any]:
             try:
@@ -576,7 +281,7 @@ class Client(Peer):
                     if self._pending.get(entry.id) is entry:
                         del self._pending[entry.id]
 
-        return _traced(exchange, options.get("trace"), entry.id, started)
+        return traced(exchange, options.get("trace"), entry.id, started)
 
     def begin(
         self,
@@ -588,11 +293,11 @@ class Client(Peer):
         raw: jsonrpc.RawStrings | None = None,
         **options: Unpack[RequestOptions],
     ) -> Call | None:
-        """Send one request without waiting for its answer; ``on_done`` gets the :class:`Call`.
+        """Send one request without waiting for its answer; ``on_done`` gets the :class:`~.call.Call`.
 
         For a caller that must never block (a reader thread), over a transport whose
         send returns at once (stdio). The request gets what :meth:`request` gives
-        it, and :meth:`Call.result` gives what :meth:`request` returns or raises.
+        it, and :meth:`~.call.Call.result` gives what :meth:`request` returns or raises.
         ``on_done`` may run before this method returns, on this thread or another.
 
         Returns ``None``, with nothing sent, when the transport has no room for the
@@ -607,7 +312,7 @@ class Client(Peer):
             Closed, NotConnected: the client is closed or not started; nothing was sent.
         """
         entry, body, started = self._prepare(method, params, options, None, waits=False)
-        call = Call(self, entry, timeout, _allowed_results(options), options.get("trace"), started)
+        call = Call(self, entry, timeout, allowed_results(options), options.get("trace"), started)
         error: McpError | None = None
         try:
             self._transport.send(Request(entry.id, method, body, raw), cancel=NO_WAIT)
@@ -637,7 +342,7 @@ class Client(Peer):
             self._arm(entry, started + timeout, options.get("cancel"))
         return call
 
-    def _arm(self, entry: _Pending, deadline: float, cancel: CancelToken | None) -> None:
+    def _arm(self, entry: PendingRequest, deadline: float, cancel: CancelToken | None) -> None:
         """Give a request of :meth:`begin` its deadline and its cancellation, after it went out.
 
         A token that fired before this fires the cancellation at once (the request
@@ -647,8 +352,10 @@ class Client(Peer):
         remove_cancel: Callable[[], None] = _nothing
         if cancel is not None:
             token = cancel
-            remove_cancel = cancel.add_callback(lambda: self._interrupt(entry, "cancel", token.reason))
-        remove_deadline = self._timer.add(deadline, lambda: self._interrupt(entry, "timeout", ""))
+            remove_cancel = cancel.add_callback(
+                lambda: self._interrupt(entry, Interrupt.CANCEL, token.reason)
+            )
+        remove_deadline = self._timer.add(deadline, lambda: self._interrupt(entry, Interrupt.TIMEOUT, ""))
         with self._lock:
             notified = entry.notified
             if not notified:
@@ -709,12 +416,12 @@ class Client(Peer):
         """
         if not isinstance(notifications, dict):
             raise InvalidRequest("the subscription filter is not an object")
-        meta_obj = self._meta(capabilities, log_level, None, None)
+        meta_obj = request_meta(self._client_info, capabilities, log_level, None, None)
         with self._cond:
             self._check_open_locked()
             subscription_id = self._next_id
             self._next_id += 1
-            subscription = Subscription(self, subscription_id, on_event, on_ack)
+            subscription = Subscription(self, self._streams, subscription_id, on_event, on_ack)
             self._streams[subscription_id] = subscription
         message = Request(
             subscription_id, "subscriptions/listen", {"notifications": notifications, "_meta": meta_obj}
@@ -741,19 +448,23 @@ class Client(Peer):
         on_log: Callable[[dict[str, Any]], None] | None,
         *,
         waits: bool,
-    ) -> tuple[_Pending, dict[str, Any], float]:
+    ) -> tuple[PendingRequest, dict[str, Any], float]:
         """Check a request and give it an id: its entry, its params with their ``_meta``, its start.
 
         Raises:
-            TypeError: an option that :class:`RequestOptions` does not name.
+            TypeError: an option that :class:`~.call.RequestOptions` does not name.
             InvalidMeta, InvalidRequest, Closed, NotConnected: as :meth:`request`.
         """
         unknown = sorted(set(options) - RequestOptions.__optional_keys__)
         if unknown:
             raise TypeError(f"unexpected option {unknown[0]!r}")
-        body, caller_meta = self._split_params(params)
-        meta = self._meta(
-            options.get("capabilities"), options.get("log_level"), caller_meta, options.get("meta")
+        body, caller_meta = split_params(params)
+        meta = request_meta(
+            self._client_info,
+            options.get("capabilities"),
+            options.get("log_level"),
+            caller_meta,
+            options.get("meta"),
         )
         started = time.monotonic()
         on_progress = options.get("on_progress")
@@ -762,46 +473,6 @@ class Client(Peer):
             meta["progressToken"] = entry.id
         body["_meta"] = meta
         return entry, body, started
-
-    def _split_params(self, params: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
-        if params is None:
-            return {}, None
-        if not isinstance(params, dict):
-            raise InvalidRequest("params is not an object")
-        base = dict(params)
-        return base, base.pop("_meta", None)
-
-    def _meta(
-        self,
-        capabilities: dict[str, Any] | None,
-        log_level: str | None,
-        *extras: Any,
-    ) -> dict[str, Any]:
-        if capabilities is not None and not isinstance(capabilities, dict):
-            raise InvalidRequest("the client capabilities are not an object")
-        if log_level is not None and log_level not in LOG_LEVELS:
-            raise InvalidRequest("the log level is not known")
-        meta: dict[str, Any] = {
-            META_PROTOCOL_VERSION: MODERN,
-            META_CLIENT_CAPABILITIES: capabilities if capabilities is not None else {},
-            META_CLIENT_INFO: self._client_info,
-        }
-        if log_level is not None:
-            meta[META_LOG_LEVEL] = log_level
-        for extra in extras:
-            if extra is None:
-                continue
-            if not isinstance(extra, dict):
-                raise InvalidMeta("_meta is not an object")
-            for key, value in extra.items():
-                if (
-                    not isinstance(key, str)
-                    or key.startswith(RESERVED_META_PREFIXES)
-                    or key in SDK_OWNED_META_KEYS
-                ):
-                    raise InvalidMeta(f"the _meta key {escaped(str(key))} belongs to the protocol layer")
-                meta[key] = value
-        return meta
 
     def _check_open_locked(self) -> None:
         if self._closed is not None:
@@ -818,18 +489,18 @@ class Client(Peer):
         on_log: Callable[[dict[str, Any]], None] | None,
         *,
         waits: bool = True,
-    ) -> _Pending:
+    ) -> PendingRequest:
         with self._lock:
             if self._closed is not None or self._closing or not self._started:
                 self._check_open_locked()
             ready = self._thread_condition() if waits else None
-            entry = _Pending(self._next_request_id_locked(), method, on_progress, on_log, ready)
+            entry = PendingRequest(self._next_request_id_locked(), method, on_progress, on_log, ready)
             self._pending[entry.id] = entry
         return entry
 
     def _exchange(
         self,
-        entry: _Pending,
+        entry: PendingRequest,
         message: Request,
         deadline: float,
         timeout: float,
@@ -837,32 +508,19 @@ class Client(Peer):
         allowed: frozenset[str],
     ) -> dict[str, Any]:
         sent, send_error, outcome, why, reason = self._send_and_wait(entry, message, deadline, cancel)
-        if why == "timeout":
+        if why is Interrupt.TIMEOUT:
             detail = f"{entry.method}: no response in {format_duration(timeout)}"
             if sent:
                 self._send_cancelled(entry.id, f"no response in {format_duration(timeout)}")
             raise RequestTimeout(detail)
-        if why == "cancel":
+        if why is Interrupt.CANCEL:
             if sent:
                 self._send_cancelled(entry.id, reason or "the client canceled the request")
             raise Cancelled(reason or None)
         if outcome is None:
             assert send_error is not None
             raise send_error
-        return self._result(entry.method, outcome, allowed)
-
-    def _result(self, method: str, outcome: _Outcome, allowed: frozenset[str]) -> dict[str, Any]:
-        if isinstance(outcome, McpError):
-            raise outcome
-        if isinstance(outcome, ErrorResponse):
-            raise RpcError(outcome.error)
-        result = object_result(method, outcome.result)
-        kind = result.get("resultType", RESULT_COMPLETE)
-        if kind == RESULT_COMPLETE or kind in allowed:
-            return result
-        if kind in (RESULT_INPUT_REQUIRED, RESULT_TASK):
-            raise InvalidResponse(f"{method}: a result of resultType {kind} where none is allowed")
-        raise InvalidResponse(f"{method}: a result of an unknown resultType")
+        return result_of(entry.method, outcome, allowed)
 
     def _send_listen(self, subscription: Subscription, message: Request) -> None:
         """The thread of one listen request: send it (over HTTP: for the life of the stream)."""
@@ -1011,7 +669,7 @@ class Client(Peer):
                 _call(method, lambda: event_callback(message))
             return
         if method == "notifications/message":
-            entry: _Pending | None = getattr(self._local, "entry", None)
+            entry: PendingRequest | None = getattr(self._local, "entry", None)
             if entry is not None and entry.on_log is not None:
                 log_callback = entry.on_log
                 _call(method, lambda: log_callback(params))
@@ -1031,7 +689,7 @@ class Client(Peer):
         token = _as_id(params.get("progressToken"))
         with self._cond:
             entry = self._pending.get(token) if token is not None else None
-            callback = entry.on_progress if isinstance(entry, _Pending) else None
+            callback = entry.on_progress if isinstance(entry, PendingRequest) else None
         if callback is None:
             self._drops(
                 logging.DEBUG,

@@ -18,13 +18,14 @@ fails at once with the error of the close.
 
 Two peers build on it: :class:`~.client.Client` (MCP 2026-07-28: ``_meta``,
 result types, listen streams, progress) and the raw 2025-era
-:class:`~mcpbridge.bridge.passthrough.LegacyPeer`, which adds nothing to the
+:class:`~mcpbridge.mcp.legacypeer.LegacyPeer`, which adds nothing to the
 messages. The lock guards decisions only: no I/O and no callback runs under it.
 """
 
 from __future__ import annotations
 
 import copy
+import enum
 import heapq
 import itertools
 import logging
@@ -42,7 +43,7 @@ from .jsonrpc import ErrorResponse, FrameError, Notification, Request, RequestId
 from .text import escaped, format_duration
 from .transport import Transport, run_callback
 
-__all__ = ["BadLine", "DeadlineTimer", "Entry", "Outcome", "Peer", "bad_line", "fresh"]
+__all__ = ["BadLine", "DeadlineTimer", "Entry", "Interrupt", "Outcome", "Peer", "bad_line", "fresh"]
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -54,6 +55,15 @@ JOIN_TIMEOUT: Final = 2.0
 _COMPACT_AT: Final = 64
 
 Outcome = Response | ErrorResponse | McpError
+
+
+class Interrupt(enum.Enum):
+    """Why the caller of a request stopped waiting before its outcome; set on the thread that stopped it."""
+
+    #: The caller's cancel token fired.
+    CANCEL = "cancel"
+    #: The request's deadline passed.
+    TIMEOUT = "timeout"
 
 
 def fresh(error: McpError) -> McpError:
@@ -115,8 +125,8 @@ class Entry:
         self.id = request_id
         self.method = method
         self.outcome: Outcome | None = None
-        #: ``"cancel"`` or ``"timeout"`` when the caller stopped waiting.
-        self.interrupted: str | None = None
+        #: Set when the caller stopped waiting (see :class:`Interrupt`).
+        self.interrupted: Interrupt | None = None
         self.reason = ""
         self._token: CancelToken | None = None
         #: The caller of this request sleeps here: the condition of its thread on the
@@ -226,8 +236,9 @@ class DeadlineTimer:
 class Peer:
     """The pending table of one connection; see the module docstring.
 
-    A subclass registers an :class:`Entry` with :meth:`_new_entry_locked`, sends it
-    with :meth:`_send_and_wait`, routes each answer with :meth:`_settle_locked`, and
+    A subclass registers an :class:`Entry` under the id of
+    :meth:`_next_request_id_locked` in ``_pending``, sends it with
+    :meth:`_send_and_wait`, routes each answer with :meth:`_settle_locked`, and
     fails everything with :meth:`_fail_pending_locked` when the connection is lost.
     """
 
@@ -332,7 +343,7 @@ class Peer:
 
     def _send_and_wait(
         self, entry: Entry, message: Request, deadline: float, cancel: CancelToken | None
-    ) -> tuple[bool, McpError | None, Outcome | None, str | None, str]:
+    ) -> tuple[bool, McpError | None, Outcome | None, Interrupt | None, str]:
         """Send ``message`` for ``entry`` and wait until its answer, the deadline or ``cancel``.
 
         Returns (sent, the error of the send, the outcome, why the wait was
@@ -344,8 +355,10 @@ class Peer:
         remove_cancel: Callable[[], None] | None = None
         if cancel is not None:
             token = cancel
-            remove_cancel = cancel.add_callback(lambda: self._interrupt(entry, "cancel", token.reason))
-        remove_deadline = self._timer.add(deadline, lambda: self._interrupt(entry, "timeout", ""))
+            remove_cancel = cancel.add_callback(
+                lambda: self._interrupt(entry, Interrupt.CANCEL, token.reason)
+            )
+        remove_deadline = self._timer.add(deadline, lambda: self._interrupt(entry, Interrupt.TIMEOUT, ""))
         try:
             sent = False
             send_error: McpError | None = None
@@ -368,7 +381,7 @@ class Peer:
                         max(0.0, deadline - time.monotonic()),
                     )
                     if entry.outcome is None and entry.interrupted is None:
-                        entry.interrupted = "timeout"
+                        entry.interrupted = Interrupt.TIMEOUT
                 if self._pending.get(entry.id) is entry:
                     del self._pending[entry.id]
                 outcome, why, reason = entry.outcome, entry.interrupted, entry.reason
@@ -392,7 +405,7 @@ class Peer:
         for remove in removers:
             remove()
 
-    def _interrupt(self, entry: Entry, why: str, reason: str) -> None:
+    def _interrupt(self, entry: Entry, why: Interrupt, reason: str) -> None:
         """A cancellation or the deadline: wake the waiter, stop a send in progress."""
         with self._lock:
             if entry.outcome is not None or entry.interrupted is not None:
@@ -405,7 +418,7 @@ class Peer:
             notify = entry.settled_locked()
             token = entry._token
         if token is not None:
-            token.cancel(reason or why)
+            token.cancel(reason or why.value)
         if notify:
             self._notify_done(entry)
 

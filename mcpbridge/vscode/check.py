@@ -298,7 +298,7 @@ class _Check:
     # ----------------------------------------------------------------- forms
 
     def command(self) -> int:
-        from ..bridge.passthrough import StdioUpstream
+        from ..bridge.childshare import StdioUpstream
 
         settings = self.settings
         name = args.default_name_for_command(settings.command[0]) if settings.command else ""
@@ -312,7 +312,7 @@ class _Check:
         return self._exit_code()
 
     def url(self) -> int:
-        from ..bridge.passthrough import LegacyTransports
+        from ..bridge.era import LegacyTransports
         from ..bridge.upstream import transport_connector, url_transports
         from ..mcp.http import CaFileError, proxy_for, tls_context
 
@@ -405,7 +405,7 @@ class _Check:
     # ------------------------------------------------------------------ run
 
     def _run(self, connect: Any, legacy_upstream: Any, *, over_http: bool) -> None:
-        from ..bridge.passthrough import LEGACY as FORCED_LEGACY
+        from ..bridge.era import LEGACY as FORCED_LEGACY
 
         if self.settings.protocol == FORCED_LEGACY:
             self._skip("server/discover", "--protocol legacy")
@@ -447,7 +447,7 @@ class _Check:
 
     def _discover(self, probe: Any, *, over_http: bool) -> dict[str, Any] | _Era | None:
         """The ``DiscoverResult``, :data:`_LEGACY_ERA` for a 2025-era server, or ``None``."""
-        from ..bridge.passthrough import means_legacy
+        from ..bridge.era import means_legacy
 
         step = "server/discover"
         if self._out_of_time(step):
@@ -504,9 +504,9 @@ class _Check:
         self._tasks_note()
 
     def _legacy(self, legacy_upstream: Any, probe: Any) -> None:
-        from ..bridge.passthrough import LegacyPeer
-        from ..mcp.client import object_result
+        from ..mcp.call import object_result
         from ..mcp.jsonrpc import ErrorResponse
+        from ..mcp.legacypeer import LegacyPeer
 
         if self._out_of_time("initialize"):
             if probe is not None:
@@ -565,8 +565,8 @@ class _Check:
         late or stops speaks 2026-07-28 only (a wait that the time limit cut says
         "timed out": then the check does not know).
         """
-        from ..bridge.passthrough import LegacyPeer
         from ..mcp.jsonrpc import ErrorResponse
+        from ..mcp.legacypeer import LegacyPeer
 
         name = "initialize (2025 era)"
         if self._out_of_time(name):

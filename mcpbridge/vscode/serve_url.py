@@ -58,8 +58,8 @@ class SharedContext:
 
 def serve_url(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of the upstream URL of ``settings``; return the exit code."""
+    from ..bridge.era import LegacyTransports
     from ..bridge.frontend import Frontend
-    from ..bridge.passthrough import LegacyTransports
     from ..bridge.translate import IconRule
     from ..bridge.upstream import transport_connector, url_transports
     from .serving import announce, frontend_options, serve

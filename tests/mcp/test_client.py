@@ -14,7 +14,7 @@ import pytest
 from conftest import WAIT
 from mcpbridge.mcp import jsonrpc
 from mcpbridge.mcp.cancel import CancelToken
-from mcpbridge.mcp.client import Client, Subscription
+from mcpbridge.mcp.client import Client
 from mcpbridge.mcp.errors import (
     Cancelled,
     Closed,
@@ -28,6 +28,7 @@ from mcpbridge.mcp.errors import (
 )
 from mcpbridge.mcp.jsonrpc import Message, Notification, Request, Response
 from mcpbridge.mcp.stdio import StdioChildTransport
+from mcpbridge.mcp.subscription import Subscription
 from mcpbridge.mcp.transport import Transport
 
 PEER = Path(__file__).parents[1] / "peers" / "scripted_upstream.py"

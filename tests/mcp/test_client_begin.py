@@ -9,14 +9,16 @@ import queue
 import sys
 import threading
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conftest import WAIT
+from mcpbridge.mcp.call import CALL_TRANSITIONS, Call, CallState
 from mcpbridge.mcp.cancel import NO_WAIT, CancelToken, WouldBlock
-from mcpbridge.mcp.client import Call, Client
+from mcpbridge.mcp.client import Client
 from mcpbridge.mcp.errors import Cancelled, Closed, RequestTimeout, RpcError
 from mcpbridge.mcp.jsonrpc import Request
 from mcpbridge.mcp.stdio import StdioChildTransport
@@ -102,6 +104,48 @@ def test_a_closed_connection_ends_the_calls_in_flight(client: Client) -> None:
     call, _ = done.next()
     with pytest.raises(Closed):
         call.result()
+
+
+def reachable(start: CallState, end: CallState) -> bool:
+    """Whether ``end`` follows ``start`` after zero or more steps of the transition table."""
+    seen, todo = {start}, [start]
+    while todo:
+        for following in CALL_TRANSITIONS[todo.pop()]:
+            if following not in seen:
+                seen.add(following)
+                todo.append(following)
+    return end in seen
+
+
+def test_the_transition_table_leads_from_new_to_taken_and_ends_there() -> None:
+    assert set(CALL_TRANSITIONS) == set(CallState)
+    assert all(reachable(CallState.NEW, state) for state in CallState)
+    assert CALL_TRANSITIONS[CallState.TAKEN] == frozenset()
+    assert not reachable(CallState.ANSWERED, CallState.INTERRUPTED)
+    assert not reachable(CallState.INTERRUPTED, CallState.ANSWERED)
+
+
+@pytest.mark.parametrize("ending", ["answer", "cancel", "deadline"])
+def test_a_call_goes_through_its_states_in_the_order_of_the_table(client: Client, ending: str) -> None:
+    token = CancelToken()
+    states: queue.Queue[CallState] = queue.Queue()
+    method = "test/echo" if ending == "answer" else "test/silent"
+    timeout = 0.2 if ending == "deadline" else WAIT
+    call = client.begin(method, on_done=lambda c: states.put(c.state), timeout=timeout, cancel=token)
+    assert call is not None
+    seen = [call.state]
+    if ending == "cancel":
+        assert seen == [CallState.SENT]
+        token.cancel("the user stopped it")
+    seen.append(states.get(timeout=WAIT))
+    if ending == "answer":
+        assert call.result()["method"] == "test/echo"
+    else:
+        with pytest.raises(Cancelled if ending == "cancel" else RequestTimeout):
+            call.result()
+    seen.append(call.state)
+    assert seen[1:] == [CallState.NOTIFIED, CallState.TAKEN]
+    assert all(reachable(before, after) for before, after in pairwise(seen))
 
 
 def test_a_send_that_finds_no_room_sends_nothing_and_begin_returns_none() -> None:

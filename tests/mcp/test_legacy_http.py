@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from conftest import WAIT
-from mcpbridge.bridge.passthrough import LegacyPeer
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled
 from mcpbridge.mcp.http import HttpStatusError
 from mcpbridge.mcp.jsonrpc import Notification, Request, Response
 from mcpbridge.mcp.legacy_http import LegacyHttpTransport, SessionExpired
+from mcpbridge.mcp.legacypeer import LegacyPeer
 
 INIT_PARAMS = {
     "protocolVersion": "2025-11-25",

@@ -15,7 +15,7 @@ from mcpbridge.mcp.client import Client
 from mcpbridge.mcp.errors import Cancelled, Closed, McpError, NotConnected
 from mcpbridge.mcp.jsonrpc import Message, Notification, Request, Response
 from mcpbridge.mcp.memory import memory_pair
-from mcpbridge.mcp.server import ServerConnection
+from mcpbridge.mcp.serverconn import ServerConnection
 
 CLIENT_INFO = {"name": "mcpbridge-tests", "version": "0.0.0"}
 

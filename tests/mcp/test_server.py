@@ -24,14 +24,9 @@ from fixtures.fixture_server import NOTES_TEXT, NOTES_URI, build
 from mcpbridge.mcp import jsonrpc, protocol
 from mcpbridge.mcp.jsonrpc import Message
 from mcpbridge.mcp.memory import memory_pair
-from mcpbridge.mcp.server import (
-    Context,
-    Server,
-    ServerConnection,
-    ToolError,
-    elicit_form,
-    missing_capabilities,
-)
+from mcpbridge.mcp.results import ToolError, elicit_form, missing_capabilities
+from mcpbridge.mcp.server import Server
+from mcpbridge.mcp.serverconn import Context, ServerConnection
 from mcpbridge.mcp.state import StateSigner
 from mcpbridge.mcp.stdio import StdioServerTransport
 from schema import FrameInvalid, validate_modern, validate_modern_frame

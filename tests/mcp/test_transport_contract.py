@@ -1,6 +1,6 @@
 """One contract, every client transport: stdio child, memory link, HTTP 2026-07-28, HTTP 2025-era.
 
-Each transport runs under the raw JSON-RPC peer (:class:`~mcpbridge.bridge.passthrough.LegacyPeer`),
+Each transport runs under the raw JSON-RPC peer (:class:`~mcpbridge.mcp.legacypeer.LegacyPeer`),
 which adds nothing to the messages, against a real server of its kind: the
 fixture server as a child process and in this process, the Python SDK 2.3.0 under
 uvicorn, and the 2025-era peer written with the Python SDK 1.30.0. The contract:
@@ -26,11 +26,11 @@ import pytest
 from conftest import WAIT
 from fixtures.fixture_server import build
 from harness import fixture_command
-from mcpbridge.bridge.passthrough import LegacyPeer
 from mcpbridge.mcp.errors import Closed, McpError
 from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.mcp.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, ErrorResponse, Request, Response
 from mcpbridge.mcp.legacy_http import LegacyHttpTransport
+from mcpbridge.mcp.legacypeer import LegacyPeer
 from mcpbridge.mcp.memory import memory_pair
 from mcpbridge.mcp.stdio import StdioChildTransport
 from mcpbridge.mcp.transport import Transport

@@ -52,7 +52,7 @@ import sys
 from mcpbridge import __version__, log
 from mcpbridge.bridge.frontend import Frontend
 from mcpbridge.bridge.options import Options
-from mcpbridge.bridge.passthrough import StdioUpstream
+from mcpbridge.bridge.childshare import StdioUpstream
 from mcpbridge.vscode.serving import exit_now, serve
 
 log.configure("debug")

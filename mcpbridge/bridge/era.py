@@ -1,0 +1,157 @@
+"""Which era an upstream server speaks, and the seam between the front end and a 2025-era one.
+
+The front end probes the upstream server with ``server/discover``; a failure
+that shows a server of the 2025 era (:func:`means_legacy`) sends the bridge to
+the :class:`~.passthrough.LegacyPassthrough` (:func:`falls_back`). The
+passthrough reaches that server through a :class:`LegacyUpstream`: a
+:class:`LegacyTransports` for a URL, or a
+:class:`~.childshare.StdioUpstream` for a command.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Final, Protocol
+
+from ..mcp.cancel import CancelToken
+from ..mcp.client import Client
+from ..mcp.droplog import DropLog
+from ..mcp.errors import InvalidResponse, McpError, RequestTimeout, RpcError
+from ..mcp.jsonrpc import HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION
+from ..mcp.text import printable
+from ..mcp.transport import Transport
+
+__all__ = [
+    "AUTO",
+    "FAILED_STARTS",
+    "LEGACY",
+    "LegacyTransports",
+    "LegacyUpstream",
+    "SignInGuard",
+    "falls_back",
+    "log_spawn_failed",
+    "means_legacy",
+    "stopped_during",
+]
+
+#: The values of ``--protocol`` (``Options.protocol``) besides :data:`~mcpbridge.mcp.protocol.MODERN`.
+AUTO: Final = "auto"
+LEGACY: Final = "legacy"
+
+#: The errors that only a server of revision 2026-07-28 sends: such a server is modern.
+MODERN_ERROR_CODES: Final = frozenset(
+    {HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
+)
+#: HTTP statuses that a 2025-era server gives a modern request (§A11 of the digest).
+LEGACY_HTTP_STATUSES: Final = frozenset({400, 404, 405})
+#: The prefix of the ids of the upstream's requests as the client sees them.
+#: The kind of the log lines of a failed start of the upstream server in a connection's drop log:
+#: the client may send ``initialize`` again after each.
+FAILED_STARTS: Final = "failed starts of the upstream server"
+
+
+def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
+    """Tell whether a failed ``server/discover`` shows a server of the 2025 era.
+
+    Only ``--protocol auto`` falls back. A JSON-RPC error is legacy unless its
+    code is one that only a modern server sends. Over stdio, no answer in the
+    time limit is legacy too; a child that exited without an answer is not.
+    Over HTTP, status 400, 404 or 405 without a JSON-RPC error of the request
+    is legacy.
+    """
+    if protocol != AUTO:
+        return False
+    if isinstance(exc, RpcError):
+        return exc.error.code not in MODERN_ERROR_CODES
+    if over_http:
+        return isinstance(exc, InvalidResponse) and exc.http_status in LEGACY_HTTP_STATUSES
+    return isinstance(exc, RequestTimeout)
+
+
+def stopped_during(step: str, exit_status: str | None) -> str:
+    """The log line of an upstream server that stopped during ``step``, with its exit code or signal."""
+    if exit_status is not None:
+        return f"the upstream server exited during {step} ({exit_status})"
+    return f"the upstream server closed the connection during {step}"
+
+
+def log_spawn_failed(drops: DropLog, exc: McpError) -> None:
+    """Log that the upstream command did not start, in ``drops``, the drop log of the connection."""
+    drops(
+        logging.ERROR,
+        FAILED_STARTS,
+        "the upstream server did not start: %s",
+        exc.detail or exc.cause,
+        exc_info=exc,
+    )
+
+
+def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None, drops: DropLog) -> bool:
+    """Whether a failed ``server/discover`` sends the bridge to the 2025-era ``upstream``.
+
+    Never without such an upstream; see :func:`means_legacy`. The fallback writes one debug
+    line in ``drops``, the drop log of the connection; the era line of
+    :meth:`~.passthrough.LegacyPassthrough.open` tells the user.
+    """
+    if upstream is None or not means_legacy(exc, protocol=protocol, over_http=upstream.over_http):
+        return False
+    detail = exc.error.message if isinstance(exc, RpcError) else exc.detail or exc.cause
+    drops(
+        logging.DEBUG,
+        "fallbacks to initialize of MCP 2025-11-25",
+        "server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25",
+        printable(detail),
+        exc_info=exc,
+    )
+    return True
+
+
+class SignInGuard(Protocol):
+    """The sign-in of a URL upstream, as the requests of the passthrough need it.
+
+    :class:`~mcpbridge.oauth.authorizer.OAuthAuthorizer` is one.
+    """
+
+    @property
+    def sign_in_timeout(self) -> float: ...
+
+    def interactive(self) -> bool:
+        """Whether the next request can need a sign-in in the browser."""
+        ...
+
+    def guard(self, *, cancel: CancelToken | None, timeout: float) -> AbstractContextManager[object]:
+        """Let a sign-in start within the request that runs inside, bounded by ``cancel`` and ``timeout``."""
+        ...
+
+
+class LegacyUpstream(Protocol):
+    """The seam between the front end and a 2025-era upstream server."""
+
+    #: True for a URL: then only HTTP statuses and JSON-RPC errors mean legacy, not a time-out.
+    over_http: bool
+    #: The sign-in of a URL upstream, or ``None``.
+    sign_in: SignInGuard | None
+
+    def transport(self, probe: Client | None) -> Transport:
+        """An unstarted transport to the upstream server.
+
+        ``probe`` is the client of the failed ``server/discover``, or ``None``
+        (``--protocol legacy``). The caller closes ``probe`` afterwards.
+        """
+        ...
+
+
+class LegacyTransports:
+    """A :class:`LegacyUpstream` that makes a new transport each time (a URL)."""
+
+    def __init__(
+        self, make: Callable[[], Transport], *, over_http: bool = True, sign_in: SignInGuard | None = None
+    ) -> None:
+        self._make = make
+        self.over_http = over_http
+        self.sign_in = sign_in
+
+    def transport(self, probe: Client | None) -> Transport:
+        return self._make()
