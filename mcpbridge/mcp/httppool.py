@@ -42,6 +42,7 @@ from .httpwire import (
     StreamBroken,
     TlsFailed,
     checked_proxy,
+    content_length,
     proxy_parts,
     quickack,
     seconds_text,
@@ -364,10 +365,10 @@ class WireResponse:
         raw = self._raw
         if raw is None:
             return b""
-        length = raw.headers.get("Content-Length", "")
+        length = content_length(raw.headers.get("Content-Length"))
         coding = (raw.headers.get("Content-Encoding") or "identity").strip().lower()
-        if length.isdigit() and coding in ("", "identity"):
-            if int(length) > limit:
+        if length is not None and coding in ("", "identity"):
+            if length > limit:
                 raise BodyTooLarge()
             quickack(self._tcp(raw))
             try:

@@ -78,6 +78,7 @@ from .errorbase import PeerFault
 from .errors import Cancelled, Closed, ConnectFailed, InvalidResponse, McpError, TransportFailed
 from .jsonrpc import FrameError, Message
 from .netloc import is_loopback
+from .numbers import OutOfRange, peer_int
 
 if TYPE_CHECKING:
     import ssl
@@ -104,6 +105,7 @@ __all__ = [
     "TlsFailed",
     "Why",
     "WireReading",
+    "content_length",
     "media_type",
     "parse_event",
     "proxy_for",
@@ -169,6 +171,8 @@ MAX_RETRY_AFTER: Final = 30.0
 #: The longest ``Retry-After`` that is a usable wait at all (a day): a wait up to it that is
 #: too long to wait for is named in the error of the request; a longer one is no usable wait.
 MAX_USABLE_RETRY_AFTER: Final = 86400
+#: The longest ``Content-Length`` that is read as a length at all (the largest file offset).
+MAX_CONTENT_LENGTH: Final = 2**63 - 1
 
 #: Linux only: acknowledge the next segment at once (the flag does not stay set).
 _QUICKACK: Final = getattr(socket, "TCP_QUICKACK", None)
@@ -278,12 +282,27 @@ def retry_after(value: str | None, *, now: float | None = None) -> int | None:
         return None
     text = value.strip(" \t")
     if text.isascii() and text.isdigit():
-        digits = text.lstrip("0")
-        # The length first: int() of thousands of digits raises, and costs time before that.
-        seconds = int(digits or "0") if len(digits) <= len(str(MAX_USABLE_RETRY_AFTER)) else None
-    else:
-        seconds = _date_wait(text, time.time() if now is None else now)
+        try:
+            return peer_int(text, name="Retry-After", low=0, high=MAX_USABLE_RETRY_AFTER)
+        except OutOfRange:
+            return None
+    seconds = _date_wait(text, time.time() if now is None else now)
     return seconds if seconds is not None and seconds <= MAX_USABLE_RETRY_AFTER else None
+
+
+def content_length(value: str | None) -> int | None:
+    """The length of a ``Content-Length`` value, or None when it gives none that can be used.
+
+    A usable length is ASCII digits up to :data:`MAX_CONTENT_LENGTH`; anything else (a
+    missing header, ``²``, a list, hundreds of digits) is None, and the body is read as one
+    of unknown length, which counts its bytes against the limit as they come.
+    """
+    if value is None:
+        return None
+    try:
+        return peer_int(value, name="Content-Length", low=0, high=MAX_CONTENT_LENGTH)
+    except OutOfRange:
+        return None
 
 
 def _date_wait(text: str, now: float) -> int | None:
@@ -644,20 +663,21 @@ class WireReading:
             FrameError: the body is not a usable message.
             InvalidResponse: the body is longer than the limit.
         """
-        length = response.header("Content-Length") or ""
+        length = content_length(response.header("Content-Length"))
         coding = (response.header("Content-Encoding") or "identity").strip().lower()
-        if length.isdigit() and int(length) > self._max_bytes:
+        identity = coding in ("", "identity")
+        if length is not None and length > self._max_bytes:
             raise InvalidResponse(
                 f"a response longer than {self._max_bytes} bytes", http_status=response.status
             )
-        if length.isdigit() and int(length) < LONG_BODY and coding in ("", "identity"):
+        if length is not None and length < LONG_BODY and identity:
             body = self._body(response, exchange, cancel)
             return jsonrpc.parse(body, max_depth=self._max_depth)
         scan = ControlScan()
-        if length.isdigit() and coding in ("", "identity"):
+        if length is not None and identity:
             # One buffer of the announced length, filled as the pieces arrive: each piece
             # is dropped at once, so the body costs its own size and nothing more.
-            buffer = bytearray(int(length))
+            buffer = bytearray(length)
             filled = 0
             with memoryview(buffer) as view:
                 for piece in self._chunks(response, exchange, cancel, LONG_READ_CHUNK, whole=True):

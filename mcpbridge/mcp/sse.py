@@ -17,7 +17,8 @@ standard ("Server-sent events", section 9.2.6):
   ``event`` sets the type of the event (``"message"`` when absent), ``id`` sets
   the last event id unless the value holds U+0000 (the id stays for the
   following events), and ``retry`` sets :attr:`SseParser.retry` when the value
-  is ASCII digits. Other fields are ignored.
+  is ASCII digits, at most :data:`MAX_RETRY_MS` (a longer one is ignored, as
+  a value that is not a number is). Other fields are ignored.
 * An event without any ``data`` line is not dispatched.
 * At the end of the stream, an event without its final empty line is dropped.
 
@@ -40,12 +41,15 @@ import re
 from typing import Final
 
 from .errorbase import PeerFault
+from .numbers import OutOfRange, peer_int
 
-__all__ = ["Event", "EventTooLarge", "SseError", "SseParser"]
+__all__ = ["MAX_RETRY_MS", "Event", "EventTooLarge", "SseError", "SseParser"]
 
 #: Room for the field name and the colon of a line beside its value: a ``data:``
 #: line with a value of exactly the limit still fits.
 LINE_SLACK: Final = 16
+#: The longest reconnection time of a ``retry`` field that is taken, in milliseconds (a day).
+MAX_RETRY_MS: Final = 86_400_000
 
 _LINE_END = re.compile(rb"[\r\n]")
 _BOM: Final = b"\xef\xbb\xbf"
@@ -253,8 +257,12 @@ class SseParser:
             if b"\x00" not in value:
                 self._last_id = value.decode("utf-8", "replace")
         elif name == b"retry":
-            if value.isdigit() and value.isascii():
-                self.retry = int(value)
+            # Only ASCII digits are a reconnection time (WHATWG); numbers.py bounds it.
+            if value.isdigit():
+                try:
+                    self.retry = peer_int(value.decode("ascii"), name="retry", low=0, high=MAX_RETRY_MS)
+                except OutOfRange:
+                    pass
         return None
 
     def _add_data(self, value: bytes, clean: bool) -> None:

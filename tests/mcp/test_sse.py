@@ -62,8 +62,19 @@ def test_retry_takes_digits_only():
     parser = SseParser(100)
     parser.feed(b"retry: 1500\n\n")
     assert parser.retry == 1500
-    parser.feed(b"retry: 15x\nretry:\nretry: -1\n\n")
+    parser.feed(b"retry: 15x\nretry:\nretry: -1\nretry:  15\nretry: \xd9\xa5\n\n")
     assert parser.retry == 1500
+
+
+def test_retry_takes_at_most_a_day_and_ignores_a_longer_one():
+    parser = SseParser(10_000)
+    parser.feed(b"retry: 86400000\n\n")
+    assert parser.retry == 86_400_000
+    # A day and a millisecond, and a number of 5,000 digits (which int() refuses): ignored.
+    parser.feed(b"retry: 86400001\nretry: " + b"9" * 5000 + b"\n\n")
+    assert parser.retry == 86_400_000
+    parser.feed(b"retry: 0000000000000000000000000000000000000000250\n\n")
+    assert parser.retry == 250
 
 
 def test_an_event_without_data_is_not_dispatched_and_its_type_is_reset():
