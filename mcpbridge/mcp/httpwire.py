@@ -19,7 +19,8 @@ This module holds the rules and loads neither urllib3 nor :mod:`ssl`;
   looked at for control characters on the way, and parsed as a long line of
   stdio is: its long strings are cut out, decoded once and kept as views of the
   buffer, so a large result is neither copied again nor escaped again on its
-  way to the client (:meth:`WireReading._message`).
+  way to the client (:meth:`WireReading._message`). The buffer follows the
+  bytes: a body sent in chunks of two bytes costs what it costs in one chunk.
 
 * urllib3 frames the messages: ``Content-Length``, ``chunked`` or the end of the
   connection, ``gzip`` and ``deflate`` bodies decoded (the request asks for
@@ -152,6 +153,10 @@ KEEPALIVE_COUNT: Final = 4
 READ_CHUNK: Final = 64 * 1024
 #: The largest piece of a long body of known length read at one time (as a long line on stdio).
 LONG_READ_CHUNK: Final = 1024 * 1024
+#: The piece in which a JSON body of unknown length is read. http.client gathers the HTTP
+#: chunks of one piece in one call (not one call per chunk) as a list of them, which it joins:
+#: for a body in chunks of two bytes, an object per two bytes of this size, for a moment.
+GATHER_CHUNK: Final = 16 * 1024
 #: A JSON body at least this long is read in pieces as it arrives (a long line on stdio is
 #: parsed with its long strings cut out from the same length on).
 LONG_BODY: Final = 256 * 1024
@@ -655,9 +660,10 @@ class WireReading:
 
         A short body is read whole. A long one (or one of unknown length) is read in
         pieces as it arrives, each looked at for control characters on the way (so the
-        parse need not look again), into one buffer of its ``Content-Length`` or joined
-        once at its end: its long strings are cut out and kept as views of that one
-        block (:class:`~.jsonrpc.RawStrings`), as for a long line on stdio.
+        parse need not look again), into one buffer: of its ``Content-Length``, or one
+        that each piece extends, so that a body in many small chunks costs its bytes and
+        not an object per chunk. Its long strings are cut out and kept as views of that
+        one block (:class:`~.jsonrpc.RawStrings`), as for a long line on stdio.
 
         Raises:
             FrameError: the body is not a usable message.
@@ -689,25 +695,20 @@ class WireReading:
                     scan.feed(piece)
             if filled != len(buffer):
                 raise StreamBroken("the connection closed before the end of the response")
-            cut = scan.end_space(buffer)
-            if cut:
-                del buffer[-cut:]
-            return jsonrpc.parse(buffer, max_depth=self._max_depth, control_free=scan.clean)
-        pieces: list[bytes] = []
-        total = 0
-        for piece in self._chunks(response, exchange, cancel):
-            total += len(piece)
-            if total > self._max_bytes:
-                raise InvalidResponse(
-                    f"a response longer than {self._max_bytes} bytes", http_status=response.status
-                )
-            scan.feed(piece)
-            pieces.append(piece)
-        scan.strip_end(pieces)
-        # Joined once: the message keeps views of this one block (its long strings).
-        body = pieces[0] if len(pieces) == 1 else b"".join(pieces)  # b"" for no piece
-        pieces.clear()
-        return jsonrpc.parse(body, max_depth=self._max_depth, control_free=scan.clean)
+        else:
+            # One buffer that each piece extends as it arrives (and is then dropped).
+            buffer = bytearray()
+            for piece in self._chunks(response, exchange, cancel, GATHER_CHUNK, whole=True):
+                if len(buffer) + len(piece) > self._max_bytes:
+                    raise InvalidResponse(
+                        f"a response longer than {self._max_bytes} bytes", http_status=response.status
+                    )
+                scan.feed(piece)
+                buffer += piece
+        cut = scan.end_space(buffer)
+        if cut:
+            del buffer[-cut:]
+        return jsonrpc.parse(buffer, max_depth=self._max_depth, control_free=scan.clean)
 
     def _chunks(
         self,
@@ -729,8 +730,8 @@ class ControlScan:
     """Look at the pieces of a body for control characters as they arrive.
 
     :attr:`clean` stays True while no byte below 0x20 was seen, except in the white
-    space at the very end of the body (a server ends its JSON with a newline), which
-    :meth:`strip_end` takes off. A clean body lets :func:`~.jsonrpc.parse` skip its own
+    space at the very end of the body (a server ends its JSON with a newline), whose
+    length :meth:`end_space` tells. A clean body lets :func:`~.jsonrpc.parse` skip its own
     scan (``control_free``), as a long line read on stdio does.
     """
 
@@ -766,15 +767,6 @@ class ControlScan:
         while index > 0 and body[index - 1] in _JSON_SPACE:
             index -= 1
         return len(body) - index
-
-    def strip_end(self, pieces: list[bytes]) -> None:
-        """Take the white space off the end of the body in ``pieces``."""
-        while self._space_end and pieces:
-            last = pieces[-1].rstrip(_JSON_SPACE)
-            if last:
-                pieces[-1] = last
-                return
-            pieces.pop()
 
 
 def parse_event(event: Event, max_depth: int) -> Message:
