@@ -30,6 +30,8 @@ pytestmark = pytest.mark.skipif(
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("memory_child.py")
+#: The longest run of the child: a hang detector.
+CHILD_WAIT = WAIT * 6
 #: The limit of one body and of one event in these tests.
 LIMIT = 1024 * 1024
 #: The most that the peak memory may grow by for one answer: four times the limit (its
@@ -59,6 +61,8 @@ def _handler(ex: Exchange) -> None:
         return
     size = int(arguments["size"])
     lines = _lines(size)
+    # The client reads two bytes at a time: as long to send as the child may take.
+    ex.sock.settimeout(CHILD_WAIT)
     try:
         if arguments["form"] == "chunks":
             body = b"\n".join(lines)
@@ -85,7 +89,7 @@ def _peak_growth(url: str, form: str, size: int) -> dict[str, object]:
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
-        timeout=WAIT * 6,
+        timeout=CHILD_WAIT,
         check=False,
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
