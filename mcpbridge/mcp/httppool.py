@@ -42,6 +42,7 @@ from .httpwire import (
     StreamBroken,
     TlsFailed,
     checked_proxy,
+    content_length,
     proxy_parts,
     quickack,
     seconds_text,
@@ -358,16 +359,19 @@ class WireResponse:
     def read_body(self, limit: int) -> bytes:
         """The whole body (at most ``limit`` bytes, decoded); the connection goes back to the pool.
 
+        A body of unknown length is gathered in one buffer as it arrives, so one in many
+        small chunks costs its bytes, not an object per chunk.
+
         Raises:
             BodyTooLarge: the body is longer than ``limit``.
         """
         raw = self._raw
         if raw is None:
             return b""
-        length = raw.headers.get("Content-Length", "")
+        length = content_length(raw.headers.get("Content-Length"))
         coding = (raw.headers.get("Content-Encoding") or "identity").strip().lower()
-        if length.isdigit() and coding in ("", "identity"):
-            if int(length) > limit:
+        if length is not None and coding in ("", "identity"):
+            if length > limit:
                 raise BodyTooLarge()
             quickack(self._tcp(raw))
             try:
@@ -376,16 +380,14 @@ class WireResponse:
                 raise self._edge(exc) from exc
             self._done = True
             return data
-        parts: list[bytes] = []
-        total = 0
+        body = bytearray()
         while True:
             piece = self.read1(READ_CHUNK)
             if not piece:
-                return b"".join(parts)
-            total += len(piece)
-            if total > limit:
+                return bytes(body)
+            if len(body) + len(piece) > limit:
                 raise BodyTooLarge()
-            parts.append(piece)
+            body += piece
 
     def read(self, size: int) -> bytes:
         """The next ``size`` bytes of the body (fewer only at its end), ``b""`` at its end.

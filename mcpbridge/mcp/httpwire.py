@@ -19,7 +19,8 @@ This module holds the rules and loads neither urllib3 nor :mod:`ssl`;
   looked at for control characters on the way, and parsed as a long line of
   stdio is: its long strings are cut out, decoded once and kept as views of the
   buffer, so a large result is neither copied again nor escaped again on its
-  way to the client (:meth:`WireReading._message`).
+  way to the client (:meth:`WireReading._message`). The buffer follows the
+  bytes: a body sent in chunks of two bytes costs what it costs in one chunk.
 
 * urllib3 frames the messages: ``Content-Length``, ``chunked`` or the end of the
   connection, ``gzip`` and ``deflate`` bodies decoded (the request asks for
@@ -78,6 +79,7 @@ from .errorbase import PeerFault
 from .errors import Cancelled, Closed, ConnectFailed, InvalidResponse, McpError, TransportFailed
 from .jsonrpc import FrameError, Message
 from .netloc import is_loopback
+from .numbers import OutOfRange, peer_int
 
 if TYPE_CHECKING:
     import ssl
@@ -104,6 +106,7 @@ __all__ = [
     "TlsFailed",
     "Why",
     "WireReading",
+    "content_length",
     "media_type",
     "parse_event",
     "proxy_for",
@@ -150,6 +153,10 @@ KEEPALIVE_COUNT: Final = 4
 READ_CHUNK: Final = 64 * 1024
 #: The largest piece of a long body of known length read at one time (as a long line on stdio).
 LONG_READ_CHUNK: Final = 1024 * 1024
+#: The piece in which a JSON body of unknown length is read. http.client gathers the HTTP
+#: chunks of one piece in one call (not one call per chunk) as a list of them, which it joins:
+#: for a body in chunks of two bytes, an object per two bytes of this size, for a moment.
+GATHER_CHUNK: Final = 16 * 1024
 #: A JSON body at least this long is read in pieces as it arrives (a long line on stdio is
 #: parsed with its long strings cut out from the same length on).
 LONG_BODY: Final = 256 * 1024
@@ -169,6 +176,8 @@ MAX_RETRY_AFTER: Final = 30.0
 #: The longest ``Retry-After`` that is a usable wait at all (a day): a wait up to it that is
 #: too long to wait for is named in the error of the request; a longer one is no usable wait.
 MAX_USABLE_RETRY_AFTER: Final = 86400
+#: The longest ``Content-Length`` that is read as a length at all (the largest file offset).
+MAX_CONTENT_LENGTH: Final = 2**63 - 1
 
 #: Linux only: acknowledge the next segment at once (the flag does not stay set).
 _QUICKACK: Final = getattr(socket, "TCP_QUICKACK", None)
@@ -278,12 +287,27 @@ def retry_after(value: str | None, *, now: float | None = None) -> int | None:
         return None
     text = value.strip(" \t")
     if text.isascii() and text.isdigit():
-        digits = text.lstrip("0")
-        # The length first: int() of thousands of digits raises, and costs time before that.
-        seconds = int(digits or "0") if len(digits) <= len(str(MAX_USABLE_RETRY_AFTER)) else None
-    else:
-        seconds = _date_wait(text, time.time() if now is None else now)
+        try:
+            return peer_int(text, name="Retry-After", low=0, high=MAX_USABLE_RETRY_AFTER)
+        except OutOfRange:
+            return None
+    seconds = _date_wait(text, time.time() if now is None else now)
     return seconds if seconds is not None and seconds <= MAX_USABLE_RETRY_AFTER else None
+
+
+def content_length(value: str | None) -> int | None:
+    """The length of a ``Content-Length`` value, or None when it gives none that can be used.
+
+    A usable length is ASCII digits up to :data:`MAX_CONTENT_LENGTH`; anything else (a
+    missing header, ``²``, a list, hundreds of digits) is None, and the body is read as one
+    of unknown length, which counts its bytes against the limit as they come.
+    """
+    if value is None:
+        return None
+    try:
+        return peer_int(value, name="Content-Length", low=0, high=MAX_CONTENT_LENGTH)
+    except OutOfRange:
+        return None
 
 
 def _date_wait(text: str, now: float) -> int | None:
@@ -636,28 +660,30 @@ class WireReading:
 
         A short body is read whole. A long one (or one of unknown length) is read in
         pieces as it arrives, each looked at for control characters on the way (so the
-        parse need not look again), into one buffer of its ``Content-Length`` or joined
-        once at its end: its long strings are cut out and kept as views of that one
-        block (:class:`~.jsonrpc.RawStrings`), as for a long line on stdio.
+        parse need not look again), into one buffer: of its ``Content-Length``, or one
+        that each piece extends, so that a body in many small chunks costs its bytes and
+        not an object per chunk. Its long strings are cut out and kept as views of that
+        one block (:class:`~.jsonrpc.RawStrings`), as for a long line on stdio.
 
         Raises:
             FrameError: the body is not a usable message.
             InvalidResponse: the body is longer than the limit.
         """
-        length = response.header("Content-Length") or ""
+        length = content_length(response.header("Content-Length"))
         coding = (response.header("Content-Encoding") or "identity").strip().lower()
-        if length.isdigit() and int(length) > self._max_bytes:
+        identity = coding in ("", "identity")
+        if length is not None and length > self._max_bytes:
             raise InvalidResponse(
                 f"a response longer than {self._max_bytes} bytes", http_status=response.status
             )
-        if length.isdigit() and int(length) < LONG_BODY and coding in ("", "identity"):
+        if length is not None and length < LONG_BODY and identity:
             body = self._body(response, exchange, cancel)
             return jsonrpc.parse(body, max_depth=self._max_depth)
         scan = ControlScan()
-        if length.isdigit() and coding in ("", "identity"):
+        if length is not None and identity:
             # One buffer of the announced length, filled as the pieces arrive: each piece
             # is dropped at once, so the body costs its own size and nothing more.
-            buffer = bytearray(int(length))
+            buffer = bytearray(length)
             filled = 0
             with memoryview(buffer) as view:
                 for piece in self._chunks(response, exchange, cancel, LONG_READ_CHUNK, whole=True):
@@ -669,25 +695,20 @@ class WireReading:
                     scan.feed(piece)
             if filled != len(buffer):
                 raise StreamBroken("the connection closed before the end of the response")
-            cut = scan.end_space(buffer)
-            if cut:
-                del buffer[-cut:]
-            return jsonrpc.parse(buffer, max_depth=self._max_depth, control_free=scan.clean)
-        pieces: list[bytes] = []
-        total = 0
-        for piece in self._chunks(response, exchange, cancel):
-            total += len(piece)
-            if total > self._max_bytes:
-                raise InvalidResponse(
-                    f"a response longer than {self._max_bytes} bytes", http_status=response.status
-                )
-            scan.feed(piece)
-            pieces.append(piece)
-        scan.strip_end(pieces)
-        # Joined once: the message keeps views of this one block (its long strings).
-        body = pieces[0] if len(pieces) == 1 else b"".join(pieces)  # b"" for no piece
-        pieces.clear()
-        return jsonrpc.parse(body, max_depth=self._max_depth, control_free=scan.clean)
+        else:
+            # One buffer that each piece extends as it arrives (and is then dropped).
+            buffer = bytearray()
+            for piece in self._chunks(response, exchange, cancel, GATHER_CHUNK, whole=True):
+                if len(buffer) + len(piece) > self._max_bytes:
+                    raise InvalidResponse(
+                        f"a response longer than {self._max_bytes} bytes", http_status=response.status
+                    )
+                scan.feed(piece)
+                buffer += piece
+        cut = scan.end_space(buffer)
+        if cut:
+            del buffer[-cut:]
+        return jsonrpc.parse(buffer, max_depth=self._max_depth, control_free=scan.clean)
 
     def _chunks(
         self,
@@ -709,8 +730,8 @@ class ControlScan:
     """Look at the pieces of a body for control characters as they arrive.
 
     :attr:`clean` stays True while no byte below 0x20 was seen, except in the white
-    space at the very end of the body (a server ends its JSON with a newline), which
-    :meth:`strip_end` takes off. A clean body lets :func:`~.jsonrpc.parse` skip its own
+    space at the very end of the body (a server ends its JSON with a newline), whose
+    length :meth:`end_space` tells. A clean body lets :func:`~.jsonrpc.parse` skip its own
     scan (``control_free``), as a long line read on stdio does.
     """
 
@@ -746,15 +767,6 @@ class ControlScan:
         while index > 0 and body[index - 1] in _JSON_SPACE:
             index -= 1
         return len(body) - index
-
-    def strip_end(self, pieces: list[bytes]) -> None:
-        """Take the white space off the end of the body in ``pieces``."""
-        while self._space_end and pieces:
-            last = pieces[-1].rstrip(_JSON_SPACE)
-            if last:
-                pieces[-1] = last
-                return
-            pieces.pop()
 
 
 def parse_event(event: Event, max_depth: int) -> Message:

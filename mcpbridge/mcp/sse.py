@@ -17,7 +17,8 @@ standard ("Server-sent events", section 9.2.6):
   ``event`` sets the type of the event (``"message"`` when absent), ``id`` sets
   the last event id unless the value holds U+0000 (the id stays for the
   following events), and ``retry`` sets :attr:`SseParser.retry` when the value
-  is ASCII digits. Other fields are ignored.
+  is ASCII digits, at most :data:`MAX_RETRY_MS` (a longer one is ignored, as
+  a value that is not a number is). Other fields are ignored.
 * An event without any ``data`` line is not dispatched.
 * At the end of the stream, an event without its final empty line is dropped.
 
@@ -27,11 +28,14 @@ between them), and a line may be at most that long plus a few bytes for its
 field name. Going over raises :class:`EventTooLarge`. Comment lines cost
 nothing once they end, so a long stream of keep-alives uses no memory.
 
-A line that goes on over several chunks is kept as its pieces and joined once
-at its end; a long ``data`` value is joined without its field name, so the
-event's data is the only copy. Its pieces are looked at for control
-characters on the way (:attr:`Event.control_free`), so that the parse of a
-long JSON message need not look again.
+The memory follows the bytes, however they are framed: a line that goes on
+over several chunks is gathered in one growing buffer, and so are the values of
+an event of several ``data`` lines, so neither costs an object per chunk or per
+line (an event of a million ``data:xy`` lines is one buffer of 3 MB, not a
+million objects). One event holds at most about twice the limit: its buffer and,
+at its end, the bytes of the event. The pieces of a long line are looked at for
+control characters on the way (:attr:`Event.control_free`), so that the parse
+of a long JSON message need not look again.
 """
 
 from __future__ import annotations
@@ -40,12 +44,15 @@ import re
 from typing import Final
 
 from .errorbase import PeerFault
+from .numbers import OutOfRange, peer_int
 
-__all__ = ["Event", "EventTooLarge", "SseError", "SseParser"]
+__all__ = ["MAX_RETRY_MS", "Event", "EventTooLarge", "SseError", "SseParser"]
 
 #: Room for the field name and the colon of a line beside its value: a ``data:``
 #: line with a value of exactly the limit still fits.
 LINE_SLACK: Final = 16
+#: The longest reconnection time of a ``retry`` field that is taken, in milliseconds (a day).
+MAX_RETRY_MS: Final = 86_400_000
 
 _LINE_END = re.compile(rb"[\r\n]")
 _BOM: Final = b"\xef\xbb\xbf"
@@ -139,14 +146,14 @@ class SseParser:
         #: The reconnection time in milliseconds of the last valid ``retry`` field, if any.
         self.retry: int | None = None
         self._max_line = max_event_bytes + LINE_SLACK
-        #: The pieces of a line that goes on in the next chunk, their size, and whether
-        #: they hold no control character (a long ``data`` line is joined once, at its end).
-        self._line: list[bytes] = []
-        self._line_size = 0
+        #: The start of a line that goes on in the next chunk (one buffer, however many
+        #: chunks it came in), and whether it holds no control character.
+        self._line = bytearray()
         self._line_clean = True
+        #: The data of the event: None before its first ``data`` line, the value of a single
+        #: line as it is, or one buffer that the values of further lines extend.
+        self._data: bytes | bytearray | None = None
         self._data_clean = True
-        self._data: list[bytes] = []
-        self._data_size = 0
         self._type = b""
         self._last_id = ""
         self._at_start = True
@@ -195,35 +202,32 @@ class SseParser:
 
     def _append(self, chunk: bytes, start: int, end: int) -> None:
         if end > start:
-            piece = chunk if start == 0 and end == len(chunk) else chunk[start:end]
-            self._line_size += len(piece)
-            if self._line_size > self._max_line:
+            if len(self._line) + end - start > self._max_line:
                 self._fail()
+            piece = chunk if start == 0 and end == len(chunk) else chunk[start:end]
             if self._line_clean and piece.translate(None, _NOT_CONTROL):
                 self._line_clean = False
-            self._line.append(piece)
+            self._line += piece
 
     def _process_long(self) -> Event | None:
-        """The line of :attr:`_line`: a ``data`` value is joined once, without its field name."""
-        pieces, clean = self._line, self._line_clean
-        self._line, self._line_size, self._line_clean = [], 0, True
-        first = pieces[0]
-        if self._at_start and first.startswith(_BOM):
-            first = first[len(_BOM) :]
-        start = len(_DATA_FIELD) + (1 if first[len(_DATA_FIELD) : len(_DATA_FIELD) + 1] == b" " else 0)
-        if len(pieces) < 2 or not first.startswith(_DATA_FIELD) or start == len(first):
-            return self._process(b"".join(pieces))  # copied once more, for this rare shape
+        """The line of :attr:`_line`: a ``data`` value is copied once, without its field name."""
+        line, clean = self._line, self._line_clean
+        self._line, self._line_clean = bytearray(), True
+        field = len(_BOM) if self._at_start and line.startswith(_BOM) else 0
+        if not line.startswith(_DATA_FIELD, field):
+            return self._process(bytes(line))
         self._at_start = False
-        value = b"".join([first[start:], *pieces[1:]])
-        pieces.clear()
-        self._add_data(value, clean)
+        start = field + len(_DATA_FIELD)
+        if line[start : start + 1] == b" ":
+            start += 1
+        with memoryview(line) as view, view[start:] as value:
+            self._add_data(value, clean)
         return None
 
     def _fail(self) -> None:
         self._failed = True
-        self._line.clear()
-        self._line_size = 0
-        self._data.clear()
+        self._line = bytearray()
+        self._data = None
         raise EventTooLarge(self.max_event_bytes)
 
     def _process(self, line: bytes) -> Event | None:
@@ -253,26 +257,38 @@ class SseParser:
             if b"\x00" not in value:
                 self._last_id = value.decode("utf-8", "replace")
         elif name == b"retry":
-            if value.isdigit() and value.isascii():
-                self.retry = int(value)
+            # Only ASCII digits are a reconnection time (WHATWG); numbers.py bounds it.
+            if value.isdigit():
+                try:
+                    self.retry = peer_int(value.decode("ascii"), name="retry", low=0, high=MAX_RETRY_MS)
+                except OutOfRange:
+                    pass
         return None
 
-    def _add_data(self, value: bytes, clean: bool) -> None:
-        size = self._data_size + len(value) + (1 if self._data else 0)
-        if size > self.max_event_bytes:
+    def _add_data(self, value: bytes | memoryview, clean: bool) -> None:
+        """Add the value of a ``data`` line: the first is kept as it is, further ones extend one buffer."""
+        data = self._data
+        if data is None:
+            if len(value) > self.max_event_bytes:
+                self._fail()
+            self._data = bytes(value)
+            self._data_clean = clean
+            return
+        if len(data) + 1 + len(value) > self.max_event_bytes:
             self._fail()
-        self._data_clean = clean and not self._data
-        self._data.append(value)
-        self._data_size = size
+        if not isinstance(data, bytearray):
+            data = self._data = bytearray(data)
+        data += b"\n"
+        data += value
+        self._data_clean = False
 
     def _dispatch(self) -> Event | None:
-        if not self._data:
+        data = self._data
+        if data is None:
             self._type = b""
             return None
-        raw = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
+        self._data = None
+        raw = data if isinstance(data, bytes) else bytes(data)
         event_type = self._type.decode("utf-8", "replace") if self._type else "message"
-        clean = self._data_clean and len(self._data) == 1
-        self._data = []
-        self._data_size = 0
         self._type = b""
-        return Event(type=event_type, last_event_id=self._last_id, raw=raw, control_free=clean)
+        return Event(type=event_type, last_event_id=self._last_id, raw=raw, control_free=self._data_clean)

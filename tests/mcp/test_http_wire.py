@@ -27,6 +27,7 @@ from mcpbridge.mcp.httpwire import (
     ControlScan,
     ReadTimedOut,
     StreamBroken,
+    content_length,
     retry_after,
 )
 from mcpbridge.mcp.jsonrpc import Response, serialize_parts
@@ -52,6 +53,12 @@ def _misbehave(ex: Exchange) -> None:
     elif tool == "short_body":
         ex.head(200, [*json_head, ("Content-Length", str(len(body)))])
         ex.send(body[:1000])
+        ex.close()
+    elif tool in ("length_superscript", "length_digits"):
+        # Not a length: the body ends with the connection.
+        length = "\u00b2" if tool == "length_superscript" else "9" * 400
+        ex.head(200, [*json_head, ("Content-Length", length), ("Connection", "close")])
+        ex.send(body)
         ex.close()
     elif tool == "stall_in_body":
         ex.head(200, [*json_head, ("Content-Length", str(len(body)))])
@@ -161,6 +168,44 @@ def test_a_broken_body_fails_the_call_alone_with_a_named_error(bad, tool, detail
     assert isinstance(info.value.__cause__, urllib3.exceptions.HTTPError)  # the error of urllib3 is chained
     assert [r.rpc_id for r in server.received] == [1]  # a tools/call is never sent again
     _then_ok(transport, inbox)
+
+
+def test_a_content_length_that_is_not_a_number_reads_the_body_to_its_end(bad):
+    transport, inbox, _server = bad
+    transport.send(call(1, "length_superscript"))
+    assert [text_of(m) for m in inbox.messages] == ["length_superscript " + "w" * 50_000]
+    _then_ok(transport, inbox)
+
+
+def test_a_content_length_of_hundreds_of_digits_fails_the_call_alone_with_a_named_error(bad):
+    transport, inbox, _server = bad
+    # urllib3 frames the body by that length: the body ends before it, with the connection.
+    with pytest.raises(StreamBroken) as info:
+        transport.send(call(1, "length_digits"))
+    assert info.value.detail == "the connection closed before the end of the response"
+    _then_ok(transport, inbox)
+
+
+@pytest.mark.parametrize(
+    ("value", "length"),
+    [
+        (None, None),
+        ("0", 0),
+        ("1024", 1024),
+        ("007", 7),
+        (str(2**63 - 1), 2**63 - 1),
+        (str(2**63), None),
+        ("9" * 400, None),
+        ("\u00b2", None),  # SUPERSCRIPT TWO: str.isdigit() says yes, int() raises
+        ("\u0665", None),  # ARABIC-INDIC DIGIT FIVE: int() reads it
+        ("1, 1", None),
+        ("-1", None),
+        ("1e3", None),
+        ("", None),
+    ],
+)
+def test_a_content_length_is_ascii_digits_up_to_the_largest_offset(value, length):
+    assert content_length(value) == length
 
 
 def test_a_stall_in_the_middle_of_the_body_fires_the_read_limit(bad):
@@ -423,9 +468,7 @@ def test_the_control_scan_allows_only_white_space_at_the_end(pieces, clean, body
     cut = scan.end_space(joined)
     if cut:
         del joined[-cut:]
-    kept = list(pieces)
-    scan.strip_end(kept)
-    assert bytes(joined) == b"".join(kept) == body
+    assert bytes(joined) == body
 
 
 # ---------------------------------------------------------------------------------------------
@@ -476,3 +519,11 @@ def test_an_http_date_within_a_day_is_the_wait_up_to_it(offset: int) -> None:
 )
 def test_a_past_date_is_no_wait_and_a_date_over_a_day_away_is_no_usable_wait(offset, wait) -> None:
     assert retry_after(email.utils.formatdate(NOW + offset, usegmt=True), now=NOW) == wait
+
+
+def test_the_longest_usable_retry_after_is_one_day() -> None:
+    # In numbers, not in MAX_USABLE_RETRY_AFTER: raising the cap fails this test.
+    assert retry_after("86400", now=NOW) == 86400
+    assert retry_after("86401", now=NOW) is None
+    assert retry_after(email.utils.formatdate(NOW + 86400, usegmt=True), now=NOW) == 86400
+    assert retry_after(email.utils.formatdate(NOW + 86401, usegmt=True), now=NOW) is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -62,8 +64,19 @@ def test_retry_takes_digits_only():
     parser = SseParser(100)
     parser.feed(b"retry: 1500\n\n")
     assert parser.retry == 1500
-    parser.feed(b"retry: 15x\nretry:\nretry: -1\n\n")
+    parser.feed(b"retry: 15x\nretry:\nretry: -1\nretry:  15\nretry: \xd9\xa5\n\n")
     assert parser.retry == 1500
+
+
+def test_retry_takes_at_most_a_day_and_ignores_a_longer_one():
+    parser = SseParser(10_000)
+    parser.feed(b"retry: 86400000\n\n")
+    assert parser.retry == 86_400_000
+    # A day and a millisecond, and a number of 5,000 digits (which int() refuses): ignored.
+    parser.feed(b"retry: 86400001\nretry: " + b"9" * 5000 + b"\n\n")
+    assert parser.retry == 86_400_000
+    parser.feed(b"retry: 0000000000000000000000000000000000000000250\n\n")
+    assert parser.retry == 250
 
 
 def test_an_event_without_data_is_not_dispatched_and_its_type_is_reset():
@@ -267,3 +280,36 @@ def test_a_long_line_whose_field_name_is_split_across_chunks_is_still_read():
     value = b"z" * 200_000
     events = parser.feed(b"da") + parser.feed(b"ta:") + parser.feed(b" " + value) + parser.feed(b"\n\n")
     assert [e.raw for e in events] == [value]
+
+
+def _peak_of_feeding(parser: SseParser, stream: bytes, chunk: int) -> tuple[list[Event], int]:
+    """The events of ``stream`` fed in pieces of ``chunk`` bytes, and the peak of the memory
+    allocated meanwhile (the pieces are cut as they are fed, as they arrive from a socket)."""
+    events: list[Event] = []
+    tracemalloc.start()
+    try:
+        for start in range(0, len(stream), chunk):
+            events += parser.feed(stream[start : start + chunk])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return events, peak
+
+
+def test_an_event_of_many_short_data_lines_costs_about_its_bytes():
+    limit = 1 << 16
+    count = limit // 3  # "xy" and a newline each
+    events, peak = _peak_of_feeding(SseParser(limit), b"data:xy\n" * count + b"\n", 4096)
+    assert [len(e.raw) for e in events] == [3 * count - 1]
+    assert events[0].raw[:8] == b"xy\nxy\nxy"
+    # Its buffer, then the bytes of the event: not an object per line (20 times the bytes).
+    assert peak < 3 * limit
+
+
+def test_a_long_data_line_in_chunks_of_two_bytes_costs_about_its_bytes():
+    limit = 1 << 16
+    events, peak = _peak_of_feeding(SseParser(limit), b"data: " + b"x" * limit + b"\n\n", 2)
+    assert [e.raw for e in events] == [b"x" * limit]
+    assert events[0].control_free
+    assert peak < 3 * limit
+
