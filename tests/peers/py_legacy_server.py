@@ -8,10 +8,13 @@ Usage::
 
     .venv-legacy/bin/python tests/peers/py_legacy_server.py           # stdio
     .venv-legacy/bin/python tests/peers/py_legacy_server.py --http    # Streamable HTTP
+    .venv-legacy/bin/python tests/peers/py_legacy_server.py --sse     # HTTP+SSE (2024-11-05)
 
 With ``--http`` it listens on 127.0.0.1 with a port the system picks, writes
 ``port=<n>`` as its first stdout line (the endpoint is ``/mcp``), and stops at the
-end of its stdin.
+end of its stdin. ``--sse`` does the same with the app of ``run("sse")``, the
+HTTP+SSE transport of 2024-11-05: its stream is ``/sse`` and its messages go to
+``/messages/``.
 
 What it offers:
 
@@ -205,7 +208,7 @@ async def set_level(level: str) -> None:
     _level = level
 
 
-def serve_http() -> None:
+def serve_http(sse: bool = False) -> None:
     import uvicorn
 
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -214,7 +217,7 @@ def serve_http() -> None:
     listener.listen(128)
     port = listener.getsockname()[1]
     server.settings.streamable_http_path = "/mcp"
-    app = server.streamable_http_app()
+    app = server.sse_app() if sse else server.streamable_http_app()
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
     runner = uvicorn.Server(config)
 
@@ -231,7 +234,7 @@ def serve_http() -> None:
 if __name__ == "__main__":
     sys.stderr.write(f"{SERVER_NAME}: started\n")
     sys.stderr.flush()
-    if "--http" in sys.argv[1:]:
-        serve_http()
+    if "--http" in sys.argv[1:] or "--sse" in sys.argv[1:]:
+        serve_http(sse="--sse" in sys.argv[1:])
     else:
         server.run()
