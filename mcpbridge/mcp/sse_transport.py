@@ -27,8 +27,9 @@ clients to do ("Backwards compatibility"), or when the user chooses the transpor
   the network for them; a request waits until the messages queued before it went out.
 * A 401 or 403 goes to the authorizer, and the message goes once more when it handled
   it; a 429 or 503 with a short ``Retry-After`` is waited for once, as in :mod:`.http`.
-* When the stream ends, the session of the server ends: the transport closes, and
-  ``on_closed`` gets :class:`StreamEnded`. :meth:`close` posts what is queued (for at
+* When the stream ends, the session of the server ends: the transport closes,
+  ``on_closed`` gets :class:`StreamEnded`, and the server is :attr:`~SseTransport.gone`,
+  as a command that exited. :meth:`close` posts what is queued (for at
   most its grace), then ends the stream.
 
 The wire is that of the other HTTP transports (:mod:`.httppool`: urllib3, the TLS
@@ -215,11 +216,18 @@ class SseTransport(HttpTransportBase):
         #: The error of the stream before its endpoint event.
         self._stream_error: McpError | None = None
         self._listener: threading.Thread | None = None
+        #: Set when the stream ended after it gave the endpoint: the session is gone.
+        self._lost = False
         self._queue_ready = threading.Condition(threading.Lock())
         self._queue: collections.deque[tuple[int, Message]] = collections.deque()
         self._queued = 0
         self._posted = 0
         self._poster: threading.Thread | None = None
+
+    @property
+    def gone(self) -> bool:
+        """True once the stream ended after it gave the endpoint: the session of the server is gone."""
+        return self._lost
 
     @property
     def endpoint_known(self) -> bool:
@@ -434,6 +442,7 @@ class SseTransport(HttpTransportBase):
             "the event stream of the upstream server ended (%s), and with it its session",
             error.detail or error.cause,
         )
+        self._lost = True
         self._shut()
         self._closed_with(StreamEnded(error.detail or error.cause))
 

@@ -11,6 +11,7 @@ falls back to the HTTP+SSE transport. ``check`` names the transport it found.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 from conftest import REPO_ROOT, NodePeers
+from harness import Bridge, bridge_command
 from peers.legacy import legacy_python, running_legacy_sse_server
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
@@ -172,3 +174,25 @@ def test_check_names_the_transport_it_found(sse_url: str, options: list[str]) ->
         check=False,
     )
     assert "over HTTP+SSE (2024-11-05)" in text.stdout.decode()
+
+
+def test_the_end_of_the_servers_stream_ends_the_bridge_as_the_loss_of_the_upstream() -> None:
+    """The session of an HTTP+SSE server lives as long as its stream: when the server stops, a
+    call in flight fails with the end of the stream, and the bridge exits with 1, as after the
+    loss of an upstream command."""
+    with contextlib.ExitStack() as server:
+        url = server.enter_context(running_legacy_sse_server())
+        with Bridge(bridge_command(url)) as bridge:
+            assert bridge.initialize()["result"]["serverInfo"]["name"] == "py-legacy-peer"
+            slow = bridge.request_async(
+                "tools/call", {"name": "slow", "arguments": {"seconds": 60}, "_meta": {"progressToken": 1}}
+            )
+            bridge.wait_frame(lambda f: f.get("method") == "notifications/progress")  # the call runs
+            server.close()  # the server stops: its stream ends
+            answer = bridge.wait_response(slow)
+            data = answer["error"]["data"]
+            assert (data["cause"], data["detail"]) == (
+                "transport_failed",
+                "the event stream of the upstream server ended",
+            ), answer
+            assert bridge.wait_exit() == 1

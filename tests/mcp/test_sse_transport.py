@@ -148,6 +148,7 @@ def test_requests_go_to_the_endpoint_and_their_answers_come_on_the_stream() -> N
         try:
             answer = peer.request("initialize", INIT_PARAMS, timeout=WAIT)
             assert answer.result["serverInfo"] == {"name": "old", "version": "1"}  # type: ignore[union-attr]
+            assert not transport.gone
             peer.notify("notifications/initialized")
             listed = peer.request("tools/list", None, timeout=WAIT)
             assert listed.result == {"tools": []}  # type: ignore[union-attr]
@@ -219,6 +220,7 @@ def test_the_end_of_the_stream_ends_the_connection() -> None:
         try:
             peer.request("initialize", INIT_PARAMS, timeout=WAIT)
             assert isinstance(ended.get(timeout=WAIT), StreamEnded)
+            assert transport.gone
             with pytest.raises(McpError):
                 peer.request("tools/list", None, timeout=WAIT)
         finally:
