@@ -5,7 +5,8 @@ The server is ``tests/peers/py_apps_server.py`` (the SDK's ``mcp.server.apps``):
 ``export_dashboard`` of its view), the app *chart* (``show_chart``, app-only ``zoom_chart``)
 and the plain tool ``echo``. With ``--allow-tool show_dashboard``, the client through the
 bridge must see the dashboard and the app-only tools its view calls, with the same answers as
-directly, and nothing of the chart or ``echo``; a deny pattern still hides an app-only tool.
+directly (whether the bridge speaks 2026-07-28 to the server or passes the 2025 era
+through), and nothing of the chart or ``echo``; a deny pattern still hides an app-only tool.
 A view that is in no ``resources/list`` reads through the bridge as directly.
 """
 
@@ -82,8 +83,9 @@ def test_directly_every_tool_answers(direct: dict[str, Any]) -> None:
     assert "ui://dashboard/help.html" not in direct["resources"]
 
 
-def test_an_allowed_app_keeps_the_app_only_tools_of_its_view(direct: dict[str, Any]) -> None:
-    seen = bridged("--allow-tool", "show_dashboard")
+@pytest.mark.parametrize("era", [[], ["--protocol", "legacy"]], ids=["2026-07-28", "2025-era"])
+def test_an_allowed_app_keeps_the_app_only_tools_of_its_view(direct: dict[str, Any], era: list[str]) -> None:
+    seen = bridged(*era, "--allow-tool", "show_dashboard")
     kept = ["show_dashboard", "refresh_dashboard", "export_dashboard"]
     assert seen["tools"] == {name: direct["tools"][name] for name in kept}
     for name in kept:
