@@ -4,7 +4,8 @@ The check does one time what the bridge does when VS Code starts it, and tells
 a person in a terminal what it found:
 
 * the upstream: the command, or the URL with its path (never its query, which can
-  carry a secret);
+  carry a secret) and the transport that reached it (Streamable HTTP, or the HTTP+SSE
+  transport of 2024-11-05 of an old server, ``--transport``);
 * the era of the server (``server/discover`` of 2026-07-28; after a failure that
   shows a 2025-era server, ``initialize`` of 2025-11-25, as the bridge does);
 * the name and the version of the server, and each step with its time and its
@@ -354,6 +355,7 @@ class _Check:
             max_response_bytes=settings.max_response_bytes,
             ssl_context=context,
             env=self.env,
+            transport=settings.transport,
         )
         started = time.monotonic()
         try:
@@ -361,6 +363,10 @@ class _Check:
             self._run(connect, LegacyTransports(legacy), over_http=True)
         except McpError as exc:  # the transport could not be made (a proxy variable)
             self._failure("connect", exc, started)
+        if self.report.era is not None:
+            self.report.upstream["transport"] = (
+                legacy.found if self.report.era == LEGACY else "streamable-http"
+            )
         if not settings.static_authorization:
             flows, server = self._sign_in_flows(context, stored=token is not None)
             self.report.sign_in["flows"] = flows
@@ -898,6 +904,10 @@ def _asked_methods(requests: Any) -> str:
     return ", ".join(sorted(methods)) or "no request"
 
 
+#: How the text report names the transport of a URL upstream.
+_TRANSPORT_TEXT: Final = {"streamable-http": "Streamable HTTP", "sse": "HTTP+SSE (2024-11-05)"}
+
+
 def _url_upstream(url: str) -> dict[str, Any]:
     """The upstream part of the report of a URL: the URL with its path, without its query and
     fragment (a query can carry a secret), never with a user or a password."""
@@ -1253,7 +1263,8 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None, 
         row("Upstream", f'the command "{upstream.get("name", "")}" over stdio')
     else:
         hidden = " (its query is not shown)" if upstream.get("queryHidden") else ""
-        row("Upstream", f"{upstream.get('url', '')} over Streamable HTTP{hidden}")
+        over = _TRANSPORT_TEXT.get(str(upstream.get("transport")), "Streamable HTTP")
+        row("Upstream", f"{upstream.get('url', '')} over {over}{hidden}")
     if report.era == MODERN and report.also_speaks is not None:
         see = " (see the notes)" if report.notes else ""
         row("Era", f"MCP {MODERN} and {report.also_speaks}: the bridge translates {MODERN} for VS Code{see}")

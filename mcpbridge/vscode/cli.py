@@ -157,6 +157,13 @@ HELP: Final[dict[str, tuple[str, str | None, str]]] = {
         "Also trust the CA certificates of this PEM file. The bridge always trusts the CA certificates "
         "of the system.",
     ),
+    "--transport": (
+        URL_PANEL,
+        "<transport>",
+        "How to reach a server of the 2025 era: streamable-http, sse (the HTTP+SSE transport of "
+        "2024-11-05; it implies --protocol legacy) or auto: Streamable HTTP, and HTTP+SSE when the server "
+        f"refuses the POST of initialize with 400, 404 or 405. The default is {settings.DEFAULT_TRANSPORT}.",
+    ),
     "--client-id": (
         SIGN_IN,
         "<id>",

@@ -97,6 +97,7 @@ def serve_url(settings: args.Settings) -> int:
         max_response_bytes=settings.max_response_bytes,
         ssl_context=context,
         authorizer=authorizer,
+        transport=settings.transport,
     )
 
     options = dataclasses.replace(frontend_options(settings), icon_rule=IconRule.DATA_ONLY)

@@ -130,6 +130,9 @@ DEFAULT_CLIENT_METADATA_URL: Final[str | None] = None
 #: ``--protocol``: the revision of the upstream server. ``auto`` finds it out.
 PROTOCOLS: Final = ("auto", MODERN, "legacy")
 DEFAULT_PROTOCOL: Final = "auto"
+#: ``--transport``: how a 2025-era server at a URL is reached. ``auto`` finds it out.
+TRANSPORTS: Final = ("auto", "streamable-http", "sse")
+DEFAULT_TRANSPORT: Final = "auto"
 #: ``--tasks``: ``auto`` carries the tasks of the Tasks extension, ``off`` declares none.
 TASK_MODES: Final = ("auto", "off")
 DEFAULT_TASKS: Final = "auto"
@@ -251,6 +254,8 @@ class Settings:
     call_arguments: dict[str, object] = field(default_factory=dict, repr=False)
     #: ``--host-profile``: ``auto``, ``vscode`` or ``generic``.
     host_profile: str = DEFAULT_HOST_PROFILE
+    #: ``--transport``: ``auto``, ``streamable-http`` or ``sse`` (which implies ``--protocol legacy``).
+    transport: str = DEFAULT_TRANSPORT
 
     @property
     def redirect_uri(self) -> str:
@@ -613,6 +618,7 @@ OPTIONS: Final[Mapping[str, _Option]] = {
     "--header-env": _Option(_URL_TARGETS, header=True),
     "--max-response-bytes": _Option(_URL_TARGETS, _number(1, MAX_BYTES_LIMIT, _BYTES_HINT)),
     "--ca-file": _Option(_URL_AND_LOGOUT, _non_empty(_PATH_HINT)),
+    "--transport": _Option(_URL_TARGETS, _one_of(TRANSPORTS, "use auto, streamable-http or sse")),
     "--client-id": _Option(_URL_TARGETS, _client_id, sign_in=True),
     "--client-issuer": _Option(_URL_TARGETS, _client_issuer, sign_in=True),
     "--client-metadata-url": _Option(_URL_TARGETS, _client_metadata_url, sign_in=True),
@@ -1003,7 +1009,7 @@ def _settings(
         log_level=raw.get("--log-level", DEFAULT_LOG_LEVEL),
         discover_timeout=float(raw.get("--discover-timeout", DEFAULT_DISCOVER_TIMEOUT)),
         max_line_bytes=raw.get("--max-line-bytes", DEFAULT_MAX_LINE_BYTES),
-        protocol=raw.get("--protocol", DEFAULT_PROTOCOL),
+        protocol="legacy" if raw.get("--transport", "") == "sse" else raw.get("--protocol", DEFAULT_PROTOCOL),
         tasks=raw.get("--tasks", DEFAULT_TASKS),
         headers=tuple(headers),
         max_response_bytes=raw.get("--max-response-bytes", DEFAULT_MAX_RESPONSE_BYTES),
@@ -1031,6 +1037,7 @@ def _settings(
         call_tool=raw.optional("--call-tool"),
         call_arguments=raw.get("--call-arguments", {}),
         host_profile=raw.get("--host-profile", DEFAULT_HOST_PROFILE),
+        transport=raw.get("--transport", DEFAULT_TRANSPORT),
     )
 
 
