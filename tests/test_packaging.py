@@ -36,6 +36,9 @@ PURE_MODULES = (
     "mcpbridge/bridge/input.py",
     "mcpbridge/bridge/lists.py",
     "mcpbridge/vscode/settings.py",
+    "mcpbridge/vscode/options.py",
+    "mcpbridge/vscode/urls.py",
+    "mcpbridge/vscode/words.py",
     "mcpbridge/oauth/config.py",
 )
 """Modules that do no I/O, start no thread and read no clock."""
