@@ -29,6 +29,7 @@ from .settings import PROGRAM, ArgError, Settings, Words
 
 __all__ = ["app", "parse", "read", "words"]
 
+
 def _paragraphs(text: str) -> str:
     """``text`` with each paragraph on one line: the help wraps it to the terminal."""
     return "\n\n".join(" ".join(paragraph.split("\n")) for paragraph in text.strip().split("\n\n"))
@@ -347,8 +348,6 @@ app.command(
 app.command(
     "logout", cls=_Subcommand, help=_LOGOUT_HELP, options_metavar="[options]", context_settings=_CONTEXT
 )(_command("logout"))
-
-
 
 
 # ---------------------------------------------------------------------------------------------

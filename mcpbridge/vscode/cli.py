@@ -9,9 +9,12 @@ need no subcommand word::
     mcp-bridge-vscode check [options] (-- <command> [args...] | <url>)
 
 ``check`` and ``logout`` are subcommands only as the first word. Each option is declared
-once, in :data:`.options.OPTIONS`. The typer app of :mod:`mcpbridge.vscode.app` (click
-under it) parses the words into :class:`.words.Words`, writes the help and the shell
-completion; the rules of the values live in :mod:`mcpbridge.vscode.settings`.
+once, in :data:`.options.OPTIONS`. A plain serve command line (known options, then ``--``
+and the command, or the URL) is read without typer (:func:`.words.plain_words`), so the
+bridge starts without loading the machinery of the help; every other command line goes
+to the typer app of :mod:`mcpbridge.vscode.app` (click under it), which parses the words,
+writes the help and the shell completion. Both read the same words into the same
+:class:`.words.Words`; the rules of the values live in :mod:`mcpbridge.vscode.settings`.
 Each command declares every option, and hides from its help the ones that its forms do
 not take: then the rules, not the parser, refuse them, with the reason.
 
@@ -36,10 +39,15 @@ from .. import log
 from ..oauth.config import TOKEN_KEY_VARIABLE
 from . import settings
 from .settings import PROGRAM, ArgError, Settings
+from .words import plain_words
 
 __all__ = ["main", "parse", "register_secrets", "run", "run_settings"]
 
 logger = logging.getLogger("mcpbridge.vscode")
+
+#: The variable of click's shell completion for this program: with it set, typer answers.
+_COMPLETE_VARIABLE: Final = "_MCP_BRIDGE_VSCODE_COMPLETE"
+
 
 # ---------------------------------------------------------------------------------------------
 # Running
@@ -67,6 +75,9 @@ def run(argv: list[str]) -> int:
 
 def _read(argv: list[str], env: Mapping[str, str]) -> Settings | int:
     """The :class:`Settings` of ``argv``, or the exit code once typer answered (see :func:`.app.read`)."""
+    words = None if _COMPLETE_VARIABLE in env else plain_words(argv)
+    if words is not None:
+        return settings.resolve(words, env)
     from .app import read
 
     return read(argv, env)
@@ -152,6 +163,9 @@ def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | str:
     Raises:
         ArgError: as the executable reports it (also for the parser's own errors).
     """
+    words = plain_words(argv)
+    if words is not None:
+        return settings.resolve(words, env)
     from .app import parse as parse_with_typer
 
     return parse_with_typer(argv, env)

@@ -161,7 +161,9 @@ def _resource_indicator(text: str) -> str:
     if text in RESOURCE_INDICATOR_MODES:
         return text
     if not _ABSOLUTE_URI.match(text) or "#" in text or any(c in NOT_IN_URL for c in text):
-        raise InvalidValue("use auto, off, or an absolute URI without a fragment, for example api://my-server")
+        raise InvalidValue(
+            "use auto, off, or an absolute URI without a fragment, for example api://my-server"
+        )
     return text
 
 

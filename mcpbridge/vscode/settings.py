@@ -150,6 +150,7 @@ REFUSED_HEADER_PREFIX: Final = "mcp-"
 #: Header names whose value is usually a secret: ``--header`` with one of them gives a warning.
 SECRET_HEADER_NAMES: Final = frozenset({"authorization", "cookie", "x-api-key", "api-key"})
 
+
 class Form(enum.Enum):
     """The form of the command line."""
 

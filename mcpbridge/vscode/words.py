@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Final
 
 from mcpbridge.mcp.errorbase import UsageFault
+
+from .options import OPTIONS, SUBCOMMANDS
 
 __all__ = [
     "ArgError",
@@ -21,6 +23,7 @@ __all__ = [
     "closest",
     "flag_with_value",
     "missing_value",
+    "plain_words",
     "unknown_option",
 ]
 
@@ -101,3 +104,40 @@ def flag_with_value(option: str) -> ArgError:
     """The error of a flag given with ``=value``."""
     return ArgError("invalid_value", f"the value of {option} is not valid: the option takes no value", option)
 
+
+def plain_words(argv: Sequence[str]) -> Words | None:
+    """The :class:`Words` of a plain serve command line, or ``None`` for any other.
+
+    A plain one is what ``mcp.json`` holds: options of :data:`.options.OPTIONS` (``--x=v``,
+    ``--x v`` with a value that does not start with ``-``, a flag without ``=``), then
+    ``--`` and the upstream command, or one last argument that does not start with ``-``
+    (the URL). For such a command line, typer's parser finds the same words; every other
+    one (a subcommand, ``--help``, ``--version``, the completion, any word that the parser
+    must judge) is left to it, so that its answers and its errors stay one.
+    """
+    if not argv or argv[0] in SUBCOMMANDS:
+        return None
+    occurrences: list[tuple[str, str | None]] = []
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            return Words(None, tuple(occurrences), (), tuple(argv[index + 1 :]))
+        if not word.startswith("-"):
+            rest = argv[index:]
+            return Words(None, tuple(occurrences), (word,), None) if len(rest) == 1 else None
+        key, equals, value = word.partition("=")
+        option = OPTIONS.get(key)
+        if option is None or (option.flag and equals):
+            return None
+        if option.flag:
+            occurrences.append((key, None))
+        elif equals:
+            occurrences.append((key, value))
+        elif index + 1 < len(argv) and not argv[index + 1].startswith("-"):
+            index += 1
+            occurrences.append((key, argv[index]))
+        else:
+            return None
+        index += 1
+    return None
