@@ -53,7 +53,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 from urllib.parse import urlsplit
 
 from .. import __version__
@@ -61,6 +61,7 @@ from ..bridge.revisions import LATEST as LATEST_REVISION
 from ..bridge.revisions import OTHER_HOSTS, choose_profile
 from ..bridge.tasks import offers_extension
 from ..bridge.translate import client_capabilities_for_upstream
+from ..mcp.errorbase import BridgeError, UsageFault
 from ..mcp.errors import McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import METHOD_NOT_FOUND
 from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
@@ -151,8 +152,24 @@ def run_check(
     """
     environ = dict(os.environ) if env is None else env
     run = _Check(settings, environ, time.monotonic() if started is None else started)
-    code = run.url() if settings.url is not None else run.command()
+    try:
+        code = run.url() if settings.url is not None else run.command()
+    except CheckStopped as exc:  # the report already holds the problem
+        code = exc.exit_code
     return run.report, code
+
+
+class CheckStopped(BridgeError):
+    """A failure that ends the check before it reaches the server; the report holds the problem,
+    and :attr:`exit_code` is the exit code of the check."""
+
+    exit_code: ClassVar[int] = EXIT_FAILS
+
+
+class CaFileUnusable(CheckStopped, UsageFault):
+    """The CA certificates of ``--ca-file`` cannot be used: as an argument that is not valid."""
+
+    exit_code: ClassVar[int] = EXIT_BAD_CA_FILE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,7 +250,7 @@ class _Check:
                 f"the CA certificates of --ca-file cannot be used: {exc.detail}",
                 "Give a readable PEM file of CA certificates with --ca-file.",
             )
-            return EXIT_BAD_CA_FILE
+            raise CaFileUnusable(exc.detail) from exc
         headers = [(header.name, header.value) for header in settings.headers]
         if token is not None:
             headers.append(("Authorization", f"Bearer {token}"))
