@@ -39,6 +39,7 @@ PURE_MODULES = (
     "mcpbridge/vscode/options.py",
     "mcpbridge/vscode/urls.py",
     "mcpbridge/vscode/words.py",
+    "mcpbridge/vscode/headers.py",
     "mcpbridge/oauth/config.py",
 )
 """Modules that do no I/O, start no thread and read no clock."""

@@ -40,7 +40,7 @@ from __future__ import annotations
 import enum
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, TypeVar, cast
 
@@ -56,6 +56,14 @@ from mcpbridge.oauth.config import (
     SignInOptions,
 )
 
+from .headers import (
+    REFUSED_HEADER_NAMES,
+    Header,
+    HeaderArg,
+    parse_header,
+    resolve_headers,
+    variable,
+)
 from .options import (
     DEFAULT_ACCOUNT,
     DEFAULT_CLIENT_METADATA_URL,
@@ -81,7 +89,7 @@ from .options import (
     refusal,
 )
 from .urls import HOST_NAME, IPV4, is_loopback, split_url, upstream_url_hint
-from .words import ArgError, Words, closest, flag_with_value, missing_value, unknown_option
+from .words import ArgError, Words, closest, flag_with_value, invalid_value, missing_value, unknown_option
 
 __all__ = [
     "DEFAULT_ACCOUNT",
@@ -101,6 +109,7 @@ __all__ = [
     "MAX_SECONDS",
     "OPTIONS",
     "PROGRAM",
+    "REFUSED_HEADER_NAMES",
     "SUBCOMMANDS",
     "ArgError",
     "ClientMetadataDocument",
@@ -121,35 +130,6 @@ __all__ = [
     "upstream_url_hint",
 ]
 
-#: Header names that ``--header`` and ``--header-env`` refuse (lower case): the HTTP client or
-#: the protocol layer sends them, or they change the connection. A second copy would make
-#: the request ambiguous.
-REFUSED_HEADER_NAMES: Final = frozenset(
-    {
-        "host",
-        "connection",
-        "content-length",
-        "transfer-encoding",
-        "accept",
-        "content-type",
-        "accept-encoding",
-        "dpop",
-        "te",
-        "trailer",
-        "upgrade",
-        "keep-alive",
-        "proxy-connection",
-        "expect",
-    }
-)
-#: A user header goes to the upstream server (also through the tunnel of a proxy), never to
-#: the proxy: the proxy credentials belong in the proxy URL.
-PROXY_AUTHORIZATION: Final = "proxy-authorization"
-#: The header names of the protocol, for example ``mcp-protocol-version``.
-REFUSED_HEADER_PREFIX: Final = "mcp-"
-#: Header names whose value is usually a secret: ``--header`` with one of them gives a warning.
-SECRET_HEADER_NAMES: Final = frozenset({"authorization", "cookie", "x-api-key", "api-key"})
-
 
 class Form(enum.Enum):
     """The form of the command line."""
@@ -162,19 +142,6 @@ class Form(enum.Enum):
     LOGOUT = "logout"
     #: ``check [options] (-- <command> | <url>)``: connect one time and report.
     CHECK = "check"
-
-
-@dataclass(frozen=True, slots=True)
-class Header:
-    """One header of ``--header`` or ``--header-env``, in command-line order."""
-
-    name: str
-    #: The value without spaces and tabs at its ends. Send it as
-    #: ``value.encode("utf-8", "surrogateescape")``: that gives back the bytes of the
-    #: command line or the environment.
-    value: str = field(repr=False)
-    #: The variable of ``--header-env``, or ``None`` for ``--header``.
-    from_env: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,12 +272,6 @@ _HINT_URL_LAST = "put the options before the URL of the upstream server"
 _HINT_STATIC = "a static authorization header and the sign-in options exclude each other"
 
 
-def _invalid_value(option: str, hint: str, header: str | None = None) -> ArgError:
-    if header is not None:
-        return ArgError("invalid_value", f"the header {header} of {option} is not valid: {hint}", option)
-    return ArgError("invalid_value", f"the value of {option} is not valid: {hint}", option)
-
-
 def _conflict(option: str, hint: str) -> ArgError:
     return ArgError("conflict", f"the option {option} cannot be used here: {hint}", option)
 
@@ -319,32 +280,7 @@ def _unexpected(hint: str) -> ArgError:
     return ArgError("unexpected_argument", f"an argument is not an option: {hint}")
 
 
-#: The characters of an HTTP token (RFC 9110 section 5.6.2).
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
-_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _HEX_KEY = re.compile(r"[0-9A-Fa-f]{64}\Z")
-
-
-def _trim(text: str) -> str:
-    return text.strip(" \t")
-
-
-def _variable(env: Mapping[str, str], name: str) -> str | None:
-    """The value of ``name`` without spaces and tabs at its ends; ``None`` if unset or empty."""
-    value = _trim(env.get(name, ""))
-    return value or None
-
-
-def _field_value_problem(value: str) -> str | None:
-    """Why ``value`` cannot be an HTTP field value, or ``None``: no control character other
-    than the tab; its bytes are those of the command line or the environment."""
-    try:
-        data = value.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return "the value has a character that is not valid"
-    if any((b < 0x20 and b != 0x09) or b == 0x7F for b in data):
-        return "the value has a control character"
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,19 +291,12 @@ def _field_value_problem(value: str) -> str | None:
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True, slots=True)
-class _HeaderArg:
-    option: str  # "--header" or "--header-env"
-    name: str
-    source: str  # the value of --header, or the variable of --header-env
-
-
 @dataclass(slots=True)
 class _Raw:
     """The command line after the check of each value, before the check of the form."""
 
     values: dict[str, object] = field(default_factory=dict)
-    headers: list[_HeaderArg] = field(default_factory=list)
+    headers: list[HeaderArg] = field(default_factory=list)
     #: The values of each repeatable option, in order.
     repeated: dict[str, list[object]] = field(default_factory=dict)
     #: Each option once, in the order of its first occurrence.
@@ -378,52 +307,6 @@ class _Raw:
 
     def optional(self, key: str) -> str | None:
         return cast("str | None", self.values.get(key))
-
-
-def _parse_header(earlier: Sequence[_HeaderArg], option: str, value: str) -> _HeaderArg:
-    """``<name>:<value>`` of ``--header`` or ``<name>=<VAR>`` of ``--header-env``.
-
-    The name is shown in a diagnostic only once it is a valid HTTP token.
-    """
-    from_env = option == "--header-env"
-    if from_env:
-        syntax = "use <name>=<variable>, with an HTTP header name and the name of an environment variable"
-    else:
-        syntax = "use <name>:<value>, with an HTTP header name"
-    name, separator, rest = value.partition("=" if from_env else ":")
-    if not separator or not _TOKEN.match(name):
-        raise _invalid_value(option, syntax)
-    lower = name.lower()
-    if lower in REFUSED_HEADER_NAMES:
-        hint = "the bridge or the HTTP connection sets this header"
-    elif lower == PROXY_AUTHORIZATION:
-        hint = (
-            "the header goes to the upstream server and not to the proxy: "
-            "put the user and the password in the proxy URL of HTTPS_PROXY"
-        )
-    elif lower.startswith(REFUSED_HEADER_PREFIX):
-        hint = "the header names that start with mcp- are for the protocol"
-    else:
-        hint = ""
-    if hint:
-        raise ArgError("refused_header", f"the header {name} of {option} is not permitted: {hint}", option)
-    if any(h.name.lower() == lower for h in earlier):
-        raise ArgError(
-            "duplicate_header",
-            f"the header {name} occurs more than one time in --header and --header-env",
-            option,
-        )
-    if from_env:
-        if not _VARIABLE_NAME.match(rest):
-            raise _invalid_value(option, syntax)
-        return _HeaderArg(option, name, rest)
-    header_value = _trim(rest)
-    if not header_value:
-        raise _invalid_value(option, "the header has no value", name)
-    problem = _field_value_problem(header_value)
-    if problem is not None:
-        raise _invalid_value(option, problem, name)
-    return _HeaderArg(option, name, header_value)
 
 
 def resolve(words: Words, env: Mapping[str, str]) -> Settings:
@@ -450,13 +333,13 @@ def resolve(words: Words, env: Mapping[str, str]) -> Settings:
         elif value is None:
             raise missing_value(key)
         elif option.header:
-            raw.headers.append(_parse_header(raw.headers, key, value))
+            raw.headers.append(parse_header(raw.headers, key, value))
         else:
             assert option.convert is not None
             try:
                 converted = option.convert(value)
             except InvalidValue as exc:
-                raise _invalid_value(key, exc.hint) from exc
+                raise invalid_value(key, exc.hint) from exc
             if option.repeat:
                 raw.repeated.setdefault(key, []).append(converted)
             else:
@@ -561,37 +444,7 @@ def _settings(
     target: Target, raw: _Raw, command: tuple[str, ...], url: str | None, env: Mapping[str, str]
 ) -> Settings:
     """Resolve the environment and the options that exclude each other."""
-    headers: list[Header] = []
-    warnings: list[str] = []
-    static_authorization = False
-    for h in raw.headers:
-        if h.option == "--header-env":
-            value = _variable(env, h.source)
-            if value is None:
-                raise ArgError(
-                    "missing_variable",
-                    f"the environment variable {h.source} of {h.option} is not set, or it is empty",
-                    h.option,
-                )
-            if _field_value_problem(value) is not None:
-                raise ArgError(
-                    "invalid_variable",
-                    f"the environment variable {h.source} is not valid: "
-                    "the value is not a valid HTTP header value",
-                    h.option,
-                )
-            headers.append(Header(h.name, value, h.source))
-        else:
-            headers.append(Header(h.name, h.source, None))
-            if h.name.lower() in SECRET_HEADER_NAMES and not warnings:
-                # One warning is enough: the first secret header on the command line.
-                warnings.append(
-                    f"the value of the header {h.name} is on the command line. VS Code writes the command "
-                    "line to its log, and the process list shows it. Use --header-env."
-                )
-        if h.name.lower() == "authorization":
-            static_authorization = True
-
+    headers, warnings, static_authorization = resolve_headers(raw.headers, env)
     if static_authorization:
         for key in raw.order:
             if OPTIONS[key].sign_in:
@@ -616,19 +469,11 @@ def _settings(
         if sign_in == "client-credentials":
             _check_client_credentials(registration)
 
-    if target in (Target.COMMAND, Target.CHECK_COMMAND):
-        name = raw.optional("--name") or default_name_for_command(command[0]) or PROGRAM
-    elif target is Target.LOGOUT:
-        name = ""
-    else:
-        assert url is not None
-        name = raw.optional("--name") or default_name_for_url(url) or PROGRAM
-
     return Settings(
         form=_FORMS[target],
         command=command if target in (Target.COMMAND, Target.CHECK_COMMAND) else (),
         url=url,
-        name=name,
+        name=_server_name(target, raw, command, url),
         log_level=raw.get("--log-level", DEFAULT_LOG_LEVEL),
         discover_timeout=float(raw.get("--discover-timeout", DEFAULT_DISCOVER_TIMEOUT)),
         max_line_bytes=raw.get("--max-line-bytes", DEFAULT_MAX_LINE_BYTES),
@@ -663,6 +508,16 @@ def _settings(
     )
 
 
+def _server_name(target: Target, raw: _Raw, command: tuple[str, ...], url: str | None) -> str:
+    """``--name``, else the default name of the upstream server (§2.3); empty for logout."""
+    if target in (Target.COMMAND, Target.CHECK_COMMAND):
+        return raw.optional("--name") or default_name_for_command(command[0]) or PROGRAM
+    if target is Target.LOGOUT:
+        return ""
+    assert url is not None
+    return raw.optional("--name") or default_name_for_url(url) or PROGRAM
+
+
 def _registration(raw: _Raw, env: Mapping[str, str], redirect_port: int) -> tuple[Registration, str | None]:
     """§1.2: ``--client-id``, else ``--client-metadata-url``, else dynamic for another port,
     else the document of the bridge (dynamic while the bridge publishes none)."""
@@ -678,7 +533,7 @@ def _registration(raw: _Raw, env: Mapping[str, str], redirect_port: int) -> tupl
             )
         # Without an issuer the client binds to the authorization server that the upstream
         # server names. The upstream server is not trusted with a secret.
-        secret = _variable(env, CLIENT_SECRET_VARIABLE)
+        secret = variable(env, CLIENT_SECRET_VARIABLE)
         if secret is not None and issuer is None:
             raise _conflict(
                 "--client-id", f"a client with a secret in {CLIENT_SECRET_VARIABLE} needs --client-issuer"
@@ -718,7 +573,7 @@ def _token_key(raw: _Raw, env: Mapping[str, str], token_store: str) -> bytes | N
                 "--token-key-file", "only the file store takes a key: use --token-store file or auto"
             )
         return None
-    text = _variable(env, TOKEN_KEY_VARIABLE)
+    text = variable(env, TOKEN_KEY_VARIABLE)
     if text is not None and key_file is not None:
         raise _conflict("--token-key-file", f"give the key in {TOKEN_KEY_VARIABLE} or in a file, not in both")
     key: bytes | None = None

@@ -22,6 +22,7 @@ __all__ = [
     "Words",
     "closest",
     "flag_with_value",
+    "invalid_value",
     "missing_value",
     "plain_words",
     "unknown_option",
@@ -103,6 +104,13 @@ def missing_value(option: str) -> ArgError:
 def flag_with_value(option: str) -> ArgError:
     """The error of a flag given with ``=value``."""
     return ArgError("invalid_value", f"the value of {option} is not valid: the option takes no value", option)
+
+
+def invalid_value(option: str, hint: str, header: str | None = None) -> ArgError:
+    """The error of a value that its option refuses; ``header`` names the header of a header option."""
+    if header is not None:
+        return ArgError("invalid_value", f"the header {header} of {option} is not valid: {hint}", option)
+    return ArgError("invalid_value", f"the value of {option} is not valid: {hint}", option)
 
 
 def plain_words(argv: Sequence[str]) -> Words | None:
