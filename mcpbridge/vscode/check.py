@@ -68,7 +68,24 @@ from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
 from ..mcp.text import format_duration
 from . import settings as args
 from .check_advice import diagnose, failure_text, predicted_renewal, sign_in_flows, sign_in_state
-from .check_report import FAILED, LISTS, OK, SKIPPED, TIMED_OUT, Problem, Report, Step, colors, render_text
+from .check_report import (
+    FAILED,
+    LISTS,
+    MAX_ANSWER_CHARS,
+    OK,
+    SKIPPED,
+    TIMED_OUT,
+    Problem,
+    Report,
+    Step,
+    asked_methods,
+    colors,
+    first_text,
+    item_name,
+    printable,
+    render_text,
+    url_upstream,
+)
 
 __all__ = ["Report", "check", "run_check", "render_text"]
 
@@ -108,11 +125,6 @@ CLOSE_GRACE: Final = 2.0
 #: The wait for the close once the time limit is (nearly) used up: a server that keeps
 #: running after the end of its stdin is stopped at once, so the run ends in time.
 LATE_CLOSE_GRACE: Final = 0.1
-#: The longest name of a tool, prompt or resource in the report (the tool names of the
-#: protocol have at most 128 characters).
-MAX_NAME_CHARS: Final = 128
-#: The longest text of an answer of the server in the report.
-MAX_ANSWER_CHARS: Final = 200
 
 
 #: What a server answers when a tool sends a request of the 2025 era in the middle of a
@@ -226,7 +238,7 @@ class _Check:
         settings = self.settings
         url = settings.url
         assert url is not None
-        self.report.upstream = _url_upstream(url)
+        self.report.upstream = url_upstream(url)
         self.report.sign_in, token = sign_in_state(settings, self.env)
         proxy = proxy_for(url, self.env)
         if proxy is None:
@@ -512,8 +524,8 @@ class _Check:
             if not isinstance(version, str) or version >= MODERN:
                 self._step(name, started, OK, f"no 2025-era result: {MODERN} only")
                 return
-            self._step(name, started, OK, f"MCP {_printable(version)}: the server speaks both eras")
-            self.report.also_speaks = _printable(version)
+            self._step(name, started, OK, f"MCP {printable(version)}: the server speaks both eras")
+            self.report.also_speaks = printable(version)
         finally:
             peer.close(self._grace())
 
@@ -528,7 +540,7 @@ class _Check:
         failed = self.needs_2025_era
         if failed is not None:
             problem = (
-                f"the tool {_printable(self.settings.call_tool or '')} sends a request of the 2025 era "
+                f"the tool {printable(self.settings.call_tool or '')} sends a request of the 2025 era "
                 "in the middle of "
                 f"its call, which a {MODERN} connection does not carry (the server answered: {failed})"
             )
@@ -600,7 +612,7 @@ class _Check:
                 self._failure(method, exc, started)
                 continue
             self.report.counts[key] = count
-            self.report.names[key] = [_name(name) for name in names]
+            self.report.names[key] = [item_name(name) for name in names]
             outcome = f"{key}: {count}"
             if key == "tools" and self.tool_filter.active:
                 shown = self._filter_tools(names)
@@ -616,7 +628,7 @@ class _Check:
         for tool in tools:
             execution = tool.get("execution") if isinstance(tool, dict) else None
             if isinstance(execution, dict) and execution.get("taskSupport") == "required":
-                self.report.tasks["required"].append(_printable(str(tool.get("name"))))
+                self.report.tasks["required"].append(printable(str(tool.get("name"))))
 
     def _tasks_note(self) -> None:
         """A 2026-07-28 server whose tools need tasks, and ``--tasks off``: they fail."""
@@ -650,7 +662,7 @@ class _Check:
         if name is None:
             return
         step = "tools/call"
-        shown = _printable(name)
+        shown = printable(name)
         if self.tool_filter.hides(name):
             self._skip(step, f"{shown}: the tool filter hides it from VS Code")
             return
@@ -669,11 +681,11 @@ class _Check:
             return
         if result.get("resultType") == "input_required":
             requests = result.get("inputRequests")
-            asked = _asked_methods(requests.values() if isinstance(requests, dict) else ())
+            asked = asked_methods(requests.values() if isinstance(requests, dict) else ())
             self._step(step, started, OK, f"{shown}: the tool asks for input ({asked}); the check gives none")
             return
         if result.get("isError") is True:
-            text = _first_text(result)
+            text = first_text(result)
             if not self._needs_2025_era(text, started):
                 self._step(step, started, FAILED, f"{shown}: an error result: {text}")
                 self._problem(
@@ -681,7 +693,7 @@ class _Check:
                     "Examine the arguments of --call-arguments and the log of the server.",
                 )
             return
-        outcome = f"{shown}: a result ({_first_text(result)})"
+        outcome = f"{shown}: a result ({first_text(result)})"
         if self.server_asked:
             outcome += (
                 f"; in the middle of the call the server asked for {', '.join(sorted(self.server_asked))}, "
@@ -694,12 +706,12 @@ class _Check:
         2025 era; then the step failed, and :meth:`_era_advice` tells what to do."""
         if self.report.era != MODERN or not any(m in answer.lower() for m in ERA_2025_ONLY_MARKERS):
             return False
-        self.needs_2025_era = _printable(answer, MAX_ANSWER_CHARS)
+        self.needs_2025_era = printable(answer, MAX_ANSWER_CHARS)
         self._step(
             "tools/call",
             started,
             FAILED,
-            f"{_printable(self.settings.call_tool or '')}: it needs a request of the 2025 era: "
+            f"{printable(self.settings.call_tool or '')}: it needs a request of the 2025 era: "
             f"{self.needs_2025_era}",
         )
         return True
@@ -773,51 +785,6 @@ class _Check:
         self._step(step, started, status, outcome)
         problem, fix = diagnose(step, exc, self.settings)
         self._problem(problem, fix)
-
-
-def _printable(text: str, limit: int = 40) -> str:
-    """A value of the server for the report: at most ``limit`` characters, no control character."""
-    clean = "".join(ch if ch.isprintable() else "?" for ch in text)
-    return clean if len(clean) <= limit else clean[: limit - 3] + "..."
-
-
-def _name(value: Any) -> str:
-    """The name of a list item for the report."""
-    return _printable(value, MAX_NAME_CHARS) if isinstance(value, str) else "(no name)"
-
-
-def _first_text(result: dict[str, Any]) -> str:
-    """The first text of the content of a tool result, for the report."""
-    content = result.get("content")
-    for item in content if isinstance(content, list) else ():
-        if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
-            return _printable(item["text"], MAX_ANSWER_CHARS)
-    return "no text"
-
-
-def _asked_methods(requests: Any) -> str:
-    """The methods of the input requests of an ``input_required`` result, for the report."""
-    methods = {
-        _printable(request["method"])
-        for request in requests
-        if isinstance(request, dict) and isinstance(request.get("method"), str)
-    }
-    return ", ".join(sorted(methods)) or "no request"
-
-
-def _url_upstream(url: str) -> dict[str, Any]:
-    """The upstream part of the report of a URL: the URL with its path, without its query and
-    fragment (a query can carry a secret), never with a user or a password."""
-    parts = urlsplit(url)
-    host_port = parts.netloc.rpartition("@")[2]
-    return {
-        "kind": "url",
-        "url": f"{parts.scheme}://{host_port}{parts.path}",
-        "queryHidden": bool(parts.query or parts.fragment),
-        "scheme": parts.scheme,
-        "host": args.default_name_for_url(url),
-        "port": parts.port,
-    }
 
 
 def _ms(started: float) -> int:

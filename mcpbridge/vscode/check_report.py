@@ -11,10 +11,27 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
+from urllib.parse import urlsplit
 
 from ..mcp.protocol import MODERN
+from . import settings as args
 
-__all__ = ["LISTS", "Listing", "Problem", "Report", "Step", "colors", "render_text"]
+__all__ = [
+    "LISTS",
+    "MAX_ANSWER_CHARS",
+    "MAX_NAME_CHARS",
+    "Listing",
+    "Problem",
+    "Report",
+    "Step",
+    "asked_methods",
+    "colors",
+    "first_text",
+    "item_name",
+    "printable",
+    "render_text",
+    "url_upstream",
+]
 
 
 @dataclass(frozen=True)
@@ -359,3 +376,62 @@ def describe_host_profile(profile: dict[str, Any]) -> str:
         f"{profile['vscode']} for VS Code, {profile['otherHosts']} for Codex CLI, Cursor, Claude Desktop, "
         "Zed and hosts of older revisions (--host-profile auto, chosen at the host's initialize)"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The words of the report
+# ---------------------------------------------------------------------------------------------
+
+
+#: The longest name of a tool, prompt or resource in the report (the tool names of the
+#: protocol have at most 128 characters).
+MAX_NAME_CHARS: Final = 128
+
+
+#: The longest text of an answer of the server in the report.
+MAX_ANSWER_CHARS: Final = 200
+
+
+def printable(text: str, limit: int = 40) -> str:
+    """A value of the server for the report: at most ``limit`` characters, no control character."""
+    clean = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return clean if len(clean) <= limit else clean[: limit - 3] + "..."
+
+
+def item_name(value: Any) -> str:
+    """The name of a list item for the report."""
+    return printable(value, MAX_NAME_CHARS) if isinstance(value, str) else "(no name)"
+
+
+def first_text(result: dict[str, Any]) -> str:
+    """The first text of the content of a tool result, for the report."""
+    content = result.get("content")
+    for item in content if isinstance(content, list) else ():
+        if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
+            return printable(item["text"], MAX_ANSWER_CHARS)
+    return "no text"
+
+
+def asked_methods(requests: Any) -> str:
+    """The methods of the input requests of an ``input_required`` result, for the report."""
+    methods = {
+        printable(request["method"])
+        for request in requests
+        if isinstance(request, dict) and isinstance(request.get("method"), str)
+    }
+    return ", ".join(sorted(methods)) or "no request"
+
+
+def url_upstream(url: str) -> dict[str, Any]:
+    """The upstream part of the report of a URL: the URL with its path, without its query and
+    fragment (a query can carry a secret), never with a user or a password."""
+    parts = urlsplit(url)
+    host_port = parts.netloc.rpartition("@")[2]
+    return {
+        "kind": "url",
+        "url": f"{parts.scheme}://{host_port}{parts.path}",
+        "queryHidden": bool(parts.query or parts.fragment),
+        "scheme": parts.scheme,
+        "host": args.default_name_for_url(url),
+        "port": parts.port,
+    }
