@@ -11,6 +11,7 @@ command line that typer must answer (help, version, a subcommand, an error of th
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -161,3 +162,13 @@ def test_the_help_loads_typer() -> None:
     )  # fmt: skip
     assert done.returncode == 0 and "Usage: mcp-bridge-vscode" in done.stdout
     assert {"typer", "mcpbridge.vscode.app"} <= loaded_modules(done.stderr.splitlines())
+
+
+def test_the_shell_completion_is_typers_also_for_a_plain_command_line() -> None:
+    env = {**os.environ, "_MCP_BRIDGE_VSCODE_COMPLETE": "complete_bash"}
+    env.update(COMP_WORDS="mcp-bridge-vscode --lo", COMP_CWORD="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "mcpbridge", "--name", "x", "--", sys.executable, "-V"],
+        capture_output=True, text=True, timeout=WAIT, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout.split()) == (0, ["--log-level"]), done.stderr
