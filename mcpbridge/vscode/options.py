@@ -1,8 +1,8 @@
 """The options of ``mcp-bridge-vscode``, each declared once.
 
 This module is pure. Each row of :data:`OPTIONS` holds all that the program knows of one
-option: its name, the forms that take it, the check of its value, its group in ``--help``,
-the name of its value there (``None`` for a flag) and its help. The typer app of
+option: its name, the forms that take it, the check of its value, its default, its group
+in ``--help``, the name of its value there (``None`` for a flag) and its help. The typer app of
 :mod:`mcpbridge.vscode.app` builds its parameters and its help from the rows, the word
 parser of :mod:`mcpbridge.vscode.words` reads the command line with them, and the rules of
 :mod:`mcpbridge.vscode.settings` check each value with them.
@@ -242,6 +242,8 @@ class Option:
     header: bool = False
     #: Each occurrence adds a value instead of replacing the value.
     repeat: bool = False
+    #: The value without the option (``None``: none, or the rules find it).
+    default: object = None
 
     @property
     def flag(self) -> bool:
@@ -265,6 +267,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         "The level of the log lines on stderr: err, warn, info or debug. "
         f"The default is {DEFAULT_LOG_LEVEL}.",
         _one_of(LOG_LEVELS, "use err, warn, info or debug"),
+        default=DEFAULT_LOG_LEVEL,
     ),
     "--name": Option(
         SERVE_AND_CHECK,
@@ -281,6 +284,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         f"The time in seconds for the first answer of the upstream server, from 1 to {_M}. "
         f"The default is {DEFAULT_DISCOVER_TIMEOUT}.",
         _number(1, MAX_SECONDS, _SECONDS_HINT),
+        default=DEFAULT_DISCOVER_TIMEOUT,
     ),
     "--max-line-bytes": Option(
         SERVE_AND_CHECK,
@@ -289,6 +293,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         f"The maximum length of one message from VS Code or from <command>, in bytes, from 1 to {_B}. "
         f"The default is {DEFAULT_MAX_LINE_BYTES} (64 MiB).",
         _number(1, MAX_BYTES_LIMIT, _BYTES_HINT),
+        default=DEFAULT_MAX_LINE_BYTES,
     ),
     "--protocol": Option(
         SERVE_AND_CHECK,
@@ -297,6 +302,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         f"The revision of the upstream server: {MODERN}, legacy (2025-11-25) or auto. With auto, "
         f"the bridge asks the server which revision it speaks. The default is {DEFAULT_PROTOCOL}.",
         _one_of(PROTOCOLS, f"use auto, {MODERN} or legacy"),
+        default=DEFAULT_PROTOCOL,
     ),
     "--tasks": Option(
         SERVE_AND_CHECK,
@@ -307,6 +313,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         "VS Code gets the result. With off, the bridge declares no tasks, and a tool that needs them "
         f"fails. The default is {DEFAULT_TASKS}.",
         _one_of(TASK_MODES, "use auto or off"),
+        default=DEFAULT_TASKS,
     ),
     "--host-profile": Option(
         SERVE_AND_CHECK,
@@ -317,6 +324,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         "schema strictly). With auto, the bridge picks it from the name and the revision that the host "
         f"sends. The default is {DEFAULT_HOST_PROFILE}.",
         _one_of(HOST_PROFILES, "use auto, vscode or generic"),
+        default=DEFAULT_HOST_PROFILE,
     ),
     "--allow-tool": Option(
         SERVE_AND_CHECK,
@@ -361,6 +369,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         f"The maximum length of one response or one event of the upstream server, in bytes, from 1 to {_B}. "
         f"The default is {DEFAULT_MAX_RESPONSE_BYTES} (64 MiB).",
         _number(1, MAX_BYTES_LIMIT, _BYTES_HINT),
+        default=DEFAULT_MAX_RESPONSE_BYTES,
     ),
     "--ca-file": Option(
         URL_AND_LOGOUT,
@@ -403,6 +412,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         f"The default is {DEFAULT_REDIRECT_PORT}.",
         _number(1, 65535, "use a port from 1 to 65535"),
         sign_in=True,
+        default=DEFAULT_REDIRECT_PORT,
     ),
     "--account": Option(
         URL_AND_LOGOUT,
@@ -412,6 +422,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         f'. _ @ + -. The default is "{DEFAULT_ACCOUNT}".',
         _account,
         sign_in=True,
+        default=DEFAULT_ACCOUNT,
     ),
     "--token-store": Option(
         URL_AND_LOGOUT,
@@ -422,6 +433,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         "else the memory.",
         _one_of(TOKEN_STORES, "use auto, keychain, file or memory"),
         sign_in=True,
+        default=DEFAULT_TOKEN_STORE,
     ),
     "--token-key-file": Option(
         URL_AND_LOGOUT,
@@ -432,7 +444,12 @@ OPTIONS: Final[Mapping[str, Option]] = {
         sign_in=True,
     ),
     "--no-browser": Option(
-        URL_TARGETS, SIGN_IN, None, "Open no browser: write the sign-in URL to stderr.", sign_in=True
+        URL_TARGETS,
+        SIGN_IN,
+        None,
+        "Open no browser: write the sign-in URL to stderr.",
+        sign_in=True,
+        default=False,
     ),
     "--sign-in": Option(
         URL_TARGETS,
@@ -445,6 +462,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         f"{DEFAULT_SIGN_IN_FLOW}.",
         _one_of(SIGN_IN_FLOWS, "use auto, browser, device or client-credentials"),
         sign_in=True,
+        default=DEFAULT_SIGN_IN_FLOW,
     ),
     "--sign-in-timeout": Option(
         URL_TARGETS,
@@ -454,6 +472,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         f"The default is {DEFAULT_SIGN_IN_TIMEOUT}.",
         _number(1, MAX_SECONDS, _SECONDS_HINT),
         sign_in=True,
+        default=DEFAULT_SIGN_IN_TIMEOUT,
     ),
     "--resource-indicator": Option(
         URL_TARGETS,
@@ -466,9 +485,14 @@ OPTIONS: Final[Mapping[str, Option]] = {
         f"{DEFAULT_RESOURCE_INDICATOR}.",
         _resource_indicator,
         sign_in=True,
+        default=DEFAULT_RESOURCE_INDICATOR,
     ),
-    "--all": Option(LOGOUT_ONLY, LOGOUT, None, "Delete every stored sign-in, of each account."),
-    "--json": Option(CHECK_ONLY, CHECK, None, "Write the report as one JSON object on stdout."),
+    "--all": Option(
+        LOGOUT_ONLY, LOGOUT, None, "Delete every stored sign-in, of each account.", default=False
+    ),
+    "--json": Option(
+        CHECK_ONLY, CHECK, None, "Write the report as one JSON object on stdout.", default=False
+    ),
     "--call-tool": Option(
         CHECK_ONLY,
         CHECK,

@@ -42,12 +42,10 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, TypeVar, cast
+from typing import Any, Final, cast
 
 from mcpbridge.oauth.config import (
     CLIENT_SECRET_VARIABLE,
-    DEFAULT_RESOURCE_INDICATOR,
-    DEFAULT_SIGN_IN_FLOW,
     TOKEN_KEY_VARIABLE,
     ClientMetadataDocument,
     DynamicRegistration,
@@ -288,9 +286,6 @@ _HEX_KEY = re.compile(r"[0-9A-Fa-f]{64}\Z")
 # ---------------------------------------------------------------------------------------------
 
 
-_T = TypeVar("_T")
-
-
 @dataclass(slots=True)
 class _Raw:
     """The command line after the check of each value, before the check of the form."""
@@ -302,8 +297,9 @@ class _Raw:
     #: Each option once, in the order of its first occurrence.
     order: list[str] = field(default_factory=list)
 
-    def get(self, key: str, default: _T) -> _T:
-        return cast(_T, self.values.get(key, default))
+    def value(self, key: str) -> Any:
+        """The value of the option ``key``, else its default of :data:`.options.OPTIONS`."""
+        return self.values.get(key, OPTIONS[key].default)
 
     def optional(self, key: str) -> str | None:
         return cast("str | None", self.values.get(key))
@@ -407,9 +403,9 @@ def _target(subcommand: str | None, command: tuple[str, ...] | None, url: str | 
     if subcommand == "logout":
         if command is not None:
             raise _unexpected("logout takes no upstream command")
-        if raw.get("--all", False) and url is not None:
+        if raw.value("--all") and url is not None:
             raise _conflict("--all", "give the URL of one server, or --all")
-        if not raw.get("--all", False) and url is None:
+        if not raw.value("--all") and url is None:
             raise ArgError(
                 "missing_url",
                 "the URL of the upstream server is missing: "
@@ -453,16 +449,16 @@ def _settings(
     if "--call-arguments" in raw.values and "--call-tool" not in raw.values:
         raise _conflict("--call-arguments", "it needs --call-tool")
 
-    if target is Target.LOGOUT and raw.get("--all", False) and "--account" in raw.values:
+    if target is Target.LOGOUT and raw.value("--all") and "--account" in raw.values:
         raise _conflict("--account", "logout --all deletes the sign-in of each account")
 
     signs_in = target in (Target.URL, Target.CHECK_URL, Target.LOGOUT) and not static_authorization
     registration: Registration | None = None
     client_secret: str | None = None
     token_key: bytes | None = None
-    redirect_port = raw.get("--redirect-port", DEFAULT_REDIRECT_PORT)
-    token_store = raw.get("--token-store", DEFAULT_TOKEN_STORE)
-    sign_in = raw.get("--sign-in", DEFAULT_SIGN_IN_FLOW)
+    redirect_port = raw.value("--redirect-port")
+    token_store = raw.value("--token-store")
+    sign_in = raw.value("--sign-in")
     if signs_in:
         registration, client_secret = _registration(raw, env, redirect_port)
         token_key = _token_key(raw, env, token_store)
@@ -474,37 +470,37 @@ def _settings(
         command=command if target in (Target.COMMAND, Target.CHECK_COMMAND) else (),
         url=url,
         name=_server_name(target, raw, command, url),
-        log_level=raw.get("--log-level", DEFAULT_LOG_LEVEL),
-        discover_timeout=float(raw.get("--discover-timeout", DEFAULT_DISCOVER_TIMEOUT)),
-        max_line_bytes=raw.get("--max-line-bytes", DEFAULT_MAX_LINE_BYTES),
-        protocol=raw.get("--protocol", DEFAULT_PROTOCOL),
-        tasks=raw.get("--tasks", DEFAULT_TASKS),
+        log_level=raw.value("--log-level"),
+        discover_timeout=float(raw.value("--discover-timeout")),
+        max_line_bytes=raw.value("--max-line-bytes"),
+        protocol=raw.value("--protocol"),
+        tasks=raw.value("--tasks"),
         headers=tuple(headers),
-        max_response_bytes=raw.get("--max-response-bytes", DEFAULT_MAX_RESPONSE_BYTES),
+        max_response_bytes=raw.value("--max-response-bytes"),
         ca_file=raw.optional("--ca-file"),
         client_id=raw.optional("--client-id"),
         client_issuer=raw.optional("--client-issuer"),
         client_metadata_url=raw.optional("--client-metadata-url"),
         redirect_port=redirect_port,
-        account=raw.get("--account", DEFAULT_ACCOUNT),
+        account=raw.value("--account"),
         token_store=token_store,
         token_key_file=raw.optional("--token-key-file"),
         token_key=token_key,
         client_secret=client_secret,
-        no_browser=raw.get("--no-browser", False),
-        sign_in_timeout=float(raw.get("--sign-in-timeout", DEFAULT_SIGN_IN_TIMEOUT)),
+        no_browser=raw.value("--no-browser"),
+        sign_in_timeout=float(raw.value("--sign-in-timeout")),
         sign_in=sign_in,
-        resource_indicator=raw.get("--resource-indicator", DEFAULT_RESOURCE_INDICATOR),
-        all=raw.get("--all", False),
-        json=raw.get("--json", False),
+        resource_indicator=raw.value("--resource-indicator"),
+        all=raw.value("--all"),
+        json=raw.value("--json"),
         static_authorization=static_authorization,
         registration=registration,
         warnings=tuple(warnings),
         allow_tools=tuple(str(v) for v in raw.repeated.get("--allow-tool", ())),
         deny_tools=tuple(str(v) for v in raw.repeated.get("--deny-tool", ())),
         call_tool=raw.optional("--call-tool"),
-        call_arguments=raw.get("--call-arguments", {}),
-        host_profile=raw.get("--host-profile", DEFAULT_HOST_PROFILE),
+        call_arguments=raw.value("--call-arguments") or {},
+        host_profile=raw.value("--host-profile"),
     )
 
 

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpbridge.vscode import app, cli
-from mcpbridge.vscode.options import OPTIONS
+from mcpbridge.vscode.options import OPTIONS, options_for
 from mcpbridge.vscode.settings import ArgError, Settings
 from mcpbridge.vscode.words import Words, plain_words
 from tests.harness import ROOT, WAIT, Bridge
@@ -172,3 +172,17 @@ def test_the_shell_completion_is_typers_also_for_a_plain_command_line() -> None:
         capture_output=True, text=True, timeout=WAIT, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert (done.returncode, done.stdout.split()) == (0, ["--log-level"]), done.stderr
+
+
+def test_each_default_of_the_table_is_the_value_without_the_option() -> None:
+    minimal = {None: [URL], "check": ["check", URL], "logout": ["logout", URL]}
+    checked = 0
+    for name, option in OPTIONS.items():
+        if option.default is None:
+            continue
+        head = next(argv for sub, argv in minimal.items() if name in options_for(sub))
+        parsed = cli.parse(head, {})
+        assert isinstance(parsed, Settings)
+        assert getattr(parsed, name.lstrip("-").replace("-", "_")) == option.default, name
+        checked += 1
+    assert checked >= 15
