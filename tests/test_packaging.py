@@ -44,6 +44,10 @@ PURE_MODULES = (
     "mcpbridge/bridge/lists.py",
     "mcpbridge/bridge/tasks.py",
     "mcpbridge/vscode/settings.py",
+    "mcpbridge/vscode/options.py",
+    "mcpbridge/vscode/urls.py",
+    "mcpbridge/vscode/words.py",
+    "mcpbridge/vscode/headers.py",
     "mcpbridge/oauth/config.py",
 )
 """Modules that do no I/O, start no thread and read no clock."""
