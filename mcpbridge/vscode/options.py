@@ -91,7 +91,7 @@ DEFAULT_HOST_PROFILE: Final = "auto"
 
 
 class InvalidValue(UsageFault):
-    """A value is not valid; the parser turns it into an :class:`ArgError` with the option."""
+    """A value is not valid; the parser turns it into an :class:`~.words.ArgError` with the option."""
 
     def __init__(self, hint: str, header: str | None = None) -> None:
         super().__init__(hint)

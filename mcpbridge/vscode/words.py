@@ -53,7 +53,7 @@ class ArgError(UsageFault):
 
     ``diagnostic`` names options, header names and variable names, never a value. The
     executable writes ``mcp-bridge-vscode: vscode: error: <diagnostic>``, a blank line and
-    the usage to stderr (see :meth:`render`) and exits with :attr:`exit_code`.
+    the usage to stderr (see :func:`~.cli._usage_error`) and exits with :attr:`exit_code`.
     """
 
     exit_code: ClassVar[int] = 2
