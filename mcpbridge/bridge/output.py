@@ -46,6 +46,47 @@ response.
 The parts that speak to the client without owning the connection (the listen
 stream, the input rounds, the 2025-era passthrough) see the output only
 through :class:`Host`, the architecture's ``notify.Host`` and ``input.Peer``.
+
+Lock rules
+----------
+
+The threads of a connection meet here, so the rules of every lock of the
+package are written here, once. The rule: **a lock guards a decision, never
+I/O, and no thread takes a second lock while it holds one**; a wait on a
+condition is bounded. These are all the exceptions, each on purpose:
+
+* **The output lock** (:attr:`Output._cond`). A frame joins the queue under it,
+  in the same step as the check that it may still go (a slot answered once, a
+  listen stream's generation): that is its decision. The write itself is done
+  without it: :meth:`Output._submit_locked` releases the lock while the holder
+  of the pen writes, and takes it back to count what was written. A writer waits
+  for room under it (:meth:`Output._wait_for_room_locked`): that wait depends on
+  the client alone, and the stall rule bounds it. The ``frames`` function of
+  :meth:`Output.write_locked` runs under the lock and must not block or take
+  another lock (:func:`response_frame_locked` is such a function).
+* **The delivery lock of a shared child** (``_deliver`` of
+  :class:`~.childshare._Shared`): the messages of the child reach the
+  connection that owns it under this lock, so that a change of owner never
+  splits them; a delivery may write to the client, and so wait for room in the
+  output. It is taken only on the child's reader thread and by a change of owner.
+* **The lock of a listen stream of the server** (``lock`` of the subscriptions of
+  :mod:`mcpbridge.mcp.serverconn`): it orders the frames of one stream (the
+  acknowledgment, the events, the result) and is held while they are sent. It is
+  reentrant, because the memory link delivers a frame on the sending thread and
+  the client may answer from there; the connection's own lock is only ever taken
+  inside it, never around it.
+* **The state of the front end** (:class:`~.frontend.Frontend`): the reader reads
+  the state without the lock, as a hint for which way a message goes; every
+  change is made under the state lock, and the changes that must be won once (the
+  start of an initialize, its end, the start of the closing) compare and set
+  under it, so a stale read only sends a message to a path that checks again.
+* **A file lock of the token store** (:class:`mcpbridge.platform.common.FileLock`):
+  it guards the I/O itself (a keychain entry or a file that other processes
+  share), for at most its time limit.
+
+The listen stream's owner thread (:mod:`.notify`) holds its state without a
+lock: only that thread changes it, and the active generation is read and
+written under the output lock.
 """
 
 from __future__ import annotations
