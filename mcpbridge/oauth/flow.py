@@ -23,6 +23,7 @@ from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from ..mcp.errorbase import PeerFault
+from ..mcp.numbers import OutOfRange, peer_seconds
 from .errors import InvalidRecord, OAuthError
 
 # ---------------------------------------------------------------------------------------------
@@ -47,6 +48,8 @@ INDEX_VERSION: Final = 1
 MAX_INDEX_ENTRIES: Final = 256
 #: A token that expires in less than this many seconds is refreshed first.
 REFRESH_MARGIN: Final = 60
+#: The longest ``expires_in`` that the bridge accepts from an authorization server: ten years.
+MAX_EXPIRES_IN: Final = 10 * 365 * 24 * 3600
 #: The longest authorization URL the bridge writes, elicits or opens.
 MAX_AUTHORIZATION_URL_BYTES: Final = 8192
 #: The size of the client ID metadata document.
@@ -1018,26 +1021,44 @@ def token_member(status: int, doc: Mapping[str, Any], name: str, pattern: re.Pat
     return value
 
 
+def token_seconds(status: int, doc: Mapping[str, Any], name: str, *, low: float, high: float) -> float | None:
+    """The member ``name`` of the answer ``doc`` as seconds in ``[low, high]``; ``None`` when it is absent.
+
+    The number is read with :func:`mcpbridge.mcp.numbers.peer_seconds`: ``1e400``, an integer of
+    400 digits, ``NaN``, ``true`` or a negative number is no number of seconds.
+
+    Raises:
+        TokenProblem: ``<name> is not a number from <low> to <high>`` (never the value).
+    """
+    value = doc.get(name)
+    if value is None:
+        return None
+    try:
+        return peer_seconds(value, name=name, low=low, high=high)
+    except OutOfRange as exc:
+        raise TokenProblem(status, None, str(exc)) from exc
+
+
 def parse_token_response(status: int, doc: Any, now: float) -> TokenResponse:
     """The tokens of a token endpoint answer (RFC 6749 §5).
 
+    ``expires_in``, when the answer has it, is a number of seconds from 0 to :data:`MAX_EXPIRES_IN`.
+
     Raises:
-        TokenProblem: an error answer, or an answer without a usable Bearer token.
+        TokenProblem: an error answer, or an answer without a usable Bearer token, or with
+            an ``expires_in`` out of its range.
     """
     doc = token_answer(status, doc)
     token = token_member(status, doc, "access_token", _TOKEN68)
     token_type = doc.get("token_type")
     if not isinstance(token_type, str) or token_type.lower() != "bearer":
         raise TokenProblem(status, None, "not a Bearer token")
-    expires_in = doc.get("expires_in")
-    expires_at: int | None = None
-    if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool) and expires_in >= 0:
-        expires_at = int(now + expires_in)
+    expires_in = token_seconds(status, doc, "expires_in", low=0, high=MAX_EXPIRES_IN)
     refresh = doc.get("refresh_token")
     scope = doc.get("scope")
     return TokenResponse(
         access_token=token,
-        expires_at=expires_at,
+        expires_at=None if expires_in is None else int(now + expires_in),
         refresh_token=refresh if isinstance(refresh, str) and refresh else None,
         scopes=tuple(scope.split()) if isinstance(scope, str) else None,
     )

@@ -31,6 +31,7 @@ from mcpbridge.oauth.errors import (
     ReauthorizationRequired,
     SignInDenied,
     SignInError,
+    SignInFailed,
     SignInTimeout,
 )
 from mcpbridge.oauth.signin import Gate, Opener, SignIn, SignInSettings
@@ -138,6 +139,8 @@ class Harness:
         self.auth = auth
         self.port = port or free_port()
         self.lines: list[str] = []
+        #: Set when the sign-in line is written: the polling starts.
+        self.line_written = threading.Event()
         self.person = Person(auth, ca, enters=enters)
         self.gate = Gate()
         self.sign_in = SignIn(
@@ -173,6 +176,7 @@ class Harness:
 
     def _write(self, line: str) -> None:
         self.lines.append(line)
+        self.line_written.set()
         match = DEVICE_LINE.fullmatch(line)
         assert match is not None, "the sign-in line of the device flow has another form"
         if not self.gate.initialized:
@@ -293,6 +297,45 @@ def test_expired_token_is_sign_in_timeout(harness, auth):
     assert len(auth.device_polls) == 1
 
 
+@pytest.mark.parametrize(
+    ("member", "raw", "range_text"),
+    [
+        ("interval", "1e400", "0 to 86400"),
+        ("interval", "9" * 400, "0 to 86400"),
+        ("interval", "-1", "0 to 86400"),
+        ("interval", "NaN", "0 to 86400"),
+        ("expires_in", "1e400", "1 to 315360000"),
+        ("expires_in", "-" + "9" * 400, "1 to 315360000"),
+        ("expires_in", "true", "1 to 315360000"),
+    ],
+)
+def test_a_device_answer_with_a_number_out_of_range_fails_the_sign_in_by_name_and_the_next_works(
+    harness, auth, member, raw, range_text
+):
+    auth.switches.device_raw = {member: raw}
+    h = harness()
+    with pytest.raises(SignInFailed) as caught:
+        h.discover()
+    detail = f"device sign-in: HTTP status 200, {member} is not a number from {range_text}"
+    data = errortable.error_from_sign_in(caught.value)["data"]
+    assert data == {"cause": "sign_in_failed", "detail": detail}
+    assert h.lines == [] and auth.device_polls == []
+    auth.switches.device_raw = {}
+    assert h.discover()["supportedVersions"] == ["2026-07-28"]
+    assert h.call("whoami") == "scopes: mcp:read"
+
+
+def test_a_poll_answer_whose_expires_in_is_out_of_range_fails_the_sign_in_by_name(harness, auth):
+    auth.switches.token_raw = {"expires_in": "1e400"}
+    h = harness()
+    with pytest.raises(SignInFailed) as caught:
+        h.discover()
+    assert caught.value.detail == (
+        "device sign-in: HTTP status 200, expires_in is not a number from 0 to 315360000"
+    )
+    assert auth.device_polls[-1][1] == "tokens"
+
+
 def test_the_sign_in_time_limit_ends_the_polling(harness, auth):
     h = harness(timeout=3, enters=False)
     with pytest.raises(SignInTimeout) as caught:
@@ -306,7 +349,7 @@ def test_a_cancel_stops_the_polling(harness, auth):
     h = harness(enters=False)
     cancel = CancelToken()
     threading.Thread(
-        target=lambda: auth.device_answered.wait(WAIT) and cancel.cancel("stop"), name="test-cancel"
+        target=lambda: h.line_written.wait(WAIT) and cancel.cancel("stop"), name="test-cancel"
     ).start()
     with pytest.raises(Cancelled):
         h.discover(cancel=cancel)

@@ -12,6 +12,7 @@ import pytest
 from mcpbridge.oauth import flow
 from mcpbridge.oauth.errors import InvalidRecord
 from mcpbridge.vscode import settings as args
+from tests.oauth_peers import HOSTILE_NUMBERS
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIRECT = "http://127.0.0.1:41894/callback"
@@ -360,6 +361,25 @@ def test_a_token_answer_gives_the_expiry_from_now_and_the_granted_scopes():
 def test_a_token_answer_without_a_bearer_token68_is_refused(doc):
     with pytest.raises(flow.TokenProblem):
         flow.parse_token_response(200, doc, now=0)
+
+
+@pytest.mark.parametrize("raw", [*HOSTILE_NUMBERS, "315360001", "3.2e8"])
+def test_a_token_answer_whose_expires_in_is_no_number_of_seconds_up_to_ten_years_is_refused(raw):
+    doc = json.loads(f'{{"access_token": "abc", "token_type": "Bearer", "expires_in": {raw}}}')
+    with pytest.raises(flow.TokenProblem) as caught:
+        flow.parse_token_response(200, doc, now=1000.0)
+    assert str(caught.value) == "HTTP status 200, expires_in is not a number from 0 to 315360000"
+    assert caught.value.error is None and not caught.value.drops_tokens and not caught.value.drops_client
+    assert isinstance(caught.value.__cause__, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expires_at"),
+    [("null", None), ("0", 1000), ("59.9", 1059), ('"3600"', 4600), ("315360000", 1000 + 315360000)],
+)
+def test_a_token_answer_with_an_expires_in_in_range_gives_its_expiry(raw, expires_at):
+    doc = json.loads(f'{{"access_token": "abc", "token_type": "Bearer", "expires_in": {raw}}}')
+    assert flow.parse_token_response(200, doc, now=1000.0).expires_at == expires_at
 
 
 def test_token_errors_keep_only_plain_codes_and_say_what_to_drop():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 
 from mcpbridge.oauth import config, flow, grants
 from mcpbridge.oauth.flow import ServerMetadata, TokenProblem
+from tests.oauth_peers import HOSTILE_NUMBERS, json_with_raw
 
 ISSUER = "https://auth.example.com"
 METADATA: dict[str, Any] = {
@@ -185,7 +187,8 @@ def test_a_device_answer_is_read_and_the_device_code_stays_out_of_its_repr():
     [
         ({"interval": None}, 5, True, False),
         ({"interval": 0}, 5, True, False),
-        ({"interval": "7"}, 5, True, False),
+        ({"interval": "7"}, 7, True, False),
+        ({"interval": 0.5}, 5, True, False),
         ({"interval": 600}, grants.MAX_INTERVAL, True, False),
         ({"interval": 2.7}, 2, True, False),
         ({"verification_uri_complete": None}, 7, False, False),
@@ -214,8 +217,9 @@ def test_device_answer_defaults(changes, interval, complete, dropped):
         (200, {"user_code": "AB\nCD"}, "no valid user_code"),
         (200, {"user_code": "X" * 65}, "no valid user_code"),
         (200, {"verification_uri": None}, "no verification_uri"),
-        (200, {"expires_in": 0}, "no valid expires_in"),
-        (200, {"expires_in": True}, "no valid expires_in"),
+        (200, {"expires_in": None}, "no valid expires_in"),
+        (200, {"expires_in": 0}, "expires_in is not a number from 1 to 315360000"),
+        (200, {"expires_in": True}, "expires_in is not a number from 1 to 315360000"),
     ],
 )
 def test_device_answers_that_cannot_be_used(status, changes, text):
@@ -224,6 +228,35 @@ def test_device_answers_that_cannot_be_used(status, changes, text):
         grants.parse_device_authorization(status, doc)
     assert str(caught.value) == text if status != 200 else str(caught.value).endswith(text)
     assert "dc-secret-value" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("member", "raw", "text"),
+    [("expires_in", raw, "expires_in is not a number from 1 to 315360000") for raw in HOSTILE_NUMBERS]
+    + [("expires_in", raw, "expires_in is not a number from 1 to 315360000") for raw in ("0.5", "315360001")]
+    + [("interval", raw, "interval is not a number from 0 to 86400") for raw in HOSTILE_NUMBERS]
+    + [("interval", "86401", "interval is not a number from 0 to 86400")],
+)
+def test_a_device_answer_with_a_number_out_of_its_range_is_refused_by_name(member, raw, text):
+    doc = json.loads(json_with_raw(DEVICE_ANSWER, {member: raw}))
+    with pytest.raises(TokenProblem) as caught:
+        grants.parse_device_authorization(200, doc)
+    assert str(caught.value) == f"HTTP status 200, {text}"
+    assert "dc-secret-value" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("raw", "interval"), [("86400", grants.MAX_INTERVAL), ("1", 1), ("null", 5)])
+def test_a_device_interval_in_range_is_cut_to_the_longest_wait(raw, interval):
+    doc = json.loads(json_with_raw(DEVICE_ANSWER, {"interval": raw}))
+    assert grants.parse_device_authorization(200, doc).interval == interval
+
+
+@pytest.mark.parametrize("raw", HOSTILE_NUMBERS)
+def test_a_poll_answer_with_tokens_whose_expires_in_is_out_of_range_is_refused(raw):
+    doc = json.loads(json_with_raw(TOKENS, {"expires_in": raw}))
+    text = r"^HTTP status 200, expires_in is not a number from 0 to 315360000$"
+    with pytest.raises(TokenProblem, match=text):
+        grants.poll_answer(200, doc, interval=5, now=0.0)
 
 
 @pytest.mark.parametrize(

@@ -340,6 +340,42 @@ def test_a_refresh_refused_with_invalid_client_registers_again(harness, auth):
     assert len(auth.registrations) == 2 and len(auth.authorizations) == 2
 
 
+@pytest.mark.parametrize("raw", ["1e400", "-1e400", "9" * 400, "NaN", "-1", "true", '"soon"'])
+def test_a_token_answer_whose_expires_in_is_out_of_range_fails_the_sign_in_by_name_and_the_next_works(
+    harness, auth, raw
+):
+    auth.switches.token_raw = {"expires_in": raw}
+    h = harness()
+    with pytest.raises(SignInFailed) as caught:
+        h.discover()
+    detail = "token request: HTTP status 200, expires_in is not a number from 0 to 315360000"
+    data = errortable.error_from_sign_in(caught.value)["data"]
+    assert data == {"cause": "sign_in_failed", "detail": detail}
+    assert raw not in str(caught.value)
+    auth.switches.token_raw = {}
+    assert h.call("whoami") == "scopes: mcp:read"
+    assert len(auth.authorizations) == 2
+
+
+def test_a_refresh_answer_whose_expires_in_is_out_of_range_fails_the_request_by_name(harness, auth):
+    h = harness()
+    h.discover()
+    auth.revoke_all()
+    auth.switches.token_raw = {"expires_in": "1e400"}
+    with pytest.raises(SignInFailed) as caught:
+        h.call("whoami")
+    assert caught.value.detail == "refresh: HTTP status 200, expires_in is not a number from 0 to 315360000"
+    auth.switches.token_raw = {}
+    # The server spent the refresh token on the refused answer: the next request signs in again.
+    assert h.call("whoami") == "scopes: mcp:read"
+    assert [r["grant_type"] for r in auth.token_requests] == [
+        "authorization_code",
+        "refresh_token",
+        "refresh_token",
+        "authorization_code",
+    ]
+
+
 def test_an_upstream_that_refuses_every_token_never_starts_a_sign_in_loop(harness, auth):
     h = harness()
     h.discover()
