@@ -209,6 +209,8 @@ class AuthServer:
         #: The dribbled answers that ended: the bytes each sent before the client closed it or
         #: the server closed.
         self.dribbles: list[int] = []
+        #: Set when a dribbled answer sent its first byte.
+        self.dribble_started = threading.Event()
         self.dribble_ended = threading.Condition(self.lock)
         self.server = ScriptedServer(self.handle, ssl_context=ca.server_context)
         self.origin = f"https://127.0.0.1:{self.server.port}"
@@ -281,6 +283,7 @@ class AuthServer:
                     break
                 ex.send(bytes([byte]))
                 sent += 1
+                self.dribble_started.set()
         except OSError:
             pass
         finally:

@@ -221,7 +221,12 @@ class OAuthAuthorizer:
 
     @property
     def web(self) -> WebClient:
-        """The HTTP client of the sign-in (made at its first use: ``requests`` loads then)."""
+        """The HTTP client of the sign-in for the request on this thread.
+
+        Each of its requests ends by the deadline of that request and within the sign-in
+        time limit, and stops when the request is canceled (:meth:`.web.WebClient.within`).
+        The client is made at its first use: ``requests`` loads then.
+        """
         web = self._web
         if callable(web):
             with self._web_lock:
@@ -229,7 +234,12 @@ class OAuthAuthorizer:
                     self._web = self._web()
                 web = self._web
         assert not callable(web)
-        return web
+        scope: _Scope | None = getattr(self._local, "scope", None)
+        return web.within(
+            deadline=scope.deadline if scope is not None else None,
+            cancel=scope.cancel if scope is not None else None,
+            call_timeout=self.sign_in.settings.timeout,
+        )
 
     @property
     def device(self) -> DeviceFlow:

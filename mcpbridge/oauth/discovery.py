@@ -12,21 +12,30 @@
   with ``resource`` and the scopes.
 
 Each failure raises a :class:`~.errors.SignInError` whose detail names the step
-and never holds a URL or a secret.
+and never holds a URL or a secret. A request that does not end by its deadline
+(:mod:`.web`) fails with ``sign_in_timeout``, its detail naming the step.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from . import flow, grants
-from .errors import RegistrationFailed, RegistrationUnavailable, SignInFailed, SignInInvalidUrl
+from .errors import (
+    RegistrationFailed,
+    RegistrationUnavailable,
+    SignInError,
+    SignInFailed,
+    SignInInvalidUrl,
+    SignInTimeout,
+)
 from .flow import ClientRegistration, ResourceMetadata, ServerMetadata, TokenResponse
 from .grants import DeviceAuthorization, Poll
-from .web import WebClient, WebError, WebResponse
+from .web import WebClient, WebError, WebResponse, WebTimeout
 
 __all__ = ["ResourceParameter", "TokenClient", "discover_resource", "discover_server", "register"]
 
@@ -36,12 +45,25 @@ _M = TypeVar("_M", ResourceMetadata, ServerMetadata)
 _T = TypeVar("_T")
 
 
+def request_failed(what: str, exc: WebError) -> SignInError:
+    """The error of a request of the step ``what`` that got no answer.
+
+    A request that did not end by its deadline is a ``sign_in_timeout`` (detail
+    ``<what>: no complete answer in N s``); any other failure a ``sign_in_failed``.
+    """
+    if isinstance(exc, WebTimeout):
+        log.warning("the sign-in stopped: the %s did not come in time", what)
+        return SignInTimeout(f"{what}: {exc}", seconds=max(1, math.ceil(exc.seconds)), name=flow.PROGRAM)
+    return SignInFailed(f"{what}: {exc}")
+
+
 def discover_resource(web: WebClient, url: str, from_challenge: str | None) -> ResourceMetadata:
     """The protected resource metadata of the upstream server at ``url``.
 
     Raises:
         SignInFailed: detail ``InsecureEndpoint`` (a candidate is not https),
             ``ResourceMismatch``, ``NoResourceMetadata`` or a request failure.
+        SignInTimeout: a request did not end in time.
     """
     found = _first_metadata(
         web,
@@ -60,6 +82,7 @@ def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
     Raises:
         SignInFailed: detail ``NoServerMetadata``, ``IssuerMismatch``, ``NoS256``,
             ``InsecureEndpoint`` or a request failure.
+        SignInTimeout: a request did not end in time.
     """
     found = _first_metadata(
         web,
@@ -101,7 +124,7 @@ def _first_metadata(
         try:
             answer = web.get_json(candidate)
         except WebError as exc:
-            raise SignInFailed(f"{what}: {exc}") from exc
+            raise request_failed(what, exc) from exc
         if answer.status != 200 or answer.json is None:
             continue
         try:
@@ -122,6 +145,7 @@ def register(
         RegistrationUnavailable: the server has no https registration endpoint.
         RegistrationFailed: the server refused; detail ``registration: HTTP status N[, error E]``.
         SignInFailed: the request failed.
+        SignInTimeout: the request did not end in time.
     """
     endpoint = server.registration_endpoint
     if endpoint is None or not flow.https_endpoint(endpoint):
@@ -129,7 +153,7 @@ def register(
     try:
         answer = web.post_json(endpoint, flow.registration_body(redirect, server, device=device))
     except WebError as exc:
-        raise SignInFailed(f"registration: {exc}") from exc
+        raise request_failed("registration", exc) from exc
     try:
         registration = flow.parse_registration(answer.status, answer.json)
     except flow.RegistrationProblem as exc:
@@ -158,6 +182,8 @@ class TokenClient:
         Raises:
             flow.TokenProblem: the server refused.
             SignInFailed: the request failed.
+        SignInTimeout: the request did not end in time.
+            SignInTimeout: the request did not end in time.
         """
         form = {
             "grant_type": "authorization_code",
@@ -175,6 +201,8 @@ class TokenClient:
         Raises:
             flow.TokenProblem: the server refused.
             SignInFailed: the request failed.
+        SignInTimeout: the request did not end in time.
+            SignInTimeout: the request did not end in time.
         """
         form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
         return self._tokens(flow.with_resource(form, resource, scopes), now, "refresh")
@@ -188,6 +216,8 @@ class TokenClient:
             flow.TokenProblem: the server refused, or its answer cannot be used.
             SignInInvalidUrl: the verification URI is not a safe https URL.
             SignInFailed: the request failed.
+        SignInTimeout: the request did not end in time.
+            SignInTimeout: the request did not end in time.
         """
         endpoint = self.server.device_authorization_endpoint
         assert endpoint is not None
@@ -212,6 +242,8 @@ class TokenClient:
             grants.DeviceExpired: the device code expired.
             flow.TokenProblem: another error.
             SignInFailed: the request failed.
+        SignInTimeout: the request did not end in time.
+            SignInTimeout: the request did not end in time.
         """
         form = grants.device_token_form(authorization, resource=resource)
         answer = self._post(self.server.token_endpoint, form, "token request")
@@ -223,6 +255,8 @@ class TokenClient:
         Raises:
             flow.TokenProblem: the server refused.
             SignInFailed: the request failed.
+        SignInTimeout: the request did not end in time.
+            SignInTimeout: the request did not end in time.
         """
         form = grants.client_credentials_form(resource=resource, scopes=scopes)
         return self._tokens(form, now, "client credentials")
@@ -237,7 +271,7 @@ class TokenClient:
         try:
             return self.web.post_form(endpoint, body, headers)
         except WebError as exc:
-            raise SignInFailed(f"{what}: {exc}") from exc
+            raise request_failed(what, exc) from exc
 
 
 class ResourceParameter:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import WAIT
+from conftest import WAIT, bounded
 from mcpbridge.bridge import errortable
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled, McpError
@@ -562,6 +562,58 @@ def test_a_slow_authorization_server_ends_in_the_sign_in_time_limit(harness, aut
     h = harness(timeout=1)
     with pytest.raises(SignInTimeout):
         h.discover()
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "what"),
+    [
+        ("prm", "resource metadata"),
+        ("server", "authorization server metadata"),
+        ("register", "registration"),
+        ("token", "token request"),
+    ],
+)
+def test_a_sign_in_answer_that_dribbles_ends_in_the_sign_in_time_limit_and_the_next_works(
+    harness, auth, endpoint, what
+):
+    auth.switches.dribble = {endpoint: "body"}
+    h = harness(timeout=2)
+    with pytest.raises(SignInTimeout) as caught:
+        # A hang detector, not a measure: each request of the sign-in has 2 s.
+        bounded(lambda: h.discover(timeout=WAIT), "the sign-in", timeout=3 * 2.0 + 2.0)
+    error = errortable.error_from_sign_in(caught.value)
+    assert error["data"] == {"cause": "sign_in_timeout", "detail": f"{what}: no complete answer in 2 s"}
+    assert error["message"].startswith("The sign-in did not complete in 2 s.")
+    assert auth.origin not in str(error)
+    # The bridge closed the connection: the server stopped long before the end of the answer.
+    (sent,) = auth.wait_dribbles(1, WAIT)
+    assert sent < 10
+    auth.switches.dribble = {}
+    assert h.call("whoami") == "scopes: mcp:read"
+
+
+def test_a_dribbled_answer_of_the_head_ends_in_the_deadline_of_the_request(harness, auth):
+    auth.switches.dribble = {"prm": "head"}
+    h = harness(timeout=WAIT)
+    with pytest.raises(SignInTimeout) as caught:
+        bounded(lambda: h.call("whoami", timeout=2.0), "the request", timeout=3 * 2.0)
+    assert caught.value.detail == "resource metadata: no complete answer in 2 s"
+    assert auth.wait_dribbles(1, WAIT)[0] < 10
+
+
+def test_a_cancel_stops_a_token_request_whose_answer_dribbles(harness, auth):
+    auth.switches.dribble = {"token": "body"}
+    h = harness()
+    cancel = CancelToken()
+    threading.Thread(
+        target=lambda: auth.dribble_started.wait(WAIT) and cancel.cancel("the user canceled"),
+        name="test-cancel",
+    ).start()
+    with pytest.raises(Cancelled):
+        bounded(lambda: h.discover(cancel=cancel), "the sign-in")
+    assert auth.token_requests and auth.wait_dribbles(1, WAIT)[0] < 10
+    auth.switches.dribble = {}
+    assert h.call("whoami") == "scopes: mcp:read"
 
 
 def test_a_browser_that_does_not_open_is_reported_and_the_sign_in_still_waits(harness, auth, caplog):
