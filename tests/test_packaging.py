@@ -37,6 +37,9 @@ PURE_MODULES = (
     "mcpbridge/bridge/lists.py",
     "mcpbridge/vscode/settings.py",
     "mcpbridge/oauth/config.py",
+    "mcpbridge/oauth/urls.py",
+    "mcpbridge/oauth/challenge.py",
+    "mcpbridge/oauth/tokens.py",
 )
 """Modules that do no I/O, start no thread and read no clock."""
 

@@ -3,7 +3,10 @@
 Modules:
 
 * :mod:`.config`: the options of the sign-in and the kinds of client registration.
-* :mod:`.flow`: pure rules (PKCE, URL and metadata checks, records, token responses).
+* :mod:`.flow`: pure rules (identity, PKCE, records, metadata checks, scopes, the redirect).
+* :mod:`.urls`: pure URL checks and the well-known URLs of the metadata.
+* :mod:`.challenge`: the pure reading of the ``WWW-Authenticate`` challenge.
+* :mod:`.tokens`: pure rules of the registration, the client's authentication and the tokens.
 * :mod:`.grants`: pure rules of the flow choice, the device grant and client credentials.
 * :mod:`.errors`: the errors of the sign-in, one class per cause of the error table.
 * :mod:`.web`: the HTTP client of the sign-in (metadata, registration, tokens).

@@ -60,7 +60,8 @@ from ..mcp.errors import Cancelled, RequestTimeout
 from ..mcp.http import HttpStatusError
 from ..mcp.jsonrpc import Notification
 from ..mcp.transport import Transport
-from . import flow
+from . import flow, urls
+from .challenge import Challenge, parse_challenge
 from .config import ClientMetadataDocument, PreRegistered, Registration, SignInOptions, remote_session
 from .errors import (
     AccessRefused,
@@ -81,6 +82,7 @@ from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, Serve
 from .receiver import PortBusy, Receiver, probe
 from .signin import Attempt, Consent, SignIn
 from .store import IndexedStore, OpenedStore
+from .tokens import TokenProblem, TokenResponse, choose_auth_method
 
 if TYPE_CHECKING:
     import ssl
@@ -268,7 +270,7 @@ class OAuthAuthorizer:
             SignInError: the sign-in failed (the cause names the failure).
             Cancelled: the request was canceled during the sign-in.
         """
-        challenge = flow.parse_challenge(www_authenticate)
+        challenge = parse_challenge(www_authenticate)
         step_up = status == 403
         if step_up and (challenge is None or challenge.error != "insufficient_scope"):
             return False
@@ -454,7 +456,7 @@ class OAuthAuthorizer:
     # ---------------------------------------------------------- the answer
 
     def _answer(
-        self, challenge: flow.Challenge | None, step_up: bool, used: str | None, scope: _Scope | None
+        self, challenge: Challenge | None, step_up: bool, used: str | None, scope: _Scope | None
     ) -> bool:
         now = self._clock()
         current = self._current()
@@ -515,7 +517,7 @@ class OAuthAuthorizer:
             except Exception as exc:  # noqa: BLE001 - a hook must not fail the request
                 log.debug("the hook of a new sign-in failed: %s", type(exc).__name__)
 
-    def _discover(self, challenge: flow.Challenge | None) -> tuple[ResourceMetadata, ServerMetadata]:
+    def _discover(self, challenge: Challenge | None) -> tuple[ResourceMetadata, ServerMetadata]:
         from . import discovery
 
         source = challenge.resource_metadata if challenge is not None else None
@@ -580,12 +582,12 @@ class OAuthAuthorizer:
             # The secret goes only to the issuer of --client-issuer (the parser demands it with a secret).
             secret = choice.client_secret if choice.issuer == server.issuer else None
             return ClientRegistration(
-                choice.client_id, secret, flow.choose_auth_method(server, secret is not None)
+                choice.client_id, secret, choose_auth_method(server, secret is not None)
             )
         if stored is not None:
             return stored.registration
         if isinstance(choice, ClientMetadataDocument) and server.client_id_metadata_document_supported:
-            if not flow.https_endpoint(choice.url) or urlsplit(choice.url).path in ("", "/"):
+            if not urls.https_endpoint(choice.url) or urlsplit(choice.url).path in ("", "/"):
                 raise InvalidClientMetadataUrl()
             return ClientRegistration(choice.url, None, "none")
         return discovery.register(self.web, server, self.config.redirect_uri, device=device)
@@ -594,7 +596,7 @@ class OAuthAuthorizer:
         self,
         key: RecordKey,
         registration: ClientRegistration,
-        tokens: flow.TokenResponse,
+        tokens: TokenResponse,
         scopes: tuple[str, ...],
         without_resource: bool,
         *,
@@ -643,7 +645,7 @@ class OAuthAuthorizer:
                 client.refresh, refresh_token=stored.refresh_token, scopes=(), now=self._clock()
             )
             tokens = parameter.send(request, "token endpoint")
-        except flow.TokenProblem as problem:
+        except TokenProblem as problem:
             if problem.drops_client:
                 log.info(
                     "the authorization server does not know the stored client: the bridge registers again"
@@ -759,7 +761,7 @@ class OAuthAuthorizer:
                     now=self._clock(),
                 )
                 tokens = resource.send(exchange, "token endpoint")
-            except flow.TokenProblem as problem:
+            except TokenProblem as problem:
                 log.warning("the token request of the sign-in failed: %s", problem)
                 raise self._refused(need.key, problem, "token request") from problem
             self._save_tokens(
@@ -851,7 +853,7 @@ class OAuthAuthorizer:
                     deadline=need.scope.deadline,
                     now=self._clock,
                 )
-            except flow.TokenProblem as problem:
+            except TokenProblem as problem:
                 log.warning("the device sign-in failed at the authorization server: %s", problem)
                 raise self._refused(need.key, problem, "device sign-in") from problem
             self._save_tokens(
@@ -885,7 +887,7 @@ class OAuthAuthorizer:
             log.warning("the sign-in cannot start: no client registration (%s)", exc.detail or exc.cause)
             raise
 
-    def _refused(self, key: RecordKey, problem: flow.TokenProblem, what: str) -> SignInFailed:
+    def _refused(self, key: RecordKey, problem: TokenProblem, what: str) -> SignInFailed:
         """The error of a sign-in whose token request the server refused; it forgets an unknown client."""
         if problem.drops_client:
             self._delete(key)
@@ -924,7 +926,7 @@ class OAuthAuthorizer:
         try:
             request = partial(client.client_credentials, scopes=scopes, now=self._clock())
             tokens = parameter.send(request, "token endpoint")
-        except flow.TokenProblem as problem:
+        except TokenProblem as problem:
             log.warning("the authorization server refused the client credentials: %s", problem)
             if problem.status in (400, 401, 403):
                 raise ClientCredentialsRefused(str(problem)) from problem

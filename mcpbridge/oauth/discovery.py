@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from . import flow, grants
+from . import flow, grants, tokens, urls
 from .errors import (
     RegistrationFailed,
     RegistrationUnavailable,
@@ -33,8 +33,9 @@ from .errors import (
     SignInInvalidUrl,
     SignInTimeout,
 )
-from .flow import ClientRegistration, ResourceMetadata, ServerMetadata, TokenResponse
+from .flow import ClientRegistration, ResourceMetadata, ServerMetadata
 from .grants import DeviceAuthorization, Poll
+from .tokens import TokenResponse
 from .web import WebClient, WebError, WebResponse, WebTimeout
 
 __all__ = ["ResourceParameter", "TokenClient", "discover_resource", "discover_server", "register"]
@@ -67,7 +68,7 @@ def discover_resource(web: WebClient, url: str, from_challenge: str | None) -> R
     """
     found = _first_metadata(
         web,
-        _https_only(flow.resource_metadata_candidates(url, from_challenge)),
+        _https_only(urls.resource_metadata_candidates(url, from_challenge)),
         lambda doc: flow.check_resource_metadata(doc, url),
         what="resource metadata",
         missing="NoResourceMetadata",
@@ -86,7 +87,7 @@ def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
     """
     found = _first_metadata(
         web,
-        flow.server_metadata_candidates(issuer),
+        urls.server_metadata_candidates(issuer),
         lambda doc: flow.check_server_metadata(doc, issuer),
         what="authorization server metadata",
         missing="NoServerMetadata",
@@ -102,7 +103,7 @@ def _https_only(candidates: Iterable[str]) -> Iterator[str]:
         SignInFailed: detail ``InsecureEndpoint``.
     """
     for candidate in candidates:
-        if not flow.https_endpoint(candidate):
+        if not urls.https_endpoint(candidate):
             raise SignInFailed("InsecureEndpoint")
         yield candidate
 
@@ -148,15 +149,15 @@ def register(
         SignInTimeout: the request did not end in time.
     """
     endpoint = server.registration_endpoint
-    if endpoint is None or not flow.https_endpoint(endpoint):
+    if endpoint is None or not urls.https_endpoint(endpoint):
         raise RegistrationUnavailable(redirect_uri=redirect)
     try:
-        answer = web.post_json(endpoint, flow.registration_body(redirect, server, device=device))
+        answer = web.post_json(endpoint, tokens.registration_body(redirect, server, device=device))
     except WebError as exc:
         raise request_failed("registration", exc) from exc
     try:
-        registration = flow.parse_registration(answer.status, answer.json)
-    except flow.RegistrationProblem as exc:
+        registration = tokens.parse_registration(answer.status, answer.json)
+    except tokens.RegistrationProblem as exc:
         raise RegistrationFailed(str(exc), redirect_uri=redirect) from exc
     log.info("the authorization server registered the bridge as a client")
     return registration
@@ -167,7 +168,7 @@ class TokenClient:
     """The requests of one client at the token and device endpoints of one authorization server.
 
     The authentication of :attr:`registration` joins each request
-    (:func:`.flow.client_authentication`).
+    (:func:`.tokens.client_authentication`).
     """
 
     web: WebClient
@@ -180,7 +181,7 @@ class TokenClient:
         """Trade the code of the redirect for tokens (``resource`` ``None``: without one).
 
         Raises:
-            flow.TokenProblem: the server refused.
+            tokens.TokenProblem: the server refused.
             SignInFailed: the request failed.
         SignInTimeout: the request did not end in time.
             SignInTimeout: the request did not end in time.
@@ -191,7 +192,7 @@ class TokenClient:
             "redirect_uri": redirect,
             "code_verifier": verifier,
         }
-        return self._tokens(flow.with_resource(form, resource), now, "token request")
+        return self._tokens(tokens.with_resource(form, resource), now, "token request")
 
     def refresh(
         self, *, refresh_token: str, resource: str | None, scopes: Sequence[str], now: float
@@ -199,13 +200,13 @@ class TokenClient:
         """Get a new access token with the refresh token.
 
         Raises:
-            flow.TokenProblem: the server refused.
+            tokens.TokenProblem: the server refused.
             SignInFailed: the request failed.
         SignInTimeout: the request did not end in time.
             SignInTimeout: the request did not end in time.
         """
         form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
-        return self._tokens(flow.with_resource(form, resource, scopes), now, "refresh")
+        return self._tokens(tokens.with_resource(form, resource, scopes), now, "refresh")
 
     def request_device_code(self, *, resource: str | None, scopes: Sequence[str]) -> DeviceAuthorization:
         """Ask the device authorization endpoint for a device code and a user code (RFC 8628 §3.1).
@@ -213,7 +214,7 @@ class TokenClient:
         The caller checked the endpoint (:func:`.grants.device_endpoint_problem`).
 
         Raises:
-            flow.TokenProblem: the server refused, or its answer cannot be used.
+            tokens.TokenProblem: the server refused, or its answer cannot be used.
             SignInInvalidUrl: the verification URI is not a safe https URL.
             SignInFailed: the request failed.
         SignInTimeout: the request did not end in time.
@@ -240,7 +241,7 @@ class TokenClient:
         Raises:
             grants.DeviceDenied: the person refused.
             grants.DeviceExpired: the device code expired.
-            flow.TokenProblem: another error.
+            tokens.TokenProblem: another error.
             SignInFailed: the request failed.
         SignInTimeout: the request did not end in time.
             SignInTimeout: the request did not end in time.
@@ -253,7 +254,7 @@ class TokenClient:
         """A token of the client credentials grant (RFC 6749 §4.4).
 
         Raises:
-            flow.TokenProblem: the server refused.
+            tokens.TokenProblem: the server refused.
             SignInFailed: the request failed.
         SignInTimeout: the request did not end in time.
             SignInTimeout: the request did not end in time.
@@ -263,11 +264,11 @@ class TokenClient:
 
     def _tokens(self, form: dict[str, str], now: float, what: str) -> TokenResponse:
         answer = self._post(self.server.token_endpoint, form, what)
-        return flow.parse_token_response(answer.status, answer.json, now)
+        return tokens.parse_token_response(answer.status, answer.json, now)
 
     def _post(self, endpoint: str, form: dict[str, str], what: str) -> WebResponse:
         """POST ``form`` with the client's authentication; ``what`` names the step in an error."""
-        body, headers = flow.client_authentication(self.registration, form)
+        body, headers = tokens.client_authentication(self.registration, form)
         try:
             return self.web.post_form(endpoint, body, headers)
         except WebError as exc:
@@ -314,11 +315,11 @@ class ResourceParameter:
         ``request(resource=None)``. ``where`` names the endpoint in the info line.
 
         Raises:
-            flow.TokenProblem: the server refused (also the request without ``resource``).
+            tokens.TokenProblem: the server refused (also the request without ``resource``).
         """
         try:
             return request(resource=self.value)
-        except flow.TokenProblem as problem:
+        except tokens.TokenProblem as problem:
             if not (problem.refuses_resource and self._fallback):
                 raise
             self.drop(where, str(problem))

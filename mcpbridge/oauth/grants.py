@@ -20,24 +20,20 @@ from typing import Any, Final, Literal, TypeAlias
 
 from ..mcp.errorbase import PeerFault, UsageFault
 from .errors import OAuthError
-from .flow import (
+from .flow import PROGRAM, ClientRegistration, ServerMetadata, answer_error
+from .tokens import (
     DEVICE_CODE_GRANT,
     MAX_EXPIRES_IN,
-    PROGRAM,
-    ClientRegistration,
-    ServerMetadata,
     TokenProblem,
     TokenResponse,
-    answer_error,
     choose_auth_method,
-    https_endpoint,
     parse_token_response,
     token_answer,
     token_member,
     token_seconds,
-    url_syntax_problem,
     with_resource,
 )
+from .urls import https_endpoint, url_syntax_problem
 
 __all__ = [
     "CLIENT_CREDENTIALS_GRANT",
@@ -169,7 +165,7 @@ def choose_flow(requested: str, *, remote: str | None, server: ServerMetadata) -
 def device_authorization_form(*, resource: str | None, scopes: Sequence[str]) -> dict[str, str]:
     """The form of the device authorization request, before the client's authentication.
 
-    The client ID (or its authentication) joins with :func:`.flow.client_authentication`.
+    The client ID (or its authentication) joins with :func:`.tokens.client_authentication`.
     """
     return with_resource({}, resource, scopes)
 
@@ -203,7 +199,7 @@ class InvalidVerificationUri(OAuthError, PeerFault):
 def parse_device_authorization(status: int, doc: Any) -> DeviceAuthorization:
     """The device authorization of an answer of the device endpoint.
 
-    ``expires_in`` is a number of seconds from 1 to :data:`.flow.MAX_EXPIRES_IN`.
+    ``expires_in`` is a number of seconds from 1 to :data:`.tokens.MAX_EXPIRES_IN`.
     ``interval``, when the answer has it, is a number in :data:`INTERVAL_RANGE`: less than
     1 s counts as :data:`DEFAULT_INTERVAL`, more than :data:`MAX_INTERVAL` as that.
 
@@ -314,7 +310,7 @@ def client_credentials_registration(
     """The confidential client of ``--sign-in client-credentials``.
 
     ``client_secret_basic``, or ``client_secret_post`` when the server lists only that
-    (:func:`.flow.choose_auth_method`).
+    (:func:`.tokens.choose_auth_method`).
     """
     return ClientRegistration(client_id, secret, choose_auth_method(server, True))
 

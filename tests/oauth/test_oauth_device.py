@@ -21,7 +21,7 @@ from mcpbridge.bridge import errortable
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled
 from mcpbridge.mcp.http import HttpTransport
-from mcpbridge.oauth import flow
+from mcpbridge.oauth import tokens
 from mcpbridge.oauth.authorizer import AuthorizedClient, OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import DynamicRegistration, PreRegistered, Registration
 from mcpbridge.oauth.device import DeviceFlow
@@ -244,12 +244,12 @@ def test_a_device_sign_in_before_initialized_shows_the_line_and_polls_until_the_
     assert match is not None and match.group(1) == auth.origin + "/device/verify"
     assert h.person.codes == [match.group(2)] and h.person.statuses == [200]
     # The registration asked for the device grant; the request carried the client, resource and scope.
-    assert flow.DEVICE_CODE_GRANT in auth.registrations[0]["grant_types"]
+    assert tokens.DEVICE_CODE_GRANT in auth.registrations[0]["grant_types"]
     (request,) = auth.device_requests
     assert request["client_id"] == auth.registrations[0].get("client_id", request["client_id"])
     assert request["client_id"].startswith("dyn-")
     assert request["resource"] == auth.url and request["scope"] == "mcp:read"
-    polls = [r for r in auth.token_requests if r["grant_type"] == flow.DEVICE_CODE_GRANT]
+    polls = [r for r in auth.token_requests if r["grant_type"] == tokens.DEVICE_CODE_GRANT]
     assert polls and all(r["resource"] == auth.url and r["client_id"] == request["client_id"] for r in polls)
     assert auth.device_polls[-1][1] == "tokens"
     # No browser flow at all, and the device code is nowhere in the line.
@@ -573,7 +573,7 @@ def test_a_device_sign_in_refused_for_its_resource_goes_on_without_it_once(harne
     auth.switches.refuse_resource_at = (endpoint,)
     h = harness()
     assert h.discover()["supportedVersions"] == ["2026-07-28"]
-    polls = [r for r in auth.token_requests if r["grant_type"] == flow.DEVICE_CODE_GRANT]
+    polls = [r for r in auth.token_requests if r["grant_type"] == tokens.DEVICE_CODE_GRANT]
     if endpoint == "device":
         assert [("resource" in r) for r in auth.device_requests] == [True, False]
         assert not any("resource" in r for r in polls)

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.oauth import config, flow, grants
-from mcpbridge.oauth.flow import ServerMetadata, TokenProblem
+from mcpbridge.oauth import config, flow, grants, tokens
+from mcpbridge.oauth.flow import ServerMetadata
+from mcpbridge.oauth.tokens import TokenProblem
 from tests.oauth_peers import HOSTILE_NUMBERS, json_with_raw
 
 ISSUER = "https://auth.example.com"
@@ -19,7 +20,7 @@ METADATA: dict[str, Any] = {
     "token_endpoint": ISSUER + "/token",
     "code_challenge_methods_supported": ["S256"],
     "device_authorization_endpoint": ISSUER + "/device",
-    "grant_types_supported": ["authorization_code", "refresh_token", flow.DEVICE_CODE_GRANT],
+    "grant_types_supported": ["authorization_code", "refresh_token", tokens.DEVICE_CODE_GRANT],
 }
 
 
@@ -34,7 +35,7 @@ def server(**changes: Any) -> ServerMetadata:
 def test_the_metadata_keeps_the_device_endpoint_and_the_grant_types():
     found = server()
     assert found.device_authorization_endpoint == ISSUER + "/device"
-    assert found.grant_types_supported == ("authorization_code", "refresh_token", flow.DEVICE_CODE_GRANT)
+    assert found.grant_types_supported == ("authorization_code", "refresh_token", tokens.DEVICE_CODE_GRANT)
     bare = server(device_authorization_endpoint=None, grant_types_supported=None)
     assert bare.device_authorization_endpoint is None and bare.grant_types_supported is None
     # A device endpoint that is not a text is no device endpoint; the rest of the metadata stays usable.
@@ -162,7 +163,7 @@ def test_the_device_request_carries_the_resource_and_the_scopes_and_the_client_i
     form = grants.device_authorization_form(resource="https://mcp.example.com/mcp", scopes=("a", "b"))
     assert form == {"resource": "https://mcp.example.com/mcp", "scope": "a b"}
     assert grants.device_authorization_form(resource="r", scopes=()) == {"resource": "r"}
-    body, headers = flow.client_authentication(flow.ClientRegistration("cid"), form)
+    body, headers = tokens.client_authentication(flow.ClientRegistration("cid"), form)
     assert body["client_id"] == "cid" and headers == {}
 
 
@@ -341,7 +342,7 @@ def test_client_credentials_authenticate_with_basic_unless_only_post_is_listed(m
     registration = grants.client_credentials_registration("svc", "s3cret", metadata)
     assert registration.auth_method == chosen
     form = grants.client_credentials_form(resource="https://mcp.example.com/mcp", scopes=("mcp:read",))
-    body, headers = flow.client_authentication(registration, form)
+    body, headers = tokens.client_authentication(registration, form)
     assert body["grant_type"] == "client_credentials" and body["scope"] == "mcp:read"
     assert body["resource"] == "https://mcp.example.com/mcp"
     if chosen == "client_secret_basic":
@@ -357,7 +358,7 @@ def test_client_credentials_without_scopes_send_no_scope():
 
 def test_the_device_grant_joins_the_registration_only_for_the_device_flow():
     metadata = replace(server(), token_endpoint_auth_methods=("none",))
-    plain = flow.registration_body("http://127.0.0.1:1/callback", metadata)
-    device = flow.registration_body("http://127.0.0.1:1/callback", metadata, device=True)
-    assert flow.DEVICE_CODE_GRANT not in plain["grant_types"]
-    assert device["grant_types"] == ["authorization_code", "refresh_token", flow.DEVICE_CODE_GRANT]
+    plain = tokens.registration_body("http://127.0.0.1:1/callback", metadata)
+    device = tokens.registration_body("http://127.0.0.1:1/callback", metadata, device=True)
+    assert tokens.DEVICE_CODE_GRANT not in plain["grant_types"]
+    assert device["grant_types"] == ["authorization_code", "refresh_token", tokens.DEVICE_CODE_GRANT]
