@@ -15,7 +15,10 @@ Modules:
 * :mod:`.receiver`: the loopback receiver of the redirect and the one-time start URL.
 * :mod:`.signin`: one interactive sign-in: the gate, the browser opener, the consent.
 * :mod:`.device`: one device sign-in (RFC 8628): the code, the person, the polling.
-* :mod:`.store`: the token stores (keychain, encrypted files, memory) and their index.
+* :mod:`.tokenstore`: the contract of a token store; the memory store.
+* :mod:`.keychain`: the token store in the keychain of the host.
+* :mod:`.filestore`: the token store in encrypted files.
+* :mod:`.store`: which token store opens, the fallback between them, and their index.
 * :mod:`.authorizer`: the :class:`~mcpbridge.mcp.http.Authorizer` of the HTTP transport.
 
 ``keyring`` and ``cryptography`` are imported only by the stores that need them.

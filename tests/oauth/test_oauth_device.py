@@ -34,8 +34,10 @@ from mcpbridge.oauth.errors import (
     SignInFailed,
     SignInTimeout,
 )
+from mcpbridge.oauth.keychain import KeyringStore
 from mcpbridge.oauth.signin import Gate, Opener, SignIn, SignInSettings
-from mcpbridge.oauth.store import IndexedStore, KeyringStore, MemoryStore, TokenStore
+from mcpbridge.oauth.store import IndexedStore
+from mcpbridge.oauth.tokenstore import MemoryStore, TokenStore
 from tests.oauth_keyring import FileKeyring
 from tests.oauth_peers import AuthServer, TestCA, approve, free_port, query_of
 

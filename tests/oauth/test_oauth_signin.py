@@ -39,8 +39,11 @@ from mcpbridge.oauth.errors import (
     SignInInvalidUrl,
     SignInTimeout,
 )
+from mcpbridge.oauth.filestore import EncryptedFileStore
+from mcpbridge.oauth.keychain import KeyringStore
 from mcpbridge.oauth.signin import ConsentEnded, Gate, Opener, SignIn, SignInSettings
-from mcpbridge.oauth.store import EncryptedFileStore, IndexedStore, KeyringStore, MemoryStore, TokenStore
+from mcpbridge.oauth.store import IndexedStore
+from mcpbridge.oauth.tokenstore import MemoryStore, TokenStore
 from tests.oauth_keyring import FileKeyring
 from tests.oauth_peers import (
     AuthServer,
