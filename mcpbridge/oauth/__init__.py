@@ -19,7 +19,10 @@ Modules:
 * :mod:`.keychain`: the token store in the keychain of the host.
 * :mod:`.filestore`: the token store in encrypted files.
 * :mod:`.store`: which token store opens, the fallback between them, and their index.
+* :mod:`.records`: the sign-in in use and its records in the token store.
+* :mod:`.busy`: one sign-in or refresh at a time.
 * :mod:`.authorizer`: the :class:`~mcpbridge.mcp.http.Authorizer` of the HTTP transport.
+* :mod:`.session`: the client of the bridge whose requests carry their scope, and the setup.
 
 ``keyring`` and ``cryptography`` are imported only by the stores that need them.
 """

@@ -22,7 +22,7 @@ from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled
 from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.oauth import tokens
-from mcpbridge.oauth.authorizer import AuthorizedClient, OAuthAuthorizer, OAuthConfig
+from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import DynamicRegistration, PreRegistered, Registration
 from mcpbridge.oauth.device import DeviceFlow
 from mcpbridge.oauth.errors import (
@@ -35,6 +35,7 @@ from mcpbridge.oauth.errors import (
     SignInTimeout,
 )
 from mcpbridge.oauth.keychain import KeyringStore
+from mcpbridge.oauth.session import AuthorizedClient
 from mcpbridge.oauth.signin import Gate, Opener, SignIn, SignInSettings
 from mcpbridge.oauth.store import IndexedStore
 from mcpbridge.oauth.tokenstore import MemoryStore, TokenStore

@@ -23,7 +23,7 @@ from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled, McpError
 from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.oauth import flow
-from mcpbridge.oauth.authorizer import AuthorizedClient, OAuthAuthorizer, OAuthConfig
+from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import ClientMetadataDocument, DynamicRegistration, PreRegistered, Registration
 from mcpbridge.oauth.errors import (
     AccessRefused,
@@ -41,6 +41,7 @@ from mcpbridge.oauth.errors import (
 )
 from mcpbridge.oauth.filestore import EncryptedFileStore
 from mcpbridge.oauth.keychain import KeyringStore
+from mcpbridge.oauth.session import AuthorizedClient
 from mcpbridge.oauth.signin import ConsentEnded, Gate, Opener, SignIn, SignInSettings
 from mcpbridge.oauth.store import IndexedStore
 from mcpbridge.oauth.tokenstore import MemoryStore, TokenStore

@@ -15,8 +15,9 @@ import pytest
 
 from mcpbridge.bridge.listrules import ListRules
 from mcpbridge.mcp.http import HttpTransport
-from mcpbridge.oauth.authorizer import AuthorizedClient, OAuthAuthorizer, OAuthConfig
+from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import DynamicRegistration
+from mcpbridge.oauth.session import AuthorizedClient
 from mcpbridge.oauth.signin import Gate, Opener, SignIn, SignInSettings
 from mcpbridge.oauth.store import IndexedStore
 from mcpbridge.oauth.tokenstore import MemoryStore
