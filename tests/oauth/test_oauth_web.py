@@ -175,7 +175,6 @@ def test_the_shared_client_keeps_working_after_a_call_stopped_and_a_view_closes_
     try:
         with pytest.raises(WebTimeout):
             bounded(lambda: shared.get_json(server.url), "the call")
-        server.pause = 0.0
 
         def whole(ex: Exchange) -> None:
             ex.close()
