@@ -49,6 +49,9 @@ PURE_MODULES = (
     "mcpbridge/vscode/words.py",
     "mcpbridge/vscode/headers.py",
     "mcpbridge/oauth/config.py",
+    "mcpbridge/oauth/urls.py",
+    "mcpbridge/oauth/challenge.py",
+    "mcpbridge/oauth/tokens.py",
 )
 """Modules that do no I/O, start no thread and read no clock."""
 

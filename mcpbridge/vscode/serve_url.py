@@ -80,8 +80,8 @@ def serve_url(settings: args.Settings) -> int:
     oauth = None
     if settings.registration is not None:
         # The sign-in (no static authorization header): the token store opens at the first need.
-        from ..oauth.authorizer import start_oauth
         from ..oauth.errors import StoreOpenError
+        from ..oauth.session import start_oauth
 
         try:
             oauth = start_oauth(settings.sign_in_options(), ssl_context=context, env=os.environ)
