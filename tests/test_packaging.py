@@ -28,6 +28,7 @@ PURE_MODULES = (
     "mcpbridge/mcp/netloc.py",
     "mcpbridge/mcp/numbers.py",
     "mcpbridge/bridge/legacy.py",
+    "mcpbridge/bridge/lifecycle.py",
     "mcpbridge/bridge/translate.py",
     "mcpbridge/bridge/revisions.py",
     "mcpbridge/bridge/errortable.py",

@@ -36,15 +36,17 @@ page. Both sessions give each list result to the rules (the cache keeps it, the
 filter hides tools), and the listen stream drops the cache at a list change or
 a gap.
 
-Rules of the lifecycle (the table is :data:`LIFECYCLE`):
+The reader looks up what to do with each request and notification in the
+lifecycle table, :data:`~.lifecycle.LIFECYCLE` (module ``lifecycle``: the state
+of the connection and the class of the message give an action), and does it.
+The rules that the table does not show:
 
 * Only the ``initialize`` that moves the state from ``AWAITING`` to
   ``INITIALIZING`` starts the upstream server.
 * A failed discover returns to ``AWAITING``, so a new ``initialize`` can retry.
-* The state becomes ``READY`` before the initialize response is written,
-  because the client's next requests can come at once.
-* ``CLOSING`` admits nothing. After the end of the input a request gets no
-  response; after the loss of the upstream server it gets ``upstream_exited``.
+* The state becomes ``READY`` (``READY_2025`` for a 2025-era server) before the
+  initialize response is written, because the client's next requests can come
+  at once.
 
 A **watcher** thread looks at the upstream every 200 ms: when a child process
 is gone it answers every request in flight with ``upstream_exited`` and ends
@@ -79,8 +81,9 @@ from ..mcp.jsonrpc import (
 )
 from ..mcp.protocol import ELICITATION_CREATE, MODERN
 from ..mcp.text import format_duration, printable
-from . import errortable, legacy, revisions, translate
+from . import errortable, legacy, lifecycle, revisions, translate
 from .dumptext import FrontendState
+from .lifecycle import END_STATES, READY_STATES, Action, State
 from .listrules import ListRules
 from .options import Connect, Options, Timeouts
 from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
@@ -123,13 +126,6 @@ log = logging.getLogger("mcpbridge.bridge")
 _MAIN_WAIT_SLICE = 0.25
 
 
-class State(enum.Enum):
-    AWAITING = "awaiting_initialize"
-    INITIALIZING = "initializing"
-    READY = "ready"
-    CLOSING = "closing"
-
-
 class Ended(enum.Enum):
     """How :meth:`Frontend.run` ended."""
 
@@ -160,7 +156,7 @@ class Frontend:
         self._passthrough: LegacyPassthrough | None = None
         self._state = State.AWAITING
         self._state_lock = threading.Lock()
-        self._closing_reason: Ended | None = None
+        self._request_actions = self._request_table()
         #: The log lines of the connection that the client can make repeat (refusals, drops).
         self.drops = DropLog(log)
         #: The requests of the client in flight.
@@ -230,7 +226,7 @@ class Frontend:
                     item = None
                 if item is None:
                     break
-                if self._state is State.CLOSING and self._closing_reason is Ended.EOF:
+                if self._state is State.CLOSING:
                     break
                 try:
                     self._handle_line(item, lines.control_free)
@@ -243,9 +239,9 @@ class Frontend:
                         type(exc).__name__,
                     )
         finally:
-            if self._closing_reason is None:
+            if self._state not in END_STATES:
                 self.shutdown()
-            self._finish(self._closing_reason or Ended.EOF)
+            self._finish(Ended.UPSTREAM_LOST if self._state is State.LOST else Ended.EOF)
 
     def _handle_line(self, item: bytes | TooLong, control_free: bool = False) -> None:
         if isinstance(item, TooLong):
@@ -324,24 +320,23 @@ class Frontend:
             )
 
     def _handle_notification(self, message: Notification) -> None:
-        if message.method == "notifications/initialized" and self.on_initialized is not None:
+        kind = legacy.classify_notification(message.method)
+        if kind is legacy.NotificationClass.INITIALIZED and self.on_initialized is not None:
             self.on_initialized()
-        passthrough = self._passthrough
-        if passthrough is not None and message.method != "notifications/cancelled":
-            if self._state is State.READY:
-                passthrough.forward_notification(message)
-            return
-        if message.method == "notifications/cancelled":
+        action = lifecycle.action(self._state, kind)
+        if action is Action.PASS:
+            passthrough = self._passthrough
+            assert passthrough is not None
+            passthrough.forward_notification(message)
+        elif action is Action.CANCEL:
             request_id = legacy.parse_cancelled(message.params)
-            if request_id is None:
-                return
-            slot = self.slots.get(request_id)
+            slot = self.slots.get(request_id) if request_id is not None else None
             if slot is not None:
                 slot.cancel.cancel("the client canceled the request")
-        elif message.method == "notifications/initialized":
+        elif action is Action.LISTEN:
             if self._init_written and self._listener is None and self._session is not None:
                 self._start_listener()
-        else:
+        elif kind is legacy.NotificationClass.OTHER:
             self.drops(
                 logging.DEBUG,
                 "ignored notifications of the client",
@@ -351,81 +346,98 @@ class Frontend:
 
     def _handle_request(self, request: Request) -> None:
         kind = legacy.classify(request.method)
-        if request.method == "tools/call" and self._state is State.READY:
-            refused = self.lists.refuse_call(request.params)
-            if refused is not None:  # a hidden tool, in either era: the server never sees the call
-                self.output.write_error(request.id, refused)
-                return
+        self._request_actions[lifecycle.action(self._state, kind)](request, kind)
+
+    def _request_table(self) -> dict[Action, Callable[[Request, legacy.MethodClass], None]]:
+        """The way to do each action of the lifecycle table with a request."""
+        error = self._answer_error
+        return {
+            Action.START: self._start,
+            Action.ALREADY_INITIALIZED: lambda request, _: error(request, "already_initialized"),
+            Action.PONG: lambda request, _: self.output.write(jsonrpc.Response(request.id, {})),
+            Action.SET_LEVEL: self._set_level,
+            Action.METHOD_NOT_FOUND: lambda request, _: error(request, "method_not_found"),
+            Action.NOT_INITIALIZED: self._not_initialized,
+            Action.FORWARD: self._forward,
+            Action.TASKS: self._tasks,
+            Action.SUBSCRIBE: self._subscribe,
+            Action.PASS: self._pass,
+            Action.UPSTREAM_EXITED: lambda request, _: error(request, "upstream_exited"),
+            Action.NO_RESPONSE: lambda request, _: None,
+        }
+
+    def _answer_error(self, request: Request, cause: str) -> None:
+        self.output.write_error(request.id, errortable.error_object(cause))
+
+    def _set_level(self, request: Request, kind: legacy.MethodClass) -> None:
+        try:
+            self._log_level = legacy.parse_set_level(request.params)
+        except legacy.InvalidParams:
+            self._answer_error(request, "invalid_params")
+            return
+        self.output.write(jsonrpc.Response(request.id, {}))
+
+    def _not_initialized(self, request: Request, kind: legacy.MethodClass) -> None:
+        modern = legacy.has_modern_meta(request.params)
+        self._answer_error(request, "method_not_found" if modern else "not_initialized")
+
+    def _start(self, request: Request, kind: legacy.MethodClass) -> None:
+        with self._state_lock:
+            won = self._state is State.AWAITING
+            if won:
+                self._state = State.INITIALIZING
+        if not won:
+            self._answer_error(request, "already_initialized")
+            return
+        self._admit(request, self._initialize)
+
+    def _refused_call(self, request: Request) -> bool:
+        """A ``tools/call`` of a tool that the list rules hide: the error of an unknown tool."""
+        if request.method != "tools/call":
+            return False
+        refused = self.lists.refuse_call(request.params)
+        if refused is not None:  # a hidden tool, in either era: the server never sees the call
+            self.output.write_error(request.id, refused)
+        return refused is not None
+
+    def _pass(self, request: Request, kind: legacy.MethodClass) -> None:
         passthrough = self._passthrough
-        if (
-            passthrough is not None
-            and self._state is State.READY
-            and kind not in (legacy.MethodClass.INITIALIZE, legacy.MethodClass.DISCOVER)
-        ):
+        assert passthrough is not None
+        if not self._refused_call(request):
             self._admit(request, passthrough.forward)
+
+    def _forward(self, request: Request, kind: legacy.MethodClass) -> None:
+        session = self._session
+        assert session is not None
+        if self._refused_call(request):
             return
-        if kind is legacy.MethodClass.PING:
-            self.output.write(jsonrpc.Response(request.id, {}))
+        cached = self.lists.lookup(request.method, request.params)
+        if cached is not None:
+            # Answered at once on the reader; the slot keeps the id in use until then.
+            self._admit(request, session.forward, functools.partial(session.answer_from_cache, result=cached))
             return
-        if kind is legacy.MethodClass.SET_LEVEL:
-            try:
-                self._log_level = legacy.parse_set_level(request.params)
-            except legacy.InvalidParams:
-                self.output.write_error(request.id, errortable.error_object("invalid_params"))
-                return
-            self.output.write(jsonrpc.Response(request.id, {}))
+        on_reader = session.begin_forward if self.options.forward_on_reader else None
+        self._admit(request, session.forward, on_reader)
+
+    def _tasks(self, request: Request, kind: legacy.MethodClass) -> None:
+        session = self._session
+        if session is None or not session.native_tasks:
+            self._answer_error(request, "method_not_found")
             return
-        if kind is legacy.MethodClass.DISCOVER:
-            self.output.write_error(request.id, errortable.error_object("method_not_found"))
+        self._admit(request, session.answer_task_request)
+
+    def _subscribe(self, request: Request, kind: legacy.MethodClass) -> None:
+        listener = self._listener
+        if listener is None or not listener.accepts_subscriptions:
+            self._answer_error(request, "method_not_found")
             return
-        state = self._state
-        if state is State.CLOSING:
-            if self._closing_reason is Ended.UPSTREAM_LOST:
-                self.output.write_error(request.id, errortable.error_object("upstream_exited"))
+        try:
+            uri = legacy.parse_subscribe(request.params)
+        except legacy.InvalidParams:
+            self._answer_error(request, "invalid_params")
             return
-        if kind is legacy.MethodClass.INITIALIZE:
-            with self._state_lock:
-                won = self._state is State.AWAITING
-                if won:
-                    self._state = State.INITIALIZING
-            if not won:
-                self.output.write_error(request.id, errortable.error_object("already_initialized"))
-                return
-            self._admit(request, self._initialize)
-            return
-        if state is not State.READY:
-            if legacy.has_modern_meta(request.params):
-                self.output.write_error(request.id, errortable.error_object("method_not_found"))
-            else:
-                self.output.write_error(request.id, errortable.error_object("not_initialized"))
-            return
-        if kind is legacy.MethodClass.FORWARD:
-            session = self._session
-            assert session is not None
-            cached = self.lists.lookup(request.method, request.params)
-            if cached is not None:
-                # Answered at once on the reader; the slot keeps the id in use until then.
-                self._admit(
-                    request, session.forward, functools.partial(session.answer_from_cache, result=cached)
-                )
-                return
-            on_reader = session.begin_forward if self.options.forward_on_reader else None
-            self._admit(request, session.forward, on_reader)
-        elif kind is legacy.MethodClass.TASK and self._session is not None and self._session.native_tasks:
-            self._admit(request, self._session.answer_task_request)
-        elif kind in (legacy.MethodClass.SUBSCRIBE, legacy.MethodClass.UNSUBSCRIBE):
-            if self._listener is None or not self._listener.accepts_subscriptions:
-                self.output.write_error(request.id, errortable.error_object("method_not_found"))
-                return
-            try:
-                uri = legacy.parse_subscribe(request.params)
-            except legacy.InvalidParams:
-                self.output.write_error(request.id, errortable.error_object("invalid_params"))
-                return
-            subscribe = kind is legacy.MethodClass.SUBSCRIBE
-            self._admit(request, lambda slot, req: self._listener.change(slot, uri, subscribe=subscribe))
-        else:
-            self.output.write_error(request.id, errortable.error_object("method_not_found"))
+        subscribe = kind is legacy.MethodClass.SUBSCRIBE
+        self._admit(request, lambda slot, req: listener.change(slot, uri, subscribe=subscribe))
 
     # ---------------------------------------------------------------- slots
 
@@ -471,7 +483,7 @@ class Frontend:
 
     def _set_state(self, state: State) -> None:
         with self._state_lock:
-            if self._state is not State.CLOSING:
+            if self._state not in END_STATES:
                 self._state = state
 
     def _initialize(self, slot: Slot, request: Request) -> None:
@@ -536,7 +548,7 @@ class Frontend:
         )
         self._declared = translate.declared_notifications(init)
         with self._state_lock:
-            if self._state is State.CLOSING:
+            if self._state in END_STATES:
                 return
             self._state = State.READY
         log.info(
@@ -580,9 +592,9 @@ class Frontend:
             return
         self._passthrough = passthrough
         with self._state_lock:
-            closing = self._state is State.CLOSING
+            closing = self._state in END_STATES
             if not closing:
-                self._state = State.READY
+                self._state = State.READY_2025
         if closing:
             passthrough.close(self.options.shutdown_grace)
             return
@@ -614,7 +626,7 @@ class Frontend:
     @property
     def upstream_lost(self) -> bool:
         """True once the connection closes because the upstream server stopped."""
-        return self._closing_reason is Ended.UPSTREAM_LOST
+        return self._state is State.LOST
 
     @property
     def log_level(self) -> str | None:
@@ -662,7 +674,7 @@ class Frontend:
         interval = self.options.watch_interval
         while not self._stop.wait(interval):
             upstream = self._upstream
-            if upstream is not None and upstream.gone and self._state is State.READY:
+            if upstream is not None and upstream.gone and self._state in READY_STATES:
                 self._upstream_lost(upstream)
                 return
             stalled = self.output.waiting()
@@ -743,10 +755,9 @@ class Frontend:
     def _enter_closing(self, reason: Ended) -> bool:
         """Move to CLOSING for ``reason``; False when the connection was closing already."""
         with self._state_lock:
-            if self._state is State.CLOSING:
+            if self._state in END_STATES:
                 return False
-            self._state = State.CLOSING
-            self._closing_reason = reason
+            self._state = State.LOST if reason is Ended.UPSTREAM_LOST else State.CLOSING
             return True
 
     def _end_slots(self) -> None:
