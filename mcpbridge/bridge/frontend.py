@@ -69,6 +69,7 @@ from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
 from ..mcp.droplog import DropLog, flush_all
+from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, Closed, McpError
 from ..mcp.framing import LineReader, TooLong
 from ..mcp.ids import shows_response
@@ -96,7 +97,7 @@ from .passthrough import (
     log_spawn_failed,
     stopped_during,
 )
-from .pending import BAD_LINE, ClientError, PendingAnswers
+from .pending import BAD_LINE, ClientError, PendingAnswers, WaitEnded
 from .session import (
     ModernSession,
     UpstreamSession,
@@ -455,7 +456,9 @@ class Frontend:
         slot = self.slots.admit(request)
         if slot is None:
             if request.method == "initialize":
-                self._set_state(State.AWAITING)
+                with self._state_lock:
+                    if self._state is State.INITIALIZING:
+                        self._state = State.AWAITING
             return
         if on_reader is not None and on_reader(slot, request):
             return
@@ -481,17 +484,44 @@ class Frontend:
 
     # ------------------------------------------------------------ lifecycle
 
-    def _set_state(self, state: State) -> None:
-        with self._state_lock:
-            if self._state not in END_STATES:
-                self._state = state
-
     def _initialize(self, slot: Slot, request: Request) -> None:
+        """The work of the initialize slot.
+
+        However it ends (an error of the upstream, a cancel, a time limit, a bug of the
+        bridge), the state leaves ``INITIALIZING``: to ``READY`` or ``READY_2025``, or back
+        to ``AWAITING``, from where a new ``initialize`` can start the upstream again. A
+        client that it started and that carries no session is closed.
+        """
+        opened: list[Client] = []
+        try:
+            self._start_upstream(slot, request, opened)
+        except Exception as exc:
+            for client in opened:
+                client.close(self.options.shutdown_grace)
+            error = _named_error(exc)
+            self._initialize_failed(slot, None)
+            if error is None:
+                raise  # a bug: the slot logs it and answers an internal error
+            if not isinstance(exc, McpError):
+                self.drops(logging.ERROR, FAILED_STARTS, "initialize failed: %s", error["data"]["cause"])
+            self.output.respond_error(slot, error)
+        finally:
+            self._initialize_failed(slot, None)
+
+    def _initialize_failed(self, slot: Slot, error: dict[str, Any] | None) -> None:
+        """The initialize failed: back to ``AWAITING`` first, then its answer (if any)."""
+        with self._state_lock:
+            if self._state is State.INITIALIZING:
+                self._state = State.AWAITING
+        if error is not None:
+            self.output.respond_error(slot, error)
+
+    def _start_upstream(self, slot: Slot, request: Request, opened: list[Client]) -> None:
+        """Start the upstream and answer initialize; ``opened`` gets a client to close on a failure."""
         try:
             params = legacy.parse_initialize(request.params)
         except legacy.InvalidParams:
-            self._set_state(State.AWAITING)
-            self.output.respond_error(slot, errortable.error_object("invalid_params"))
+            self._initialize_failed(slot, errortable.error_object("invalid_params"))
             return
         self._revision = revisions.negotiate(params.protocol_version)
         self._profile = revisions.choose_profile(
@@ -505,20 +535,21 @@ class Frontend:
         try:
             client = self._connect(params.client_info, self._on_upstream_notification)
         except McpError as exc:
-            self._set_state(State.AWAITING)
             log_spawn_failed(self.drops, exc)
-            self.output.respond_error(slot, errortable.error_object(exc.cause))
+            self._initialize_failed(slot, errortable.error_object(exc.cause))
             return
+        opened.append(client)
         try:
             result = client.discover(
                 timeout=self.options.timeouts.discover, cancel=slot.cancel, capabilities=self._upstream_caps
             )
         except McpError as exc:
             if falls_back(exc, protocol=self.options.protocol, upstream=self._legacy, drops=self.drops):
+                opened.clear()  # the passthrough owns the probe now
                 self._pass_through(slot, request, client, exc)
                 return
+            opened.clear()
             client.close(self.options.shutdown_grace)
-            self._set_state(State.AWAITING)
             if isinstance(exc, Cancelled):
                 return
             error = discover_error(exc, self.options.timeouts.discover)
@@ -534,10 +565,10 @@ class Frontend:
                     discover_failure_text(exc, error),
                     exc_info=exc,
                 )
-            self.output.respond_error(slot, error)
+            self._initialize_failed(slot, error)
             return
-        self._session = ModernSession(client, self, discover_result=result)
-        init = self._session.advertise(
+        session = ModernSession(client, self, discover_result=result)
+        init = session.advertise(
             translate.initialize_result(
                 result,
                 fallback_name=self.options.fallback_name,
@@ -550,7 +581,9 @@ class Frontend:
         with self._state_lock:
             if self._state in END_STATES:
                 return
+            self._session = session
             self._state = State.READY
+            opened.clear()
         log.info(
             "the upstream server speaks MCP %s; the client MCP %s, with the host profile %s",
             MODERN,
@@ -586,14 +619,17 @@ class Frontend:
         try:
             result = passthrough.open(request.params, probe, probe_error, slot.cancel)
         except OpenFailed as failed:
-            self._set_state(State.AWAITING)
-            if failed.error is not None:
-                self.output.respond_error(slot, failed.error)
+            self._initialize_failed(slot, failed.error)
             return
-        self._passthrough = passthrough
+        except Exception:
+            passthrough.close(self.options.shutdown_grace)
+            if probe is not None:
+                probe.close(self.options.shutdown_grace)
+            raise
         with self._state_lock:
             closing = self._state in END_STATES
             if not closing:
+                self._passthrough = passthrough
                 self._state = State.READY_2025
         if closing:
             passthrough.close(self.options.shutdown_grace)
@@ -769,6 +805,21 @@ class Frontend:
         self.slots.drain(self.options.shutdown_grace)
         self.output.close(0.0 if self._stalled else self.options.shutdown_grace)
         self.slots.close()
+
+
+def _named_error(exc: Exception) -> dict[str, Any] | None:
+    """The error that the client gets for ``exc``, which ended an initialize; ``None`` for a bug.
+
+    A canceled initialize gets no response (the output writes nothing for a canceled slot).
+    """
+    if isinstance(exc, McpError):
+        return errortable.error_from_mcp(exc)
+    if isinstance(exc, WaitEnded):  # the consent of the client to a sign-in
+        return errortable.error_object("input_timeout" if exc.reason == "timeout" else "not_connected")
+    cause = getattr(exc, "cause", None)
+    if isinstance(exc, BridgeError) and isinstance(cause, str) and cause in errortable.ERRORS:
+        return errortable.error_object(cause)
+    return None
 
 
 class _Counter:

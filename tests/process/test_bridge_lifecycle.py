@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
+from pathlib import Path
 
 from harness import Bridge, bridge_command, fixture_command
 from mcpbridge import __version__
@@ -77,6 +79,16 @@ def test_a_spawn_failure_returns_to_awaiting_initialize() -> None:
         error = bridge.initialize()["error"]
         assert error["data"]["cause"] == "spawn_failed"
         assert bridge.request("ping")["result"] == {}
+
+
+def test_after_a_spawn_failure_initialize_starts_the_command_once_it_is_in_place(tmp_path: Path) -> None:
+    command = tmp_path / "server"
+    with Bridge(bridge_command(upstream=[str(command)])) as bridge:
+        assert bridge.initialize()["error"]["data"]["cause"] == "spawn_failed"
+        command.write_text(f"#!/bin/sh\nexec {shlex.join(fixture_command())}\n", encoding="utf-8")
+        command.chmod(0o755)
+        assert bridge.initialize()["result"]["serverInfo"]["name"] == "bridge-fixture-server"
+        assert "tools" in bridge.request("tools/list")["result"]
 
 
 def test_an_upstream_that_exits_at_start_fails_discover_and_initialize_can_retry() -> None:
