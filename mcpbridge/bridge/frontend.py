@@ -123,6 +123,9 @@ __all__ = [
 log = logging.getLogger("mcpbridge.bridge")
 
 
+#: A request that waits for the end of initialize: its slot, the request and its class.
+_Held = tuple[Slot, Request, legacy.MethodClass]
+
 #: The longest sleep of the thread in :meth:`Frontend.run`, which runs the signal handlers.
 _MAIN_WAIT_SLICE = 0.25
 
@@ -157,7 +160,10 @@ class Frontend:
         self._passthrough: LegacyPassthrough | None = None
         self._state = State.AWAITING
         self._state_lock = threading.Lock()
-        self._request_actions = self._request_table()
+        #: The requests that wait for the end of initialize, with their slots (under the state lock).
+        self._held: list[_Held] = []
+        #: The cause of the last initialize that failed (``not_connected`` names it).
+        self._failure = ""
         #: The log lines of the connection that the client can make repeat (refusals, drops).
         self.drops = DropLog(log)
         #: The requests of the client in flight.
@@ -347,98 +353,144 @@ class Frontend:
 
     def _handle_request(self, request: Request) -> None:
         kind = legacy.classify(request.method)
-        self._request_actions[lifecycle.action(self._state, kind)](request, kind)
+        self._act(lifecycle.action(self._state, kind), request, kind, None)
 
-    def _request_table(self) -> dict[Action, Callable[[Request, legacy.MethodClass], None]]:
-        """The way to do each action of the lifecycle table with a request."""
-        error = self._answer_error
-        return {
-            Action.START: self._start,
-            Action.ALREADY_INITIALIZED: lambda request, _: error(request, "already_initialized"),
-            Action.PONG: lambda request, _: self.output.write(jsonrpc.Response(request.id, {})),
-            Action.SET_LEVEL: self._set_level,
-            Action.METHOD_NOT_FOUND: lambda request, _: error(request, "method_not_found"),
-            Action.NOT_INITIALIZED: self._not_initialized,
-            Action.FORWARD: self._forward,
-            Action.TASKS: self._tasks,
-            Action.SUBSCRIBE: self._subscribe,
-            Action.PASS: self._pass,
-            Action.UPSTREAM_EXITED: lambda request, _: error(request, "upstream_exited"),
-            Action.NO_RESPONSE: lambda request, _: None,
-        }
+    def _act(self, action: Action, request: Request, kind: legacy.MethodClass, slot: Slot | None) -> None:
+        """Do ``action`` of the lifecycle table; ``slot``: the slot of a request that was held."""
+        if action is Action.START:
+            self._start(request)
+        elif action in _ERROR_OF:
+            self._reply(request, slot, error=errortable.error_object(_ERROR_OF[action]))
+        elif action is Action.PONG:
+            self._reply(request, slot, result={})
+        elif action is Action.SET_LEVEL:
+            try:
+                self._log_level = legacy.parse_set_level(request.params)
+            except legacy.InvalidParams:
+                self._reply(request, slot, error=errortable.error_object("invalid_params"))
+            else:
+                self._reply(request, slot, result={})
+        elif action in (Action.NOT_INITIALIZED, Action.NOT_CONNECTED, Action.HOLD):
+            self._before_ready(action, request, kind, slot)
+        elif action is Action.FORWARD:
+            self._forward(request, slot)
+        elif action is Action.PASS:
+            passthrough = self._passthrough
+            assert passthrough is not None
+            if not self._refused_call(request, slot):
+                self._admit(request, passthrough.forward, slot=slot)
+        elif action is Action.TASKS:
+            session = self._session
+            if session is None or not session.native_tasks:
+                self._reply(request, slot, error=errortable.error_object("method_not_found"))
+            else:
+                self._admit(request, session.answer_task_request, slot=slot)
+        elif action is Action.SUBSCRIBE:
+            self._subscribe(request, kind, slot)
+        elif slot is not None:  # NO_RESPONSE
+            self.slots.release(slot)
 
-    def _answer_error(self, request: Request, cause: str) -> None:
-        self.output.write_error(request.id, errortable.error_object(cause))
+    def _reply(
+        self, request: Request, slot: Slot | None, *, result: Any = None, error: dict[str, Any] | None = None
+    ) -> None:
+        """Answer ``request`` at once: on its slot when it has one (then released), else on the reader."""
+        if slot is not None:
+            if error is not None:
+                self.output.respond_error(slot, error)
+            else:
+                self.output.respond(slot, result)
+            self.slots.release(slot)
+        elif error is not None:
+            self.output.write_error(request.id, error)
+        else:
+            self.output.write(jsonrpc.Response(request.id, result))
 
-    def _set_level(self, request: Request, kind: legacy.MethodClass) -> None:
-        try:
-            self._log_level = legacy.parse_set_level(request.params)
-        except legacy.InvalidParams:
-            self._answer_error(request, "invalid_params")
+    def _before_ready(
+        self, action: Action, request: Request, kind: legacy.MethodClass, slot: Slot | None
+    ) -> None:
+        """A request before the upstream is ready: held while initialize runs, else an error."""
+        if legacy.has_modern_meta(request.params):  # a client of both revisions probes 2026-07-28
+            self._reply(request, slot, error=errortable.error_object("method_not_found"))
             return
-        self.output.write(jsonrpc.Response(request.id, {}))
+        if action is Action.HOLD:
+            if slot is None:
+                slot = self.slots.admit(request)
+                if slot is None:
+                    return
+            with self._state_lock:
+                state = self._state
+                if state is State.INITIALIZING:
+                    self._held.append((slot, request, kind))
+                    return
+            self._act(lifecycle.action(state, kind), request, kind, slot)
+        elif action is Action.NOT_CONNECTED:
+            error = errortable.error_object("not_connected", f"the initialize failed: {self._failure}")
+            self._reply(request, slot, error=error)
+        else:
+            self._reply(request, slot, error=errortable.error_object("not_initialized"))
 
-    def _not_initialized(self, request: Request, kind: legacy.MethodClass) -> None:
-        modern = legacy.has_modern_meta(request.params)
-        self._answer_error(request, "method_not_found" if modern else "not_initialized")
-
-    def _start(self, request: Request, kind: legacy.MethodClass) -> None:
+    def _release_held(self, state: State) -> None:
+        """Initialize ended in ``state``: do with each held request what that state does."""
         with self._state_lock:
-            won = self._state is State.AWAITING
+            held, self._held = self._held, []
+        for slot, request, kind in held:
+            if slot.cancel.cancelled:
+                self.slots.release(slot)
+            else:
+                self._act(lifecycle.action(state, kind), request, kind, slot)
+
+    def _start(self, request: Request) -> None:
+        with self._state_lock:
+            before = self._state
+            won = before in (State.AWAITING, State.FAILED)
             if won:
                 self._state = State.INITIALIZING
         if not won:
-            self._answer_error(request, "already_initialized")
+            self._reply(request, None, error=errortable.error_object("already_initialized"))
             return
-        self._admit(request, self._initialize)
+        slot = self.slots.admit(request)
+        if slot is None:
+            with self._state_lock:
+                if self._state is State.INITIALIZING:
+                    self._state = before
+            return
+        self.slots.submit(slot, request, self._initialize)
 
-    def _refused_call(self, request: Request) -> bool:
+    def _refused_call(self, request: Request, slot: Slot | None) -> bool:
         """A ``tools/call`` of a tool that the list rules hide: the error of an unknown tool."""
         if request.method != "tools/call":
             return False
         refused = self.lists.refuse_call(request.params)
         if refused is not None:  # a hidden tool, in either era: the server never sees the call
-            self.output.write_error(request.id, refused)
+            self._reply(request, slot, error=refused)
         return refused is not None
 
-    def _pass(self, request: Request, kind: legacy.MethodClass) -> None:
-        passthrough = self._passthrough
-        assert passthrough is not None
-        if not self._refused_call(request):
-            self._admit(request, passthrough.forward)
-
-    def _forward(self, request: Request, kind: legacy.MethodClass) -> None:
+    def _forward(self, request: Request, slot: Slot | None) -> None:
         session = self._session
         assert session is not None
-        if self._refused_call(request):
+        if self._refused_call(request, slot):
             return
         cached = self.lists.lookup(request.method, request.params)
         if cached is not None:
             # Answered at once on the reader; the slot keeps the id in use until then.
-            self._admit(request, session.forward, functools.partial(session.answer_from_cache, result=cached))
+            answer = functools.partial(session.answer_from_cache, result=cached)
+            self._admit(request, session.forward, answer, slot=slot)
             return
         on_reader = session.begin_forward if self.options.forward_on_reader else None
-        self._admit(request, session.forward, on_reader)
+        self._admit(request, session.forward, on_reader, slot=slot)
 
-    def _tasks(self, request: Request, kind: legacy.MethodClass) -> None:
-        session = self._session
-        if session is None or not session.native_tasks:
-            self._answer_error(request, "method_not_found")
-            return
-        self._admit(request, session.answer_task_request)
-
-    def _subscribe(self, request: Request, kind: legacy.MethodClass) -> None:
+    def _subscribe(self, request: Request, kind: legacy.MethodClass, slot: Slot | None) -> None:
         listener = self._listener
         if listener is None or not listener.accepts_subscriptions:
-            self._answer_error(request, "method_not_found")
+            self._reply(request, slot, error=errortable.error_object("method_not_found"))
             return
         try:
             uri = legacy.parse_subscribe(request.params)
         except legacy.InvalidParams:
-            self._answer_error(request, "invalid_params")
+            self._reply(request, slot, error=errortable.error_object("invalid_params"))
             return
         subscribe = kind is legacy.MethodClass.SUBSCRIBE
-        self._admit(request, lambda slot, req: listener.change(slot, uri, subscribe=subscribe))
+        self._admit(request, lambda slot, req: listener.change(slot, uri, subscribe=subscribe), slot=slot)
 
     # ---------------------------------------------------------------- slots
 
@@ -447,19 +499,20 @@ class Frontend:
         request: Request,
         work: Work,
         on_reader: Callable[[Slot, Request], bool] | None = None,
+        *,
+        slot: Slot | None = None,
     ) -> None:
-        """Give the request a slot and run ``work`` on it; ``on_reader`` may start it here first.
+        """Give the request a slot (unless it has one) and run ``work`` on it; ``on_reader`` may
+        start it here first.
 
-        ``on_reader`` runs on the reader thread and must not block; it returns
-        False when ``work`` must run on a slot thread after all.
+        ``on_reader`` must not block (it runs on the reader, or on the slot thread of
+        initialize for a request that was held); it returns False when ``work`` must run on
+        a slot thread after all.
         """
-        slot = self.slots.admit(request)
         if slot is None:
-            if request.method == "initialize":
-                with self._state_lock:
-                    if self._state is State.INITIALIZING:
-                        self._state = State.AWAITING
-            return
+            slot = self.slots.admit(request)
+            if slot is None:
+                return
         if on_reader is not None and on_reader(slot, request):
             return
         self.slots.submit(slot, request, work)
@@ -499,22 +552,45 @@ class Frontend:
             for client in opened:
                 client.close(self.options.shutdown_grace)
             error = _named_error(exc)
-            self._initialize_failed(slot, None)
             if error is None:
-                raise  # a bug: the slot logs it and answers an internal error
+                self._initialize_failed(slot, bug=exc)
+                return
             if not isinstance(exc, McpError):
                 self.drops(logging.ERROR, FAILED_STARTS, "initialize failed: %s", error["data"]["cause"])
-            self.output.respond_error(slot, error)
+            self._initialize_failed(slot, error)
         finally:
-            self._initialize_failed(slot, None)
+            with self._state_lock:
+                stuck = self._state is State.INITIALIZING
+            if stuck or self._held:
+                self._initialize_failed(slot)
 
-    def _initialize_failed(self, slot: Slot, error: dict[str, Any] | None) -> None:
-        """The initialize failed: back to ``AWAITING`` first, then its answer (if any)."""
+    def _initialize_failed(
+        self, slot: Slot, error: dict[str, Any] | None = None, *, bug: Exception | None = None
+    ) -> None:
+        """The initialize failed: first the state from which initialize can be sent again, then its
+        answer, then the answers of the requests held meanwhile.
+
+        After a cancel (no ``error``, no ``bug``) that state is ``AWAITING``; else it is
+        ``FAILED``, and the requests get ``not_connected`` with the cause of the failure.
+        """
+        if bug is not None:
+            cause: str | None = errortable.INTERNAL_CAUSE
+        elif error is not None:
+            data = error.get("data")
+            cause = str(data["cause"]) if isinstance(data, dict) and "cause" in data else "rpc"
+        else:
+            cause = None
+        state = State.AWAITING if cause is None else State.FAILED
         with self._state_lock:
             if self._state is State.INITIALIZING:
-                self._state = State.AWAITING
-        if error is not None:
+                self._state = state
+            if cause is not None:
+                self._failure = cause
+        if bug is not None:
+            self.slots.fail(slot, bug)
+        elif error is not None:
             self.output.respond_error(slot, error)
+        self._release_held(state)
 
     def _start_upstream(self, slot: Slot, request: Request, opened: list[Client]) -> None:
         """Start the upstream and answer initialize; ``opened`` gets a client to close on a failure."""
@@ -591,6 +667,7 @@ class Frontend:
             self._profile,
         )
         self._write_initialize_result(slot, init)
+        self._release_held(State.READY)
 
     def _write_initialize_result(self, slot: Slot, init: dict[str, Any]) -> None:
         data = jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "result": init})
@@ -635,6 +712,7 @@ class Frontend:
             passthrough.close(self.options.shutdown_grace)
             return
         self._write_initialize_result(slot, result)
+        self._release_held(State.READY_2025)
 
     # ------------------------------------------------------- notifications
 
@@ -805,6 +883,14 @@ class Frontend:
         self.slots.drain(self.options.shutdown_grace)
         self.output.close(0.0 if self._stalled else self.options.shutdown_grace)
         self.slots.close()
+
+
+#: The actions of the lifecycle table that answer an error at once, with its cause.
+_ERROR_OF: dict[Action, str] = {
+    Action.ALREADY_INITIALIZED: "already_initialized",
+    Action.METHOD_NOT_FOUND: "method_not_found",
+    Action.UPSTREAM_EXITED: "upstream_exited",
+}
 
 
 def _named_error(exc: Exception) -> dict[str, Any] | None:

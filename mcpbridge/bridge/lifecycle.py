@@ -10,14 +10,19 @@ The states:
 
 * ``awaiting_initialize``: the start of the connection, and the end of a
   canceled initialize. Only ``initialize`` starts the upstream server.
-* ``initializing``: one ``initialize`` won the move from ``awaiting_initialize``;
-  its slot starts the upstream server and asks it ``server/discover``.
+* ``initializing``: one ``initialize`` won the move from ``awaiting_initialize``
+  (or ``initialize_failed``); its slot starts the upstream server and asks it
+  ``server/discover``. The other requests wait for its answer (they hold a slot
+  each, no thread), and then get what the state that follows does with them.
+* ``initialize_failed``: the last initialize failed. A new ``initialize`` starts
+  the upstream server again; the other requests get ``not_connected`` with the
+  cause of the failure.
 * ``ready``: the upstream server speaks 2026-07-28; the requests are forwarded.
 * ``ready_2025``: the upstream server speaks the 2025 era; the requests pass through.
 * ``closing``: the end of the input. The reader reads no more lines.
 * ``upstream_lost``: the upstream server stopped. Each request gets ``upstream_exited``.
 
-Where the table says ``not_initialized``, a request whose ``_meta`` has the
+Where the table says ``not_initialized``, ``not_connected`` or holds it, a request whose ``_meta`` has the
 protocol version key of 2026-07-28 gets ``method_not_found`` instead, so that a
 client of both revisions continues with ``initialize``.
 """
@@ -39,6 +44,7 @@ class State(enum.Enum):
 
     AWAITING = "awaiting_initialize"
     INITIALIZING = "initializing"
+    FAILED = "initialize_failed"
     READY = "ready"
     READY_2025 = "ready_2025"
     CLOSING = "closing"
@@ -66,6 +72,10 @@ class Action(enum.Enum):
     METHOD_NOT_FOUND = "method_not_found"
     #: -32600 ``not_initialized`` (-32601 with the ``_meta`` key of 2026-07-28).
     NOT_INITIALIZED = "not_initialized"
+    #: Keep the request (it takes a slot) until initialize ends, then do what the next state does.
+    HOLD = "holds it until initialize is answered"
+    #: -32603 ``not_connected``, with the cause of the failed initialize in ``data.detail``.
+    NOT_CONNECTED = "not_connected"
     #: Forward to the 2026-07-28 server (or answer from the list cache); a hidden tool is unknown.
     FORWARD = "forwards it"
     #: The tasks that the client made, when the bridge declared tasks; else -32601.
@@ -147,7 +157,8 @@ def _before_ready(initialize: Action, others: Action) -> dict[Kind, Action]:
 LIFECYCLE: Final[Mapping[tuple[State, Kind], Action]] = MappingProxyType(
     {
         **_row(State.AWAITING, _before_ready(_A.START, _A.NOT_INITIALIZED)),
-        **_row(State.INITIALIZING, _before_ready(_A.ALREADY_INITIALIZED, _A.NOT_INITIALIZED)),
+        **_row(State.INITIALIZING, _before_ready(_A.ALREADY_INITIALIZED, _A.HOLD)),
+        **_row(State.FAILED, _before_ready(_A.START, _A.NOT_CONNECTED)),
         **_row(
             State.READY,
             {

@@ -91,9 +91,7 @@ def breaker() -> Breaker:
 
 @pytest.fixture
 def pair(upstream: Upstream, breaker: Breaker) -> Iterator[FrontendPair]:
-    frontend_pair = FrontendPair(
-        upstream, wrap_connect=breaker, timeouts=Timeouts(discover=DISCOVER_TIMEOUT)
-    )
+    frontend_pair = FrontendPair(upstream, wrap_connect=breaker, timeouts=Timeouts(discover=DISCOVER_TIMEOUT))
     try:
         yield frontend_pair
     finally:
@@ -151,3 +149,76 @@ def test_a_canceled_initialize_gets_no_response_and_initialize_works_again(
     upstream.hang.clear()
     works_after_the_fix(pair)
     assert not [frame for frame in pair.seen if frame.get("id") == "first"]
+
+
+def slot_threads() -> int:
+    return sum(thread.name.startswith("mcpbridge-slot") for thread in threading.enumerate())
+
+
+def test_requests_before_the_initialize_answer_wait_for_it_and_are_forwarded_after_it(
+    pair: FrontendPair, upstream: Upstream
+) -> None:
+    upstream.hang.set()
+    send_initialize(pair, "init")
+    assert upstream.discovering.wait(WAIT)
+    pair.request("list", "tools/list")
+    pair.request("call", "tools/call", {"name": "echo", "arguments": {"text": "held"}})
+    pair.request("ping", "ping")
+    assert pair.response("ping")["result"] == {}
+    assert [frame.get("id") for frame in pair.seen] == ["ping"], "a held request was answered early"
+    assert slot_threads() == 1, "a held request took a thread"
+    upstream.release.set()
+    assert "result" in pair.response("init")
+    assert text_of(pair.response("call")) == "held"
+    assert [tool["name"] for tool in pair.response("list")["result"]["tools"]] == ["echo"]
+    order = [frame.get("id") for frame in pair.seen]
+    assert order.index("init") < order.index("call") and order.index("init") < order.index("list")
+
+
+def test_after_a_failed_initialize_the_held_and_later_requests_get_not_connected_with_the_cause(
+    pair: FrontendPair, upstream: Upstream
+) -> None:
+    upstream.hang.set()
+    send_initialize(pair, "init")
+    assert upstream.discovering.wait(WAIT)
+    pair.request("held", "tools/list")
+    assert pair.response("init")["error"]["data"]["cause"] == "discover_failed"
+    expected = {"cause": "not_connected", "detail": "the initialize failed: discover_failed"}
+    assert pair.response("held")["error"]["data"] == expected
+    pair.request("later", "tools/list")
+    assert pair.response("later")["error"]["data"] == expected
+    assert pair.frontend.slots.wait_empty(WAIT)
+    upstream.hang.clear()
+    works_after_the_fix(pair)
+
+
+def test_a_canceled_held_request_gets_no_response(pair: FrontendPair, upstream: Upstream) -> None:
+    upstream.hang.set()
+    send_initialize(pair, "init")
+    assert upstream.discovering.wait(WAIT)
+    pair.request("dropped", "tools/call", {"name": "echo", "arguments": {"text": "x"}})
+    pair.request("kept", "tools/call", {"name": "echo", "arguments": {"text": "kept"}})
+    pair.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "dropped"}})
+    pair.request("ping", "ping")
+    assert pair.response("ping")["result"] == {}
+    upstream.release.set()
+    assert text_of(pair.response("kept")) == "kept"
+    assert pair.frontend.slots.wait_empty(WAIT)
+    assert not [frame for frame in pair.seen if frame.get("id") == "dropped"]
+
+
+def test_the_held_requests_count_in_the_limit_of_requests_in_flight(upstream: Upstream) -> None:
+    upstream.hang.set()
+    pair = FrontendPair(upstream, max_in_flight=3)
+    try:
+        send_initialize(pair, "init")
+        assert upstream.discovering.wait(WAIT)
+        for n in range(3):
+            pair.request(n, "tools/list")
+        error = pair.response(2)["error"]
+        assert error["data"]["cause"] == "too_many_requests"
+        upstream.release.set()
+        assert "result" in pair.response("init")
+        assert "tools" in pair.response(0)["result"] and "tools" in pair.response(1)["result"]
+    finally:
+        pair.close()

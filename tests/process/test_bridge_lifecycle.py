@@ -110,7 +110,7 @@ def test_an_upstream_that_never_answers_discover_times_out_and_meanwhile_the_bri
                 "clientInfo": {"name": "c", "version": "1"},
             },
         )
-        assert bridge.request("tools/list")["error"]["data"]["cause"] == "not_initialized"
+        held = bridge.request_async("tools/list")
         assert bridge.request("ping")["result"] == {}
         assert bridge.request("logging/setLevel", {"level": "info"})["result"] == {}
         assert bridge.request("server/discover")["error"]["code"] == -32601
@@ -126,6 +126,11 @@ def test_an_upstream_that_never_answers_discover_times_out_and_meanwhile_the_bri
         error = bridge.wait_response(init_id, 15)["error"]
         assert error["code"] == -32603
         assert error["data"] == {"cause": "discover_failed", "detail": "no response in 1 s"}
+        error = bridge.wait_response(held)["error"]
+        assert error["data"] == {"cause": "not_connected", "detail": "the initialize failed: discover_failed"}
+        assert [frame.get("id") for frame in bridge.seen].index(init_id) < bridge.seen.index(
+            bridge.wait_response(held)
+        )
 
 
 def test_a_legacy_upstream_answering_method_not_found_keeps_its_code() -> None:
