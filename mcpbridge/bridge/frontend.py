@@ -62,6 +62,7 @@ import enum
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -126,6 +127,9 @@ log = logging.getLogger("mcpbridge.bridge")
 #: A request that waits for the end of initialize: its slot, the request and its class.
 _Held = tuple[Slot, Request, legacy.MethodClass]
 
+#: The wait for the slots canceled at the end of the input, when the grace is over.
+_LAST_DRAIN = 0.2
+
 #: The longest sleep of the thread in :meth:`Frontend.run`, which runs the signal handlers.
 _MAIN_WAIT_SLICE = 0.25
 
@@ -164,6 +168,13 @@ class Frontend:
         self._held: list[_Held] = []
         #: The cause of the last initialize that failed (``not_connected`` names it).
         self._failure = ""
+        #: The slot of the initialize that runs (under the state lock).
+        self._init_slot: Slot | None = None
+        #: Clear while an initialize runs.
+        self._no_initialize = threading.Event()
+        self._no_initialize.set()
+        #: The end of the connection took the upstream to close it (under the state lock).
+        self._upstream_taken = False
         #: The log lines of the connection that the client can make repeat (refusals, drops).
         self.drops = DropLog(log)
         #: The requests of the client in flight.
@@ -445,16 +456,32 @@ class Frontend:
             won = before in (State.AWAITING, State.FAILED)
             if won:
                 self._state = State.INITIALIZING
+                self._no_initialize.clear()
         if not won:
             self._reply(request, None, error=errortable.error_object("already_initialized"))
             return
         slot = self.slots.admit(request)
-        if slot is None:
-            with self._state_lock:
+        with self._state_lock:
+            if slot is None:
                 if self._state is State.INITIALIZING:
                     self._state = before
-            return
+                self._no_initialize.set()
+                return
+            self._init_slot = slot
         self.slots.submit(slot, request, self._initialize)
+
+    def _conclude_locked(self, slot: Slot, state: State) -> bool:
+        """The initialize of ``slot`` ends in ``state`` (the caller holds the state lock).
+
+        False when it had ended already. At the end of the connection the state stays.
+        """
+        if self._init_slot is not slot:
+            return False
+        self._init_slot = None
+        if self._state is State.INITIALIZING:
+            self._state = state
+        self._no_initialize.set()
+        return True
 
     def _refused_call(self, request: Request, slot: Slot | None) -> bool:
         """A ``tools/call`` of a tool that the list rules hide: the error of an unknown tool."""
@@ -551,6 +578,7 @@ class Frontend:
         except Exception as exc:
             for client in opened:
                 client.close(self.options.shutdown_grace)
+            opened.clear()
             error = _named_error(exc)
             if error is None:
                 self._initialize_failed(slot, bug=exc)
@@ -559,9 +587,11 @@ class Frontend:
                 self.drops(logging.ERROR, FAILED_STARTS, "initialize failed: %s", error["data"]["cause"])
             self._initialize_failed(slot, error)
         finally:
+            for client in opened:  # the connection ended while the upstream started
+                client.close(self.options.shutdown_grace)
             with self._state_lock:
-                stuck = self._state is State.INITIALIZING
-            if stuck or self._held:
+                stuck = self._init_slot is slot
+            if stuck:
                 self._initialize_failed(slot)
 
     def _initialize_failed(
@@ -582,9 +612,7 @@ class Frontend:
             cause = None
         state = State.AWAITING if cause is None else State.FAILED
         with self._state_lock:
-            if self._state is State.INITIALIZING:
-                self._state = state
-            if cause is not None:
+            if self._conclude_locked(slot, state) and cause is not None:
                 self._failure = cause
         if bug is not None:
             self.slots.fail(slot, bug)
@@ -655,11 +683,11 @@ class Frontend:
         )
         self._declared = translate.declared_notifications(init)
         with self._state_lock:
-            if self._state in END_STATES:
-                return
+            if self._state is State.LOST or self._upstream_taken:
+                return  # the connection ended: the client is closed with ``opened``
             self._session = session
-            self._state = State.READY
             opened.clear()
+            self._conclude_locked(slot, State.READY)
         log.info(
             "the upstream server speaks MCP %s; the client MCP %s, with the host profile %s",
             MODERN,
@@ -704,10 +732,10 @@ class Frontend:
                 probe.close(self.options.shutdown_grace)
             raise
         with self._state_lock:
-            closing = self._state in END_STATES
+            closing = self._state is State.LOST or self._upstream_taken
             if not closing:
                 self._passthrough = passthrough
-                self._state = State.READY_2025
+                self._conclude_locked(slot, State.READY_2025)
         if closing:
             passthrough.close(self.options.shutdown_grace)
             return
@@ -826,7 +854,7 @@ class Frontend:
         status = client.exit_status or "an unknown status"
         log.error("the upstream server exited with %s", status)
         self.slots.cancel_all("the upstream server stopped", errortable.error_object("upstream_exited"))
-        self._end_slots()
+        self._end_slots(self.options.shutdown_grace)
         client.close(self.options.shutdown_grace)
         self._finish(Ended.UPSTREAM_LOST)
 
@@ -843,17 +871,32 @@ class Frontend:
     # ------------------------------------------------------------ shutdown
 
     def shutdown(self) -> None:
-        """The end of the input: cancel everything, wait at most the grace, close the upstream."""
+        """The end of the input: answer what the client asked before it, within the grace;
+        then answer the rest with ``input_ended``, and close the upstream.
+
+        An initialize in flight goes on too, and so do the requests held for it.
+        """
         if not self._enter_closing(Ended.EOF):
             return
         self._stop.set()
         if self.on_eof is not None:
             self.on_eof()
-        self.slots.cancel_all("the client closed the connection")
-        self._end_slots()
-        upstream = self._upstream
+        self.pending.close()  # the client answers none of the bridge's requests any more
+        grace = self.options.shutdown_grace
+        if not self._stalled:
+            # An initialize in flight (bounded by its own time limit) and the requests held for
+            # it go on; the grace counts from its answer.
+            self._no_initialize.wait(self.options.timeouts.discover + grace)
+        deadline = time.monotonic() + grace
+        if not self._stalled:
+            self.slots.drain(grace)
+        self.slots.cancel_all("the input of the bridge ended", errortable.error_object("input_ended"))
+        with self._state_lock:
+            self._upstream_taken = True
+            upstream = self._upstream
+        self._end_slots(max(_LAST_DRAIN, deadline - time.monotonic()))
         if upstream is not None:
-            upstream.close(self.options.shutdown_grace)
+            upstream.close(grace)
 
     def close(self) -> None:
         """Stop as at the end of the input (SIGTERM)."""
@@ -874,13 +917,14 @@ class Frontend:
             self._state = State.LOST if reason is Ended.UPSTREAM_LOST else State.CLOSING
             return True
 
-    def _end_slots(self) -> None:
-        """Wake the waits of the slots, stop the listener, wait the grace, close the output."""
+    def _end_slots(self, drain: float) -> None:
+        """Wake the waits of the slots, stop the listener, wait ``drain`` s for the slots, close
+        the output."""
         self.pending.close()
         if self._listener is not None:
             self._listener.stop()
         self.lists.clear("the end of the connection")
-        self.slots.drain(self.options.shutdown_grace)
+        self.slots.drain(drain)
         self.output.close(0.0 if self._stalled else self.options.shutdown_grace)
         self.slots.close()
 
