@@ -88,7 +88,7 @@ from .dumptext import FrontendState
 from .lifecycle import END_STATES, READY_STATES, Action, State
 from .listrules import ListRules
 from .options import Connect, Options, Timeouts
-from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
+from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, Batch, LargeFrames, Output, Slot
 from .passthrough import (
     FAILED_STARTS,
     LegacyPassthrough,
@@ -126,6 +126,9 @@ log = logging.getLogger("mcpbridge.bridge")
 
 #: A request that waits for the end of initialize: its slot, the request and its class.
 _Held = tuple[Slot, Request, legacy.MethodClass]
+
+#: The revision whose clients may send JSON-RPC batches (the later ones removed them).
+BATCH_REVISION = "2025-03-26"
 
 #: The wait for the slots canceled at the end of the input, when the grace is over.
 _LAST_DRAIN = 0.2
@@ -178,7 +181,9 @@ class Frontend:
         #: The log lines of the connection that the client can make repeat (refusals, drops).
         self.drops = DropLog(log)
         #: The requests of the client in flight.
-        self.slots = Slots(self.output, options.max_in_flight, self.drops)
+        #: The batch of the client that the reader reads now (module ``output``, :class:`Batch`).
+        self._batch: Batch | None = None
+        self.slots = Slots(self.output, options.max_in_flight, self.drops, self._write_error)
         #: Set when the upstream speaks 2026-07-28 (a successful discover).
         self._session: ModernSession | None = None
         #: The revision that the client speaks and the profile of its host (from initialize).
@@ -273,11 +278,54 @@ class Frontend:
             return
         if len(item) >= LARGE_FRAME_BYTES:
             self._large_frames.count()
+        if item[:64].lstrip()[:1] == b"[" and self._takes_batches():
+            self._handle_batch(item)
+            return
         try:
             message = jsonrpc.parse(item, max_depth=self.options.max_depth, control_free=control_free)
         except FrameError as exc:
             self._handle_frame_error(item, exc)
             return
+        self._handle_message(message)
+
+    def _takes_batches(self) -> bool:
+        """A client of 2025-03-26 may send batches, once the connection is ready."""
+        return self._revision.version == BATCH_REVISION and self._state in READY_STATES
+
+    def _handle_batch(self, line: bytes) -> None:
+        """A batch: each element as if it came alone, and their responses as one array."""
+        try:  # the array is one level more than each of its messages
+            elements = jsonrpc.parse_json(line, max_depth=self.options.max_depth + 1)
+        except FrameError as exc:
+            self._handle_frame_error(line, exc)
+            return
+        if not isinstance(elements, list) or not elements:
+            self.output.write_error(None, errortable.error_object("invalid_request_shape"))
+            return
+        batch = self._batch = Batch()
+        try:
+            for element in elements:
+                try:
+                    message = jsonrpc.from_obj(element)
+                except FrameError as exc:
+                    self._handle_frame_error(b"", exc)
+                    continue
+                self._handle_message(message)
+        finally:
+            self._batch = None
+            self.output.batch_frame(batch, None, end=True)
+
+    def _write_error(self, request_id: Any, error: dict[str, Any]) -> None:
+        """Write an error of the reader, into the batch that it reads if any."""
+        if self._batch is None:
+            self.output.write_error(request_id, error)
+            return
+        frame = {"jsonrpc": "2.0", "error": error}
+        if request_id is not None:
+            frame = {"jsonrpc": "2.0", "id": request_id, "error": error}
+        self.output.batch_frame(self._batch, jsonrpc.serialize(frame))
+
+    def _handle_message(self, message: jsonrpc.Message) -> None:
         if isinstance(message, Request):
             self._handle_request(message)
         elif isinstance(message, Notification):
@@ -309,7 +357,7 @@ class Frontend:
             error = errortable.error_object("invalid_request_shape")
             if exc.cause == "invalid_id":
                 request_id = None
-        self.output.write_error(request_id, error)
+        self._write_error(request_id, error)
 
     def _resolve_bad_answer(self, request_id: Any) -> bool:
         """A bad response with the id of a request of the bridge (``b-``) or the upstream (``u-``).
@@ -412,7 +460,9 @@ class Frontend:
                 self.output.respond(slot, result)
             self.slots.release(slot)
         elif error is not None:
-            self.output.write_error(request.id, error)
+            self._write_error(request.id, error)
+        elif self._batch is not None:
+            self.output.batch_frame(self._batch, jsonrpc.serialize(jsonrpc.Response(request.id, result)))
         else:
             self.output.write(jsonrpc.Response(request.id, result))
 
@@ -540,6 +590,8 @@ class Frontend:
             slot = self.slots.admit(request)
             if slot is None:
                 return
+            if self._batch is not None:
+                self.output.join_batch(slot, self._batch)
         if on_reader is not None and on_reader(slot, request):
             return
         self.slots.submit(slot, request, work)
