@@ -41,12 +41,23 @@ lifecycle table, :data:`~.lifecycle.LIFECYCLE` (module ``lifecycle``: the state
 of the connection and the class of the message give an action), and does it.
 The rules that the table does not show:
 
-* Only the ``initialize`` that moves the state from ``AWAITING`` to
-  ``INITIALIZING`` starts the upstream server.
-* A failed discover returns to ``AWAITING``, so a new ``initialize`` can retry.
-* The state becomes ``READY`` (``READY_2025`` for a 2025-era server) before the
-  initialize response is written, because the client's next requests can come
-  at once.
+* Only the ``initialize`` that moves the state from ``AWAITING`` (or ``FAILED``)
+  to ``INITIALIZING`` starts the upstream server; its slot is the one that may
+  end that state (:meth:`Frontend._conclude_locked`).
+* Whatever ends an initialize (an error, a bug, a cancel, a time limit), the
+  state leaves ``INITIALIZING`` before its answer is written: to ``READY``
+  (``READY_2025`` for a 2025-era server), to ``FAILED`` after an error, to
+  ``AWAITING`` after a cancel. The client's next requests can come at once.
+* The requests that come while initialize runs wait in :attr:`Frontend._held`
+  with a slot each (no thread), and go on after its answer as the state that
+  followed says.
+* At the end of the input (:meth:`Frontend.shutdown`) the reader reads no more;
+  an initialize under way ends first (within its time limit), then the requests
+  in flight get the grace (``Options.shutdown_grace``) to answer, and those
+  still without an answer get ``input_ended``.
+* A client of 2025-03-26 may send a JSON-RPC batch: the reader takes each element
+  as a line of its own, and every answer to it goes into one
+  :class:`~.output.Batch`, written as one array once the last is in.
 
 A **watcher** thread looks at the upstream every 200 ms: when a child process
 is gone it answers every request in flight with ``upstream_exited`` and ends
@@ -620,9 +631,9 @@ class Frontend:
         """The work of the initialize slot.
 
         However it ends (an error of the upstream, a cancel, a time limit, a bug of the
-        bridge), the state leaves ``INITIALIZING``: to ``READY`` or ``READY_2025``, or back
-        to ``AWAITING``, from where a new ``initialize`` can start the upstream again. A
-        client that it started and that carries no session is closed.
+        bridge), the state leaves ``INITIALIZING``: to ``READY`` or ``READY_2025``, or to
+        ``FAILED`` or ``AWAITING``, from where a new ``initialize`` can start the upstream
+        again. A client that it started and that carries no session is closed.
         """
         opened: list[Client] = []
         try:
