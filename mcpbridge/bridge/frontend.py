@@ -52,9 +52,9 @@ The rules that the table does not show:
   with a slot each (no thread), and go on after its answer as the state that
   followed says.
 * At the end of the input (:meth:`Frontend.shutdown`) the reader reads no more;
-  an initialize under way ends first (within its time limit), then the requests
-  in flight get the grace (``Options.shutdown_grace``) to answer, and those
-  still without an answer get ``input_ended``.
+  the requests in flight get the grace (``Options.shutdown_grace``) to answer,
+  and those still without an answer get ``input_ended``. When requests wait for
+  an initialize under way, it first ends (within its time limit).
 * A client of 2025-03-26 may send a JSON-RPC batch: the reader takes each element
   as a line of its own, and every answer to it goes into one
   :class:`~.output.Batch`, written as one array once the last is in.
@@ -937,7 +937,8 @@ class Frontend:
         """The end of the input: answer what the client asked before it, within the grace;
         then answer the rest with ``input_ended``, and close the upstream.
 
-        An initialize in flight goes on too, and so do the requests held for it.
+        An initialize under way goes on too; when requests wait for it, the grace counts
+        from its answer.
         """
         if not self._enter_closing(Ended.EOF):
             return
@@ -946,9 +947,9 @@ class Frontend:
             self.on_eof()
         self.pending.close()  # the client answers none of the bridge's requests any more
         grace = self.options.shutdown_grace
-        if not self._stalled:
-            # An initialize in flight (bounded by its own time limit) and the requests held for
-            # it go on; the grace counts from its answer.
+        if not self._stalled and self._held:
+            # Requests wait for an initialize under way (a file of requests piped in): it goes on
+            # within its own time limit, and the grace counts from its answer.
             self._no_initialize.wait(self.options.timeouts.discover + grace)
         deadline = time.monotonic() + grace
         if not self._stalled:
