@@ -32,6 +32,7 @@ PURE_MODULES = (
     "mcpbridge/mcp/schema_infer.py",
     "mcpbridge/mcp/uritemplate.py",
     "mcpbridge/bridge/legacy.py",
+    "mcpbridge/bridge/lifecycle.py",
     "mcpbridge/bridge/translate.py",
     "mcpbridge/bridge/revisions.py",
     "mcpbridge/bridge/errortable.py",

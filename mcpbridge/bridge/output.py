@@ -106,7 +106,16 @@ from ..mcp.droplog import DROP_LOG_INTERVAL
 from ..mcp.jsonrpc import RequestId
 from .dumptext import OutputState
 
-__all__ = ["LARGE_FRAME_BYTES", "MAX_QUEUED_BYTES", "QUIET_SECONDS", "Host", "LargeFrames", "Output", "Slot"]
+__all__ = [
+    "LARGE_FRAME_BYTES",
+    "MAX_QUEUED_BYTES",
+    "QUIET_SECONDS",
+    "Batch",
+    "Host",
+    "LargeFrames",
+    "Output",
+    "Slot",
+]
 
 log = logging.getLogger("mcpbridge.bridge")
 
@@ -132,7 +141,7 @@ FRAME_OVERHEAD: Final = 256
 class Slot:
     """One request of the client in flight."""
 
-    __slots__ = ("id", "method", "cancel", "started", "done", "waiting_for", "next_report")
+    __slots__ = ("id", "method", "cancel", "started", "done", "waiting_for", "next_report", "batch")
 
     def __init__(self, request_id: RequestId, method: str) -> None:
         self.id = request_id
@@ -144,6 +153,23 @@ class Slot:
         #: What the slot waits for, for the watcher's log lines.
         self.waiting_for = "upstream"
         self.next_report = 10.0
+        #: The batch of the client that the request came in (see :class:`Batch`).
+        self.batch: Batch | None = None
+
+
+class Batch:
+    """The responses to one batch of the client (JSON-RPC 2.0, section 6): one array, one line.
+
+    The responses of the batch's requests gather here, and the array goes out once
+    the last one is in: the reader holds the batch open while it reads the elements
+    (``open`` counts it and each slot that has yet to answer).
+    """
+
+    __slots__ = ("open", "parts")
+
+    def __init__(self) -> None:
+        self.open = 1
+        self.parts: list[bytes] = []
 
 
 class Host(Protocol):
@@ -455,7 +481,41 @@ class Output:
                 if slot.done or slot.cancel.cancelled:
                     return False
                 slot.done = True
+                if slot.batch is not None:  # the response waits for the others of its batch
+                    frame = b"".join(data) if isinstance(data, list) else data
+                    return self._batch_locked(slot.batch, frame, -1)
             return self._submit_locked(data if isinstance(data, list) else (data,), wait=wait)
+
+    def join_batch(self, slot: Slot, batch: Batch) -> None:
+        """The response of ``slot`` goes into ``batch``."""
+        with self._cond:
+            batch.open += 1
+            slot.batch = batch
+
+    def batch_frame(self, batch: Batch, frame: bytes | None, *, end: bool = False) -> None:
+        """Put ``frame`` (a response) into ``batch``; ``end``: the reader read its last element.
+
+        The batch's array joins the queue once nothing holds it open any more.
+        """
+        with self._cond:
+            self._batch_locked(batch, frame, -1 if end else 0)
+
+    def slot_ended(self, slot: Slot) -> None:
+        """The slot of a batch ended: without a response (canceled) it holds its batch no more."""
+        with self._cond:
+            if slot.batch is not None and not slot.done:
+                slot.done = True
+                self._batch_locked(slot.batch, None, -1)
+
+    def _batch_locked(self, batch: Batch, frame: bytes | None, change: int) -> bool:
+        if frame is not None:
+            batch.parts.append(frame.rstrip(b"\n"))
+        batch.open += change
+        if batch.open > 0 or not batch.parts or self._closed:
+            return not self._closed
+        line = b"[" + b",".join(batch.parts) + b"]\n"
+        batch.parts = []
+        return self._submit_locked((line,), wait=False)
 
     def write_locked(self, frames: Callable[[], list[bytes]]) -> bool:
         """Call ``frames()`` under the output lock and queue what it returns, in one step.
