@@ -162,7 +162,7 @@ class KeyringStore(TokenStore):
         self._service = service
         self._timeout = timeout
         self._part_chars = part_chars
-        #: Set by :func:`open_store` from the state directory, when there is one.
+        #: Set by :func:`~.store.open_store` from the state directory, when there is one.
         self.lock_path: Path | None = None
 
     @classmethod

@@ -375,7 +375,7 @@ def _adapter(ssl_context: ssl.SSLContext) -> Any:
             super().request(*args, **kwargs)
 
     class TlsConnection(HTTPSConnection):
-        """As :class:`Connection`; after the handshake, the TLS socket is the one to shut down."""
+        """As ``Connection`` above; after the handshake, the TLS socket is the one to shut down."""
 
         def _new_conn(self) -> socket.socket:
             sock = super()._new_conn()
