@@ -21,13 +21,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from ..mcp.cancel import CancelToken
-from ..mcp.client import Client
+from ..mcp.client import DEFAULT_MAX_DEPTH, Client
 from ..mcp.errors import Closed, McpError
 from ..mcp.framing import TooLong
 from ..mcp.jsonrpc import ErrorResponse, FrameError, Message, Notification
 from ..mcp.transport import OnClosed, OnFrameError, OnMessage, Transport
 from .era import SignInGuard
-from .upstream import UPSTREAM_MAX_DEPTH, _write_child_stderr
+from .upstream import _write_child_stderr
 
 __all__ = ["PROBE_STDERR_BYTES", "PROBE_STDERR_LINES", "Seat", "StdioUpstream"]
 
@@ -275,7 +275,7 @@ class StdioUpstream:
         client = Client(
             shared.seat(),
             client_info=client_info,
-            max_depth=UPSTREAM_MAX_DEPTH,
+            max_depth=DEFAULT_MAX_DEPTH,
             on_notification=on_notification,
         )
         client.start()

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..mcp.client import Client
-from ..mcp.jsonrpc import Notification
+from ..mcp.client import Connect
 from . import translate
 from .lists import ToolFilter
 from .output import MAX_QUEUED_BYTES
@@ -73,6 +70,3 @@ class Options:
     #: (:func:`~.revisions.choose_profile`); ``vscode`` and ``generic`` force one.
     host_profile: str = "auto"
 
-
-#: The factory of the upstream client: (client info, notification callback) -> a started Client.
-Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]

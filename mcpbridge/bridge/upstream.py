@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..mcp.cancel import CancelToken
-from ..mcp.client import Client
+from ..mcp.client import DEFAULT_MAX_DEPTH, Client, Connect
 from ..mcp.httpwire import HttpStatusError
 from ..mcp.jsonrpc import Message, Notification, Request
 from ..mcp.transport import OnClosed, OnFrameError, OnMessage, Transport
@@ -39,9 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpbridge.bridge")
 
-#: Nesting of a message of the upstream server: deep schemas must survive.
-UPSTREAM_MAX_DEPTH = 200
-
 #: The transports of a 2025-era server at a URL (``--transport``).
 AUTO_TRANSPORT = "auto"
 STREAMABLE_HTTP = "streamable-http"
@@ -49,8 +46,6 @@ HTTP_SSE = "sse"
 URL_TRANSPORTS = (AUTO_TRANSPORT, STREAMABLE_HTTP, HTTP_SSE)
 #: The statuses of a refused ``POST`` of ``initialize`` that send the bridge to HTTP+SSE.
 SSE_FALLBACK_STATUSES = frozenset({400, 404, 405})
-
-Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]
 
 
 def _write_child_stderr(line: str) -> None:
@@ -261,7 +256,7 @@ def _start(
     client = Client(
         transport,
         client_info=client_info,
-        max_depth=UPSTREAM_MAX_DEPTH,
+        max_depth=DEFAULT_MAX_DEPTH,
         on_notification=on_notification,
     )
     client.start()

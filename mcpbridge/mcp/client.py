@@ -50,6 +50,14 @@ on it, and ``on_done(call)`` runs once on the thread that learns its outcome
 thread that fired the cancel token, or the one that closed the connection).
 :meth:`~.call.Call.result` then gives what :meth:`Client.request` returns or raises.
 
+A :class:`RequestHook` given to the client (the sign-in of the URL form is one)
+is what every request passes through: :meth:`Client.request` runs the whole
+exchange inside :meth:`RequestHook.scope`, :meth:`Client.discover` waits the
+hook's :meth:`RequestHook.discover_time` more, and :meth:`Client.begin`, which
+must never wait, sends nothing when there is a hook (it returns ``None`` and its
+caller sends the request with :meth:`Client.request` from a thread that may
+wait), so no request can pass by the hook.
+
 A listen stream is sent from its own short thread
 (``mcpbridge-upstream-listen-<id>``), because over HTTP the send of a listen
 request lasts as long as the stream. Over stdio and the memory link that thread
@@ -70,7 +78,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from . import jsonrpc
 from .call import (
@@ -119,12 +128,30 @@ from .transport import Transport, run_callback
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is new in Python 3.11
 
-__all__ = ["Client"]
+__all__ = ["DEFAULT_MAX_DEPTH", "Client", "Connect", "RequestHook"]
 
 log = logging.getLogger("mcpbridge.upstream")
 
-#: Nesting of a message of the upstream server: deep tool schemas must survive.
+#: Nesting of a message of the upstream server: deep tool schemas must survive. The one
+#: limit of the upstream's messages, in both eras.
 DEFAULT_MAX_DEPTH: Final = 200
+
+
+class RequestHook(Protocol):
+    """What every request of a :class:`Client` passes through; see the module docstring.
+
+    The sign-in of the URL form is one (:class:`mcpbridge.oauth.session.SignInHook`): a
+    request that meets a 401 may start a sign-in inside its scope.
+    """
+
+    def scope(self, *, cancel: CancelToken | None, timeout: float) -> AbstractContextManager[object]:
+        """The scope of one request, around its whole exchange; it may turn the request's
+        errors into its own."""
+        ...
+
+    def discover_time(self) -> float:
+        """The seconds that ``server/discover`` may wait beyond its time limit (a sign-in)."""
+        ...
 
 
 def _as_id(value: Any) -> RequestId | None:
@@ -161,8 +188,10 @@ class Client(Peer):
         client_info: dict[str, Any],
         max_depth: int = DEFAULT_MAX_DEPTH,
         on_notification: Callable[[Notification], None] | None = None,
+        hook: RequestHook | None = None,
     ) -> None:
         super().__init__(transport, timer_name="mcpbridge-upstream-timer", logger=log)
+        self._hook = hook
         self._client_info = client_info
         self.max_depth = max_depth
         self._on_notification = on_notification
@@ -264,6 +293,21 @@ class Client(Peer):
             NotConnected: the client is not started.
             McpError: the transport failed (``TransportFailed`` and, over HTTP, others).
         """
+        hook = self._hook
+        if hook is not None:
+            with hook.scope(cancel=options.get("cancel"), timeout=timeout):
+                return self._request(method, params, timeout, on_log, long_strings, options)
+        return self._request(method, params, timeout, on_log, long_strings, options)
+
+    def _request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float,
+        on_log: Callable[[dict[str, Any]], None] | None,
+        long_strings: list[jsonrpc.RawStrings] | None,
+        options: RequestOptions,
+    ) -> dict[str, Any]:
         entry, body, started = self._prepare(method, params, options, on_log, waits=True)
         message = Request(entry.id, method, body)
         cancel = options.get("cancel")
@@ -301,8 +345,9 @@ class Client(Peer):
         ``on_done`` may run before this method returns, on this thread or another.
 
         Returns ``None``, with nothing sent, when the transport has no room for the
-        request at once: then the caller sends it with :meth:`request` from a
-        thread that may wait.
+        request at once, or when the client has a :class:`RequestHook` (whose scope
+        may wait): then the caller sends it with :meth:`request` from a thread that
+        may wait.
 
         ``raw``: the record of the long strings of the line that ``params`` came from
         (see :class:`~.jsonrpc.RawStrings`): they go upstream as they came.
@@ -311,6 +356,8 @@ class Client(Peer):
             InvalidMeta, InvalidRequest: as :meth:`request`; nothing was sent.
             Closed, NotConnected: the client is closed or not started; nothing was sent.
         """
+        if self._hook is not None:
+            return None
         entry, body, started = self._prepare(method, params, options, None, waits=False)
         call = Call(self, entry, timeout, allowed_results(options), options.get("trace"), started)
         error: McpError | None = None
@@ -375,8 +422,11 @@ class Client(Peer):
 
         A server that answers -32022 (unsupported protocol version) although its
         ``data.supported`` lists our revision gets one more try with a new id, as
-        the version negotiation of 2026-07-28 says.
+        the version negotiation of 2026-07-28 says. With a :class:`RequestHook`, the
+        time limit grows by its :meth:`~RequestHook.discover_time`.
         """
+        if self._hook is not None:
+            timeout += self._hook.discover_time()
         try:
             return self.request(
                 "server/discover", None, timeout=timeout, cancel=cancel, capabilities=capabilities
@@ -710,3 +760,9 @@ class Client(Peer):
             if subscription._honored is None:
                 subscription._honored = honored
                 self._cond.notify_all()
+
+
+#: How the front end gets a started client of its upstream server: called with the client
+#: info of the host and the callback of the notifications that belong to no request. The one
+#: type of it for the command form, the URL form and the sign-in.
+Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]

@@ -32,7 +32,7 @@ reuses the stored tokens.
 
 The transport retries a request once after a challenge. The request's own
 cancel token and deadline reach the sign-in through :meth:`request_scope`,
-which :class:`~.session.AuthorizedClient` opens around each request; a request whose
+which :class:`~.session.SignInHook` opens around each request; a request whose
 retry is refused again fails with ``access_refused``. A challenge outside a
 request (a listen stream) never starts an interactive sign-in.
 """

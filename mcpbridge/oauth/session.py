@@ -1,16 +1,19 @@
-"""The sign-in of the URL form: the client of the bridge whose requests carry their scope, and the setup.
+"""The sign-in of the URL form: the hook that every request of the client passes through, and the setup.
 
 :func:`start_oauth` makes the :class:`~.authorizer.OAuthAuthorizer` of an upstream URL
-and its :class:`OAuthSession`; :class:`AuthorizedClient` opens the scope of each request
+and its :class:`OAuthSession`; :class:`SignInHook`, the
+:class:`~mcpbridge.mcp.client.RequestHook` of the client, opens the scope of each request
 (:meth:`~.authorizer.OAuthAuthorizer.guard`) around it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from ..mcp.client import Client
+from ..mcp.cancel import CancelToken
+from ..mcp.client import DEFAULT_MAX_DEPTH, Client, Connect
 from ..mcp.jsonrpc import Notification
 from ..mcp.transport import Transport
 from .authorizer import OAuthAuthorizer, OAuthConfig
@@ -23,33 +26,27 @@ if TYPE_CHECKING:
 
     from .web import WebClient
 
-__all__ = ["AuthorizedClient", "Connect", "OAuthSession", "start_oauth"]
+__all__ = ["Connect", "OAuthSession", "SignInHook", "start_oauth"]
 
 
-class AuthorizedClient(Client):
-    """A :class:`~mcpbridge.mcp.client.Client` whose requests carry their scope to the authorizer.
+class SignInHook:
+    """The sign-in as the :class:`~mcpbridge.mcp.client.RequestHook` of a client.
 
-    ``server/discover`` waits for the discover and the sign-in limits together
-    when a sign-in can start. A request refused again after its sign-in or
-    step-up fails with ``access_refused``; a sign-in stopped by the time limit
-    of its request fails with ``sign_in_timeout``.
+    Each request runs in the scope of the authorizer, so that a 401 may start a
+    sign-in bounded by the request's own time limit and cancel. ``server/discover``
+    waits for the discover and the sign-in limits together when a sign-in can start. A
+    request refused again after its sign-in or step-up fails with ``access_refused``; a
+    sign-in stopped by the time limit of its request fails with ``sign_in_timeout``.
     """
 
-    def __init__(self, transport: Transport, authorizer: OAuthAuthorizer, **kwargs: Any) -> None:
-        super().__init__(transport, **kwargs)
+    def __init__(self, authorizer: OAuthAuthorizer) -> None:
         self.authorizer = authorizer
 
-    def request(self, method: str, params: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
-        with self.authorizer.guard(cancel=kwargs.get("cancel"), timeout=float(kwargs["timeout"])):
-            return super().request(method, params, **kwargs)
+    def scope(self, *, cancel: CancelToken | None, timeout: float) -> AbstractContextManager[object]:
+        return self.authorizer.guard(cancel=cancel, timeout=timeout)
 
-    def discover(self, *, timeout: float, **kwargs: Any) -> dict[str, Any]:
-        if self.authorizer.interactive():
-            timeout += self.authorizer.sign_in_timeout
-        return super().discover(timeout=timeout, **kwargs)
-
-
-Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]
+    def discover_time(self) -> float:
+        return self.authorizer.sign_in_timeout if self.authorizer.interactive() else 0.0
 
 
 class OAuthSession:
@@ -58,8 +55,10 @@ class OAuthSession:
     def __init__(self, authorizer: OAuthAuthorizer) -> None:
         self.authorizer = authorizer
 
-    def connector(self, make_transport: Callable[[], Transport], *, max_depth: int = 200) -> Connect:
-        """A ``connect`` for the front end: an :class:`AuthorizedClient` over a new transport.
+    def connector(
+        self, make_transport: Callable[[], Transport], *, max_depth: int = DEFAULT_MAX_DEPTH
+    ) -> Connect:
+        """A ``connect`` for the front end: a client over a new transport, with the :class:`SignInHook`.
 
         ``make_transport`` makes the HTTP transport with :attr:`authorizer` as its authorizer.
         """
@@ -67,12 +66,12 @@ class OAuthSession:
         def connect(client_info: dict[str, Any], on_notification: Callable[[Notification], None]) -> Client:
             # The token store opens on its own thread while the transport is made.
             self.authorizer.store.open_early()
-            client = AuthorizedClient(
+            client = Client(
                 make_transport(),
-                self.authorizer,
                 client_info=client_info,
                 max_depth=max_depth,
                 on_notification=on_notification,
+                hook=SignInHook(self.authorizer),
             )
             client.start()
             return client

@@ -5,6 +5,7 @@ The upstream is ``tests/peers/scripted_upstream.py`` over a real stdio child.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import sys
 import threading
@@ -163,3 +164,58 @@ def test_a_send_that_finds_no_room_sends_nothing_and_begin_returns_none() -> Non
         assert done.calls.empty()
     finally:
         client.close(grace=0.5)
+
+
+class Hook:
+    """A request hook that records each scope and what happened inside it."""
+
+    def __init__(self, extra: float = 0.0) -> None:
+        self.extra = extra
+        self.scopes: list[tuple[float, str]] = []
+
+    @contextlib.contextmanager
+    def scope(self, *, cancel: CancelToken | None, timeout: float) -> Iterator[object]:
+        try:
+            yield None
+        except RpcError:
+            self.scopes.append((timeout, "error"))
+            raise
+        self.scopes.append((timeout, "ok"))
+
+    def discover_time(self) -> float:
+        return self.extra
+
+
+@pytest.fixture
+def hooked() -> Iterator[tuple[Client, Hook]]:
+    hook = Hook(extra=30.0)
+    made = Client(StdioChildTransport([sys.executable, str(PEER)]), client_info=CLIENT_INFO, hook=hook)
+    made.start()
+    yield made, hook
+    made.close(grace=1.0)
+
+
+def test_every_request_of_a_client_with_a_hook_runs_inside_its_scope(hooked: tuple[Client, Hook]) -> None:
+    client, hook = hooked
+    assert client.request("test/echo", {"a": 1}, timeout=WAIT)["params"]["a"] == 1
+    with pytest.raises(RpcError):
+        client.request("test/error", {"error": {"code": -32000, "message": "no"}}, timeout=WAIT)
+    assert hook.scopes == [(WAIT, "ok"), (WAIT, "error")]
+
+
+def test_begin_sends_nothing_past_a_hook_so_the_caller_uses_request(hooked: tuple[Client, Hook]) -> None:
+    client, hook = hooked
+    done = Done()
+    assert client.begin("test/echo", {"a": 1}, on_done=done, timeout=WAIT) is None
+    assert hook.scopes == []
+    # Nothing went out: the answer to a request sent after it comes, and none before it.
+    assert client.request("test/echo", {"b": 2}, timeout=WAIT)["params"]["b"] == 2
+    assert done.calls.empty()
+    assert hook.scopes == [(WAIT, "ok")]
+
+
+def test_discover_waits_the_time_of_the_hook_too(hooked: tuple[Client, Hook]) -> None:
+    client, hook = hooked
+    with contextlib.suppress(RpcError):
+        client.discover(timeout=5.0)
+    assert hook.scopes[0][0] == 35.0

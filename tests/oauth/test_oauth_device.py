@@ -19,6 +19,7 @@ import pytest
 
 from mcpbridge.bridge import errortable
 from mcpbridge.mcp.cancel import CancelToken
+from mcpbridge.mcp.client import Client
 from mcpbridge.mcp.errors import Cancelled
 from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.oauth import tokens
@@ -35,7 +36,7 @@ from mcpbridge.oauth.errors import (
     SignInTimeout,
 )
 from mcpbridge.oauth.keychain import KeyringStore
-from mcpbridge.oauth.session import AuthorizedClient
+from mcpbridge.oauth.session import SignInHook
 from mcpbridge.oauth.signin import Gate, Opener, SignIn, SignInSettings
 from mcpbridge.oauth.store import IndexedStore
 from mcpbridge.oauth.tokenstore import MemoryStore, TokenStore
@@ -172,8 +173,8 @@ class Harness:
         self.transport = HttpTransport(
             auth.url, ssl_context=ca.client_context(), authorizer=self.authorizer, env={}
         )
-        self.client = AuthorizedClient(
-            self.transport, self.authorizer, client_info={"name": "test", "version": "1"}
+        self.client = Client(
+            self.transport, client_info={"name": "test", "version": "1"}, hook=SignInHook(self.authorizer)
         )
         self.client.start()
 

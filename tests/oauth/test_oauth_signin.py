@@ -20,6 +20,7 @@ import pytest
 from conftest import WAIT, bounded
 from mcpbridge.bridge import errortable
 from mcpbridge.mcp.cancel import CancelToken
+from mcpbridge.mcp.client import Client
 from mcpbridge.mcp.errors import Cancelled, McpError
 from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.oauth import flow
@@ -41,7 +42,7 @@ from mcpbridge.oauth.errors import (
 )
 from mcpbridge.oauth.filestore import EncryptedFileStore
 from mcpbridge.oauth.keychain import KeyringStore
-from mcpbridge.oauth.session import AuthorizedClient
+from mcpbridge.oauth.session import SignInHook
 from mcpbridge.oauth.signin import ConsentEnded, Gate, Opener, SignIn, SignInSettings
 from mcpbridge.oauth.store import IndexedStore
 from mcpbridge.oauth.tokenstore import MemoryStore, TokenStore
@@ -163,8 +164,8 @@ class Harness:
         self.transport = HttpTransport(
             auth.url, ssl_context=ca.client_context(), authorizer=self.authorizer, env={}
         )
-        self.client = AuthorizedClient(
-            self.transport, self.authorizer, client_info={"name": "test", "version": "1"}
+        self.client = Client(
+            self.transport, client_info={"name": "test", "version": "1"}, hook=SignInHook(self.authorizer)
         )
         self.client.start()
 

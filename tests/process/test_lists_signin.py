@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from mcpbridge.bridge.listrules import ListRules
+from mcpbridge.mcp.client import Client
 from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import DynamicRegistration
-from mcpbridge.oauth.session import AuthorizedClient
+from mcpbridge.oauth.session import SignInHook
 from mcpbridge.oauth.signin import Gate, Opener, SignIn, SignInSettings
 from mcpbridge.oauth.store import IndexedStore
 from mcpbridge.oauth.tokenstore import MemoryStore
@@ -63,8 +64,8 @@ class Signed:
         transport = HttpTransport(
             auth.url, ssl_context=ca.client_context(), authorizer=self.authorizer, env={}
         )
-        self.client = AuthorizedClient(
-            transport, self.authorizer, client_info={"name": "test", "version": "1"}
+        self.client = Client(
+            transport, client_info={"name": "test", "version": "1"}, hook=SignInHook(self.authorizer)
         )
         self.client.start()
 
