@@ -95,6 +95,21 @@ failed, 2 when the arguments are not valid or a token store that was asked for d
 """
 )
 
+_SECRET_HELP = _paragraphs(
+    f"""
+Keep the value of a header secret for --header-secret, delete it, or list the names.
+
+secret set <name> reads the value from stdin, or asks for it without echo on a terminal; never
+put it on the command line. The value goes to the token store: the keychain, else the file store
+with a token key. secret list writes the names, never a value. --account keeps the secrets of
+each account apart; give the same --account, --token-store and --token-key-file to the server.
+
+Example: {PROGRAM} secret set api-key, then {PROGRAM} --header-secret X-Api-Key=api-key <url>.
+Exit codes: 0 when it did what it was asked, 1 when the store failed, 2 when the arguments are not
+valid, the store does not open, or the value is empty or not a valid header value.
+"""
+)
+
 #: The names of the help option.
 _HELP: Final = ("-h", "--help")
 #: The options that answer at once when the parser meets them; the rest of the words then
@@ -305,7 +320,10 @@ def _signature(subcommand: str | None) -> inspect.Signature:
         rich_help_panel=options.GENERAL,
     )
     params.append(inspect.Parameter("version", kind, default=False, annotation=Annotated[bool, version]))
-    metavar = "(<url> | --all)" if subcommand == "logout" else "(<url> | -- <command> [args...])"
+    metavar = {
+        "logout": "(<url> | --all)",
+        "secret": "(set <name> | delete <name> | list)",
+    }.get(subcommand or "", "(<url> | -- <command> [args...])")
     upstream = typer.Argument(metavar=metavar, show_default=False, hidden=True)
     params.append(
         inspect.Parameter(_UPSTREAM, kind, default=None, annotation=Annotated[Optional[list[str]], upstream])  # noqa: UP045
@@ -348,6 +366,9 @@ app.command(
 app.command(
     "logout", cls=_Subcommand, help=_LOGOUT_HELP, options_metavar="[options]", context_settings=_CONTEXT
 )(_command("logout"))
+app.command(
+    "secret", cls=_Subcommand, help=_SECRET_HELP, options_metavar="[options]", context_settings=_CONTEXT
+)(_command("secret"))
 
 
 # ---------------------------------------------------------------------------------------------
