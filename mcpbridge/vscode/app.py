@@ -60,14 +60,15 @@ _EPILOG = "\n".join(
         "HTTPS_PROXY, ALL_PROXY, NO_PROXY: the proxy for <url> and the sign-in. Put the user and the "
         "password of the proxy into its URL. A loopback host never goes through the proxy.",
         "BROWSER: the program that opens the sign-in page.",
-        'SANDBOX_RUNTIME: "1" makes each sign-in in a browser fail at once (the device and '
-        "client-credentials sign-ins need no browser).",
+        'SANDBOX_RUNTIME: "1" (the sandbox of VS Code sets it): --sign-in auto takes the device flow when '
+        "the server offers it, and a sign-in in a browser fails at once.",
         "XDG_STATE_HOME, HOME, LOCALAPPDATA: where the file store keeps its directory.",
         "",
         "[bold]Exit codes[/bold]",
         "0: VS Code closed stdin. A failure of <url> does not stop the bridge.",
         "1: the upstream command stopped, or an internal error.",
-        "2: the arguments are not valid, a variable of --header-env is missing, the --ca-file is not usable, "
+        "2: the arguments are not valid, a variable of --header-env or a secret of --header-secret is "
+        "missing, the --ca-file is not usable, "
         "the token key options are not usable, or --sign-in client-credentials lacks --client-id or its "
         "secret. (A token store that does not open fails each request "
         "that needs a sign-in.)",

@@ -444,8 +444,8 @@ OPTIONS: Final[Mapping[str, Option]] = {
         STORE_TARGETS,
         SIGN_IN,
         "<label>",
-        f"The account of the stored sign-in: 1 to {MAX_ACCOUNT_CHARS} letters, digits and "
-        f'. _ @ + -. The default is "{DEFAULT_ACCOUNT}".',
+        f"The account of the stored sign-in and of the secrets: 1 to {MAX_ACCOUNT_CHARS} letters, "
+        f'digits and . _ @ + -. The default is "{DEFAULT_ACCOUNT}".',
         _account,
         sign_in=True,
         default=DEFAULT_ACCOUNT,
