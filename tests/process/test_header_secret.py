@@ -131,3 +131,15 @@ def test_secret_refuses_a_value_on_the_command_line_an_empty_value_and_the_memor
     )
     assert no_store.returncode == 2
     assert "the keychain is not available and no token key is set" in no_store.stderr
+
+
+def test_check_reads_the_secret_too_and_shows_it_nowhere(tmp_path):
+    env = keychain_env(tmp_path)
+    assert run(env, "secret", "set", "api-key", stdin=VALUE).returncode == 0
+    with ScriptedServer(default_script) as server:
+        done = run(env, "check", "--log-level", "debug", "--header-secret", "X-Api-Key=api-key", server.url())
+        sent = {request.header("X-Api-Key") for request in server.wait_requests(1)}
+    assert sent == {VALUE}
+    assert VALUE not in done.stdout and VALUE not in done.stderr
+    missing = run(env, "check", "--header-secret", "X-Api-Key=other", "http://127.0.0.1:9/mcp")
+    assert missing.returncode == 2 and 'run "mcp-bridge-vscode secret set other"' in missing.stderr
