@@ -31,7 +31,7 @@ TROUBLESHOOTING = DOCS / "troubleshooting.rst"
 
 #: The columns of the table of commands and options on the configuration page, and the
 #: subcommand of each (``None``: the serve forms, which take no subcommand word).
-COMMANDS: dict[str, str | None] = {"serve": None, "check": "check", "logout": "logout"}
+COMMANDS: dict[str, str | None] = {"serve": None, "check": "check", "logout": "logout", "secret": "secret"}
 
 _OPTION = re.compile(r"(?<![\w-])(--?[a-z][a-z0-9-]*)")
 _LONG_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
@@ -140,14 +140,27 @@ ANSWER = "6b1f" * 16
 """What the user types at each prompt of an example: 64 hexadecimal digits fit every secret, a key too."""
 
 
+#: Where each format keeps its servers: ``servers`` in ``mcp.json`` and ``.vscode/mcp.json``,
+#: ``mcpServers`` in ``.mcp.json`` and ``~/.copilot/mcp-config.json`` (and other hosts' files).
+SERVERS_KEYS = ("servers", "mcpServers")
+
+
 def mcp_json_blocks(text: str) -> list[dict[str, Any]]:
-    """The ``mcp.json`` examples of a page: each literal block that is a JSON object with servers."""
+    """The ``mcp.json`` and ``.mcp.json`` examples of a page: each literal block that is a JSON
+    object with servers, under either key."""
     found = []
     for block in re.findall(r"::\n\n((?:    .*\n|\n)+)", text):
         source = "\n".join(line[4:] for line in block.splitlines())
-        if source.lstrip().startswith("{") and '"servers"' in source:
+        if source.lstrip().startswith("{") and any(f'"{key}"' in source for key in SERVERS_KEYS):
             found.append(json.loads(source))
     return found
+
+
+def servers_of(example: dict[str, Any]) -> dict[str, Any]:
+    """The servers of an example, under the one key of its format."""
+    [key] = [key for key in SERVERS_KEYS if key in example]
+    servers: dict[str, Any] = example[key]
+    return servers
 
 
 def answered_env(example: dict[str, Any], server: dict[str, Any]) -> dict[str, str]:
@@ -165,7 +178,7 @@ def bridge_examples() -> list[tuple[str, dict[str, Any], dict[str, str]]]:
     found = []
     for page in pages():
         for example in mcp_json_blocks(read(page)):
-            for name, server in example["servers"].items():
+            for name, server in servers_of(example).items():
                 if server["command"] == PROGRAM:
                     found.append((f"{page.name}: {name}", server, answered_env(example, server)))
     return found
@@ -176,6 +189,45 @@ def test_every_mcp_json_example_of_the_pages_starts_the_bridge_with_valid_settin
     assert len(examples) >= 6
     for where, server, env in examples:
         assert isinstance(parse(server["args"], env), Settings), where
+
+
+def test_the_pages_show_the_files_of_current_vs_code_first_and_their_entries_start_the_bridge() -> None:
+    for page in (REPO_ROOT / "README.rst", DOCS / "hosts.rst"):
+        examples = mcp_json_blocks(read(page))
+        kinds = [next(key for key in SERVERS_KEYS if key in example) for example in examples]
+        assert kinds[:2] == ["mcpServers", "servers"], page.name  # .mcp.json first, then mcp.json
+        # Both formats hold the same entries of the bridge.
+        assert servers_of(examples[0])["my-server"] == servers_of(examples[1])["my-server"], page.name
+    portable = [
+        (page.name, server)
+        for page in (REPO_ROOT / "README.rst", CONFIGURATION)
+        for example in mcp_json_blocks(read(page))
+        if "mcpServers" in example and "inputs" not in example
+        for server in servers_of(example).values()
+        if server["command"] == PROGRAM
+    ]
+    assert len(portable) >= 3
+    for where, server in portable:
+        assert server["type"] == "stdio", where
+        assert isinstance(parse(server["args"], {}), Settings), where
+
+
+def test_the_header_secret_example_names_a_stored_secret_and_needs_no_input() -> None:
+    examples = [
+        example
+        for example in mcp_json_blocks(read(CONFIGURATION))
+        if "mcpServers" in example and "--header-secret" in json.dumps(example)
+    ]
+    assert len(examples) == 1
+    [example] = examples
+    assert "inputs" not in example and "${input:" not in json.dumps(example)
+    [server] = servers_of(example).values()
+    assert "env" not in server
+    parsed = parse(server["args"], {})
+    assert isinstance(parsed, Settings)
+    [header] = parsed.headers
+    assert (header.name, header.value, header.from_secret) == ("X-Api-Key", "", "example-api-key")
+    assert f"{PROGRAM} secret set example-api-key" in read(CONFIGURATION)
 
 
 def test_every_prompt_of_the_examples_hides_what_the_user_types() -> None:
@@ -193,7 +245,7 @@ def test_the_secret_header_example_sends_the_input_of_vs_code_as_the_header() ->
     examples = [example for example in mcp_json_blocks(read(CONFIGURATION)) if "inputs" in example]
     assert len(examples) == 1
     [example] = examples
-    [server] = example["servers"].values()
+    [server] = servers_of(example).values()
     env = answered_env(example, server)
     parsed = parse(server["args"], env)
     assert isinstance(parsed, Settings)

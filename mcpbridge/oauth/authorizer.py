@@ -67,6 +67,7 @@ from .errors import (
     InvalidClientMetadataUrl,
     IssuerNotRegistered,
     RedirectPortUnavailable,
+    Sandbox,
     SignInAuthorizationError,
     SignInDenied,
     SignInError,
@@ -452,6 +453,33 @@ class OAuthAuthorizer:
         log.info("the sign-in uses the %s flow: %s", choice.flow, choice.reason)
         return choice
 
+    def _device_after_sandbox(self, server: ServerMetadata) -> bool:
+        """Whether a browser sign-in that the sandbox of VS Code blocks goes on with the device
+        flow: with ``--sign-in auto``, when ``server`` offers it. Logs the hosts that the
+        sandbox must allow either way."""
+        from . import grants
+
+        upstream = urlsplit(self.config.url).hostname or "?"
+        issuer = urlsplit(server.issuer).hostname or "?"
+        log.warning(
+            "the sandbox of VS Code blocks the browser and the redirect port of the sign-in; the sandbox "
+            "must allow the hosts %s (the upstream server) and %s (the authorization server)",
+            upstream,
+            issuer,
+        )
+        if self.config.sign_in != "auto" or grants.device_endpoint_problem(server) is not None:
+            log.warning(
+                "the sign-in needs --sign-in device, which the authorization server must offer, "
+                "or a server entry without sandboxEnabled"
+            )
+            return False
+        log.info("the sign-in uses the device flow: the sandbox of VS Code blocks the browser")
+        with self._lock:
+            self._choices[server.issuer] = grants.FlowChoice(
+                "device", "the sandbox of VS Code blocks the browser"
+            )
+        return True
+
     def _registration(
         self, server: ServerMetadata, stored: Record | None, *, device: bool = False
     ) -> ClientRegistration:
@@ -610,6 +638,11 @@ class OAuthAuthorizer:
                     attempt = self.sign_in.attempt(
                         state=state, probe=digest, cancel=need.scope.cancel, deadline=need.scope.deadline
                     )
+            except Sandbox:
+                if not self._device_after_sandbox(need.server):
+                    raise
+                device = True
+                continue
             except PortBusy as exc:
                 if followed or not self._follow(digest, need.scope):
                     if device:

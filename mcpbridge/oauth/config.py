@@ -15,6 +15,8 @@ from typing import Final, TypeAlias
 
 __all__ = [
     "CLIENT_SECRET_VARIABLE",
+    "SANDBOX_VARIABLE",
+    "in_sandbox",
     "DEFAULT_RESOURCE_INDICATOR",
     "DEFAULT_SIGN_IN_FLOW",
     "RESOURCE_INDICATOR_MODES",
@@ -104,13 +106,23 @@ def _set(env: Mapping[str, str], name: str) -> bool:
     return bool(env.get(name, "").strip())
 
 
+#: The variable that the sandbox runtime of VS Code sets to ``1`` for a sandboxed server.
+SANDBOX_VARIABLE: Final = "SANDBOX_RUNTIME"
+
+
+def in_sandbox(env: Mapping[str, str]) -> bool:
+    """Whether ``env`` says that the bridge runs in the sandbox of VS Code."""
+    return env.get(SANDBOX_VARIABLE, "").strip() == "1"
+
+
 def remote_session(
     env: Mapping[str, str], *, platform: str, wsl_localhost_forwarding: bool = True
 ) -> str | None:
     """Why a browser of the person possibly cannot reach the loopback address of the bridge.
 
     ``None`` when the bridge seems to run on the machine of the person. The reason
-    names what the bridge found, never a value: ``SSH_CONNECTION is set``,
+    names what the bridge found, never a value: ``the sandbox of VS Code (SANDBOX_RUNTIME
+    is set)``, where no browser starts and the redirect port is closed, ``SSH_CONNECTION is set``,
     ``SSH_TTY is set``, ``REMOTE_CONTAINERS is set``, ``CODESPACES is set``,
     ``a WSL session without localhost forwarding`` or ``no DISPLAY or WAYLAND_DISPLAY``.
 
@@ -118,6 +130,8 @@ def remote_session(
     :param wsl_localhost_forwarding: in a WSL session (``WSL_DISTRO_NAME`` is set),
         whether Windows forwards its loopback address into the session (the WSL default).
     """
+    if in_sandbox(env):
+        return f"the sandbox of VS Code ({SANDBOX_VARIABLE} is set)"
     for name in ("SSH_CONNECTION", "SSH_TTY", "REMOTE_CONTAINERS", "CODESPACES"):
         if _set(env, name):
             return f"{name} is set"

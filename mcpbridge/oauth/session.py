@@ -17,7 +17,7 @@ from ..mcp.client import DEFAULT_MAX_DEPTH, Client, Connect
 from ..mcp.jsonrpc import Notification
 from ..mcp.transport import Transport
 from .authorizer import OAuthAuthorizer, OAuthConfig
-from .config import SignInOptions
+from .config import SignInOptions, in_sandbox
 from .signin import Consent, SignIn
 from .store import IndexedStore, OpenedStore
 
@@ -124,7 +124,7 @@ def start_oauth(
             port=options.redirect_port,
             timeout=options.sign_in_timeout,
             no_browser=options.no_browser,
-            sandbox=env.get("SANDBOX_RUNTIME", "").strip() == "1",
+            sandbox=in_sandbox(env),
         ),
         Gate(),
         Opener(env, options.secret_variables),

@@ -6,7 +6,9 @@ Theory of operation
 :meth:`SignIn.attempt` returns an :class:`Attempt`, a context manager that
 owns the receiver of one sign-in:
 
-1. A sign-in in the sandbox of VS Code (``SANDBOX_RUNTIME=1``) fails at once.
+1. A sign-in in the sandbox of VS Code (``SANDBOX_RUNTIME=1``, or a redirect port that
+   the bridge may not listen on) fails with ``sandbox``; the authorizer then takes the
+   device flow when it may.
 2. The authorization URL is checked (:func:`.urls.authorization_url_problem`)
    before anything writes, elicits or opens it.
 3. The **gate** decides how the URL reaches the user. Before
@@ -26,6 +28,7 @@ time: the caller (:class:`~.authorizer.OAuthAuthorizer`) holds its sign-in lock.
 from __future__ import annotations
 
 import enum
+import errno
 import logging
 import math
 import subprocess
@@ -360,6 +363,13 @@ class SignIn:
         try:
             receiver.listen()
         except ListenFailed as exc:
+            if _refused_by_sandbox(exc, settings.port):
+                log.warning(
+                    "the bridge may not listen on the redirect port %d (%s): it runs in a sandbox",
+                    settings.port,
+                    exc,
+                )
+                raise Sandbox() from exc
             log.warning("the bridge cannot listen on the redirect port %d: %s", settings.port, exc)
             raise RedirectPortUnavailable("listen_failed", port=settings.port) from exc
         return Attempt(self, receiver, delivery, cancel, deadline)
@@ -381,6 +391,13 @@ class SignIn:
             log.info("the device sign-in runs without the redirect port %d: %s", self.settings.port, exc)
             return None
         return receiver
+
+
+def _refused_by_sandbox(exc: ListenFailed, port: int) -> bool:
+    """Whether a port that a user may bind (from 1024) was refused with EACCES or EPERM: a
+    sandbox (VS Code's, where the server has no ``SANDBOX_RUNTIME``) forbids listening."""
+    cause = exc.__cause__
+    return port >= 1024 and isinstance(cause, OSError) and cause.errno in (errno.EACCES, errno.EPERM)
 
 
 class Attempt:

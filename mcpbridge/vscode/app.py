@@ -60,14 +60,15 @@ _EPILOG = "\n".join(
         "HTTPS_PROXY, ALL_PROXY, NO_PROXY: the proxy for <url> and the sign-in. Put the user and the "
         "password of the proxy into its URL. A loopback host never goes through the proxy.",
         "BROWSER: the program that opens the sign-in page.",
-        'SANDBOX_RUNTIME: "1" makes each sign-in in a browser fail at once (the device and '
-        "client-credentials sign-ins need no browser).",
+        'SANDBOX_RUNTIME: "1" (the sandbox of VS Code sets it): --sign-in auto takes the device flow when '
+        "the server offers it, and a sign-in in a browser fails at once.",
         "XDG_STATE_HOME, HOME, LOCALAPPDATA: where the file store keeps its directory.",
         "",
         "[bold]Exit codes[/bold]",
         "0: VS Code closed stdin. A failure of <url> does not stop the bridge.",
         "1: the upstream command stopped, or an internal error.",
-        "2: the arguments are not valid, a variable of --header-env is missing, the --ca-file is not usable, "
+        "2: the arguments are not valid, a variable of --header-env or a secret of --header-secret is "
+        "missing, the --ca-file is not usable, "
         "the token key options are not usable, or --sign-in client-credentials lacks --client-id or its "
         "secret. (A token store that does not open fails each request "
         "that needs a sign-in.)",
@@ -92,6 +93,21 @@ Delete the stored sign-in of the server at <url>, or every stored sign-in with -
 
 Exit codes: 0 when it deleted the sign-in or there was nothing to delete, 1 when a deletion
 failed, 2 when the arguments are not valid or a token store that was asked for does not open.
+"""
+)
+
+_SECRET_HELP = _paragraphs(
+    f"""
+Keep the value of a header secret for --header-secret, delete it, or list the names.
+
+secret set <name> reads the value from stdin, or asks for it without echo on a terminal; never
+put it on the command line. The value goes to the token store: the keychain, else the file store
+with a token key. secret list writes the names, never a value. --account keeps the secrets of
+each account apart; give the same --account, --token-store and --token-key-file to the server.
+
+Example: {PROGRAM} secret set api-key, then {PROGRAM} --header-secret X-Api-Key=api-key <url>.
+Exit codes: 0 when it did what it was asked, 1 when the store failed, 2 when the arguments are not
+valid, the store does not open, or the value is empty or not a valid header value.
 """
 )
 
@@ -305,7 +321,10 @@ def _signature(subcommand: str | None) -> inspect.Signature:
         rich_help_panel=options.GENERAL,
     )
     params.append(inspect.Parameter("version", kind, default=False, annotation=Annotated[bool, version]))
-    metavar = "(<url> | --all)" if subcommand == "logout" else "(<url> | -- <command> [args...])"
+    metavar = {
+        "logout": "(<url> | --all)",
+        "secret": "(set <name> | delete <name> | list)",
+    }.get(subcommand or "", "(<url> | -- <command> [args...])")
     upstream = typer.Argument(metavar=metavar, show_default=False, hidden=True)
     params.append(
         inspect.Parameter(_UPSTREAM, kind, default=None, annotation=Annotated[Optional[list[str]], upstream])  # noqa: UP045
@@ -348,6 +367,9 @@ app.command(
 app.command(
     "logout", cls=_Subcommand, help=_LOGOUT_HELP, options_metavar="[options]", context_settings=_CONTEXT
 )(_command("logout"))
+app.command(
+    "secret", cls=_Subcommand, help=_SECRET_HELP, options_metavar="[options]", context_settings=_CONTEXT
+)(_command("secret"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -173,7 +173,27 @@ def sign_in_flows(
         return found, server
     found["uses"] = choice.flow
     found["why"] = choice.reason
+    if config.in_sandbox(env):
+        _sandbox_flows(found, settings.url, server.issuer)
     return found, server
+
+
+def _sandbox_flows(found: dict[str, Any], url: str, issuer: str) -> None:
+    """In the sandbox of VS Code: no browser sign-in, and the hosts that the sandbox must allow."""
+    from urllib.parse import urlsplit
+
+    hosts = (
+        f"the sandbox must allow the hosts {urlsplit(url).hostname} (the upstream server) and "
+        f"{urlsplit(issuer).hostname} (the authorization server)"
+    )
+    if found["uses"] == "browser":
+        found["uses"] = None
+        found["why"] = (
+            "the sandbox of VS Code blocks the browser sign-in: use --sign-in device where the server "
+            f"offers it, or remove sandboxEnabled from the entry; {hosts}"
+        )
+    else:
+        found["why"] = f"{found['why']}; {hosts}"
 
 
 def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[str, Any], Any]:

@@ -7,8 +7,9 @@ need no subcommand word::
     mcp-bridge-vscode [options] <url>
     mcp-bridge-vscode logout [options] (<url> | --all)
     mcp-bridge-vscode check [options] (-- <command> [args...] | <url>)
+    mcp-bridge-vscode secret [options] (set <name> | delete <name> | list)
 
-``check`` and ``logout`` are subcommands only as the first word. Each option is declared
+``check``, ``logout`` and ``secret`` are subcommands only as the first word. Each option is declared
 once, in :data:`.options.OPTIONS`. A plain serve command line (known options, then ``--``
 and the command, or the URL) is read without typer (:func:`.words.plain_words`), so the
 bridge starts without loading the machinery of the help; every other command line goes
@@ -139,6 +140,17 @@ def run_settings(parsed: Settings) -> int:
     log.configure(parsed.log_level)
     for warning in parsed.warnings:
         logger.warning("%s", warning)
+    if parsed.form is settings.Form.SECRET:
+        from .secret_command import secret
+
+        return secret(parsed)
+    if any(header.from_secret for header in parsed.headers):
+        from .secret_command import with_header_secrets
+
+        resolved = with_header_secrets(parsed)
+        if isinstance(resolved, int):
+            return resolved
+        parsed = resolved
     if parsed.form is settings.Form.COMMAND:
         from .serve_command import serve_command
 

@@ -1,5 +1,6 @@
-"""The headers of ``--header`` and ``--header-env``: their syntax, the names that they refuse,
-and their values from the command line or the environment.
+"""The headers of ``--header``, ``--header-env`` and ``--header-secret``: their syntax, the names
+that they refuse, and their values from the command line or the environment (the value of a
+secret comes from the token store at the start: :mod:`.secret_command`).
 
 This module is pure. A diagnostic names the header only once it is a valid HTTP token, and
 never holds a value.
@@ -70,11 +71,15 @@ class Header:
     value: str = field(repr=False)
     #: The variable of ``--header-env``, or ``None`` for ``--header``.
     from_env: str | None
+    #: The secret of ``--header-secret``: ``value`` is empty until the start reads the secret.
+    from_secret: str | None = None
 
 
 #: The characters of an HTTP token (RFC 9110 section 5.6.2).
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: A secret name of ``--header-secret`` (as :data:`mcpbridge.oauth.header_secrets.SECRET_NAME`).
+SECRET_NAME: Final = re.compile(r"[A-Za-z0-9._@+\-]{1,64}\Z")
 
 
 def trim(text: str) -> str:
@@ -101,9 +106,9 @@ def field_value_problem(value: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class HeaderArg:
-    option: str  # "--header" or "--header-env"
+    option: str  # "--header", "--header-env" or "--header-secret"
     name: str
-    source: str  # the value of --header, or the variable of --header-env
+    source: str  # the value of --header, the variable of --header-env, the secret of --header-secret
 
 
 def parse_header(earlier: Sequence[HeaderArg], option: str, value: str) -> HeaderArg:
@@ -111,8 +116,13 @@ def parse_header(earlier: Sequence[HeaderArg], option: str, value: str) -> Heade
 
     The name is shown in a diagnostic only once it is a valid HTTP token.
     """
-    from_env = option == "--header-env"
-    if from_env:
+    from_env = option in ("--header-env", "--header-secret")
+    if option == "--header-secret":
+        syntax = (
+            "use <name>=<secret>, with an HTTP header name and a secret name of 1 to 64 letters, "
+            "digits and . _ @ + -"
+        )
+    elif from_env:
         syntax = "use <name>=<variable>, with an HTTP header name and the name of an environment variable"
     else:
         syntax = "use <name>:<value>, with an HTTP header name"
@@ -140,7 +150,7 @@ def parse_header(earlier: Sequence[HeaderArg], option: str, value: str) -> Heade
             option,
         )
     if from_env:
-        if not _VARIABLE_NAME.match(rest):
+        if not (SECRET_NAME if option == "--header-secret" else _VARIABLE_NAME).match(rest):
             raise invalid_value(option, syntax)
         return HeaderArg(option, name, rest)
     header_value = trim(rest)
@@ -161,7 +171,9 @@ def resolve_headers(
     warnings: list[str] = []
     static_authorization = False
     for h in args:
-        if h.option == "--header-env":
+        if h.option == "--header-secret":
+            headers.append(Header(h.name, "", None, h.source))
+        elif h.option == "--header-env":
             value = variable(env, h.source)
             if value is None:
                 raise ArgError(

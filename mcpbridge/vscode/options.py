@@ -38,7 +38,7 @@ __all__ = ["OPTIONS", "SUBCOMMANDS", "InvalidValue", "Option", "Target", "option
 #: The name of the program, the tag of its log lines, and the last-resort server name.
 PROGRAM: Final = "mcp-bridge-vscode"
 #: The subcommands, each only as the first word of the command line.
-SUBCOMMANDS: Final = ("check", "logout")
+SUBCOMMANDS: Final = ("check", "logout", "secret")
 
 #: The levels of ``--log-level``; ``error`` and upper case are not accepted.
 LOG_LEVELS: Final = ("err", "warn", "info", "debug")
@@ -208,12 +208,15 @@ class Target(enum.Enum):
     LOGOUT = "logout"
     CHECK_COMMAND = "check-command"
     CHECK_URL = "check-url"
+    SECRET = "secret"
 
 
 ALL_TARGETS: Final = frozenset(Target)
-SERVE_AND_CHECK: Final = frozenset(ALL_TARGETS - {Target.LOGOUT})
+SERVE_AND_CHECK: Final = frozenset(ALL_TARGETS - {Target.LOGOUT, Target.SECRET})
 URL_TARGETS: Final = frozenset({Target.URL, Target.CHECK_URL})
 URL_AND_LOGOUT: Final = frozenset({Target.URL, Target.CHECK_URL, Target.LOGOUT})
+#: The options of the token store, which also keeps the secrets of ``secret``.
+STORE_TARGETS: Final = frozenset({Target.URL, Target.CHECK_URL, Target.LOGOUT, Target.SECRET})
 LOGOUT_ONLY: Final = frozenset({Target.LOGOUT})
 CHECK_ONLY: Final = frozenset({Target.CHECK_COMMAND, Target.CHECK_URL})
 
@@ -365,6 +368,16 @@ OPTIONS: Final[Mapping[str, Option]] = {
         "for example a static authorization header.",
         header=True,
     ),
+    "--header-secret": Option(
+        URL_TARGETS,
+        URL_PANEL,
+        "<name>=<secret>",
+        "Send the header <name> with the value of the secret <secret>, which "
+        f'"{PROGRAM} secret set <secret>" stored in the keychain (or the file store) one time. Use it '
+        "for a secret where the host cannot give an environment variable or an input, for example "
+        "a static authorization header.",
+        header=True,
+    ),
     "--max-response-bytes": Option(
         URL_TARGETS,
         URL_PANEL,
@@ -428,17 +441,17 @@ OPTIONS: Final[Mapping[str, Option]] = {
         default=DEFAULT_REDIRECT_PORT,
     ),
     "--account": Option(
-        URL_AND_LOGOUT,
+        STORE_TARGETS,
         SIGN_IN,
         "<label>",
-        f"The account of the stored sign-in: 1 to {MAX_ACCOUNT_CHARS} letters, digits and "
-        f'. _ @ + -. The default is "{DEFAULT_ACCOUNT}".',
+        f"The account of the stored sign-in and of the secrets: 1 to {MAX_ACCOUNT_CHARS} letters, "
+        f'digits and . _ @ + -. The default is "{DEFAULT_ACCOUNT}".',
         _account,
         sign_in=True,
         default=DEFAULT_ACCOUNT,
     ),
     "--token-store": Option(
-        URL_AND_LOGOUT,
+        STORE_TARGETS,
         SIGN_IN,
         "<store>",
         "Where the bridge keeps the tokens: auto, keychain, file or memory. The default is "
@@ -449,7 +462,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
         default=DEFAULT_TOKEN_STORE,
     ),
     "--token-key-file": Option(
-        URL_AND_LOGOUT,
+        STORE_TARGETS,
         SIGN_IN,
         "<path>",
         "The file with the key of the file store: 64 hexadecimal digits, readable by its owner only.",
@@ -528,6 +541,7 @@ SUBCOMMAND_TARGETS: Final[Mapping[str | None, frozenset[Target]]] = {
     None: frozenset({Target.COMMAND, Target.URL}),
     "logout": LOGOUT_ONLY,
     "check": CHECK_ONLY,
+    "secret": frozenset({Target.SECRET}),
 }
 
 
@@ -545,4 +559,6 @@ def refusal(option: Option, target: Target) -> str:
         return "only check takes it"
     if target is Target.LOGOUT:
         return "logout does not take it"
+    if target is Target.SECRET:
+        return "secret takes only the options of the token store and --log-level"
     return "it applies only to the URL of an upstream server, not to an upstream command"

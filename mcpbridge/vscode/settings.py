@@ -56,6 +56,7 @@ from mcpbridge.oauth.config import (
 
 from .headers import (
     REFUSED_HEADER_NAMES,
+    SECRET_NAME,
     Header,
     HeaderArg,
     parse_header,
@@ -142,6 +143,8 @@ class Form(enum.Enum):
     LOGOUT = "logout"
     #: ``check [options] (-- <command> | <url>)``: connect one time and report.
     CHECK = "check"
+    #: ``secret [options] (set <name> | delete <name> | list)``: the secrets of ``--header-secret``.
+    SECRET = "secret"
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +207,9 @@ class Settings:
     host_profile: str = DEFAULT_HOST_PROFILE
     #: ``--transport``: ``auto``, ``streamable-http`` or ``sse`` (which implies ``--protocol legacy``).
     transport: str = DEFAULT_TRANSPORT
+    #: ``secret``: ``set``, ``delete`` or ``list``, and the name of the secret (``None`` for list).
+    secret_action: str | None = None
+    secret_name: str | None = None
 
     @property
     def redirect_uri(self) -> str:
@@ -283,6 +289,32 @@ def _unexpected(hint: str) -> ArgError:
 
 
 _HEX_KEY = re.compile(r"[0-9A-Fa-f]{64}\Z")
+#: The options of the token store: with ``--header-secret``, they say where the secret is.
+_STORE_OPTIONS: Final = frozenset({"--account", "--token-store", "--token-key-file"})
+_SECRET_USAGE: Final = "give set <name>, delete <name> or list after the options of secret"
+
+
+def _secret_words(positional: tuple[str, ...]) -> tuple[str, str | None]:
+    """The action and the name of ``secret``; a diagnostic never shows a word (it could be
+    a value typed at the wrong place)."""
+    if not positional or positional[0] not in ("set", "delete", "list"):
+        raise ArgError("missing_action", f"the action of secret is missing or unknown: {_SECRET_USAGE}")
+    action, *rest = positional
+    if action == "list":
+        if rest:
+            raise _unexpected("secret list takes no name")
+        return action, None
+    if len(rest) != 1:
+        raise _unexpected(
+            f"secret {action} takes one secret name; the value is read from stdin or a prompt, "
+            "never from the command line"
+        )
+    if not SECRET_NAME.match(rest[0]):
+        raise ArgError(
+            "invalid_secret_name",
+            "the secret name is not valid: use 1 to 64 letters, digits and the characters . _ @ + -",
+        )
+    return action, rest[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,8 +376,8 @@ def resolve(words: Words, env: Mapping[str, str]) -> Settings:
                 raw.repeated.setdefault(key, []).append(converted)
             else:
                 raw.values[key] = converted
-    url = _upstream_url(words)
     subcommand, command = words.subcommand, words.command
+    url = None if subcommand == "secret" else _upstream_url(words)
     target = _target(subcommand, command, url, raw)
     for key in raw.order:
         if target not in OPTIONS[key].targets:
@@ -354,7 +386,7 @@ def resolve(words: Words, env: Mapping[str, str]) -> Settings:
         hint = upstream_url_hint(url)
         if hint is not None:
             raise ArgError("invalid_url", f"the URL of the upstream server is not valid: {hint}")
-    return _settings(target, raw, command or (), url, env)
+    return _settings(target, raw, command or (), url, env, words.positional)
 
 
 def _upstream_url(words: Words) -> str | None:
@@ -404,6 +436,10 @@ def _missing_scheme(word: str) -> str | None:
 
 def _target(subcommand: str | None, command: tuple[str, ...] | None, url: str | None, raw: _Raw) -> Target:
     """The target of the command line, after the checks of the form."""
+    if subcommand == "secret":
+        if command is not None:
+            raise _unexpected("secret takes no upstream command")
+        return Target.SECRET
     if subcommand == "logout":
         if command is not None:
             raise _unexpected("logout takes no upstream command")
@@ -437,17 +473,25 @@ _FORMS: Final = {
     Target.LOGOUT: Form.LOGOUT,
     Target.CHECK_COMMAND: Form.CHECK,
     Target.CHECK_URL: Form.CHECK,
+    Target.SECRET: Form.SECRET,
 }
 
 
 def _settings(
-    target: Target, raw: _Raw, command: tuple[str, ...], url: str | None, env: Mapping[str, str]
+    target: Target,
+    raw: _Raw,
+    command: tuple[str, ...],
+    url: str | None,
+    env: Mapping[str, str],
+    positional: tuple[str, ...] = (),
 ) -> Settings:
     """Resolve the environment and the options that exclude each other."""
     headers, warnings, static_authorization = resolve_headers(raw.headers, env)
+    from_secret = any(header.from_secret for header in headers)
     if static_authorization:
         for key in raw.order:
-            if OPTIONS[key].sign_in:
+            # With --header-secret, the options of the token store say where the secret is.
+            if OPTIONS[key].sign_in and not (from_secret and key in _STORE_OPTIONS):
                 raise _conflict(key, _HINT_STATIC)
 
     if "--call-arguments" in raw.values and "--call-tool" not in raw.values:
@@ -468,6 +512,9 @@ def _settings(
         token_key = _token_key(raw, env, token_store)
         if sign_in == "client-credentials":
             _check_client_credentials(registration)
+    elif from_secret or target is Target.SECRET:
+        token_key = _token_key(raw, env, token_store)
+    secret_action, secret_name = _secret_words(positional) if target is Target.SECRET else (None, None)
 
     return Settings(
         form=_FORMS[target],
@@ -506,6 +553,8 @@ def _settings(
         call_arguments=raw.value("--call-arguments") or {},
         host_profile=raw.value("--host-profile"),
         transport=raw.value("--transport"),
+        secret_action=secret_action,
+        secret_name=secret_name,
     )
 
 
@@ -513,7 +562,7 @@ def _server_name(target: Target, raw: _Raw, command: tuple[str, ...], url: str |
     """``--name``, else the default name of the upstream server (§2.3); empty for logout."""
     if target in (Target.COMMAND, Target.CHECK_COMMAND):
         return raw.optional("--name") or default_name_for_command(command[0]) or PROGRAM
-    if target is Target.LOGOUT:
+    if target in (Target.LOGOUT, Target.SECRET):
         return ""
     assert url is not None
     return raw.optional("--name") or default_name_for_url(url) or PROGRAM

@@ -180,8 +180,11 @@ EXPECTED = {
     ),
     "sandbox": (
         INTERNAL_ERROR,
-        "The upstream server needs a sign-in, but the bridge runs in the sandbox of VS Code. The sandbox "
-        "blocks the browser and the redirect port of the sign-in. Disable the sandbox for this server.",
+        "The upstream server needs a sign-in, but the bridge runs in the sandbox of VS Code, which blocks "
+        "the browser and the redirect port of the sign-in. Use --sign-in device when the authorization "
+        "server offers it, and allow the host of the upstream server and the host of the authorization "
+        "server in the sandbox (the Output channel names both); or remove sandboxEnabled from the entry "
+        "of this server.",
     ),
     "device_sign_in_unavailable": (
         INTERNAL_ERROR,

@@ -125,7 +125,8 @@ HELP_SNAPSHOTS = ROOT / "tests" / "data" / "help"
 
 
 @pytest.mark.parametrize(
-    ("argv", "snapshot"), [([], "program"), (["check"], "check"), (["logout"], "logout")]
+    ("argv", "snapshot"),
+    [([], "program"), (["check"], "check"), (["logout"], "logout"), (["secret"], "secret")],
 )
 def test_the_help_is_the_snapshot_with_h_as_help_and_no_type_for_a_flag(
     argv: list[str], snapshot: str

@@ -583,6 +583,7 @@ TAKES: dict[str, tuple[list[str], set[str]]] = {
     "--deny-tool": (["--deny-tool", "*delete*"], EVERY - {LOGOUT}),
     "--header": (["--header", "x-a:1"], {URL_T, CHECK_URL}),
     "--header-env": (["--header-env", "x-a=TENANT"], {URL_T, CHECK_URL}),
+    "--header-secret": (["--header-secret", "x-b=api-key"], {URL_T, CHECK_URL}),
     "--max-response-bytes": (["--max-response-bytes", "5"], {URL_T, CHECK_URL}),
     "--transport": (["--transport", "sse"], {URL_T, CHECK_URL}),
     "--client-id": (["--client-id", "c"], {URL_T, CHECK_URL}),
@@ -1612,3 +1613,49 @@ def test_resource_indicator_refuses_what_is_not_an_absolute_uri_without_a_fragme
     e = error(["--resource-indicator", value, URL])
     assert (e.kind, e.option) == ("invalid_value", "--resource-indicator")
     assert "use auto, off, or an absolute URI without a fragment" in e.diagnostic
+
+
+# ---------------------------------------------------------------------------------------------
+# secret and --header-secret
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "action", "name"),
+    [
+        (["secret", "set", "api-key"], "set", "api-key"),
+        (["secret", "--account", "work", "delete", "a.b@c"], "delete", "a.b@c"),
+        (["secret", "list"], "list", None),
+    ],
+)
+def test_secret_reads_its_action_and_name(argv: list[str], action: str, name: str | None) -> None:
+    s = ok(argv)
+    assert (s.form, s.secret_action, s.secret_name) == (args.Form.SECRET, action, name)
+    assert (s.url, s.command, s.registration) == (None, (), None)
+
+
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["secret"], "the action of secret is missing or unknown"),
+        (["secret", "show", "x"], "the action of secret is missing or unknown"),
+        (["secret", "set"], "never from the command line"),
+        (["secret", "set", "name", "the-value"], "never from the command line"),
+        (["secret", "list", "x"], "secret list takes no name"),
+        (["secret", "set", "a/b"], "the secret name is not valid"),
+        (["secret", "--name", "x", "list"], "secret takes only the options of the token store"),
+    ],
+)
+def test_secret_refuses_a_wrong_command_line_without_showing_a_word(argv: list[str], hint: str) -> None:
+    e = error(argv)
+    assert hint in e.diagnostic
+    assert "the-value" not in e.diagnostic and "a/b" not in e.diagnostic
+
+
+def test_an_authorization_header_secret_takes_the_store_options_but_no_other_sign_in_option() -> None:
+    s = ok(["--header-secret", "Authorization=token", "--account", "work", "--token-store", "keychain", URL])
+    assert s.static_authorization and s.registration is None
+    assert [(h.name, h.value, h.from_secret) for h in s.headers] == [("Authorization", "", "token")]
+    assert s.account == "work" and s.token_store == "keychain"
+    e = error(["--header-secret", "Authorization=token", "--client-id", "x", URL])
+    assert e.option == "--client-id"
