@@ -8,9 +8,9 @@ then the client reads, and the bridge reads on until every ping has its one answ
 in order. The memory of the bridge meanwhile stays within its memory after
 ``initialize`` and the bound.
 
-The soak is ``scripts/soak_slow_reader.py`` for a few seconds: requests as fast as the
-bridge takes them, answers read at 1 KiB/s, then every request must have exactly one
-answer and the memory stay within the bound.
+The soak is ``scripts/soak_slow_reader.py`` for a few seconds and at most a bounded count
+of requests: requests as fast as the bridge takes them, answers read at 1 KiB/s, then
+every request must have exactly one answer and the memory stay within the bound.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ PINGS = 2 * MAX_QUEUED_BYTES // ID_BYTES
 #: Room for what the memory of the bridge holds besides the output: a frame being read and
 #: answered, the buffers of the pipes, the heap's slack.
 MEMORY_SLACK = 16 * 1024 * 1024
-#: The seconds of the soak (then it reads what waits at full speed).
+#: The seconds of the soak (then it reads what waits at full speed), and its most requests.
 SOAK_SECONDS = 3
+SOAK_REQUESTS = 20_000
 ROOT = Path(__file__).resolve().parents[2]
 #: The stderr line of the reader when it stops at the bound, with the KiB that wait.
 PAUSE = re.compile(r": (\d+) KiB wait for it, so the bridge stops reading the client until it reads$")
@@ -117,6 +118,8 @@ def test_a_short_soak_of_a_slow_reader_loses_no_answer_and_stays_within_the_boun
             "scripts/soak_slow_reader.py",
             "--seconds",
             str(SOAK_SECONDS),
+            "--requests",
+            str(SOAK_REQUESTS),
             "--read-rate",
             "1024",
         ],
@@ -130,4 +133,4 @@ def test_a_short_soak_of_a_slow_reader_loses_no_answer_and_stays_within_the_boun
     lines = done.stdout.splitlines()
     assert "lost=0 duplicated=0" in lines, lines
     requests = re.fullmatch(r"seconds=\S+ read-rate=\S+ B/s requests=(\d+) \(while slow: \d+\)", lines[0])
-    assert requests is not None and int(requests[1]) > 0, lines
+    assert requests is not None and 0 < int(requests[1]) <= SOAK_REQUESTS, lines
