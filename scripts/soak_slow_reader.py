@@ -1,9 +1,10 @@
 """Soak a client that reads slowly: requests as fast as the bridge takes them, stdout read at 1 KiB/s.
 
 The bridge serves the fixture server of the tests on stdio (``mcp-bridge-vscode -- <command>``).
-For ``--seconds`` the driver sends pings and calls of the ``echo`` tool as fast as the bridge
-reads them, and reads the bridge's stdout at ``--read-rate`` bytes per second: the answers
-wait in the bridge's output up to its bound, and then the bridge stops reading the driver.
+For ``--seconds`` (and at most ``--requests`` requests) the driver sends pings and calls of
+the ``echo`` tool as fast as the bridge reads them, and reads the bridge's stdout at
+``--read-rate`` bytes per second: the answers wait in the bridge's output up to its bound,
+and then the bridge stops reading the driver.
 The RSS of the bridge, sampled every half second, must stay within its RSS after
 ``initialize`` plus that bound (``MAX_QUEUED_BYTES`` of ``mcpbridge.bridge.output``). Then
 the driver stops sending and reads at full speed: every request must get exactly one
@@ -29,11 +30,12 @@ FIXTURE = ROOT / "tests" / "fixtures" / "fixture_server.py"
 SAMPLE_EVERY = 0.5
 
 
-def flood(driver: Driver, stop: threading.Event, sent: list[int]) -> None:
-    """Send pings and calls until ``stop``; a write waits while the bridge does not read."""
+def flood(driver: Driver, stop: threading.Event, sent: list[int], most: int | None = None) -> None:
+    """Send pings and calls until ``stop`` (or ``most`` requests); a write waits while the bridge
+    does not read."""
     call = {"name": "echo", "arguments": {"text": "slow reader"}}
     try:
-        while not stop.is_set():
+        while not stop.is_set() and (most is None or len(sent) < most):
             sent.append(driver.request("ping", {}, wait=False))
             sent.append(driver.request("tools/call", call, wait=False))
     except (OSError, ValueError):  # the bridge ended: the check below tells it
@@ -44,6 +46,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--read-rate", type=float, default=1024.0, help="bytes per second")
+    parser.add_argument("--requests", type=int, default=None, help="send at most this many requests")
     args = parser.parse_args()
 
     driver = Driver([sys.executable, "-m", "mcpbridge", "--", sys.executable, str(FIXTURE)])
@@ -58,7 +61,7 @@ def main() -> int:
         driver.read_rate = args.read_rate
         stop = threading.Event()
         sent: list[int] = []
-        sender = threading.Thread(target=flood, args=(driver, stop, sent), name="soak-flood")
+        sender = threading.Thread(target=flood, args=(driver, stop, sent, args.requests), name="soak-flood")
         sender.start()
         peak = idle
         deadline = time.monotonic() + args.seconds

@@ -45,8 +45,9 @@ class Bridge:
 
     With ``revision``, each frame that the test sends is the frame of a client of that
     revision, and each frame that it takes is checked against that revision's schema
-    (:class:`~schema.ClientFrames`): a frame that is not valid fails the test where it
-    is read.
+    (:class:`~schema.ClientFrames`, strict): a frame that is not valid fails the test where it
+    is read. At the end of the ``with`` block every frame that the bridge wrote and the test
+    did not read is checked too, so none goes unchecked.
     """
 
     def __init__(
@@ -70,6 +71,8 @@ class Bridge:
         self._stderr_done = threading.Event()
         #: Notified at each stderr line and at the end of stderr.
         self._stderr_changed = threading.Condition()
+        #: Notified at each stdout line.
+        self._stdout_changed = threading.Condition()
         self._stdout_thread = threading.Thread(
             target=self._read_stdout, name="test-bridge-stdout", daemon=True
         )
@@ -85,11 +88,13 @@ class Bridge:
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
-            self.raw_lines.append(line)
             try:
                 self.frames.put(json.loads(line))
             except ValueError:
                 self.frames.put({"__invalid__": line.decode("utf-8", "replace")})
+            with self._stdout_changed:
+                self.raw_lines.append(line)
+                self._stdout_changed.notify_all()
         self.frames.put(None)
 
     def _read_stderr(self) -> None:
@@ -205,6 +210,12 @@ class Bridge:
                 return frame
         return self.wait_frame(predicate, timeout)
 
+    def wait_written(self, count: int, timeout: float = WAIT) -> None:
+        """Wait until the bridge wrote ``count`` lines to stdout in all, without taking any frame."""
+        with self._stdout_changed:
+            if not self._stdout_changed.wait_for(lambda: len(self.raw_lines) >= count, timeout):
+                raise TimeoutError(f"the bridge wrote {len(self.raw_lines)} lines, not {count}")
+
     def drain(self, timeout: float = WAIT) -> list[dict[str, Any]]:
         """All frames up to the end of stdout."""
         out: list[dict[str, Any]] = []
@@ -238,6 +249,7 @@ class Bridge:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=WAIT)
+        self._stdout_thread.join(WAIT)  # every frame that the bridge wrote is in self.frames
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
@@ -264,6 +276,21 @@ class Bridge:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        if exc[0] is None and self.schema is not None:
+            self.check_unread()
+
+    def check_unread(self) -> None:
+        """Check each frame that the bridge wrote and the test did not read (the bridge ended).
+
+        Raises:
+            FrameInvalid: a frame is not valid in the client's revision.
+        """
+        assert not self._stdout_thread.is_alive(), "the bridge's stdout is still open"
+        while True:
+            try:
+                self.next_frame(0)
+            except (EOFError, queue.Empty):
+                return
 
 
 def text_of(response: dict[str, Any]) -> str:

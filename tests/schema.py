@@ -19,10 +19,19 @@ Beside them, ``ext-tasks-schema-draft.json`` is the schema of the Tasks extensio
 
 A failure raises :class:`FrameInvalid`, an ``AssertionError`` that names the revision, the
 definition, what is wrong and where.
+
+The frame checks (``validate_frame`` and its variants, :class:`ClientFrames`) are strict: the
+vendored schemas let an object carry members they do not name, so each revision also has a
+strict variant, made when it loads, in which an object schema that lists its ``properties``
+and says nothing of ``additionalProperties`` refuses any other member. Open objects stay
+open: ``_meta`` and the others that set ``additionalProperties``, those without
+``properties``, and the parts of an ``allOf`` (each of which names only some of the members).
+``validate(..., strict=True)`` checks one value so.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from collections.abc import Mapping
@@ -44,6 +53,10 @@ REVISIONS = (*CLIENT_REVISIONS, MODERN)
 #: The schema of the Tasks extension (draft), a name beside the revisions.
 TASKS = "ext-tasks-draft"
 SCHEMAS = (*REVISIONS, TASKS)
+
+
+#: The members of a JSON-RPC frame that its envelope definition checks.
+ENVELOPE = frozenset({"jsonrpc", "id"})
 
 
 class FrameInvalid(AssertionError):
@@ -132,14 +145,196 @@ def _schema(revision: str) -> _Schema:
     )
 
 
+#: The members whose value is a JSON Schema of the server's (a tool's input and output, a form):
+#: documents of an open vocabulary, which the strict variant leaves open.
+SCHEMA_DOCUMENTS = frozenset({"inputSchema", "outputSchema", "requestedSchema"})
+#: Members that the bridge sends to a client of an older revision although that revision does not
+#: define them: defects of the bridge, each let through by the strict checks (and only there) until
+#: it is fixed. (revision, definition, member) -> what sends it.
+KNOWN_EXTRA_MEMBERS: Mapping[tuple[str, str, str], str] = {
+    ("2024-11-05", "ServerCapabilities", "completions"): "the capabilities of the initialize result",
+    ("2025-06-18", "Implementation", "icons"): "serverInfo of the initialize result",
+    ("2025-03-26", "Implementation", "icons"): "serverInfo of the initialize result",
+    ("2024-11-05", "Implementation", "icons"): "serverInfo of the initialize result",
+    ("2025-03-26", "Tool", "outputSchema"): "the tools of tools/list",
+    ("2024-11-05", "Tool", "outputSchema"): "the tools of tools/list",
+    ("2024-11-05", "Tool", "annotations"): "the tools of tools/list",
+    ("2025-03-26", "CallToolResult", "structuredContent"): "the result of tools/call",
+    ("2024-11-05", "CallToolResult", "structuredContent"): "the result of tools/call",
+    ("2024-11-05", "ProgressNotification", "params.message"): "notifications/progress",
+}
+#: The keywords whose value is a mapping of names to schemas.
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+#: The keywords whose value is a schema or a list of schemas.
+_SCHEMA_VALUES = frozenset(
+    {"items", "prefixItems", "additionalItems", "contains", "anyOf", "oneOf", "not", "if", "then", "else"}
+    | {"additionalProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems"}
+)
+
+
+def _allof_parts(root: Mapping[str, Any]) -> set[str]:
+    """The definitions that some ``allOf`` refers to: each names only part of the members."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for part in node.get("allOf", []):
+                if isinstance(part, dict) and isinstance(part.get("$ref"), str):
+                    found.add(part["$ref"].rsplit("/", 1)[-1])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(root)
+    return found
+
+
+def _documents_definitions(root: Mapping[str, Any], definitions_key: str) -> set[str]:
+    """The definitions that the :data:`SCHEMA_DOCUMENTS` refer to, directly or through others."""
+    definitions = root[definitions_key]
+    found: set[str] = set()
+
+    def refs(node: Any) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                name = ref.rsplit("/", 1)[-1]
+                if name not in found and name in definitions:
+                    found.add(name)
+                    refs(definitions[name])
+            for value in node.values():
+                refs(value)
+        elif isinstance(node, list):
+            for value in node:
+                refs(value)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            members = node.get("properties")
+            if isinstance(members, dict):
+                for name in SCHEMA_DOCUMENTS & members.keys():
+                    refs(members[name])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(root)
+    return found
+
+
+def _meta_definitions(root: Mapping[str, Any], definitions_key: str) -> set[str]:
+    """The definitions of a ``_meta`` (``MetaObject`` and its kinds in 2026-07-28): each names some
+    reserved keys, and any other key is allowed."""
+    found = {name for name in root[definitions_key] if name.endswith("MetaObject")}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            members = node.get("properties")
+            meta = members.get("_meta") if isinstance(members, dict) else None
+            if isinstance(meta, dict) and isinstance(meta.get("$ref"), str):
+                found.add(meta["$ref"].rsplit("/", 1)[-1])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(root)
+    return found
+
+
+def _admit_meta(params: dict[str, Any]) -> None:
+    """The ``params`` of every request and notification may carry ``_meta`` (the base ``Request`` and
+    ``Notification`` name it), though the definitions before 2025-11-25 that list their params omit it."""
+    members = params.get("properties")
+    if isinstance(members, dict) and "_meta" not in members:
+        members["_meta"] = {"additionalProperties": {}, "type": "object"}
+
+
+def strict_root(
+    root: Mapping[str, Any], definitions_key: str, extra: Mapping[str, set[str]] | None = None
+) -> dict[str, Any]:
+    """A copy of a schema in which the objects that name their members refuse any other member.
+
+    An object schema with ``properties`` and without ``additionalProperties`` (and without
+    ``patternProperties``) gets ``additionalProperties: false``; the parts of an ``allOf`` and the
+    definitions that an ``allOf`` refers to stay as they are, and so does each ``_meta`` (its own
+    members are checked, but any other key is allowed). Each ``params`` admits ``_meta``,
+    the :data:`SCHEMA_DOCUMENTS` stay open, and each definition named in ``extra`` admits those
+    members too.
+    """
+    strict: dict[str, Any] = copy.deepcopy(dict(root))
+    open_definitions = _allof_parts(strict) | _meta_definitions(strict, definitions_key)
+    for definition, members in (extra or {}).items():
+        for member in members:  # "a.b": the member b of the member a
+            *path, last = member.split(".")
+            node = strict[definitions_key][definition]
+            for step in path:
+                node = node["properties"][step]
+            node.setdefault("properties", {}).setdefault(last, {})
+    skipped = _documents_definitions(strict, definitions_key)
+
+    def close(node: Any, keep_open: bool) -> None:
+        if isinstance(node, list):
+            for value in node:
+                close(value, keep_open)
+            return
+        if not isinstance(node, dict):
+            return
+        if (
+            not keep_open
+            and isinstance(node.get("properties"), dict)
+            and "additionalProperties" not in node
+            and "patternProperties" not in node
+        ):
+            node["additionalProperties"] = False
+        for key, value in node.items():
+            if key in _SCHEMA_MAPS and isinstance(value, dict):
+                for name, schema in value.items():
+                    if key == "properties" and name in SCHEMA_DOCUMENTS:
+                        continue
+                    if key == definitions_key and name in skipped:
+                        continue
+                    if key == "properties" and name == "params" and isinstance(schema, dict):
+                        _admit_meta(schema)
+                    keep = (key == definitions_key and name in open_definitions) or (
+                        key == "properties" and name == "_meta"
+                    )
+                    close(schema, keep)
+            elif key == "allOf":
+                close(value, True)
+            elif key in _SCHEMA_VALUES:
+                close(value, False)
+
+    close(strict, False)
+    return strict
+
+
 @functools.cache
-def _validator(revision: str, definition: str) -> Any:
+def _strict_schema_root(revision: str) -> dict[str, Any]:
+    schema = _schema(revision)
+    extra: dict[str, set[str]] = {}
+    for (known_revision, definition, member), _what in KNOWN_EXTRA_MEMBERS.items():
+        if known_revision == revision:
+            extra.setdefault(definition, set()).add(member)
+    root = strict_root(schema.root, schema.definitions_key, extra)
+    jsonschema.validators.validator_for(root).check_schema(root)
+    return root
+
+
+@functools.cache
+def _validator(revision: str, definition: str, strict: bool = False) -> Any:
     schema = _schema(revision)
     if definition not in schema.definitions:
         raise KeyError(f"schema {revision} has no definition named {definition!r}")
-    cls = jsonschema.validators.validator_for(schema.root)
+    root = _strict_schema_root(revision) if strict else schema.root
+    cls = jsonschema.validators.validator_for(root)
     # The root plus a $ref: every internal "#/$defs/..." reference resolves against it.
-    wrapped = {**schema.root, "$ref": f"#/{schema.definitions_key}/{definition}"}
+    wrapped = {**root, "$ref": f"#/{schema.definitions_key}/{definition}"}
     return cls(wrapped)
 
 
@@ -147,18 +342,21 @@ def _where(error: jsonschema.exceptions.ValidationError) -> str:
     return "/" + "/".join(str(part) for part in error.absolute_path)
 
 
-def validate(revision: str, value: Any, definition: str | None = None) -> None:
+def validate(revision: str, value: Any, definition: str | None = None, *, strict: bool = False) -> None:
     """Check ``value`` against one definition of a revision's schema (``JSONRPCMessage`` by default).
+
+    ``strict``: against the strict variant of the schema (see the module's docstring).
 
     Raises:
         FrameInvalid: the value does not match.
         KeyError: the schema has no such definition.
     """
     name = definition or "JSONRPCMessage"
-    validator = _validator(revision, name)
+    validator = _validator(revision, name, strict)
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if error is not None:
-        raise FrameInvalid(f"not a valid {revision} {name}: {error.message} (at {_where(error)})")
+        variant = " (strict)" if strict else ""
+        raise FrameInvalid(f"not a valid {revision} {name}{variant}: {error.message} (at {_where(error)})")
 
 
 def validate_legacy(frame: Any, definition: str | None = None) -> None:
@@ -219,6 +417,8 @@ def validate_frame(revision: str, frame: Any, *, request_method: str | None = No
     * A response with ``error`` is a ``JSONRPCErrorResponse`` (``JSONRPCError`` before
       2025-11-25).
 
+    Each check is strict: a member that the definition does not name fails it.
+
     Raises:
         FrameInvalid: the frame does not match, or its method is not in the schema.
     """
@@ -227,7 +427,7 @@ def validate_frame(revision: str, frame: Any, *, request_method: str | None = No
     checked: list[str] = []
 
     def check(value: Any, name: str) -> None:
-        validate(revision, value, name)
+        validate(revision, value, name, strict=True)
         checked.append(name)
 
     if "method" in frame:
@@ -237,7 +437,10 @@ def validate_frame(revision: str, frame: Any, *, request_method: str | None = No
             name = definition_for_method(revision, frame["method"], notification=not is_request)
         except KeyError as exc:
             raise FrameInvalid(str(exc.args[0])) from None
-        check(frame, name)
+        # Before 2025-11-25 a request or notification definition names only its method and
+        # params: the envelope, checked above, holds the rest.
+        named = _schema(revision).definitions[name].get("properties", {})
+        check({key: value for key, value in frame.items() if key in named or key not in ENVELOPE}, name)
     elif "result" in frame:
         check(frame, _schema(revision).result_response)
         if request_method is not None:

@@ -16,6 +16,8 @@ from schema import (
     definition_for_method,
     methods,
     schema_path,
+    strict_root,
+    validate,
     validate_frame,
     validate_legacy,
     validate_legacy_frame,
@@ -232,3 +234,43 @@ def test_client_frames_check_a_response_against_the_method_of_the_request_it_ans
     assert frames.checked == {"CallToolResult": 1, "ToolListChangedNotification": 1}
     with pytest.raises(ValueError, match="no client speaks"):
         ClientFrames(MODERN)
+
+
+@pytest.mark.parametrize("revision", CLIENT_REVISIONS)
+def test_a_frame_check_refuses_a_member_that_the_revision_does_not_name(revision: str) -> None:
+    result = {"content": [{"type": "text", "text": "a"}], "isError": False}
+    validate_frame(revision, response(result), request_method="tools/call")
+    # The plain check lets any member pass; the frame check is strict.
+    validate(revision, {**result, "unknown": 1}, "CallToolResult")
+    with pytest.raises(FrameInvalid, match=r"CallToolResult \(strict\).*'unknown'.*\(at /\)"):
+        validate_frame(revision, response({**result, "unknown": 1}), request_method="tools/call")
+    with pytest.raises(FrameInvalid, match=r"\(strict\).*'extra'.*\(at /content/0\)"):
+        block = {"type": "text", "text": "a", "extra": True}
+        validate_frame(revision, response({"content": [block]}), request_method="tools/call")
+    with pytest.raises(FrameInvalid, match=r"\(strict\).*'extra'"):
+        validate_frame(revision, {"jsonrpc": "2.0", "id": 1, "result": {}, "extra": 1})
+
+
+@pytest.mark.parametrize("revision", CLIENT_REVISIONS)
+def test_a_frame_check_lets_the_open_members_of_a_revision_pass(revision: str) -> None:
+    meta = {"any.vendor/key": {"nested": [1]}}
+    result = {"content": [{"type": "text", "text": "a"}], "_meta": meta}
+    validate_frame(revision, response(result), request_method="tools/call")
+    arguments = {"name": "a", "arguments": {"anything": {"goes": True}}, "_meta": {"progressToken": 1}}
+    validate_frame(revision, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": arguments})
+    validate_frame(revision, response({"anything": "goes"}), request_method="ping")
+
+
+def test_the_parts_of_an_all_of_stay_open_in_the_strict_variant() -> None:
+    # GetTaskResult is Result (with _meta) and Task: each part names only some of the members.
+    task = {"taskId": "t", "status": "working", "createdAt": "2025-01-01T00:00:00Z", "ttl": None}
+    task["lastUpdatedAt"] = "2025-01-01T00:00:00Z"
+    validate_frame(LEGACY, response({**task, "_meta": {"k": 1}}), request_method="tasks/get")
+    root = {"$defs": {"A": {"properties": {"a": {}}}, "B": {"allOf": [{"$ref": "#/$defs/A"}]}}}
+    strict = strict_root(root, "$defs")
+    assert "additionalProperties" not in strict["$defs"]["A"]
+    closed = strict_root({"$defs": {"A": {"properties": {"properties": {"properties": {}}}}}}, "$defs")
+    assert closed["$defs"]["A"] == {
+        "properties": {"properties": {"properties": {}, "additionalProperties": False}},
+        "additionalProperties": False,
+    }

@@ -39,6 +39,13 @@ front of each stdio server:
     bridge must lose nothing: ``legacy-bridge`` should pass every check that
     ``legacy-direct`` passes.
 
+``task-peer`` (only with ``--only task-peer``; tests/conformance/test_task_peer.py runs it)
+    The pre-release's scenarios of the Tasks extension (:data:`TASK_SCENARIOS`), each
+    by name, against the upstream server of the tasks tests
+    (``tests/peers/task_server.py --http``, which listens on a port of its own choice
+    and reports it). The tests of the bridge's tasks rest on that server, so a third
+    party holds its reading of the extension.
+
 Each run prints the passed and failed checks, by scenario and in total. Every
 failed check must be listed in ``tests/conformance/baseline.txt`` with its
 reason; a failure that is not there fails the script (exit code 1), and so does a
@@ -68,15 +75,19 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "conformance" / "server.py"
 LEGACY_SERVER = ROOT / "tests" / "conformance" / "legacy_server.py"
+TASK_PEER = ROOT / "tests" / "peers" / "task_server.py"
 BASELINE = ROOT / "tests" / "conformance" / "baseline.txt"
+#: The runs of the script by default.
 RUNS = ("bridge", "embedded", "direct", "legacy-bridge", "legacy-direct")
+#: The runs only ``--only`` starts (each has a test of its own).
+EXTRA_RUNS = ("task-peer",)
 #: The runs whose upstream is the 2025-era server, which needs the legacy python.
 LEGACY_RUNS = ("legacy-bridge", "legacy-direct")
 
@@ -165,6 +176,11 @@ NEXT_SCENARIOS = SHARED_SCENARIOS | {
     "http-header-validation",
     "http-custom-header-server-validation",
 }
+#: The scenarios of the Tasks extension of the pre-release, which ``task-peer`` runs one by one. Left
+#: out: ``tasks-status-notifications``, whose only check the pre-release skips (it awaits a rewrite).
+TASK_SCENARIOS = frozenset(
+    name for name in NEXT_SCENARIOS if name.startswith("tasks-") and name != "tasks-status-notifications"
+)
 
 
 class ConformanceError(Exception):
@@ -235,7 +251,7 @@ def read_baseline(path: Path) -> dict[Failure, str]:
         if not line or line.startswith("#"):
             continue
         parts = line.split(None, 3)
-        if len(parts) < 4 or parts[0] not in RUNS:
+        if len(parts) < 4 or parts[0] not in (*RUNS, *EXTRA_RUNS):
             raise ConformanceError(f"{path.name}:{number}: expected '<run> <scenario> <check-id> <reason>'")
         expected[Failure(parts[0], parts[1], parts[2])] = parts[3]
     return expected
@@ -408,6 +424,48 @@ def gateway(tools: Tools, stdio_command: list[str], log_path: Path) -> Iterator[
         return
 
 
+@contextmanager
+def task_peer(tools: Tools, log_path: Path) -> Iterator[str]:
+    """The tasks peer over HTTP, listening on the port it picked and reported; its URL.
+
+    The end of its stdin stops it.
+    """
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [tools.python, str(TASK_PEER), "--http"],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
+        )
+        first: list[bytes] = []
+        reader = threading.Thread(
+            target=lambda: first.append(process.stdout.readline() if process.stdout else b""),
+            name="conformance-task-peer-port",
+            daemon=True,
+        )
+        reader.start()
+        try:
+            reader.join(START_TIMEOUT)
+            match = re.fullmatch(rb"port=(\d+)\n", first[0]) if first else None
+            if match is None:
+                raise ConformanceError(
+                    f"the tasks peer reported no port (it wrote {first!r}); see {log_path}"
+                )
+            yield f"http://127.0.0.1:{int(match[1])}/mcp"
+        finally:
+            if process.stdin is not None:
+                process.stdin.close()
+            try:
+                process.wait(STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                stop(process)
+            reader.join(STOP_GRACE)
+            if process.stdout is not None:
+                process.stdout.close()
+
+
 @dataclass(frozen=True)
 class Suite:
     """One command of the conformance suite (without its output folder) and the scenarios it must run."""
@@ -478,6 +536,17 @@ def suites(tools: Tools, run: str, url: str) -> list[Suite]:
             # Pending in 0.1.16, thus not in the suite above: schema keywords must survive the bridge.
             Suite((*stable, "--scenario", "json-schema-2020-12"), SCHEMA_SCENARIOS),
         ]
+    if run == "task-peer":
+        by_name = (
+            tools.node,
+            tools.conformance_next,
+            "server",
+            "--url",
+            url,
+            "--timeout",
+            str(SCENARIO_TIMEOUT_MS),
+        )
+        return [Suite((*by_name, "--scenario", name), frozenset({name})) for name in sorted(TASK_SCENARIOS)]
     command = (tools.node, tools.conformance_next, "server", "--url", url, "--requirements", "2026-07-28")
     return [Suite((*command, "--timeout", str(SCENARIO_TIMEOUT_MS)), NEXT_SCENARIOS)]
 
@@ -499,9 +568,18 @@ def run_once(tools: Tools, run: str, folder: Path, timeout: float) -> dict[str, 
     folder.mkdir(parents=True)
     deadline = time.monotonic() + timeout
     scenarios: dict[str, Scenario] = {}
-    with gateway(tools, upstream_command(tools, run), folder / "supergateway.log") as started:
-        for number, suite in enumerate(suites(tools, run, started.url), start=1):
-            scenarios.update(run_suite(suite, folder / f"suite-{number}", deadline - time.monotonic()))
+    with ExitStack() as stack:
+        if run == "task-peer":
+            url = stack.enter_context(task_peer(tools, folder / "task-peer.log"))
+        else:
+            url = stack.enter_context(
+                gateway(tools, upstream_command(tools, run), folder / "supergateway.log")
+            ).url
+        for number, suite in enumerate(suites(tools, run, url), start=1):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ConformanceError(f"no time left for suite {number} of the run {run}")
+            scenarios.update(run_suite(suite, folder / f"suite-{number}", left))
     return scenarios
 
 
@@ -564,7 +642,7 @@ def verdict(failures: set[Failure], expected: dict[Failure, str], runs: list[str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="run.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=RUNS, help="run one of the runs")
+    parser.add_argument("--only", choices=(*RUNS, *EXTRA_RUNS), help="run one of the runs")
     parser.add_argument(
         "--results", type=Path, default=ROOT / "results" / "conformance", help="output folder"
     )

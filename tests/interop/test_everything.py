@@ -14,7 +14,7 @@ last one included, must reach the client before the result.
 
 from __future__ import annotations
 
-import socket
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from conftest import NodePeers
+from conftest import NodePeers, read_line
 from tests.harness import WAIT, Bridge, bridge_command
 
 pytestmark = [pytest.mark.interop]
@@ -44,41 +44,57 @@ def _everything(node: NodePeers) -> Path:
     return entry
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+def listening_port(pid: int) -> int | None:
+    """The TCP port that process ``pid`` listens on, from /proc (Linux); ``None`` while it listens on none."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                return int(fields[1].rsplit(":", 1)[1], 16)
+    return None
 
 
 @pytest.fixture(scope="module")
 def everything_url(node: NodePeers) -> Iterator[str]:
-    port = _free_port()
+    # Port 0: the server binds a free port itself (no other process can take it in between); it
+    # names the port it was given, so the port it listens on comes from /proc.
     proc = subprocess.Popen(
         [str(node.node22), str(_everything(node)), "streamableHttp"],
-        env={"PATH": "/usr/bin:/bin", "PORT": str(port)},
+        env={"PATH": "/usr/bin:/bin", "PORT": "0"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     try:
         assert proc.stderr is not None
         deadline = time.monotonic() + WAIT * 3
-        for line in proc.stderr:  # the server says when it listens
+        while True:  # the server says when it listens
+            left = deadline - time.monotonic()
+            assert left > 0, "server-everything did not start"
+            line = read_line(proc.stderr, "a line of server-everything", left)
+            assert line, "server-everything ended before it listened"
             if b"listening on port" in line:
                 break
-            assert time.monotonic() < deadline, "server-everything did not start"
-        else:
-            pytest.fail("server-everything ended before it listened")
+        port = listening_port(proc.pid)
+        assert port is not None, "server-everything listens on no TCP port"
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        if proc.stderr is not None:
-            proc.stderr.close()
+        # The end first: a read of stderr that timed out still holds the pipe until the server ends.
         proc.terminate()
         try:
             proc.wait(WAIT)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(WAIT)
+        if proc.stderr is not None:
+            proc.stderr.close()
 
 
 class Client:

@@ -33,6 +33,8 @@ PY_CLIENT = REPO_ROOT / "tests" / "interop" / "old_py_client.py"
 RUN_TIMEOUT = 90.0
 OLD_REVISION = "2025-06-18"
 TEXT = "héllo ✓"
+#: The name of the server that the client sees, in each form: the upstream's own.
+SERVER_NAMES = {"command": "bridge-fixture-server", "url": "py-http-peer"}
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +44,15 @@ def http_upstream() -> Iterator[str]:
 
 
 @pytest.fixture(params=["command", "url"])
-def bridge(request: pytest.FixtureRequest) -> list[str]:
-    """The command of the bridge in each form (its own log lines at debug on its stderr)."""
-    if request.param == "command":
+def form(request: pytest.FixtureRequest) -> str:
+    """The form of the bridge: the command form or the URL form."""
+    return str(request.param)
+
+
+@pytest.fixture
+def bridge(form: str, request: pytest.FixtureRequest) -> list[str]:
+    """The command of the bridge in ``form`` (its own log lines at debug on its stderr)."""
+    if form == "command":
         return bridge_command("--log-level", "debug", upstream=fixture_command())
     return bridge_command("--log-level", "debug", request.getfixturevalue("http_upstream"))
 
@@ -81,14 +89,14 @@ def run_client(command: list[str], bridge: list[str]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("client", ["ts-1.24.0", "py-1.23.0"])
 def test_a_2025_06_18_client_lists_the_tools_and_calls_one_through_the_bridge(
-    client: str, bridge: list[str], node: NodePeers
+    client: str, form: str, bridge: list[str], node: NodePeers
 ) -> None:
     summary = run_client(client_command(client, node), bridge)
     assert summary["latestProtocolVersion"] == OLD_REVISION
     assert summary["protocolVersion"] == OLD_REVISION
     assert "echo" in summary["tools"]
     assert summary["text"] == TEXT
-    assert summary["serverInfo"]["name"] in ("bridge-fixture-server", "py-http-peer")
+    assert summary["serverInfo"]["name"] == SERVER_NAMES[form]
 
 
 def test_each_client_reports_a_bridge_that_does_not_start(node: NodePeers) -> None:

@@ -39,7 +39,30 @@ The task tools (each task polls at ``poll_ms``, 100 by default):
 ``quick``
     Answers at once, without a task.
 
-The plain tools: ``echo(text)``, and ``events(name, count)``, which waits (at most
+The fixtures that the tasks scenarios of the MCP conformance suite call by name
+(tests/conformance/run.py runs them against this server, ``--only task-peer``):
+
+``greet(name)``
+    A plain tool: ``Hello, <name>!``.
+``slow_compute(seconds, label)``
+    Sleeps ``seconds`` then completes with ``computed <label>``; ``tasks/cancel`` ends it
+    cancelled. A client without the extension gets the result at once, without a task.
+``failing_job``
+    A tool that only runs as a task (-32021 without the extension): completes with
+    ``isError: true``.
+``protocol_error_job``
+    Fails as ``fail`` does.
+``confirm_delete(filename)``
+    ``input_required`` with one form (``confirm``), then completes.
+``multi_input``
+    ``input_required`` with two forms at once (``name``, ``confirm``); each answer
+    leaves only the other pending; completes once both are answered.
+``test_tool_with_task``
+    A tool that only runs as a task: the first call answers ``input_required`` for
+    ``user_name`` (no task yet); the retry with the answer makes the task, whose result
+    greets the name.
+
+The plain tools: ``echo(text)``, ``greet(name)``, and ``events(name, count)``, which waits (at most
 10 s) until the layer saw ``count`` events whose text starts with ``name`` and gives
 all events: ``created <tool> <id>`` (once the answer went out), ``get <id>``, ``update <id> <keys>``,
 ``cancel <id>``, ``cancel-terminal <id>``, ``listen <ids>``, ``done <id> <status>``,
@@ -102,7 +125,32 @@ DEFAULT_POLL_MS = 100
 DEFAULT_TTL_MS = 600_000
 FAILURE = {"code": -32050, "message": "the job broke", "data": {"job": 7}}
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-TASK_TOOLS = ("report", "ask", "fail", "tool_error", "until_cancelled", "hold", "lose", "never", "quick")
+#: The fixtures of the tasks scenarios of the conformance suite that run as tasks.
+FIXTURE_TASK_TOOLS = (
+    "slow_compute",
+    "failing_job",
+    "protocol_error_job",
+    "confirm_delete",
+    "multi_input",
+    "test_tool_with_task",
+)
+TASK_TOOLS = (
+    "report",
+    "ask",
+    "fail",
+    "tool_error",
+    "until_cancelled",
+    "hold",
+    "lose",
+    "never",
+    "quick",
+    *FIXTURE_TASK_TOOLS,
+)
+#: The task tools that only run as tasks: -32021 without the extension, ``taskSupport: required``.
+REQUIRED_TASK_TOOLS = frozenset({"report", "failing_job", "test_tool_with_task"})
+#: The input request of the first round of ``test_tool_with_task``.
+USER_NAME_KEY = "user_name"
+CONFIRM_SCHEMA = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
 MISSING_EXTENSION = ErrorObject(
     MISSING_CLIENT_CAPABILITY,
     "Missing required client capability",
@@ -124,6 +172,18 @@ def declares_extension(params: Any) -> bool:
 
 def text_result(text: str, *, is_error: bool = False) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": is_error}
+
+
+def slow_compute_result(arguments: dict[str, Any]) -> dict[str, Any]:
+    return text_result(f"computed {arguments.get('label', '')}")
+
+
+def user_name_round() -> dict[str, Any]:
+    """The first round of ``test_tool_with_task``: an input request for the user's name."""
+    return {
+        "resultType": "input_required",
+        "inputRequests": {USER_NAME_KEY: elicit_form("Your name?", NAME_SCHEMA)},
+    }
 
 
 # ------------------------------------------------------------------------------------ tasks
@@ -223,6 +283,8 @@ class TaskStore:
         with self._cond:
             if task.status in ("completed", "failed", "cancelled"):
                 return
+            if all(getattr(task, name) == value for name, value in changes.items()):
+                return
             for name, value in changes.items():
                 setattr(task, name, value)
             task.version += 1
@@ -240,7 +302,12 @@ class TaskStore:
                 return False
             fresh = {k: v for k, v in responses.items() if k in task.input_requests and k not in task.answers}
             task.answers.update(fresh)
+            pending = {k: v for k, v in task.input_requests.items() if k not in task.answers}
             self._cond.notify_all()
+        if fresh:
+            # An answered request leaves the task at once; the last one puts it back to work.
+            status = "input_required" if pending else "working"
+            self.change(task, status=status, input_requests=pending)
         self.event(f"update {task_id} {','.join(sorted(fresh))}")
         return True
 
@@ -252,9 +319,21 @@ class TaskStore:
         if task.status in ("completed", "failed", "cancelled"):
             self.event(f"cancel-terminal {task_id}")
         else:
-            self.event(f"cancel {task_id}")
+            # The event once the task is cancelled: a test that waits for it then sees the task so.
             self.change(task, status="cancelled", status_message="canceled by the client")
+            self.event(f"cancel {task_id}")
         return True
+
+    def sleep(self, task: TaskState, seconds: float) -> bool:
+        """Wait ``seconds`` unless the task ends first; tell whether it is still running."""
+        end = time.monotonic() + seconds
+        with self._cond:
+            while task.status not in ("completed", "failed", "cancelled"):
+                left = end - time.monotonic()
+                if left <= 0:
+                    return True
+                self._cond.wait(min(left, 1.0))
+            return False
 
     def wait(self, task: TaskState, predicate: Callable[[], bool]) -> bool:
         """Wait until ``predicate`` holds or the task ends; tell whether it holds."""
@@ -316,6 +395,41 @@ class TaskStore:
 
     def _script_never(self, task: TaskState, arguments: dict[str, Any]) -> None:
         self.change(task, status_message="working for ever")
+
+    # -- the fixtures of the conformance suite --------------------------------------------
+
+    def _script_slow_compute(self, task: TaskState, arguments: dict[str, Any]) -> None:
+        if self.sleep(task, float(arguments.get("seconds", 0))):
+            self.change(task, status="completed", result=slow_compute_result(arguments))
+
+    def _script_failing_job(self, task: TaskState, arguments: dict[str, Any]) -> None:
+        self.change(task, status="completed", result=text_result("the job could not run", is_error=True))
+
+    def _script_protocol_error_job(self, task: TaskState, arguments: dict[str, Any]) -> None:
+        self._script_fail(task, arguments)
+
+    def _ask_all(self, task: TaskState, requests: dict[str, Any]) -> bool:
+        self.change(task, status="input_required", input_requests=requests)
+        return self.wait(task, lambda: all(key in task.answers for key in requests))
+
+    def _script_confirm_delete(self, task: TaskState, arguments: dict[str, Any]) -> None:
+        filename = str(arguments.get("filename", ""))
+        if self._ask_all(task, {"confirm": elicit_form(f"Delete {filename}?", CONFIRM_SCHEMA)}):
+            answer = json.dumps(task.answers["confirm"], sort_keys=True)
+            self.change(task, status="completed", result=text_result(f"delete {filename}: {answer}"))
+
+    def _script_multi_input(self, task: TaskState, arguments: dict[str, Any]) -> None:
+        requests = {
+            "name": elicit_form("Your name?", NAME_SCHEMA),
+            "confirm": elicit_form("Sure?", CONFIRM_SCHEMA),
+        }
+        if self._ask_all(task, requests):
+            texts = [json.dumps(task.answers[key], sort_keys=True) for key in sorted(requests)]
+            self.change(task, status="completed", result=text_result("answers: " + " | ".join(texts)))
+
+    def _script_test_tool_with_task(self, task: TaskState, arguments: dict[str, Any]) -> None:
+        name = arguments.get(USER_NAME_KEY)
+        self.change(task, status="completed", result=text_result(f"Hello, {name}!"))
 
     # -- listen streams ----------------------------------------------------------------------
 
@@ -395,7 +509,9 @@ class TaskLayer(ServerTransport):
         tools = result.get("tools")
         if isinstance(tools, list):
             marked = [
-                {**tool, "execution": {"taskSupport": "required"}} if tool.get("name") == "report" else tool
+                {**tool, "execution": {"taskSupport": "required"}}
+                if tool.get("name") in REQUIRED_TASK_TOOLS
+                else tool
                 for tool in tools
             ]
             return {**result, "tools": marked}
@@ -476,11 +592,21 @@ class TaskLayer(ServerTransport):
             self._answer(request, text_result("quick answer"))
             return
         if not declares_extension(params):
-            if name == "report":
+            if name in REQUIRED_TASK_TOOLS:
                 self._send_quietly(ErrorResponse(request.id, MISSING_EXTENSION))
+            elif name == "slow_compute":
+                self._answer(request, slow_compute_result(arguments))
             else:
                 self._answer(request, text_result(f"{name} needs the tasks extension to run"))
             return
+        if name == "test_tool_with_task":
+            # The first round gathers the name (no task yet); the retry that answers it makes the task.
+            answer = (params.get("inputResponses") or {}).get(USER_NAME_KEY)
+            content = answer.get("content") if isinstance(answer, dict) else None
+            if not isinstance(content, dict) or not isinstance(content.get("name"), str):
+                self._send_quietly(Response(request.id, user_name_round()))
+                return
+            arguments = {**arguments, USER_NAME_KEY: content["name"]}
         created = self.store.create(name, arguments)
         self._send_quietly(Response(request.id, created))
         self.store.event(f"created {name} {created['taskId']}")
@@ -492,6 +618,10 @@ def build(store: Callable[[], TaskStore]) -> Server:
     @server.tool(description="Send the text back")
     def echo(ctx: Context, text: str) -> str:
         return text
+
+    @server.tool(description="Greet by name")
+    def greet(ctx: Context, name: str) -> str:
+        return f"Hello, {name}!"
 
     @server.tool(description="Wait for events of the tasks and give them all")
     def events(ctx: Context, name: str = "", count: int = 0) -> ToolResult:
@@ -608,6 +738,11 @@ def serve_http(front: HttpFront, store: Callable[[], TaskStore]) -> None:
                 return
             if not isinstance(message, Request):
                 self._json(202, None)
+                return
+            method_header = self.headers.get("Mcp-Method")
+            if method_header is not None and method_header != message.method:
+                error = {"code": -32020, "message": "Header mismatch: Mcp-Method must be the method"}
+                self._json(400, {"jsonrpc": "2.0", "id": message.id, "error": error})
                 return
             if message.method in protocol.TASK_METHODS:
                 name = self.headers.get("Mcp-Name")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from test_bridge_legacy import legacy_script
+
+from conftest import WAIT
 from harness import VSCODE_CAPABILITIES, Bridge, bridge_command
-from mcpbridge.bridge.options import Timeouts
-from mcpbridge.bridge.passthrough import time_limit
 from peers import PEERS
 from peers.legacy import legacy_python
 from schema import validate_legacy
@@ -20,10 +21,29 @@ TASKS_CAPABILITIES = {
     "tasks": {"list": {}, "cancel": {}, "requests": {"elicitation": {"create": {}}}},
 }
 RELATED = "io.modelcontextprotocol/related-task"
+#: The time limit of a list request in the run that tests the limits (120 s otherwise).
+LIST_LIMIT = 1.0
+#: ``mcp-bridge-vscode`` as the user runs it, with the list limit of the front end (``list`` of
+#: :class:`mcpbridge.bridge.options.Timeouts`, which no option sets) from ``argv[1]``.
+WITH_LIST_LIMIT = """
+import dataclasses, runpy, sys
+from mcpbridge.bridge.options import Timeouts
+limits = {field.name: field.default for field in dataclasses.fields(Timeouts)}
+limits["list"] = float(sys.argv.pop(1))
+Timeouts.__init__.__defaults__ = tuple(limits.values())
+sys.argv[0] = "mcp-bridge-vscode"
+runpy.run_module("mcpbridge", run_name="__main__", alter_sys=True)
+"""
 
 
 def legacy_task_bridge() -> Bridge:
     return Bridge(bridge_command(upstream=[legacy_python(), str(PEERS / "py_legacy_task_server.py")]))
+
+
+def with_list_limit(seconds: float, *arguments: str) -> list[str]:
+    command = bridge_command(*arguments)
+    assert command[1:3] == ["-m", "mcpbridge"]
+    return [command[0], "-c", WITH_LIST_LIMIT, str(seconds), *command[3:]]
 
 
 def result_of(bridge: Bridge, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +97,30 @@ def test_the_request_of_a_task_of_a_2025_era_server_reaches_the_client_and_its_a
 
 
 def test_tasks_result_of_a_2025_era_server_waits_as_long_as_a_call() -> None:
-    # The server holds tasks/result until the task ends: a list's time limit would cut it off.
-    timeouts = Timeouts(list=120.0, call=3600.0)
-    assert time_limit("tasks/result", timeouts) == time_limit("tools/call", timeouts) == 3600.0
-    assert time_limit("tasks/get", timeouts) == time_limit("tools/list", timeouts) == 120.0
+    # The server holds tasks/result until the task ends: a list's time limit would cut it off. The
+    # command runs with a list limit of LIST_LIMIT s; a tasks/get that the server never answers,
+    # sent after tasks/result, ends in that limit, so tasks/result has outlasted it once it has.
+    held = legacy_script(
+        """
+elif m.get('method') == 'tasks/result':
+    held = m['id']
+    sys.stderr.write('scripted: holds tasks/result\\n'); sys.stderr.flush()
+elif m.get('method') == 'tasks/get':
+    sys.stderr.write('scripted: holds tasks/get\\n'); sys.stderr.flush()
+elif m.get('method') == 'notifications/roots/list_changed':
+    send({'jsonrpc': '2.0', 'id': held, 'result': {'content': [{'type': 'text', 'text': 'the end'}]}})
+"""
+    )
+    with Bridge(with_list_limit(LIST_LIMIT, "--log-level", "debug", "--", *held)) as bridge:
+        bridge.initialize(TASKS_CAPABILITIES)
+        result = bridge.request_async("tasks/result", {"taskId": "t-1"})
+        bridge.wait_stderr("scripted: holds tasks/result")
+        got = bridge.request_async("tasks/get", {"taskId": "t-1"})
+        bridge.wait_stderr("scripted: holds tasks/get")
+        error = bridge.wait_response(got, LIST_LIMIT + WAIT)["error"]
+        assert error["data"]["cause"] == "timeout", error
+        bridge.notify("notifications/roots/list_changed")
+        answer = bridge.wait_response(result)
+        assert answer.get("result") == {"content": [{"type": "text", "text": "the end"}]}, answer
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0

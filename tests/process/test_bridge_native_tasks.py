@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness import VSCODE_CAPABILITIES, Bridge, bridge_command, fixture_command
-from peers import running_task_http_server, task_server_command
+from peers import running_task_http_server, task_server, task_server_command
 from schema import validate_legacy, validate_legacy_frame
 
 TASKS_CAPABILITIES = {
@@ -96,8 +96,9 @@ def test_the_bridge_declares_tasks_to_a_client_of_tasks_before_a_server_of_the_e
             "requests": {"tools": {"call": {}}},
         }
         tools = {tool["name"]: tool for tool in request(bridge, "tools/list", {})["result"]["tools"]}
-        assert tools["report"]["execution"] == {"taskSupport": "required"}
-        assert {tool["execution"]["taskSupport"] for name, tool in tools.items() if name != "report"} == {
+        required = {name for name, tool in tools.items() if tool["execution"]["taskSupport"] == "required"}
+        assert required == task_server.REQUIRED_TASK_TOOLS
+        assert {tool["execution"]["taskSupport"] for name, tool in tools.items() if name not in required} == {
             "optional"
         }
 

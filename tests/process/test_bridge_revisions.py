@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_bridge_legacy import legacy_script
 
 from harness import Bridge, bridge_command, fixture_command, text_of
 from peers import task_server_command
 from peers.legacy import legacy_command
-from schema import CLIENT_REVISIONS, LEGACY
+from schema import CLIENT_REVISIONS, LEGACY, FrameInvalid
 
 pytestmark = pytest.mark.slow
 
@@ -353,3 +354,24 @@ def test_a_2025_era_server_negotiates_the_revision_with_the_client_itself(revisi
         assert text_of(call(bridge, "add", a=2, b=3)) == "5"
         assert checked(bridge) >= {"InitializeResult", "CallToolResult"}
         assert f"the upstream server speaks MCP {revision}" in stderr_after_exit(bridge)
+
+
+# --------------------------------------------------------------------------- the checks themselves
+
+
+@REVISION
+def test_a_frame_that_the_test_never_reads_is_checked_when_the_bridge_ends(revision: str) -> None:
+    # A 2025-era server whose tool has a member that no revision defines; the bridge passes it on.
+    upstream = legacy_script(
+        """
+elif m.get('method') == 'tools/list':
+    tool = {'name': 'odd', 'inputSchema': {'type': 'object'}, 'unknownMember': 1}
+    send({'jsonrpc': '2.0', 'id': m['id'], 'result': {'tools': [tool]}})
+"""
+    )
+    with pytest.raises(FrameInvalid, match=r"ListToolsResult \(strict\).*'unknownMember'"):
+        with Bridge(bridge_command(upstream=upstream), revision=revision) as bridge:
+            bridge.initialize(CAPABILITIES, client_info=CLIENT_INFO)
+            written = len(bridge.raw_lines)
+            bridge.request_async("tools/list")
+            bridge.wait_written(written + 1)  # the response is written; the test never reads it

@@ -81,7 +81,11 @@ def text(response: dict[str, Any]) -> str:
 
 
 def no_response(bridge: Bridge, request_id: Any) -> None:
-    """The bridge wrote no response to ``request_id`` (up to the frames read so far)."""
+    """The bridge writes no response to ``request_id``, to the end of its output: this ends the
+    bridge (the end of its stdin), reads every frame it writes until it exits, and checks them all."""
+    bridge.close_stdin()
+    bridge.drain()
+    assert bridge.wait_exit() == 0
     assert not [f for f in bridge.seen if f.get("id") == request_id and "method" not in f]
 
 
