@@ -49,7 +49,8 @@ def answers_ping_and_exits_0(command: list[str], env: dict[str, str] | None = No
         assert response["result"] == {}
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
-        return list(bridge.stderr_lines)
+        # The process id in the first line is the bridge's own, the one to signal for a dump.
+        return [line.replace(f"; pid {bridge.proc.pid};", "; pid <pid>;") for line in bridge.stderr_lines]
 
 
 def test_the_readme_mcp_json_examples_start_the_bridge_without_a_subcommand() -> None:
@@ -201,7 +202,8 @@ def test_a_usage_error_is_two_lines_on_stderr_and_exit_2_without_the_value(
 
 
 START = (
-    "mcp-bridge-vscode: vscode: info: version 0.1.0; upstream: {upstream}; era: {era}; log level: {level}"
+    "mcp-bridge-vscode: vscode: info: version 0.1.0; pid <pid>; upstream: {upstream}; era: {era}; "
+    "log level: {level}"
     "; host profile: {profile}\n"
 )
 AUTO_PROFILE = "picked at the first initialize (--host-profile auto, the default)"
