@@ -216,6 +216,8 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None, 
 
         rules = ToolFilter(tuple(tool_filter["allow"]), tuple(tool_filter["deny"]))
         for pattern in tool_filter["unmatched"]:
+            if pattern in tool_filter["allow"]:
+                continue  # a problem, with its fix, below
             lines.append(f"  {paint('warning', 'yellow')}: {rules.unmatched_warning(pattern)}")
     if report.era == MODERN:
         if report.list_ttl_ms:
