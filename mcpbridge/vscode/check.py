@@ -269,9 +269,15 @@ class _Check:
         try:
             context = tls_context(settings.ca_file)
         except CaFileError as exc:
+            # Nothing reached the server: the report judges the option, not the server.
+            self.report.ca = {"state": "not used", "note": f"the --ca-file cannot be used ({exc.detail})"}
+            self.report.not_checked = "the CA certificates of --ca-file cannot be used"
             self._problem(
-                f"the CA certificates of --ca-file cannot be used: {exc.detail}",
-                "Give a readable PEM file of CA certificates with --ca-file.",
+                "the check did not contact the server: the CA certificates of --ca-file cannot be "
+                f"used: {exc.detail}",
+                "Give a readable PEM file of CA certificates with --ca-file, or leave the option out "
+                "(the bridge always trusts the CA certificates of the system); see "
+                f'"{args.PROGRAM} check --help".',
             )
             raise CaFileUnusable(exc.detail) from exc
         headers = [(header.name, header.value) for header in settings.headers]

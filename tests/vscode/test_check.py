@@ -577,6 +577,25 @@ def test_check_of_an_unusable_ca_file_exits_2(tmp_path: Path) -> None:
     code, report = check_json("--ca-file", str(empty), "https://127.0.0.1:1/mcp")
     assert code == 2
     assert "--ca-file" in report["problems"][0]["fix"]
+    # The check reached no server: it judges the option, and the file is not in use.
+    assert report["notChecked"] == "the CA certificates of --ca-file cannot be used"
+    assert report["ca"]["state"] == "not used" and "file" not in report["ca"]
+
+    code, out, _err = run_check("--ca-file", str(tmp_path / "missing.pem"), "https://127.0.0.1:1/mcp")
+    assert code == 2
+    lines = out.splitlines()
+    assert "Era:        not checked" in lines
+    assert "CA:         not used: the --ca-file cannot be used (the file does not exist)" in lines
+    assert block(lines, "  - the check did not contact the server", 2) == [
+        "  - the check did not contact the server: the CA certificates of --ca-file cannot be used: "
+        "the file does not exist",
+        "    fix: Give a readable PEM file of CA certificates with --ca-file, or leave the option out (the "
+        'bridge always trusts the CA certificates of the system); see "mcp-bridge-vscode check --help".',
+    ]
+    assert lines[-1] == (
+        "Result:     not checked: the CA certificates of --ca-file cannot be used (see Problems)"
+    )
+    assert "does not work" not in out and "missing.pem" not in out
 
 
 def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_token(
