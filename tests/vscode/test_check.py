@@ -740,3 +740,19 @@ def test_a_call_of_a_tool_that_the_server_does_not_list_names_the_closest_tools(
         "    fix: Did you mean 'echo'? Give --call-tool the name of a tool of the server.",
     ]
     assert "--call-arguments" not in out
+
+
+#: A command that writes lines that are not messages to stdout as fast as it can, and never answers.
+FLOOD = "import sys\nwhile True:\n    sys.stdout.write('y\\n' * 65536)\n"
+
+
+def test_a_command_that_floods_stdout_is_closed_within_the_time_limit_without_its_backlog() -> None:
+    """The close after the time limit does not parse the lines left in the pipe (up to 1 MiB):
+    the reader of the child's stdout ends with the child, not 2 s after it."""
+    code, report = check_json("--discover-timeout", "3", "--", sys.executable, "-c", FLOOD)
+    assert code == 1
+    assert statuses(report)[:2] == [("start", "ok"), ("server/discover", "timed out")]
+    assert report["strayStdoutLines"] > 0
+    code, _out, err = run_check("--discover-timeout", "3", "--", sys.executable, "-c", FLOOD)
+    assert code == 1
+    assert "threads still running after the close" not in err
