@@ -270,6 +270,15 @@ def diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, st
             "the server refused the access (HTTP status 403)",
             "Examine the token or the account of the sign-in (--account, --header-env).",
         )
+    if status in (400, 404, 405) and settings.transport == "streamable-http":
+        # What --transport auto takes for the sign of the HTTP+SSE transport of 2024-11-05.
+        return (
+            f"the URL refused the POST of Streamable HTTP (HTTP status {status}): it is not a Streamable "
+            "HTTP endpoint, and may be one of the older HTTP+SSE transport (2024-11-05)",
+            "Remove --transport streamable-http: with --transport auto (the default) the bridge falls back "
+            "to HTTP+SSE (--transport sse forces it; its URL often ends in /sse). Else examine the path of "
+            "the URL (often /mcp).",
+        )
     if status in (404, 405):
         return (
             f"the URL is not an MCP endpoint (HTTP status {status})",
