@@ -15,6 +15,7 @@ value never starts with ``--`` (``--name -- cmd`` misses the name).
 from __future__ import annotations
 
 import inspect
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Final, Optional
 
@@ -49,6 +50,9 @@ one pattern. The arguments after "--" go to
 <command> without a change. The URL is the last argument. Never put a secret on the command line:
 VS Code writes the command line to its log, and the process list shows it. A static authorization
 header and the sign-in options exclude each other.
+
+"mcp-bridge-vscode -h" shows a short help: the options that most people need. "mcp-bridge-vscode help
+check" (or "check --help") shows the help of check.
 """
 )
 
@@ -95,11 +99,13 @@ failed, 2 when the arguments are not valid or a token store that was asked for d
 """
 )
 
-#: The names of the help option.
-_HELP: Final = ("-h", "--help")
+#: The names of the help option: the full reference, grouped by task.
+_HELP: Final = ("--help",)
+#: The short help: the usage, the options that most people need, and where the rest is.
+_SHORT_HELP: Final = "-h"
 #: The options that answer at once when the parser meets them; the rest of the words then
 #: does not count.
-_AT_ONCE: Final = frozenset({*_HELP, "--version"})
+_AT_ONCE: Final = frozenset({*_HELP, _SHORT_HELP, "--version"})
 #: The options of the shell completion (typer's); they take the words as they are.
 _COMPLETION: Final = frozenset({"--install-completion", "--show-completion"})
 _WORDS_KEY: Final = "mcpbridge.words"
@@ -209,10 +215,16 @@ def _shown_options(command: Any, ctx: typer.Context) -> list[str]:
 
 def _flags_without_type(params: list[Any]) -> list[Any]:
     """``params`` with no type shown for a flag: typer would show ``<bool>``, which is no value
-    that a user types (also for ``--help`` and the completion options that typer adds)."""
+    that a user types (also for ``--help`` and the completion options that typer adds).
+    ``--help`` goes to the general options, beside ``-h`` and ``--version``."""
     for param in params:
         if param.param_type_name == "option" and param.is_flag and param.metavar is None:
             param.metavar = ""
+        if param.param_type_name == "option" and tuple(param.opts) == _HELP:
+            param.help = "Show every option, grouped by task, and exit."
+            param.rich_help_panel = options.GENERAL
+        elif param.param_type_name == "option" and _COMPLETION & set(param.opts):
+            param.rich_help_panel = "Shell completion"
     return params
 
 
@@ -276,12 +288,87 @@ def _show_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+def _show_short_help(ctx: typer.Context, value: bool) -> None:
+    if value:
+        subcommand = ctx.command.name if ctx.command.name in settings.SUBCOMMANDS else None
+        typer.echo(short_help(subcommand, shutil.get_terminal_size().columns), nl=False)
+        raise typer.Exit(0)
+
+
+#: The options of the short help (``-h``) of the serve forms, ``check`` and ``logout``: the
+#: ones that most people need, each with one sentence.
+SHORT_OPTIONS: Final[Mapping[str | None, Sequence[tuple[str, str]]]] = {
+    None: (
+        ("--name", "The server name for VS Code when the server sends none."),
+        ("--log-level", "err, warn, info (the default) or debug: how much goes to the Output channel."),
+        ("--header-env", "Send a header whose value, such as a token, is in an environment variable."),
+        ("--sign-in", "auto, browser, device (for remote sessions) or client-credentials."),
+        ("--allow-tool", "Show VS Code only the tools whose name matches this pattern, such as git_*."),
+    ),
+    "check": (
+        ("--json", "Write the report as one JSON object."),
+        ("--call-tool", "Call this tool one time and report its answer."),
+        ("--call-arguments", "The arguments of --call-tool, a JSON object."),
+        ("--discover-timeout", "The time in seconds for the whole check; the default is 60."),
+    ),
+    "logout": (
+        ("--all", "Delete every stored sign-in, of each account."),
+        ("--account", 'The account of the stored sign-in; the default is "default".'),
+    ),
+}
+
+#: The first lines of the short help.
+_SHORT_USAGE: Final[Mapping[str | None, tuple[str, ...]]] = {
+    None: (
+        f"{PROGRAM} [options] <url>",
+        f"{PROGRAM} [options] -- <command> [args...]",
+        f"{PROGRAM} check [options] (<url> | -- <command> [args...])",
+        f"{PROGRAM} logout [options] (<url> | --all)",
+        f"{PROGRAM} help [check | logout]",
+    ),
+    "check": (f"{PROGRAM} check [options] (<url> | -- <command> [args...])",),
+    "logout": (f"{PROGRAM} logout [options] (<url> | --all)",),
+}
+
+_SHORT_ABOUT: Final[Mapping[str | None, str]] = {
+    None: f"Connect VS Code to an MCP server of revision {MODERN}: a command over stdio, or a URL.",
+    "check": "Connect to the upstream server one time, report what it found, and exit.",
+    "logout": "Delete the stored sign-in of the server at <url>, or every stored sign-in with --all.",
+}
+
+
+def short_help(subcommand: str | None, width: int = 80) -> str:
+    """The text of ``-h``: the usage, the options that most people need, and where the rest is."""
+    import textwrap
+
+    width = max(width, 40)
+    lines = [
+        f"{'Usage:' if n == 0 else '      '} {usage}" for n, usage in enumerate(_SHORT_USAGE[subcommand])
+    ]
+    lines += ["", *textwrap.wrap(_SHORT_ABOUT[subcommand], width), "", "The options that most people need:"]
+    rows = [
+        (f"  {name} {settings.OPTIONS[name].metavar or ''}".rstrip(), text)
+        for name, text in SHORT_OPTIONS[subcommand]
+    ]
+    column = max(len(head) for head, _text in rows) + 2
+    for head, text in rows:
+        wrapped = textwrap.wrap(text, max(width - column, 20)) or [""]
+        lines.append(f"{head:<{column}}{wrapped[0]}")
+        lines += [" " * column + more for more in wrapped[1:]]
+    where = f"{PROGRAM} {subcommand} --help" if subcommand else f"{PROGRAM} --help"
+    lines += ["", f"Every option: {where}, and docs/configuration.rst."]  # one line, the last
+    return "\n".join(lines) + "\n"
+
+
 def _signature(subcommand: str | None) -> inspect.Signature:
     """The parameters of a command for typer: every option, hidden where the form refuses it."""
     shown = set(settings.options_for(subcommand))
     kind = inspect.Parameter.KEYWORD_ONLY
     params = [inspect.Parameter("ctx", kind, annotation=typer.Context)]
-    for number, name in enumerate(settings.OPTIONS):
+    own = options.CHECK if subcommand == "check" else options.LOGOUT if subcommand == "logout" else None
+    # A subcommand's own options come first in its help; the rest keep the order of the table.
+    ordered = sorted(enumerate(settings.OPTIONS), key=lambda item: settings.OPTIONS[item[1]].panel != own)
+    for number, name in ordered:
         row = settings.OPTIONS[name]
         annotation: object
         info = typer.Option(
@@ -297,6 +384,14 @@ def _signature(subcommand: str | None) -> inspect.Signature:
         else:
             annotation, default = Annotated[Optional[list[str]], info], None  # noqa: UP045 (typer reads it)
         params.append(inspect.Parameter(f"option_{number}", kind, default=default, annotation=annotation))
+    short = typer.Option(
+        _SHORT_HELP,
+        callback=_show_short_help,
+        is_eager=True,
+        help="Show the usage and the options that most people need, and exit.",
+        rich_help_panel=options.GENERAL,
+    )
+    params.append(inspect.Parameter("short_help", kind, default=False, annotation=Annotated[bool, short]))
     version = typer.Option(
         "--version",
         callback=_show_version,

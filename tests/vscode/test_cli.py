@@ -128,21 +128,74 @@ HELP_SNAPSHOTS = ROOT / "tests" / "data" / "help"
 @pytest.mark.parametrize(
     ("argv", "snapshot"), [([], "program"), (["check"], "check"), (["logout"], "logout")]
 )
-def test_the_help_is_the_snapshot_with_h_as_help_and_no_type_for_a_flag(
-    argv: list[str], snapshot: str
+@pytest.mark.parametrize(("help_option", "suffix"), [("--help", ""), ("-h", "-short")])
+def test_the_help_is_the_snapshot_with_no_type_for_a_flag(
+    argv: list[str], snapshot: str, help_option: str, suffix: str
 ) -> None:
-    path = HELP_SNAPSHOTS / f"{snapshot}.txt"
+    path = HELP_SNAPSHOTS / f"{snapshot}{suffix}.txt"
     expected = path.read_text(encoding="utf-8")
-    for help_option in ("--help", "-h"):
-        done = run(*argv, help_option, env=HELP_ENV)
-        assert (done.returncode, done.stderr) == (0, "")
-        shown = "".join(line.rstrip() + "\n" for line in done.stdout.splitlines())
-        assert shown == expected, (
-            f"the help differs from {path.relative_to(ROOT)}; when the change is meant, write it anew with "
-            f"COLUMNS=100 python -m mcpbridge {' '.join(argv)} --help | sed 's/ *$//'"
-        )
+    done = run(*argv, help_option, env=HELP_ENV)
+    assert (done.returncode, done.stderr) == (0, "")
+    shown = "".join(line.rstrip() + "\n" for line in done.stdout.splitlines())
+    assert shown == expected, (
+        f"the help differs from {path.relative_to(ROOT)}; when the change is meant, write it anew with "
+        f"COLUMNS=100 python -m mcpbridge {' '.join(argv)} {help_option} | sed 's/ *$//'"
+    )
     assert "<bool>" not in expected
-    assert re.search(r"--help +-h +Show this message and exit", expected)
+
+
+@pytest.mark.parametrize("argv", [[], ["check"], ["logout"]])
+def test_h_is_a_short_help_that_says_where_every_option_is(argv: list[str]) -> None:
+    short = run(*argv, "-h", env={"COLUMNS": "80"})
+    full = run(*argv, "--help", env={"COLUMNS": "80"})
+    assert (short.returncode, full.returncode) == (0, 0)
+    lines = short.stdout.splitlines()
+    assert lines[0].startswith(f"Usage: {' '.join(['mcp-bridge-vscode', *argv])} [options]")
+    where = " ".join(["mcp-bridge-vscode", *argv, "--help"])
+    assert lines[-1] == f"Every option: {where}, and docs/configuration.rst."
+    # The short help fits a terminal; the full one holds every option that it names.
+    assert len(lines) < 30 < len(full.stdout.splitlines())
+    named = re.findall(r"^  (--[a-z-]+)", short.stdout, re.MULTILINE)
+    assert named and all(name in full.stdout for name in named)
+
+
+def test_the_short_help_of_the_program_names_the_options_most_people_need() -> None:
+    text = run("-h", env={"COLUMNS": "80"}).stdout
+    named = re.findall(r"^  (--[a-z-]+)", text, re.MULTILINE)
+    assert named == ["--name", "--log-level", "--header-env", "--sign-in", "--allow-tool"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "same_as"),
+    [
+        (["help"], ["--help"]),
+        (["help", "check"], ["check", "--help"]),
+        (["help", "logout"], ["logout", "--help"]),
+    ],
+)
+def test_the_help_word_shows_the_help_and_exits_0(argv: list[str], same_as: list[str]) -> None:
+    done = run(*argv, env=HELP_ENV)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == run(*same_as, env=HELP_ENV).stdout
+
+
+def test_the_help_word_with_another_word_is_a_usage_error() -> None:
+    done = run("help", "chek")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "mcp-bridge-vscode: vscode: error: help takes one subcommand or none: the subcommands are check and "
+        "logout",
+        'mcp-bridge-vscode: vscode: error: see "mcp-bridge-vscode --help"',
+    ]
+
+
+def test_the_help_of_check_shows_the_options_of_check_first() -> None:
+    text = run("check", "--help", env=HELP_ENV).stdout
+    panels = re.findall(r"╭─ (.+?) ─", text)
+    assert panels[0] == "Options for check"
+    assert panels[1:4] == ["General options", "Revisions and extensions", "Which tools VS Code sees"]
+    logout = re.findall(r"╭─ (.+?) ─", run("logout", "--help", env=HELP_ENV).stdout)
+    assert logout[0] == "Options for logout"
 
 
 def test_the_help_offers_no_switch_that_weakens_a_check_or_takes_a_secret() -> None:
