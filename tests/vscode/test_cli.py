@@ -363,3 +363,22 @@ def test_the_secrets_of_the_command_line_and_the_environment_are_registered_for_
     assert log.redact("mcp.example.com proxy.example:3128 bridge-client") == (
         "mcp.example.com proxy.example:3128 bridge-client"
     )
+
+
+@pytest.mark.parametrize("store", ["memory", "auto"])
+def test_a_url_server_that_needs_no_sign_in_gets_no_line_about_a_sign_in(store: str) -> None:
+    """The memory store and a client without URL elicitation matter only to a sign-in: a server
+    that asks for none hears of neither, whatever the host."""
+    from peers import running_py_http_server
+
+    no_url_elicitation = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {"form": {}}}
+    with running_py_http_server() as url, Bridge(bridge_command("--token-store", store, url)) as bridge:
+        init = bridge.initialize(no_url_elicitation, client_info={"name": "Zed", "version": "1.0"})
+        assert "result" in init, init
+        assert "tools" in bridge.request("tools/list")["result"]
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+    text = bridge.stderr_text
+    assert "stay in memory" not in text and "new sign-in" not in text
+    assert "URL elicitation" not in text
+    assert not [line for line in bridge.stderr_lines if ": oauth: " in line]
