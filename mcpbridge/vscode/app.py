@@ -485,7 +485,8 @@ def _arg_error(exc: Any) -> ArgError:
 
 def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | str:
     """The :class:`Settings` of ``argv`` as typer's side reads them, without running anything;
-    ``"--help"`` or ``"--version"`` when the executable answers with the help or the version.
+    ``"--help"``, ``"-h"`` or ``"--version"`` when the executable answers with the help, the short
+    help or the version.
 
     Raises:
         ArgError: as the executable reports it (also for the parser's own errors).
@@ -495,7 +496,7 @@ def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | str:
 
 
 def words(argv: Sequence[str]) -> Words | str:
-    """The :class:`Words` of ``argv`` as typer's side reads them (``"--help"`` or ``"--version"``
+    """The :class:`Words` of ``argv`` as typer's side reads them (``"--help"``, ``"-h"`` or ``"--version"``
     for an answer at once), before the rules.
 
     Raises:

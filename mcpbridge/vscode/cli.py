@@ -183,7 +183,8 @@ def run_settings(parsed: Settings) -> int:
 
 def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | str:
     """The :class:`Settings` of ``argv``, as the executable finds them, without running anything;
-    ``"--help"`` or ``"--version"`` when the executable answers with the help or the version.
+    ``"--help"``, ``"-h"`` or ``"--version"`` when the executable answers with the help, the short
+    help or the version.
 
     Raises:
         ArgError: as the executable reports it (also for the parser's own errors).
