@@ -85,6 +85,9 @@ class UpstreamState:
     gone: bool
     exit_status: str | None
     closed: bool
+    #: The upstream server's own requests that the bridge carried to the client and that wait
+    #: for its answer (the ``u-`` ids of a 2025-era server), as :attr:`PendingState.entries`.
+    client_requests: tuple[tuple[str, float, bool], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +144,7 @@ def _age(since: float, now: float) -> str:
 def _connection(state: FrontendState, now: float) -> list[str]:
     lines = [f"connection: {state.state}"]
     lines += _slots(state.slots, now)
-    lines += _pending(state.pending, now)
+    lines += _pending(state.pending, state.upstream.client_requests if state.upstream else (), now)
     lines.append(_output(state.output, now))
     lines.append(_upstream(state.upstream))
     return lines
@@ -160,11 +163,15 @@ def _slots(slots: SlotsState | None, now: float) -> list[str]:
     return lines
 
 
-def _pending(pending: PendingState | None, now: float) -> list[str]:
+def _pending(
+    pending: PendingState | None, carried: Sequence[tuple[str, float, bool]], now: float
+) -> list[str]:
+    """The bridge's own requests to the client and the server's that it carried (``u-`` ids)."""
     if pending is None:
         return [f"requests of the bridge to the client: {HELD}"]
-    lines = [f"requests of the bridge to the client: {len(pending.entries)}"]
-    for request_id, asked, answered in sorted(pending.entries, key=lambda entry: entry[1]):
+    entries = [*pending.entries, *carried]
+    lines = [f"requests of the bridge to the client: {len(entries)}"]
+    for request_id, asked, answered in sorted(entries, key=lambda entry: entry[1]):
         outcome = "answered" if answered else "no answer yet"
         lines.append(f"  {printable(request_id)}: asked {_age(asked, now)} ago, {outcome}")
     return lines

@@ -45,6 +45,7 @@ shared by the probe and the passthrough is in :mod:`mcpbridge.bridge.childshare`
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import threading
@@ -199,6 +200,12 @@ class LegacyPassthrough:
         #: The ids of the server's requests in flight: ours (as the client sees them) to the server's.
         self._to_server: dict[str, RequestId] = {}
         self._to_client: dict[RequestId, str] = {}
+        #: The requests of the client in flight upstream (for a thread dump), by ``id`` of the slot.
+        self._in_flight: dict[int, Slot] = {}
+        #: The server's requests that wait for the client's answer: when asked, and the slot of
+        #: the client's request that waits for that answer when it is clear which (see
+        #: :meth:`_on_server_request`).
+        self._asked: dict[str, tuple[float, Slot | None]] = {}
         self._progress = _ProgressGate(options.max_progress_rate)
         self._drops = drops if drops is not None else DropLog(log)
         #: The revision that the upstream server chose in its initialize result.
@@ -319,6 +326,15 @@ class LegacyPassthrough:
 
     def forward(self, slot: Slot, request: Request) -> None:
         """The work of a slot: carry one request of the client upstream and its answer back."""
+        with self._lock:
+            self._in_flight[id(slot)] = slot
+        try:
+            self._forward(slot, request)
+        finally:
+            with self._lock:
+                self._in_flight.pop(id(slot), None)
+
+    def _forward(self, slot: Slot, request: Request) -> None:
         peer = self._peer
         assert peer is not None
         options = self._options
@@ -409,6 +425,7 @@ class LegacyPassthrough:
             server_id = self._to_server.pop(request_id, None)
             if server_id is not None:
                 self._to_client.pop(server_id, None)
+            self._settle(request_id)
         peer = self._peer
         if server_id is None or peer is None:
             self._drops(
@@ -430,15 +447,27 @@ class LegacyPassthrough:
     # ---------------------------------------------------- from the server
 
     def _on_server_request(self, request: Request) -> None:
+        """Carry a request of the server to the client with a ``u-`` id.
+
+        A 2025-era message does not say which request of the client it serves; when
+        exactly one is in flight (and the request is no ``ping``), that one waits for
+        the client's answer (``waiting_for``, as a round of the 2026-07-28 path).
+        """
         client_id = f"{SERVER_REQUEST_PREFIX}{next(self._counter)}"
         with self._lock:
             self._to_server[client_id] = request.id
             self._to_client[request.id] = client_id
+            slots = list(self._in_flight.values())
+            waiting = slots[0] if len(slots) == 1 and request.method != "ping" else None
+            self._asked[client_id] = (time.monotonic(), waiting)
+            if waiting is not None:
+                waiting.waiting_for = "client"
         if self._host.write_request(client_id, request.method, request.params):
             return
         with self._lock:
             self._to_server.pop(client_id, None)
             self._to_client.pop(request.id, None)
+            self._settle(client_id)
         peer = self._peer
         if peer is not None:
             peer.answer(
@@ -464,6 +493,7 @@ class LegacyPassthrough:
             client_id = self._to_client.pop(server_id, None) if server_id is not None else None
             if client_id is not None:
                 self._to_server.pop(client_id, None)
+                self._settle(client_id)
         if client_id is None:
             self._drops(
                 logging.DEBUG,
@@ -505,8 +535,23 @@ class LegacyPassthrough:
         if peer is not None:
             peer.kill()
 
-    def describe(self) -> UpstreamState:
+    def _settle(self, client_id: str) -> None:
+        """The server's request ``client_id`` ended; its slot waits for the upstream again unless
+        another request of the server waits for the client for it. Called under the lock."""
+        _asked, slot = self._asked.pop(client_id, (0.0, None))
+        if slot is not None and all(other is not slot for _when, other in self._asked.values()):
+            slot.waiting_for = "upstream"
+
+    def describe(self, wait: float = 0.5) -> UpstreamState:
+        """The upstream's state for a thread dump, with the server's requests that wait for the
+        client (none when the lock stays held ``wait`` seconds)."""
         peer = self._peer
         assert peer is not None, "the passthrough is not open"
-        return upstream_state(peer, f"MCP {self.protocol_version}, passed through")
-
+        state = upstream_state(peer, f"MCP {self.protocol_version}, passed through")
+        if not self._lock.acquire(timeout=wait):
+            return state
+        try:
+            asked = tuple((client_id, when, False) for client_id, (when, _slot) in self._asked.items())
+        finally:
+            self._lock.release()
+        return dataclasses.replace(state, client_requests=asked)

@@ -543,6 +543,9 @@ class StdioChildTransport(Transport):
                 on_message,
                 on_frame_error,
                 log,
+                # After close() the lines left in the pipe (up to 1 MiB) go unread: a
+                # child that floods stdout must not hold the close for their parse.
+                stopped=lambda: self._stopping,
                 recover_ids=True,
                 on_anonymous=self._dropped_line,
             )

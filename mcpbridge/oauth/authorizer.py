@@ -274,6 +274,7 @@ class OAuthAuthorizer:
         step_up = status == 403
         if step_up and (challenge is None or challenge.error != "insufficient_scope"):
             return False
+        self.store.sign_in_needed()
         scope: _Scope | None = getattr(self._local, "scope", None)
         used: str | None = getattr(self._local, "used", None)
         if scope is not None:

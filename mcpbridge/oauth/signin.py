@@ -236,15 +236,13 @@ class Gate:
         self._cooldown_until: float | None = None
 
     def client_initialized(self) -> None:
-        """The hook of ``notifications/initialized``: from now on, only with consent."""
+        """The hook of ``notifications/initialized``: from now on, only with consent.
+
+        A client without URL elicitation is told of at the sign-in that needs it
+        (:meth:`SignIn.needs_consent`), not here: most servers never need one.
+        """
         with self._lock:
-            first = not self._initialized
             self._initialized = True
-        if first and (self.consent is None or not self.consent.url_elicitation()):
-            log.info(
-                "the client did not declare URL elicitation: a later sign-in fails, and a restart of the "
-                "server signs in again"
-            )
 
     @property
     def initialized(self) -> bool:
@@ -324,7 +322,10 @@ class SignIn:
             self._not_started("a sign-in was declined or failed less than 60 s ago")
             raise ReauthorizationRequired("cooldown")
         if consent is None or not consent.url_elicitation():
-            self._not_started("the client did not declare URL elicitation")
+            self._not_started(
+                "the client did not declare URL elicitation, thus it cannot be asked; a restart of the "
+                "server signs in again"
+            )
             raise ReauthorizationRequired("no_consent")
         return True
 

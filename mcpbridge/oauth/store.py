@@ -275,9 +275,11 @@ class DeferredStore(TokenStore):
 
     :param opener: opens the store (for example a call of :func:`open_store`).
 
-    The info line of the opened store is logged when it opens. A store that does
-    not open stays closed: the error is logged once, and every use raises the
-    same :class:`~.errors.StoreOpenError`.
+    The info line of the opened store is logged when it opens, but for the memory
+    store: its line ("each start needs a new sign-in") waits for the first need of a
+    sign-in (:meth:`sign_in_needed`), so a server that needs none never shows it. A
+    store that does not open stays closed: the error is logged once, and every use
+    raises the same :class:`~.errors.StoreOpenError`.
     """
 
     def __init__(self, opener: Callable[[], OpenedStore]) -> None:
@@ -287,6 +289,10 @@ class DeferredStore(TokenStore):
         self._lock = threading.Lock()
         self._opening: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        #: The line of the memory store, until a sign-in needs it (see :meth:`sign_in_needed`).
+        self._held_line: str | None = None
+        self._sign_in_needed = False
+        self._held_lock = threading.Lock()  # not the lock of the open, which an open holds while it runs
 
     def open_early(self) -> None:
         """Start to open the store on its own thread (``mcpbridge-token-store``); return at once.
@@ -334,8 +340,21 @@ class DeferredStore(TokenStore):
                 self._error = exc
                 log.error("the token store did not open: %s", exc.detail)
                 raise
-            log.info("%s", self._opened.line)
+            with self._held_lock:
+                hold = self._opened.store.kind == MemoryStore.kind and not self._sign_in_needed
+                if hold:
+                    self._held_line = self._opened.line
+            if not hold:
+                log.info("%s", self._opened.line)
             return self._opened
+
+    def sign_in_needed(self) -> None:
+        """A sign-in is needed (a challenge came): the line of a memory store is logged now, once."""
+        with self._held_lock:
+            self._sign_in_needed = True
+            line, self._held_line = self._held_line, None
+        if line is not None:
+            log.info("%s", line)
 
     @property
     def kind(self) -> str:  # type: ignore[override]
@@ -392,6 +411,11 @@ class IndexedStore:
         """Start to open a :class:`DeferredStore` on its own thread (:meth:`DeferredStore.open_early`)."""
         if isinstance(self.store, DeferredStore):
             self.store.open_early()
+
+    def sign_in_needed(self) -> None:
+        """A sign-in is needed: see :meth:`DeferredStore.sign_in_needed`."""
+        if isinstance(self.store, DeferredStore):
+            self.store.sign_in_needed()
 
     def load(self, key: RecordKey) -> Record | None:
         """The record of ``key``; ``None`` when there is none or it was damaged.

@@ -15,6 +15,7 @@ value never starts with ``--`` (``--name -- cmd`` misses the name).
 from __future__ import annotations
 
 import inspect
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Final, Optional
 
@@ -49,6 +50,9 @@ one pattern. The arguments after "--" go to
 <command> without a change. The URL is the last argument. Never put a secret on the command line:
 VS Code writes the command line to its log, and the process list shows it. A static authorization
 header and the sign-in options exclude each other.
+
+"mcp-bridge-vscode -h" shows a short help: the options that most people need. "mcp-bridge-vscode help
+check" (or "check --help") shows the help of check.
 """
 )
 
@@ -111,11 +115,13 @@ valid, the store does not open, or the value is empty or not a valid header valu
 """
 )
 
-#: The names of the help option.
-_HELP: Final = ("-h", "--help")
+#: The names of the help option: the full reference, grouped by task.
+_HELP: Final = ("--help",)
+#: The short help: the usage, the options that most people need, and where the rest is.
+_SHORT_HELP: Final = "-h"
 #: The options that answer at once when the parser meets them; the rest of the words then
 #: does not count.
-_AT_ONCE: Final = frozenset({*_HELP, "--version"})
+_AT_ONCE: Final = frozenset({*_HELP, _SHORT_HELP, "--version"})
 #: The options of the shell completion (typer's); they take the words as they are.
 _COMPLETION: Final = frozenset({"--install-completion", "--show-completion"})
 _WORDS_KEY: Final = "mcpbridge.words"
@@ -225,10 +231,16 @@ def _shown_options(command: Any, ctx: typer.Context) -> list[str]:
 
 def _flags_without_type(params: list[Any]) -> list[Any]:
     """``params`` with no type shown for a flag: typer would show ``<bool>``, which is no value
-    that a user types (also for ``--help`` and the completion options that typer adds)."""
+    that a user types (also for ``--help`` and the completion options that typer adds).
+    ``--help`` goes to the general options, beside ``-h`` and ``--version``."""
     for param in params:
         if param.param_type_name == "option" and param.is_flag and param.metavar is None:
             param.metavar = ""
+        if param.param_type_name == "option" and tuple(param.opts) == _HELP:
+            param.help = "Show every option, grouped by task, and exit."
+            param.rich_help_panel = options.GENERAL
+        elif param.param_type_name == "option" and _COMPLETION & set(param.opts):
+            param.rich_help_panel = "Shell completion"
     return params
 
 
@@ -267,7 +279,7 @@ class _Program(TyperGroup):
 
 
 class _Subcommand(TyperCommand):
-    """``check`` or ``logout``."""
+    """``check``, ``logout`` or ``secret``."""
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _flags_without_type(super().get_params(ctx))
@@ -292,12 +304,94 @@ def _show_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+def _show_short_help(ctx: typer.Context, value: bool) -> None:
+    if value:
+        subcommand = ctx.command.name if ctx.command.name in settings.SUBCOMMANDS else None
+        typer.echo(short_help(subcommand, shutil.get_terminal_size().columns), nl=False)
+        raise typer.Exit(0)
+
+
+#: The options of the short help (``-h``) of the serve forms and of each subcommand: the
+#: ones that most people need, each with one sentence.
+SHORT_OPTIONS: Final[Mapping[str | None, Sequence[tuple[str, str]]]] = {
+    None: (
+        ("--name", "The server name for VS Code when the server sends none."),
+        ("--log-level", "err, warn, info (the default) or debug: how much goes to the Output channel."),
+        ("--header-env", "Send a header whose value, such as a token, is in an environment variable."),
+        ("--sign-in", "auto, browser, device (for remote sessions) or client-credentials."),
+        ("--allow-tool", "Show VS Code only the tools whose name matches this pattern, such as git_*."),
+    ),
+    "check": (
+        ("--json", "Write the report as one JSON object."),
+        ("--call-tool", "Call this tool one time and report its answer."),
+        ("--call-arguments", "The arguments of --call-tool, a JSON object."),
+        ("--discover-timeout", "The time in seconds for the whole check; the default is 60."),
+    ),
+    "logout": (
+        ("--all", "Delete every stored sign-in, of each account."),
+        ("--account", 'The account of the stored sign-in; the default is "default".'),
+    ),
+    "secret": (
+        ("--account", 'The account of the secrets; the default is "default".'),
+        ("--token-store", "Where the secrets are kept: auto (the keychain), keychain or file."),
+    ),
+}
+
+#: The first lines of the short help.
+_SHORT_USAGE: Final[Mapping[str | None, tuple[str, ...]]] = {
+    None: (
+        f"{PROGRAM} [options] <url>",
+        f"{PROGRAM} [options] -- <command> [args...]",
+        f"{PROGRAM} check [options] (<url> | -- <command> [args...])",
+        f"{PROGRAM} logout [options] (<url> | --all)",
+        f"{PROGRAM} secret [options] (set <name> | delete <name> | list)",
+        f"{PROGRAM} help [check | logout | secret]",
+    ),
+    "check": (f"{PROGRAM} check [options] (<url> | -- <command> [args...])",),
+    "logout": (f"{PROGRAM} logout [options] (<url> | --all)",),
+    "secret": (f"{PROGRAM} secret [options] (set <name> | delete <name> | list)",),
+}
+
+_SHORT_ABOUT: Final[Mapping[str | None, str]] = {
+    None: f"Connect VS Code to an MCP server of revision {MODERN}: a command over stdio, or a URL.",
+    "check": "Connect to the upstream server one time, report what it found, and exit.",
+    "logout": "Delete the stored sign-in of the server at <url>, or every stored sign-in with --all.",
+    "secret": "Keep the value of a header secret for --header-secret, delete it, or list the names.",
+}
+
+
+def short_help(subcommand: str | None, width: int = 80) -> str:
+    """The text of ``-h``: the usage, the options that most people need, and where the rest is."""
+    import textwrap
+
+    width = max(width, 40)
+    lines = [
+        f"{'Usage:' if n == 0 else '      '} {usage}" for n, usage in enumerate(_SHORT_USAGE[subcommand])
+    ]
+    lines += ["", *textwrap.wrap(_SHORT_ABOUT[subcommand], width), "", "The options that most people need:"]
+    rows = [
+        (f"  {name} {settings.OPTIONS[name].metavar or ''}".rstrip(), text)
+        for name, text in SHORT_OPTIONS[subcommand]
+    ]
+    column = max(len(head) for head, _text in rows) + 2
+    for head, text in rows:
+        wrapped = textwrap.wrap(text, max(width - column, 20)) or [""]
+        lines.append(f"{head:<{column}}{wrapped[0]}")
+        lines += [" " * column + more for more in wrapped[1:]]
+    where = f"{PROGRAM} {subcommand} --help" if subcommand else f"{PROGRAM} --help"
+    lines += ["", f"Every option: {where}, and docs/configuration.rst."]  # one line, the last
+    return "\n".join(lines) + "\n"
+
+
 def _signature(subcommand: str | None) -> inspect.Signature:
     """The parameters of a command for typer: every option, hidden where the form refuses it."""
     shown = set(settings.options_for(subcommand))
     kind = inspect.Parameter.KEYWORD_ONLY
     params = [inspect.Parameter("ctx", kind, annotation=typer.Context)]
-    for number, name in enumerate(settings.OPTIONS):
+    own = options.CHECK if subcommand == "check" else options.LOGOUT if subcommand == "logout" else None
+    # A subcommand's own options come first in its help; the rest keep the order of the table.
+    ordered = sorted(enumerate(settings.OPTIONS), key=lambda item: settings.OPTIONS[item[1]].panel != own)
+    for number, name in ordered:
         row = settings.OPTIONS[name]
         annotation: object
         info = typer.Option(
@@ -313,6 +407,14 @@ def _signature(subcommand: str | None) -> inspect.Signature:
         else:
             annotation, default = Annotated[Optional[list[str]], info], None  # noqa: UP045 (typer reads it)
         params.append(inspect.Parameter(f"option_{number}", kind, default=default, annotation=annotation))
+    short = typer.Option(
+        _SHORT_HELP,
+        callback=_show_short_help,
+        is_eager=True,
+        help="Show the usage and the options that most people need, and exit.",
+        rich_help_panel=options.GENERAL,
+    )
+    params.append(inspect.Parameter("short_help", kind, default=False, annotation=Annotated[bool, short]))
     version = typer.Option(
         "--version",
         callback=_show_version,
@@ -412,7 +514,8 @@ def _arg_error(exc: Any) -> ArgError:
 
 def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | str:
     """The :class:`Settings` of ``argv`` as typer's side reads them, without running anything;
-    ``"--help"`` or ``"--version"`` when the executable answers with the help or the version.
+    ``"--help"``, ``"-h"`` or ``"--version"`` when the executable answers with the help, the short
+    help or the version.
 
     Raises:
         ArgError: as the executable reports it (also for the parser's own errors).
@@ -422,7 +525,7 @@ def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | str:
 
 
 def words(argv: Sequence[str]) -> Words | str:
-    """The :class:`Words` of ``argv`` as typer's side reads them (``"--help"`` or ``"--version"``
+    """The :class:`Words` of ``argv`` as typer's side reads them (``"--help"``, ``"-h"`` or ``"--version"``
     for an answer at once), before the rules.
 
     Raises:

@@ -68,7 +68,15 @@ from ..mcp.jsonrpc import METHOD_NOT_FOUND
 from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
 from ..mcp.text import format_duration
 from . import settings as args
-from .check_advice import diagnose, failure_text, predicted_renewal, sign_in_flows, sign_in_state
+from .check_advice import (
+    closest_names,
+    closest_pattern,
+    diagnose,
+    failure_text,
+    predicted_renewal,
+    sign_in_flows,
+    sign_in_state,
+)
 from .check_report import (
     FAILED,
     LISTS,
@@ -214,6 +222,8 @@ class _Check:
         #: What the server answered the ``--call-tool`` call on a 2026-07-28 connection, when
         #: that says that the tool needs the requests of the 2025 era.
         self.needs_2025_era: str | None = None
+        #: The names of the tools of the full tool list, once the check read it.
+        self.tool_names: list[str] | None = None
 
     # ----------------------------------------------------------------- forms
 
@@ -259,9 +269,15 @@ class _Check:
         try:
             context = tls_context(settings.ca_file)
         except CaFileError as exc:
+            # Nothing reached the server: the report judges the option, not the server.
+            self.report.ca = {"state": "not used", "note": f"the --ca-file cannot be used ({exc.detail})"}
+            self.report.not_checked = "the CA certificates of --ca-file cannot be used"
             self._problem(
-                f"the CA certificates of --ca-file cannot be used: {exc.detail}",
-                "Give a readable PEM file of CA certificates with --ca-file.",
+                "the check did not contact the server: the CA certificates of --ca-file cannot be "
+                f"used: {exc.detail}",
+                "Give a readable PEM file of CA certificates with --ca-file, or leave the option out "
+                "(the bridge always trusts the CA certificates of the system); see "
+                f'"{args.PROGRAM} check --help".',
             )
             raise CaFileUnusable(exc.detail) from exc
         headers = [(header.name, header.value) for header in settings.headers]
@@ -619,6 +635,8 @@ class _Check:
                 continue
             self.report.counts[key] = count
             self.report.names[key] = [item_name(name) for name in names]
+            if key == "tools":
+                self.tool_names = [name for name in names if isinstance(name, str)]
             outcome = f"{key}: {count}"
             if key == "tools" and self.tool_filter.active:
                 shown = self._filter_tools(names)
@@ -660,6 +678,17 @@ class _Check:
             "after": shown,
             "unmatched": list(tool_filter.unmatched(names)),
         }
+        strings = [name for name in names if isinstance(name, str)]
+        for pattern in self.report.tool_filter["unmatched"]:
+            if pattern in tool_filter.allow:
+                self._problem(*_unmatched_allow(pattern, strings))
+        if shown == 0 and names:
+            self._problem(
+                f"VS Code sees none of the {len(names)} tools of the server: the tool filter hides "
+                "each of them",
+                "Give --allow-tool patterns that match the names of the tools (the Tools line lists "
+                "them), or remove the --deny-tool pattern that hides them all.",
+            )
         return shown
 
     def _call_tool(self, fetch: Callable[[str, dict[str, Any] | None], dict[str, Any]]) -> None:
@@ -679,8 +708,11 @@ class _Check:
         try:
             result = fetch(step, {"name": name, "arguments": dict(self.settings.call_arguments)})
         except RpcError as exc:
-            if not self._needs_2025_era(exc.error.message, started):
-                self._failure(step, exc, started)
+            if self._needs_2025_era(exc.error.message, started):
+                return
+            if self._unknown_tool(started, failure_text(exc)):
+                return
+            self._failure(step, exc, started)
             return
         except McpError as exc:
             self._failure(step, exc, started)
@@ -692,12 +724,13 @@ class _Check:
             return
         if result.get("isError") is True:
             text = first_text(result)
-            if not self._needs_2025_era(text, started):
-                self._step(step, started, FAILED, f"{shown}: an error result: {text}")
-                self._problem(
-                    f"the tool {shown} answered with an error result: {text}",
-                    "Examine the arguments of --call-arguments and the log of the server.",
-                )
+            if self._needs_2025_era(text, started) or self._unknown_tool(started, f"an error result: {text}"):
+                return
+            self._step(step, started, FAILED, f"{shown}: an error result: {text}")
+            self._problem(
+                f"the tool {shown} answered with an error result: {text}",
+                "Examine the arguments of --call-arguments and the log of the server.",
+            )
             return
         outcome = f"{shown}: a result ({first_text(result)})"
         if self.server_asked:
@@ -706,6 +739,24 @@ class _Check:
                 "which the check answered as a client without a user"
             )
         self._step(step, started, OK, outcome)
+
+    def _unknown_tool(self, started: float, answer: str) -> bool:
+        """Whether the failed call was of a tool that the tool list of the server does not name;
+        then the step failed, with the closest names of the list."""
+        name = self.settings.call_tool or ""
+        if self.tool_names is None or name in self.tool_names:
+            return False
+        shown = printable(name)
+        self._step("tools/call", started, FAILED, f"{shown}: {answer}")
+        close = closest_names(name, self.tool_names)
+        if close:
+            fix = f"Did you mean {_names(close)}? Give --call-tool the name of a tool of the server."
+        else:
+            fix = "Give --call-tool the name of a tool of the server (the Tools line lists them)."
+        self._problem(
+            f"the server has no tool {shown}: its tool list does not name it, and the call failed", fix
+        )
+        return True
 
     def _needs_2025_era(self, answer: str, started: float) -> bool:
         """Whether the answer of a 2026-07-28 call says that the tool needs the requests of the
@@ -791,6 +842,29 @@ class _Check:
         self._step(step, started, status, outcome)
         problem, fix = diagnose(step, exc, self.settings)
         self._problem(problem, fix)
+
+
+def _names(names: list[str]) -> str:
+    """``names`` quoted for the text of a problem: ``a``, ``a or b``, ``a, b or c``."""
+    quoted = [repr(printable(name)) for name in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def _unmatched_allow(pattern: str, names: list[str]) -> tuple[str, str]:
+    """The problem of an ``--allow-tool`` pattern that matches no tool, and its fix."""
+    shown = printable(pattern)
+    problem = (
+        f"--allow-tool {shown!r} matches no tool of the server, so it lets no tool through "
+        "(a pattern is case-sensitive and matches the whole name)"
+    )
+    close = closest_pattern(pattern, names)
+    if close is None:
+        return problem, "Give a pattern that matches the name of a tool (the Tools line lists them)."
+    better, tool = close
+    return (
+        problem,
+        f"Did you mean --allow-tool {printable(better)!r}? It matches the tool {printable(tool)!r}.",
+    )
 
 
 def _ms(started: float) -> int:

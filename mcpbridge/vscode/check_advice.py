@@ -290,6 +290,15 @@ def diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, st
             "the server refused the access (HTTP status 403)",
             "Examine the token or the account of the sign-in (--account, --header-env).",
         )
+    if status in (400, 404, 405) and settings.transport == "streamable-http":
+        # What --transport auto takes for the sign of the HTTP+SSE transport of 2024-11-05.
+        return (
+            f"the URL refused the POST of Streamable HTTP (HTTP status {status}): it is not a Streamable "
+            "HTTP endpoint, and may be one of the older HTTP+SSE transport (2024-11-05)",
+            "Remove --transport streamable-http: with --transport auto (the default) the bridge falls back "
+            "to HTTP+SSE (--transport sse forces it; its URL often ends in /sse). Else examine the path of "
+            "the URL (often /mcp).",
+        )
     if status in (404, 405):
         return (
             f"the URL is not an MCP endpoint (HTTP status {status})",
@@ -305,3 +314,54 @@ def failure_text(exc: McpError) -> str:
     if exc.http_status is not None and str(exc.http_status) not in text:
         text += f" (HTTP status {exc.http_status})"
     return text
+
+
+# ---------------------------------------------------------------------------------------------
+# Names that are close
+# ---------------------------------------------------------------------------------------------
+
+#: How alike a pattern or a tool name must be to a tool name for "did you mean" (difflib's ratio).
+_CLOSE_NAME_RATIO: Final = 0.6
+#: The most names that a "did you mean" lists.
+_MAX_CLOSE_NAMES: Final = 3
+
+
+def closest_pattern(pattern: str, names: list[str]) -> tuple[str, str] | None:
+    """A pattern close to ``pattern`` that matches a tool of ``names``, and the first tool it
+    matches; ``None`` when none is close.
+
+    It tries the pattern with ``_`` and ``-`` swapped, then in other case, then the tool
+    name most like the pattern (difflib).
+    """
+    import difflib
+    from fnmatch import fnmatchcase
+
+    swapped = pattern.translate(str.maketrans("_-", "-_"))
+    variants = [
+        pattern.replace("_", "-"),
+        pattern.replace("-", "_"),
+        swapped,
+        pattern.lower(),
+        pattern.upper(),
+        pattern.lower().replace("_", "-"),
+        pattern.lower().replace("-", "_"),
+    ]
+    for variant in variants:
+        if variant == pattern:
+            continue
+        for name in names:
+            if fnmatchcase(name, variant):
+                return variant, name
+    close = difflib.get_close_matches(pattern, names, n=1, cutoff=_CLOSE_NAME_RATIO)
+    return (close[0], close[0]) if close else None
+
+
+def closest_names(name: str, names: list[str]) -> list[str]:
+    """Up to three of ``names`` that are most like ``name`` (also in other case)."""
+    import difflib
+
+    by_lower = {candidate.lower(): candidate for candidate in reversed(names)}
+    close = difflib.get_close_matches(
+        name.lower(), list(by_lower), n=_MAX_CLOSE_NAMES, cutoff=_CLOSE_NAME_RATIO
+    )
+    return [by_lower[found] for found in close]

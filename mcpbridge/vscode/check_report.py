@@ -129,6 +129,9 @@ class Report:
     also_speaks: str | None = None
     #: What a user should know although nothing failed, each with what to do.
     notes: list[Problem] = field(default_factory=list)
+    #: Why the check did not contact the server at all (then it judges the options only),
+    #: or ``None`` when it tried.
+    not_checked: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -158,6 +161,7 @@ class Report:
             "strayStdoutLines": self.stray_lines,
             "problems": [{"problem": p.problem, "fix": p.fix} for p in self.problems],
             "alsoSpeaks": self.also_speaks,
+            "notChecked": self.not_checked,
             "notes": [{"note": n.problem, "fix": n.fix} for n in self.notes],
         }
 
@@ -216,6 +220,8 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None, 
 
         rules = ToolFilter(tuple(tool_filter["allow"]), tuple(tool_filter["deny"]))
         for pattern in tool_filter["unmatched"]:
+            if pattern in tool_filter["allow"]:
+                continue  # a problem, with its fix, below
             lines.append(f"  {paint('warning', 'yellow')}: {rules.unmatched_warning(pattern)}")
     if report.era == MODERN:
         if report.list_ttl_ms:
@@ -273,7 +279,7 @@ def _describe_era(report: Report) -> str:
         return f"MCP {MODERN}: the bridge translates it for VS Code"
     if report.era is not None:
         return f"MCP {report.protocol_version} (2025 era): the bridge passes it through"
-    return "not found"
+    return "not checked" if report.not_checked is not None else "not found"
 
 
 def _labeled(label: str, value: str) -> str:
@@ -299,6 +305,8 @@ def _result(report: Report, paint: Callable[[str, str], str]) -> str:
     """The last line: the server works only when the check found no problem."""
     if report.ok:
         return paint("the server works", "green")
+    if report.not_checked is not None:
+        return paint(f"not checked: {report.not_checked} (see Problems)", "red")
     if report.era is None:
         return paint("the server does not work", "red")
     count = len(report.problems)

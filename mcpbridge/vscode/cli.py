@@ -8,8 +8,11 @@ need no subcommand word::
     mcp-bridge-vscode logout [options] (<url> | --all)
     mcp-bridge-vscode check [options] (-- <command> [args...] | <url>)
     mcp-bridge-vscode secret [options] (set <name> | delete <name> | list)
+    mcp-bridge-vscode help [check | logout | secret]
 
-``check``, ``logout`` and ``secret`` are subcommands only as the first word. Each option is declared
+``check``, ``logout`` and ``secret`` are subcommands only as the first word; ``help`` as the
+first word shows the help of ``--help`` (of the subcommand after it). ``-h`` shows a short
+help: the usage and the options that most people need. Each option is declared
 once, in :data:`.options.OPTIONS`. A plain serve command line (known options, then ``--``
 and the command, or the URL) is read without typer (:func:`.words.plain_words`), so the
 bridge starts without loading the machinery of the help; every other command line goes
@@ -62,10 +65,32 @@ def main(argv: Sequence[str] | None = None) -> None:
     exit_now(run(list(sys.argv[1:] if argv is None else argv)))
 
 
+#: The first word that asks for the help: ``help``, ``help check``, ``help logout``, ``help secret``.
+HELP_WORD: Final = "help"
+
+
+def _help_words(argv: list[str]) -> list[str]:
+    """``argv`` with ``help [<subcommand>]`` read as ``[<subcommand>] --help``.
+
+    Raises:
+        ArgError: ``help`` with another word.
+    """
+    if not argv or argv[0] != HELP_WORD:
+        return argv
+    rest = argv[1:]
+    if not rest:
+        return ["--help"]
+    if len(rest) == 1 and rest[0] in settings.SUBCOMMANDS:
+        return [rest[0], "--help"]
+    names = ", ".join(settings.SUBCOMMANDS[:-1]) + " and " + settings.SUBCOMMANDS[-1]
+    raise ArgError("usage", f"help takes one subcommand or none: the subcommands are {names}")
+
+
 def run(argv: list[str]) -> int:
     """Run the command line; the exit code."""
     subcommand = argv[0] if argv and argv[0] in settings.SUBCOMMANDS else None
     try:
+        argv = _help_words(argv)
         parsed = _read(argv, os.environ)
         if isinstance(parsed, int):
             return parsed
@@ -170,7 +195,8 @@ def run_settings(parsed: Settings) -> int:
 
 def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | str:
     """The :class:`Settings` of ``argv``, as the executable finds them, without running anything;
-    ``"--help"`` or ``"--version"`` when the executable answers with the help or the version.
+    ``"--help"``, ``"-h"`` or ``"--version"`` when the executable answers with the help, the short
+    help or the version.
 
     Raises:
         ArgError: as the executable reports it (also for the parser's own errors).

@@ -220,8 +220,11 @@ STORE_TARGETS: Final = frozenset({Target.URL, Target.CHECK_URL, Target.LOGOUT, T
 LOGOUT_ONLY: Final = frozenset({Target.LOGOUT})
 CHECK_ONLY: Final = frozenset({Target.CHECK_COMMAND, Target.CHECK_URL})
 
-#: The groups of ``--help``.
-GENERAL: Final = "Options"
+#: The groups of ``--help``, by task; a group shows first where its first row is (the rows
+#: of a subcommand's own group come first in the help of that subcommand).
+GENERAL: Final = "General options"
+TOOLS: Final = "Which tools VS Code sees"
+REVISIONS: Final = "Revisions and extensions"
 URL_PANEL: Final = "Options for <url>"
 SIGN_IN: Final = "Sign-in options for <url> (OAuth)"
 LOGOUT: Final = "Options for logout"
@@ -303,7 +306,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
     ),
     "--protocol": Option(
         SERVE_AND_CHECK,
-        GENERAL,
+        REVISIONS,
         "<revision>",
         f"The revision of the upstream server: {MODERN}, legacy (2025-11-25) or auto. With auto, "
         f"the bridge asks the server which revision it speaks. The default is {DEFAULT_PROTOCOL}.",
@@ -312,7 +315,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
     ),
     "--tasks": Option(
         SERVE_AND_CHECK,
-        GENERAL,
+        REVISIONS,
         "<mode>",
         "auto or off. With auto, a tool of a 2026-07-28 server that runs as a task (the Tasks "
         "extension) works: the bridge declares the extension and carries the task to its end, and "
@@ -323,7 +326,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
     ),
     "--host-profile": Option(
         SERVE_AND_CHECK,
-        GENERAL,
+        REVISIONS,
         "<profile>",
         "What the bridge does for the host beyond the protocol: vscode (the _meta keys of VS Code go "
         "to the upstream server) or generic (every _meta key of the host goes, and results follow the "
@@ -334,7 +337,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
     ),
     "--allow-tool": Option(
         SERVE_AND_CHECK,
-        GENERAL,
+        TOOLS,
         "<pattern>",
         "Show VS Code only the tools whose name matches the pattern; give it again for more patterns. "
         "A pattern is shell-style and case-sensitive (* any text, ? one character, \\[abc] one of the "
@@ -344,7 +347,7 @@ OPTIONS: Final[Mapping[str, Option]] = {
     ),
     "--deny-tool": Option(
         SERVE_AND_CHECK,
-        GENERAL,
+        TOOLS,
         "<pattern>",
         "Hide the tools whose name matches the pattern, also from --allow-tool; give it again for more "
         "patterns. A hidden tool is not in the tool list, and a call of it gets the error of an unknown "

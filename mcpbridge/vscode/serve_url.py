@@ -75,6 +75,7 @@ def serve_url(settings: args.Settings) -> int:
             context = SharedContext(tls_context(settings.ca_file))
         except CaFileError as exc:
             logger.error("cannot use the CA certificates of --ca-file: %s", exc.detail, exc_info=exc)
+            logger.error('see "%s --help"', args.PROGRAM)
             return EXIT_BAD_CA_FILE
     headers = [(header.name, header.value) for header in settings.headers]
     oauth = None

@@ -31,8 +31,9 @@ logger = logging.getLogger("mcpbridge.vscode")
 
 
 def announce(settings: Settings) -> None:
-    """Log the first line of a serve form, the start of a bug report: the version, the upstream
-    server, its era, the log level and the host profile, each with the option that sets it.
+    """Log the first line of a serve form, the start of a bug report: the version, the process id
+    (the one to signal for a thread dump), the upstream server, its era, the log level and the
+    host profile, each with the option that sets it.
 
     The upstream server is the file name of the command (its arguments can be secrets), or
     the scheme, the host and the port of the URL (its path and its query can be secrets).
@@ -62,8 +63,9 @@ def announce(settings: Settings) -> None:
     else:
         profile = f"{settings.host_profile} (--host-profile)"
     logger.info(
-        "version %s; upstream: %s; era: %s; log level: %s; host profile: %s",
+        "version %s; pid %d; upstream: %s; era: %s; log level: %s; host profile: %s",
         __version__,
+        os.getpid(),
         upstream,
         era,
         level,

@@ -182,7 +182,8 @@ def test_server_everything_on_stdio_starts_behind_the_bridge_with_three_stderr_l
         assert bridge.wait_exit(WAIT * 2) == 0
     prefix = "mcp-bridge-vscode: "
     assert bridge.stderr_lines == [
-        f"{prefix}vscode: info: version 0.1.0; upstream: the command {node.node22.name} over stdio; "
+        f"{prefix}vscode: info: version 0.1.0; pid {bridge.proc.pid}; "
+        f"upstream: the command {node.node22.name} over stdio; "
         "era: found at the first initialize (--protocol auto, the default); log level: info (the default; "
         "--log-level sets it); host profile: picked at the first initialize (--host-profile auto, the "
         "default)\n",

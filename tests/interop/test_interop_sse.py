@@ -173,7 +173,32 @@ def test_check_names_the_transport_it_found(sse_url: str, options: list[str]) ->
         timeout=RUN_TIMEOUT,
         check=False,
     )
-    assert "over HTTP+SSE (2024-11-05)" in text.stdout.decode()
+    out = text.stdout.decode()
+    assert "over HTTP+SSE (2024-11-05)" in out and out.splitlines()[-1] == "Result:     the server works"
+    assert "not an MCP endpoint" not in out
+
+
+def test_check_of_an_http_sse_server_under_forced_streamable_http_names_the_older_transport(
+    sse_url: str,
+) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "mcpbridge", "check", "--transport", "streamable-http", sse_url],
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    out = completed.stdout.decode()
+    assert completed.returncode == 1
+    assert "not an MCP endpoint" not in out
+    lines = out.splitlines()
+    [index] = [n for n, line in enumerate(lines) if "refused the POST of Streamable HTTP" in line]
+    assert lines[index] == (
+        "  - the URL refused the POST of Streamable HTTP (HTTP status 405): it is not a Streamable HTTP "
+        "endpoint, and may be one of the older HTTP+SSE transport (2024-11-05)"
+    )
+    assert lines[index + 1].startswith("    fix: Remove --transport streamable-http: with --transport auto")
 
 
 def test_the_end_of_the_servers_stream_ends_the_bridge_as_the_loss_of_the_upstream() -> None:

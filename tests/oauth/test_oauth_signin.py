@@ -691,10 +691,11 @@ def test_a_client_without_url_elicitation_gets_no_consent_and_nothing_opens(harn
     h.gate.consent = FakeConsent(ca, url_elicitation=False)
     with caplog.at_level(logging.INFO, logger="mcpbridge"):
         h.gate.client_initialized()
+        assert "URL elicitation" not in caplog.text  # said when a sign-in needs it, not before
+        lines = len(h.lines)
+        with pytest.raises(ReauthorizationRequired) as caught:
+            h.call("guarded")
     assert "the client did not declare URL elicitation" in caplog.text
-    lines = len(h.lines)
-    with pytest.raises(ReauthorizationRequired) as caught:
-        h.call("guarded")
     assert caught.value.detail == "no_consent"
     assert len(h.lines) == lines and len(h.browser) == 1
     assert "restart" in errortable.error_from_sign_in(caught.value)["message"].lower()

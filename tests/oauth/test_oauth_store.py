@@ -608,6 +608,10 @@ def test_a_deferred_store_opens_once_at_its_first_use_and_logs_its_line(caplog):
         indexed.open()
         indexed.save(sample_record(), URL)
         assert indexed.load(sample_record().key) == sample_record()
+        # The line of the memory store waits for a sign-in that needs it, then comes once.
+        assert caplog.records == []
+        indexed.sign_in_needed()
+        indexed.sign_in_needed()
     assert opened == [1]
     assert store.kind == "memory" and store.describe() == "the tokens stay here"
     assert [r.getMessage() for r in caplog.records] == ["the tokens stay here"]

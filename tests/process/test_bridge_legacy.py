@@ -400,7 +400,8 @@ def test_a_server_that_forgets_every_session_gets_one_new_session_then_each_requ
 
 PREFIX = "mcp-bridge-vscode: "
 START = (
-    PREFIX + "vscode: info: version 0.1.0; upstream: the command {name} over stdio; era: found at the "
+    PREFIX + "vscode: info: version 0.1.0; pid <pid>; upstream: the command {name} over stdio; "
+    "era: found at the "
     "first initialize (--protocol auto, the default); log level: info (the default; --log-level sets it); "
     "host profile: picked at the first initialize (--host-profile auto, the default)\n"
 )
@@ -421,7 +422,7 @@ def stderr_of_a_start(command: list[str]) -> list[str]:
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
         assert "result" in response, (response, bridge.stderr_text)
-        return list(bridge.stderr_lines)
+        return [line.replace(f"; pid {bridge.proc.pid};", "; pid <pid>;") for line in bridge.stderr_lines]
 
 
 def test_the_pages_that_the_python_sdk_writes_for_server_discover_become_one_line_with_their_count() -> None:

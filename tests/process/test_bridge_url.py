@@ -156,9 +156,10 @@ def test_an_unusable_ca_file_exits_2_naming_the_option(tmp_path, sdk_url):
         bridge.close_stdin()
         lines = bridge.stderr_lines
     expected = "cannot use the CA certificates of --ca-file: the file does not exist"
-    # The first line, with the version, then the error.
-    assert len(lines) == 2 and "info: version 0.1.0; upstream: " in lines[0]
+    # The first line, with the version, then the error and where the usage is, as for other usage errors.
+    assert len(lines) == 3 and f"info: version 0.1.0; pid {bridge.proc.pid}; upstream: " in lines[0]
     assert lines[1] == f"mcp-bridge-vscode: vscode: error: {expected}\n"
+    assert lines[2] == 'mcp-bridge-vscode: vscode: error: see "mcp-bridge-vscode --help"\n'
 
 
 def test_32_concurrent_calls_through_the_bridge_reuse_the_pooled_connections():

@@ -126,3 +126,27 @@ def test_the_embedded_bridge_dumps_its_front_end_too() -> None:
         assert bridge.request("ping")["result"] == {}
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
+
+
+def test_the_dump_of_a_2025_era_server_shows_its_request_to_the_client_and_the_call_waiting_for_it() -> None:
+    """A passed-through server asks the client in the middle of a call (``u-`` ids): the call waits
+    for the client, and the server's request counts among the requests to the client."""
+    from conftest import REPO_ROOT
+
+    peer = [sys.executable, str(REPO_ROOT / "tests" / "peers" / "py_modern_stdio_server.py")]
+    with Bridge(bridge_command("--protocol", "legacy", upstream=peer)) as bridge:
+        bridge.initialize()
+        call = bridge.request_async("tools/call", {"name": "ask_name_2025", "arguments": {}})
+        asked = bridge.wait_frame(lambda frame: frame.get("method") == "elicitation/create")
+        assert asked["id"] == "u-1"
+        lines = dump_of(bridge)
+        [request] = [line for line in lines if line.startswith(f"  request {call} (tools/call) for ")]
+        assert request.endswith(": waits for the client")
+        assert "requests of the bridge to the client: 1" in lines
+        assert any(line.startswith("  u-1: asked ") and line.endswith("no answer yet") for line in lines)
+        assert any(line.startswith("upstream: command, MCP 2025-") for line in lines)
+        # Once the client answers, the call waits for the server again, and completes.
+        bridge.send({"jsonrpc": "2.0", "id": "u-1", "result": {"action": "decline"}})
+        assert "decline" in text_of(bridge.wait_response(call))
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0

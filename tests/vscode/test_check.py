@@ -577,6 +577,25 @@ def test_check_of_an_unusable_ca_file_exits_2(tmp_path: Path) -> None:
     code, report = check_json("--ca-file", str(empty), "https://127.0.0.1:1/mcp")
     assert code == 2
     assert "--ca-file" in report["problems"][0]["fix"]
+    # The check reached no server: it judges the option, and the file is not in use.
+    assert report["notChecked"] == "the CA certificates of --ca-file cannot be used"
+    assert report["ca"]["state"] == "not used" and "file" not in report["ca"]
+
+    code, out, _err = run_check("--ca-file", str(tmp_path / "missing.pem"), "https://127.0.0.1:1/mcp")
+    assert code == 2
+    lines = out.splitlines()
+    assert "Era:        not checked" in lines
+    assert "CA:         not used: the --ca-file cannot be used (the file does not exist)" in lines
+    assert block(lines, "  - the check did not contact the server", 2) == [
+        "  - the check did not contact the server: the CA certificates of --ca-file cannot be used: "
+        "the file does not exist",
+        "    fix: Give a readable PEM file of CA certificates with --ca-file, or leave the option out (the "
+        'bridge always trusts the CA certificates of the system); see "mcp-bridge-vscode check --help".',
+    ]
+    assert lines[-1] == (
+        "Result:     not checked: the CA certificates of --ca-file cannot be used (see Problems)"
+    )
+    assert "does not work" not in out and "missing.pem" not in out
 
 
 def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_token(
@@ -674,3 +693,66 @@ def test_the_report_says_whether_the_sign_in_is_renewed_without_a_person() -> No
     report = Report(upstream={"kind": "url", "scheme": "https", "host": "mcp.example.com"})
     report.sign_in = {"state": "none", "renewal": stored_renewal(browser, with_refresh)}
     assert "Renewal:    silent: the stored sign-in has a refresh token" in render_text(report).splitlines()
+
+
+# ------------------------------------------------------------ names that match nothing
+
+
+def test_an_allow_pattern_that_matches_no_tool_is_a_problem_with_the_pattern_that_would_match() -> None:
+    options = ("--allow-tool", "bare-*", "--allow-tool", "Echo", "--allow-tool", "zzz*")
+    code, out, _err = run_check(*options, "--", *fixture_command())
+    assert code == 1
+    lines = out.splitlines()
+    assert block(lines, "  - --allow-tool 'bare-*'", 2) == [
+        "  - --allow-tool 'bare-*' matches no tool of the server, so it lets no tool through (a pattern is "
+        "case-sensitive and matches the whole name)",
+        "    fix: Did you mean --allow-tool 'bare_*'? It matches the tool 'bare_array'.",
+    ]
+    assert block(lines, "  - --allow-tool 'Echo'", 2)[1] == (
+        "    fix: Did you mean --allow-tool 'echo'? It matches the tool 'echo'."
+    )
+    assert block(lines, "  - --allow-tool 'zzz*'", 2)[1] == (
+        "    fix: Give a pattern that matches the name of a tool (the Tools line lists them)."
+    )
+    [tools] = [line for line in lines if line.startswith("Tools:")]
+    count = int(tools.split()[1].rstrip(":"))
+    assert block(lines, "  - VS Code sees none", 1) == [
+        f"  - VS Code sees none of the {count} tools of the server: the tool filter hides each of them"
+    ]
+    assert lines[-1] == "Result:     the server answers, but the check found 4 problems (see Problems)"
+    assert "the server works" not in out
+
+
+def test_a_filter_that_shows_some_tools_with_each_pattern_matching_is_no_problem() -> None:
+    code, report = check_json("--allow-tool", "ask_*", "--", *fixture_command())
+    assert code == 0 and report["problems"] == []
+    assert report["toolFilter"]["after"] > 0 and report["toolFilter"]["unmatched"] == []
+
+
+def test_a_call_of_a_tool_that_the_server_does_not_list_names_the_closest_tools() -> None:
+    code, out, _err = run_check("--call-tool", "ehco", "--", *fixture_command())
+    assert code == 1
+    lines = out.splitlines()
+    [call] = [line for line in lines if line.startswith("  tools/call")]
+    assert "failed     ehco: " in call
+    assert block(lines, "  - the server has no tool", 2) == [
+        "  - the server has no tool ehco: its tool list does not name it, and the call failed",
+        "    fix: Did you mean 'echo'? Give --call-tool the name of a tool of the server.",
+    ]
+    assert "--call-arguments" not in out
+
+
+#: A command that writes lines that are not messages to stdout as fast as it can, and never answers.
+FLOOD = "import sys\nwhile True:\n    sys.stdout.write('y\\n' * 65536)\n"
+
+
+def test_a_command_that_floods_stdout_is_closed_within_the_time_limit_without_its_backlog() -> None:
+    """The close after the time limit does not parse the lines left in the pipe (up to 1 MiB):
+    the reader of the child's stdout ends with the child, not 2 s after it."""
+    code, report = check_json("--discover-timeout", "3", "--", sys.executable, "-c", FLOOD)
+    assert code == 1
+    assert statuses(report)[:2] == [("start", "ok"), ("server/discover", "timed out")]
+    assert report["strayStdoutLines"] > 0
+    code, _out, err = run_check("--discover-timeout", "3", "--", sys.executable, "-c", FLOOD)
+    assert code == 1
+    assert "threads still running after the close" not in err

@@ -49,7 +49,8 @@ def answers_ping_and_exits_0(command: list[str], env: dict[str, str] | None = No
         assert response["result"] == {}
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
-        return list(bridge.stderr_lines)
+        # The process id in the first line is the bridge's own, the one to signal for a dump.
+        return [line.replace(f"; pid {bridge.proc.pid};", "; pid <pid>;") for line in bridge.stderr_lines]
 
 
 def test_the_readme_mcp_json_examples_start_the_bridge_without_a_subcommand() -> None:
@@ -128,21 +129,74 @@ HELP_SNAPSHOTS = ROOT / "tests" / "data" / "help"
     ("argv", "snapshot"),
     [([], "program"), (["check"], "check"), (["logout"], "logout"), (["secret"], "secret")],
 )
-def test_the_help_is_the_snapshot_with_h_as_help_and_no_type_for_a_flag(
-    argv: list[str], snapshot: str
+@pytest.mark.parametrize(("help_option", "suffix"), [("--help", ""), ("-h", "-short")])
+def test_the_help_is_the_snapshot_with_no_type_for_a_flag(
+    argv: list[str], snapshot: str, help_option: str, suffix: str
 ) -> None:
-    path = HELP_SNAPSHOTS / f"{snapshot}.txt"
+    path = HELP_SNAPSHOTS / f"{snapshot}{suffix}.txt"
     expected = path.read_text(encoding="utf-8")
-    for help_option in ("--help", "-h"):
-        done = run(*argv, help_option, env=HELP_ENV)
-        assert (done.returncode, done.stderr) == (0, "")
-        shown = "".join(line.rstrip() + "\n" for line in done.stdout.splitlines())
-        assert shown == expected, (
-            f"the help differs from {path.relative_to(ROOT)}; when the change is meant, write it anew with "
-            f"COLUMNS=100 python -m mcpbridge {' '.join(argv)} --help | sed 's/ *$//'"
-        )
+    done = run(*argv, help_option, env=HELP_ENV)
+    assert (done.returncode, done.stderr) == (0, "")
+    shown = "".join(line.rstrip() + "\n" for line in done.stdout.splitlines())
+    assert shown == expected, (
+        f"the help differs from {path.relative_to(ROOT)}; when the change is meant, write it anew with "
+        f"COLUMNS=100 python -m mcpbridge {' '.join(argv)} {help_option} | sed 's/ *$//'"
+    )
     assert "<bool>" not in expected
-    assert re.search(r"--help +-h +Show this message and exit", expected)
+
+
+@pytest.mark.parametrize("argv", [[], ["check"], ["logout"]])
+def test_h_is_a_short_help_that_says_where_every_option_is(argv: list[str]) -> None:
+    short = run(*argv, "-h", env={"COLUMNS": "80"})
+    full = run(*argv, "--help", env={"COLUMNS": "80"})
+    assert (short.returncode, full.returncode) == (0, 0)
+    lines = short.stdout.splitlines()
+    assert lines[0].startswith(f"Usage: {' '.join(['mcp-bridge-vscode', *argv])} [options]")
+    where = " ".join(["mcp-bridge-vscode", *argv, "--help"])
+    assert lines[-1] == f"Every option: {where}, and docs/configuration.rst."
+    # The short help fits a terminal; the full one holds every option that it names.
+    assert len(lines) < 30 < len(full.stdout.splitlines())
+    named = re.findall(r"^  (--[a-z-]+)", short.stdout, re.MULTILINE)
+    assert named and all(name in full.stdout for name in named)
+
+
+def test_the_short_help_of_the_program_names_the_options_most_people_need() -> None:
+    text = run("-h", env={"COLUMNS": "80"}).stdout
+    named = re.findall(r"^  (--[a-z-]+)", text, re.MULTILINE)
+    assert named == ["--name", "--log-level", "--header-env", "--sign-in", "--allow-tool"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "same_as"),
+    [
+        (["help"], ["--help"]),
+        (["help", "check"], ["check", "--help"]),
+        (["help", "logout"], ["logout", "--help"]),
+    ],
+)
+def test_the_help_word_shows_the_help_and_exits_0(argv: list[str], same_as: list[str]) -> None:
+    done = run(*argv, env=HELP_ENV)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == run(*same_as, env=HELP_ENV).stdout
+
+
+def test_the_help_word_with_another_word_is_a_usage_error() -> None:
+    done = run("help", "chek")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "mcp-bridge-vscode: vscode: error: help takes one subcommand or none: the subcommands are check, "
+        "logout and secret",
+        'mcp-bridge-vscode: vscode: error: see "mcp-bridge-vscode --help"',
+    ]
+
+
+def test_the_help_of_check_shows_the_options_of_check_first() -> None:
+    text = run("check", "--help", env=HELP_ENV).stdout
+    panels = re.findall(r"╭─ (.+?) ─", text)
+    assert panels[0] == "Options for check"
+    assert panels[1:4] == ["General options", "Revisions and extensions", "Which tools VS Code sees"]
+    logout = re.findall(r"╭─ (.+?) ─", run("logout", "--help", env=HELP_ENV).stdout)
+    assert logout[0] == "Options for logout"
 
 
 def test_the_help_offers_no_switch_that_weakens_a_check_or_takes_a_secret() -> None:
@@ -202,7 +256,8 @@ def test_a_usage_error_is_two_lines_on_stderr_and_exit_2_without_the_value(
 
 
 START = (
-    "mcp-bridge-vscode: vscode: info: version 0.1.0; upstream: {upstream}; era: {era}; log level: {level}"
+    "mcp-bridge-vscode: vscode: info: version 0.1.0; pid <pid>; upstream: {upstream}; era: {era}; "
+    "log level: {level}"
     "; host profile: {profile}\n"
 )
 AUTO_PROFILE = "picked at the first initialize (--host-profile auto, the default)"
@@ -309,3 +364,22 @@ def test_the_secrets_of_the_command_line_and_the_environment_are_registered_for_
     assert log.redact("mcp.example.com proxy.example:3128 bridge-client") == (
         "mcp.example.com proxy.example:3128 bridge-client"
     )
+
+
+@pytest.mark.parametrize("store", ["memory", "auto"])
+def test_a_url_server_that_needs_no_sign_in_gets_no_line_about_a_sign_in(store: str) -> None:
+    """The memory store and a client without URL elicitation matter only to a sign-in: a server
+    that asks for none hears of neither, whatever the host."""
+    from peers import running_py_http_server
+
+    no_url_elicitation = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {"form": {}}}
+    with running_py_http_server() as url, Bridge(bridge_command("--token-store", store, url)) as bridge:
+        init = bridge.initialize(no_url_elicitation, client_info={"name": "Zed", "version": "1.0"})
+        assert "result" in init, init
+        assert "tools" in bridge.request("tools/list")["result"]
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+    text = bridge.stderr_text
+    assert "stay in memory" not in text and "new sign-in" not in text
+    assert "URL elicitation" not in text
+    assert not [line for line in bridge.stderr_lines if ": oauth: " in line]
