@@ -60,6 +60,12 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             INTERNAL_ERROR,
             f"The upstream server sent a response that is not valid. {_SEE_OUTPUT}",
         ),
+        "response_too_large": (
+            INTERNAL_ERROR,
+            "The answer of the upstream server is larger than the limit of the bridge. Raise the limit "
+            "with --max-line-bytes for a server that runs as a command, or with --max-response-bytes "
+            "for a server at a URL.",
+        ),
         "too_many_rounds": (
             INTERNAL_ERROR,
             f"The upstream server asked for input too many times. {_SEE_OUTPUT}",

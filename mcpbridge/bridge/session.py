@@ -38,7 +38,7 @@ from ..mcp.call import Call
 from ..mcp.cancel import WouldBlock
 from ..mcp.client import Client
 from ..mcp.droplog import DropLog
-from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
+from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, ResponseTooLarge, RpcError
 from ..mcp.jsonrpc import Notification, Request, RequestId
 from ..mcp.peer import Peer
 from ..mcp.protocol import INPUT_METHODS, MODERN, RESULT_INPUT_REQUIRED, RESULT_TASK
@@ -72,6 +72,22 @@ def log_repairs(notes: list[str]) -> None:
     """Log the repairs of a result for VS Code (a tool schema it would refuse), as its list repeats."""
     for note in notes:
         _drops(logging.INFO, "repairs of tool schemas", "%s", note)
+
+
+def limit_option(exc: ResponseTooLarge) -> str:
+    """The option that raises the limit that ``exc`` went over."""
+    return "--max-response-bytes" if exc.over_http else "--max-line-bytes"
+
+
+def log_too_large(exc: ResponseTooLarge) -> None:
+    """Log an answer over a limit of the bridge: which limit, and the option that raises it."""
+    _drops(
+        logging.WARNING,
+        "answers over the limit of the bridge",
+        "%s; to take such answers, raise %s",
+        exc.detail or exc.cause,
+        limit_option(exc),
+    )
 
 
 #: The words of the exchange log line for the result types of the upstream client.
@@ -505,6 +521,8 @@ class ModernSession:
             return errortable.error_from_sign_in(exc)
         if isinstance(exc, Closed) and self.client.gone:
             return errortable.error_object("upstream_exited")
+        if isinstance(exc, ResponseTooLarge):
+            log_too_large(exc)
         error = errortable.error_from_mcp(exc)
         if isinstance(exc, RpcError):
             return translate.legacy_error(method, error)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeAlias
 from . import jsonrpc
 from .cancel import CancelToken
 from .droplog import DropLog
-from .errors import InvalidRequest, InvalidResponse, TransportFailed
+from .errors import InvalidRequest, InvalidResponse, ResponseTooLarge, TransportFailed
 from .httpwire import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_DEPTH,
@@ -374,7 +374,9 @@ class HttpTransportBase(WireReading, Transport):
             try:
                 events = parser.feed(chunk)
             except EventTooLarge as exc:
-                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from exc
+                raise ResponseTooLarge(
+                    f"an event longer than {self._max_bytes} bytes", limit=self._max_bytes, over_http=True
+                ) from exc
             for event in events:
                 if last_id is not None and event.last_event_id:
                     last_id[0] = event.last_event_id

@@ -76,7 +76,15 @@ from . import jsonrpc
 from .cancel import CancelToken
 from .droplog import DropLog
 from .errorbase import PeerFault
-from .errors import Cancelled, Closed, ConnectFailed, InvalidResponse, McpError, TransportFailed
+from .errors import (
+    Cancelled,
+    Closed,
+    ConnectFailed,
+    InvalidResponse,
+    McpError,
+    ResponseTooLarge,
+    TransportFailed,
+)
 from .jsonrpc import FrameError, Message
 from .netloc import is_loopback
 from .numbers import OutOfRange, peer_int
@@ -651,9 +659,16 @@ class WireReading:
         try:
             return self._read(lambda: response.read_body(self._max_bytes), exchange, cancel)
         except BodyTooLarge as exc:
-            raise InvalidResponse(
-                f"a response longer than {self._max_bytes} bytes", http_status=response.status
-            ) from exc
+            raise self._too_large(response) from exc
+
+    def _too_large(self, response: Answer) -> ResponseTooLarge:
+        """The error of a body over the limit of the transport."""
+        return ResponseTooLarge(
+            f"a response longer than {self._max_bytes} bytes",
+            limit=self._max_bytes,
+            over_http=True,
+            http_status=response.status,
+        )
 
     def _message(self, response: Answer, exchange: Exchange, cancel: CancelToken | None) -> Message:
         """The JSON-RPC message of a JSON body; the connection goes back to the pool.
@@ -673,9 +688,7 @@ class WireReading:
         coding = (response.header("Content-Encoding") or "identity").strip().lower()
         identity = coding in ("", "identity")
         if length is not None and length > self._max_bytes:
-            raise InvalidResponse(
-                f"a response longer than {self._max_bytes} bytes", http_status=response.status
-            )
+            raise self._too_large(response)
         if length is not None and length < LONG_BODY and identity:
             body = self._body(response, exchange, cancel)
             return jsonrpc.parse(body, max_depth=self._max_depth)
@@ -700,9 +713,7 @@ class WireReading:
             buffer = bytearray()
             for piece in self._chunks(response, exchange, cancel, GATHER_CHUNK, whole=True):
                 if len(buffer) + len(piece) > self._max_bytes:
-                    raise InvalidResponse(
-                        f"a response longer than {self._max_bytes} bytes", http_status=response.status
-                    )
+                    raise self._too_large(response)
                 scan.feed(piece)
                 buffer += piece
         cut = scan.end_space(buffer)

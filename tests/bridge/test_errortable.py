@@ -40,6 +40,12 @@ EXPECTED = {
     "closed": (INTERNAL_ERROR, f"The upstream server process stopped. {SEE}"),
     "transport_failed": (INTERNAL_ERROR, f"The connection to the upstream server failed. {SEE}"),
     "invalid_response": (INTERNAL_ERROR, f"The upstream server sent a response that is not valid. {SEE}"),
+    "response_too_large": (
+        INTERNAL_ERROR,
+        "The answer of the upstream server is larger than the limit of the bridge. Raise the limit with "
+        "--max-line-bytes for a server that runs as a command, or with --max-response-bytes for a server "
+        "at a URL.",
+    ),
     "too_many_rounds": (INTERNAL_ERROR, f"The upstream server asked for input too many times. {SEE}"),
     "undeclared_input_request": (
         INTERNAL_ERROR,
@@ -302,6 +308,10 @@ def test_the_2026_resource_not_found_is_not_changed_by_the_error_table() -> None
         (errors.Closed(), ("closed", None)),
         (errors.TransportFailed("read failed"), ("transport_failed", "read failed")),
         (errors.InvalidResponse("HTTP status 502"), ("invalid_response", "HTTP status 502")),
+        (
+            errors.ResponseTooLarge("a response longer than 9 bytes", limit=9, over_http=True),
+            ("response_too_large", "a response longer than 9 bytes"),
+        ),
         (errors.TooManyRounds(), ("too_many_rounds", None)),
         (errors.NotConnected(), ("not_connected", None)),
         (errors.SpawnFailed(), ("spawn_failed", None)),

@@ -205,10 +205,10 @@ def test_an_answer_that_is_not_valid_json_fails_its_request_with_invalid_respons
 
 
 @pytest.mark.parametrize("id_last", [False, True])
-def test_an_answer_over_the_line_limit_fails_its_request_with_invalid_response(id_last: bool) -> None:
+def test_an_answer_over_the_line_limit_fails_its_request_with_response_too_large(id_last: bool) -> None:
     with serving() as bridge:
         response = call(bridge, "too_long", {"bytes": 2 * MAX_LINE, "id_last": id_last})
-        assert error_of(response) == (-32603, "invalid_response")
+        assert error_of(response) == (-32603, "response_too_large")
         assert_serves(bridge)
         stderr = finish(bridge)
     assert "x" * 100 not in stderr

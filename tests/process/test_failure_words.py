@@ -1,0 +1,88 @@
+"""The words a user sees when something fails: the client's error and the Output channel line.
+
+Each failure is the real one (a real upstream process, a real socket on 127.0.0.1), driven
+through the real executable. Each test asserts the message and ``data`` of the error that
+VS Code shows, and the line of the bridge on stderr: the message says what happened in the
+user's words with the option or the action that fixes it, the line adds the detail (a limit,
+an exit code, an address), and no bare internal code or exception class name reaches either.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness import Bridge, bridge_command
+from tests.peers.scripted_http import ScriptedServer, default_script
+
+BAD_UPSTREAM = Path(__file__).resolve().parents[1] / "peers" / "bad_upstream.py"
+PREFIX = "mcp-bridge-vscode: "
+
+
+def bad_upstream(*args: str) -> list[str]:
+    return [sys.executable, str(BAD_UPSTREAM), *args]
+
+
+def error_of(response: dict[str, Any]) -> dict[str, Any]:
+    assert "error" in response, response
+    error: dict[str, Any] = response["error"]
+    return error
+
+
+def bridge_lines(stderr: str) -> list[str]:
+    """The bridge's own lines of stderr (not the upstream command's)."""
+    return [line for line in stderr.splitlines() if line.startswith(PREFIX)]
+
+
+def finish(bridge: Bridge) -> str:
+    bridge.close_stdin()
+    bridge.wait_exit()
+    assert "Traceback" not in bridge.stderr_text
+    return bridge.stderr_text
+
+
+def call(bridge: Bridge, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return bridge.request("tools/call", {"name": name, "arguments": arguments})
+
+
+# --------------------------------------------------------------------------- the limits of the bridge
+
+TOO_LARGE = (
+    "The answer of the upstream server is larger than the limit of the bridge. Raise the limit with "
+    "--max-line-bytes for a server that runs as a command, or with --max-response-bytes for a server "
+    "at a URL."
+)
+
+
+def test_an_answer_over_the_line_limit_names_the_limit_of_the_bridge_and_its_option() -> None:
+    command = bridge_command("--max-line-bytes", "300", upstream=bad_upstream())
+    with Bridge(command) as bridge:
+        assert "result" in bridge.initialize()
+        response = call(bridge, "too_long", {"bytes": 1000})
+        stderr = finish(bridge)
+    error = error_of(response)
+    assert error["message"] == TOO_LARGE
+    assert error["data"]["cause"] == "response_too_large"
+    detail = error["data"]["detail"]
+    assert detail.startswith("tools/call: the response is a line of ")
+    assert detail.endswith(" bytes, over the limit of 300 bytes")
+    assert f"{PREFIX}bridge: warning: {detail}; to take such answers, raise --max-line-bytes" in stderr
+
+
+@pytest.mark.parametrize("tool", ["big_json", "big_event"])
+def test_an_http_answer_over_the_response_limit_names_the_limit_and_its_option(tool: str) -> None:
+    with ScriptedServer(default_script) as server:
+        with Bridge(bridge_command("--max-response-bytes", "2000", server.url())) as bridge:
+            assert "result" in bridge.initialize()
+            response = call(bridge, tool, {"size": 5000})
+            stderr = finish(bridge)
+    error = error_of(response)
+    assert error["message"] == TOO_LARGE
+    assert error["data"]["cause"] == "response_too_large"
+    detail = error["data"]["detail"]
+    what = "a response" if tool == "big_json" else "an event"
+    assert detail == f"{what} longer than 2000 bytes"
+    assert f"{PREFIX}bridge: warning: {detail}; to take such answers, raise --max-response-bytes" in stderr
