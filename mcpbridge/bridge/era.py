@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
@@ -22,6 +22,7 @@ from ..mcp.errors import InvalidResponse, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION
 from ..mcp.text import printable
 from ..mcp.transport import Transport
+from . import errortable
 
 __all__ = [
     "AUTO",
@@ -34,6 +35,7 @@ __all__ = [
     "log_spawn_failed",
     "means_legacy",
     "stopped_during",
+    "stopped_error",
 ]
 
 #: The values of ``--protocol`` (``Options.protocol``) besides :data:`~mcpbridge.mcp.protocol.MODERN`.
@@ -70,11 +72,22 @@ def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
     return isinstance(exc, RequestTimeout)
 
 
+#: What the log line of a server that stopped during the start says to do.
+_STOPPED_ADVICE: Final = "its own lines above say why; to see more, run its command in a terminal"
+
+
 def stopped_during(step: str, exit_status: str | None) -> str:
-    """The log line of an upstream server that stopped during ``step``, with its exit code or signal."""
+    """The log line of an upstream server that stopped during ``step``, with its exit code or
+    signal, and where to look."""
     if exit_status is not None:
-        return f"the upstream server exited during {step} ({exit_status})"
-    return f"the upstream server closed the connection during {step}"
+        return f"the upstream server exited during {step} ({exit_status}): {_STOPPED_ADVICE}"
+    return f"the upstream server closed the connection during {step}: {_STOPPED_ADVICE}"
+
+
+def stopped_error(step: str, exit_status: str | None) -> dict[str, Any]:
+    """The error for the client of an upstream server that stopped during ``step`` of the start."""
+    what = f"exited ({exit_status})" if exit_status is not None else "closed the connection"
+    return errortable.error_object("stopped_at_start", f"{step}: the upstream server {what}")
 
 
 def log_spawn_failed(drops: DropLog, exc: McpError) -> None:

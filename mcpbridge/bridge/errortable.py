@@ -116,6 +116,12 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             "The upstream server did not answer server/discover. It is not an MCP server of revision "
             f"2026-07-28, or it does not respond. {_SEE_OUTPUT}",
         ),
+        "stopped_at_start": (
+            INTERNAL_ERROR,
+            "The upstream server stopped during the start, before it answered. Its own lines just "
+            "above in the Output channel of the server say why; to see more, run its command in a "
+            "terminal.",
+        ),
         "upstream_exited": (INTERNAL_ERROR, f"The upstream server process stopped. {_SEE_OUTPUT}"),
         "not_initialized": (
             INVALID_REQUEST,

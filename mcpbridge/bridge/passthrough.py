@@ -80,6 +80,7 @@ from .era import (
     falls_back,
     log_spawn_failed,
     stopped_during,
+    stopped_error,
 )
 from .listrules import ListRules
 from .options import Options, Timeouts
@@ -252,7 +253,7 @@ class LegacyPassthrough:
                 self._drops(
                     logging.ERROR, FAILED_STARTS, "%s", stopped_during("initialize", peer.exit_status)
                 )
-                raise OpenFailed(errortable.error_object(Closed.cause, "initialize")) from exc
+                raise OpenFailed(stopped_error("initialize", peer.exit_status)) from exc
             except RequestTimeout as exc:
                 peer.close(grace)
                 if isinstance(probe_error, RequestTimeout):

@@ -540,6 +540,9 @@ def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
         return error
     if isinstance(exc, RequestTimeout):
         return errortable.error_object("discover_failed", f"no response in {format_duration(timeout)}")
+    if isinstance(exc, Closed):
+        detail = exc.detail or ""
+        return errortable.error_object("stopped_at_start", f"server/discover: {detail}" if detail else None)
     detail = "server/discover"
     if exc.http_status is not None:
         detail += f", HTTP status {exc.http_status}"

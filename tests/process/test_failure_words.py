@@ -86,3 +86,34 @@ def test_an_http_answer_over_the_response_limit_names_the_limit_and_its_option(t
     what = "a response" if tool == "big_json" else "an event"
     assert detail == f"{what} longer than 2000 bytes"
     assert f"{PREFIX}bridge: warning: {detail}; to take such answers, raise --max-response-bytes" in stderr
+
+
+# --------------------------------------------------------------------------- a server that stops at the start
+
+STOPPED = (
+    "The upstream server stopped during the start, before it answered. Its own lines just above in the "
+    "Output channel of the server say why; to see more, run its command in a terminal."
+)
+
+
+@pytest.mark.parametrize(
+    ("options", "step"), [((), "server/discover"), (("--protocol", "legacy"), "initialize")]
+)
+def test_a_server_that_exits_during_the_start_is_named_with_its_exit_code_and_where_to_look(
+    options: tuple[str, ...], step: str
+) -> None:
+    upstream = ["sh", "-c", "echo 'my-server: the config file is missing' >&2; exit 3"]
+    with Bridge(bridge_command(*options, upstream=upstream)) as bridge:
+        response = bridge.initialize()
+        stderr = finish(bridge)
+    error = error_of(response)
+    assert error["message"] == STOPPED
+    detail = f"{step}: the upstream server exited (code 3)"
+    assert error["data"] == {"cause": "stopped_at_start", "detail": detail}
+    lines = stderr.splitlines()
+    said = lines.index("my-server: the config file is missing")
+    line = (
+        f"{PREFIX}bridge: error: the upstream server exited during {step} (code 3): its own lines above say "
+        "why; to see more, run its command in a terminal"
+    )
+    assert line in lines[said + 1 :]

@@ -34,6 +34,8 @@ UPSTREAM_DEPTH = 200
 GRACE = 2.0
 #: The write timeout of the stdio transport: a send to a child that does not read fails after it.
 WRITE_TIMEOUT = 10.0
+#: What the line of a server that stopped during the start says to do.
+ADVICE = "its own lines above say why; to see more, run its command in a terminal"
 
 
 def bad_upstream(*args: str) -> list[str]:
@@ -316,8 +318,8 @@ def test_an_upstream_command_that_does_not_exist_gives_spawn_failed_and_initiali
 def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on() -> None:
     with serving("--exit-at-start", "3", initialize=False) as bridge:
         response = bridge.initialize()
-        assert error_of(response) in ((-32603, "closed"), (-32603, "upstream_exited"))
-        assert response["error"]["data"].get("detail") == "server/discover"
+        assert error_of(response) == (-32603, "stopped_at_start")
+        assert response["error"]["data"]["detail"] == "server/discover: the upstream server exited (code 3)"
         assert bridge.request("ping")["result"] == {}
         assert error_of(bridge.request("tools/list")) == (-32600, "not_initialized")
         assert error_of(bridge.initialize()) == error_of(response)  # a new initialize tries again
@@ -325,7 +327,8 @@ def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on
     # The client may try again and again: the second failure is counted, and told at the end.
     prefix = "mcp-bridge-vscode: bridge: error: "
     lines = stderr.splitlines()
-    assert lines.count(prefix + "the upstream server exited during server/discover (code 3)") == 1
+    stopped = "the upstream server exited during server/discover (code 3): " + ADVICE
+    assert lines.count(prefix + stopped) == 1
     assert prefix + "failed starts of the upstream server since the last such line: 1 more" in lines
 
 
@@ -343,10 +346,10 @@ def test_an_upstream_that_stops_during_the_handshake_gets_one_error_line_with_it
 ) -> None:
     with Bridge(bridge_command(*options, upstream=upstream)) as bridge:
         response = bridge.initialize()
-        assert error_of(response) in ((-32603, "closed"), (-32603, "upstream_exited"))
+        assert error_of(response) == (-32603, "stopped_at_start")
         stderr = finish(bridge)
     errors = [text for text in stderr.splitlines() if ": error: " in text]
-    assert errors == [f"mcp-bridge-vscode: bridge: error: the upstream server {line}"]
+    assert errors == [f"mcp-bridge-vscode: bridge: error: the upstream server {line}: {ADVICE}"]
 
 
 def test_an_upstream_that_never_answers_discover_gives_discover_failed_after_the_time_limit() -> None:
