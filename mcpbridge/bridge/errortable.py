@@ -44,7 +44,8 @@ _REGISTER = (
 )
 
 #: cause -> (JSON-RPC code, message template). The templates of the sign-in causes have
-#: the placeholders ``{seconds}``, ``{port}``, ``{redirect_uri}`` and ``{name}``.
+#: the placeholders ``{seconds}``, ``{port}``, ``{redirect_uri}`` and ``{name}``; the one of
+#: ``legacy_refused`` has ``{versions}``.
 ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
     {
         # The errors of the upstream client.
@@ -121,6 +122,12 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             "The upstream server stopped during the start, before it answered. Its own lines just "
             "above in the Output channel of the server say why; to see more, run its command in a "
             "terminal.",
+        ),
+        "legacy_refused": (
+            INTERNAL_ERROR,
+            "The upstream server speaks only MCP {versions}, thus --protocol legacy, which passes "
+            "servers of the 2025 era through, cannot work with it. Remove --protocol legacy from the "
+            "arguments of the server, or use --protocol auto.",
         ),
         "upstream_exited": (INTERNAL_ERROR, f"The upstream server process stopped. {_SEE_OUTPUT}"),
         "not_initialized": (

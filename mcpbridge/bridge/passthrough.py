@@ -79,6 +79,7 @@ from .era import (
     LegacyUpstream,
     falls_back,
     log_spawn_failed,
+    refused_legacy,
     stopped_during,
     stopped_error,
 )
@@ -264,6 +265,10 @@ class LegacyPassthrough:
                 raise OpenFailed(self._open_error(exc)) from exc
             if isinstance(outcome, ErrorResponse):
                 peer.close(grace)
+                refused = refused_legacy(outcome.error, protocol=options.protocol)
+                if refused is not None:
+                    self._drops(logging.ERROR, FAILED_STARTS, "%s", refused[1])
+                    raise OpenFailed(refused[0])
                 self._drops(
                     logging.ERROR, FAILED_STARTS, "initialize failed: %s", printable(outcome.error.message)
                 )

@@ -94,6 +94,12 @@ EXPECTED = {
         "The upstream server stopped during the start, before it answered. Its own lines just above in "
         "the Output channel of the server say why; to see more, run its command in a terminal.",
     ),
+    "legacy_refused": (
+        INTERNAL_ERROR,
+        "The upstream server speaks only MCP {versions}, thus --protocol legacy, which passes servers of "
+        "the 2025 era through, cannot work with it. Remove --protocol legacy from the arguments of the "
+        "server, or use --protocol auto.",
+    ),
     "upstream_exited": (INTERNAL_ERROR, f"The upstream server process stopped. {SEE}"),
     "not_initialized": (
         INVALID_REQUEST,
@@ -206,6 +212,7 @@ PLACEHOLDERS: dict[str, Any] = {
     "port": 41894,
     "redirect_uri": "http://127.0.0.1:41894/callback",
     "name": "x",
+    "versions": "2026-07-28",
 }
 
 

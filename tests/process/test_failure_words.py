@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness import Bridge, bridge_command
+from tests.harness import Bridge, bridge_command, fixture_command
 from tests.peers.scripted_http import ScriptedServer, default_script
 
 BAD_UPSTREAM = Path(__file__).resolve().parents[1] / "peers" / "bad_upstream.py"
@@ -117,3 +117,27 @@ def test_a_server_that_exits_during_the_start_is_named_with_its_exit_code_and_wh
         "why; to see more, run its command in a terminal"
     )
     assert line in lines[said + 1 :]
+
+
+# ----------------------------------------------------------------- --protocol legacy, a modern server
+
+
+def test_protocol_legacy_in_front_of_a_server_of_2026_07_28_only_says_to_remove_it() -> None:
+    with Bridge(bridge_command("--protocol", "legacy", upstream=fixture_command())) as bridge:
+        response = bridge.initialize()
+        stderr = finish(bridge)
+    error = error_of(response)
+    assert error["code"] == -32603
+    assert error["message"] == (
+        "The upstream server speaks only MCP 2026-07-28, thus --protocol legacy, which passes servers of "
+        "the 2025 era through, cannot work with it. Remove --protocol legacy from the arguments of the "
+        "server, or use --protocol auto."
+    )
+    assert error["data"] == {
+        "cause": "legacy_refused",
+        "detail": "initialize: error -32022; the server supports MCP 2026-07-28",
+    }
+    assert (
+        f"{PREFIX}bridge: error: initialize failed: the upstream server speaks only MCP 2026-07-28 "
+        "(error -32022), thus --protocol legacy cannot work: remove it, or use --protocol auto"
+    ) in bridge_lines(stderr)
