@@ -112,6 +112,11 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             "The bridge cannot make the client for the URL of the upstream server. Examine the URL, "
             f"the proxy variables and the CA certificates. {_SEE_OUTPUT}",
         ),
+        "not_mcp_endpoint": (
+            INTERNAL_ERROR,
+            "The URL of the upstream server does not serve MCP: a web server answered, but no MCP "
+            "server. Check the path of the URL (often /mcp).",
+        ),
         "discover_failed": (
             INTERNAL_ERROR,
             "The upstream server did not answer server/discover. It is not an MCP server of revision "

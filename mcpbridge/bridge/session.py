@@ -39,6 +39,7 @@ from ..mcp.cancel import WouldBlock
 from ..mcp.client import Client
 from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, ResponseTooLarge, RpcError
+from ..mcp.httpwire import HttpStatusError
 from ..mcp.jsonrpc import Notification, Request, RequestId
 from ..mcp.peer import Peer
 from ..mcp.protocol import INPUT_METHODS, MODERN, RESULT_INPUT_REQUIRED, RESULT_TASK
@@ -61,6 +62,7 @@ __all__ = [
     "discover_error",
     "forward_upstream_log",
     "log_repairs",
+    "not_mcp_error",
 ]
 
 log = logging.getLogger("mcpbridge.bridge")
@@ -529,10 +531,37 @@ class ModernSession:
         return error
 
 
+#: The HTTP statuses of a start that show a URL where no MCP server answers: a plain web
+#: server that has no such path (404), takes no POST (405, 501).
+NOT_MCP_STATUSES = frozenset({404, 405, 501})
+#: What the log line of such a start says to do.
+_NOT_MCP_ADVICE = "the URL does not serve MCP; check its path (often /mcp)"
+
+
+def not_mcp_error(step: str, exc: McpError) -> tuple[dict[str, Any], str] | None:
+    """The words of a start whose HTTP answer shows a URL that serves no MCP: a status of
+    :data:`NOT_MCP_STATUSES` or a web page, without a JSON-RPC message. The error for the
+    client and the text of the log line (after the step); ``None`` for any other failure.
+
+    Only the last failure of a start gets these words: the era fallback reads such
+    statuses of ``server/discover`` first.
+    """
+    if not isinstance(exc, HttpStatusError):
+        return None
+    page = exc.media == "text/html"
+    if exc.http_status not in NOT_MCP_STATUSES and not page:
+        return None
+    answer = f"HTTP status {exc.http_status}" + (", a web page" if page else "")
+    return errortable.error_object("not_mcp_endpoint", f"{step}: {answer}"), f"{answer}: {_NOT_MCP_ADVICE}"
+
+
 def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
     """The error of a failed ``server/discover`` (error table: discover_failed)."""
     if isinstance(exc, SignInError):
         return errortable.error_from_sign_in(exc)
+    not_mcp = not_mcp_error("server/discover", exc)
+    if not_mcp is not None:
+        return not_mcp[0]
     if isinstance(exc, RpcError):
         error = errortable.error_object("discover_failed", exc.error.message)
         if exc.error.code != jsonrpc.URL_ELICITATION_REQUIRED:
@@ -553,6 +582,8 @@ def discover_failure_text(exc: McpError, error: dict[str, Any]) -> str:
     """What the log says of a failed ``server/discover``: the detail of its error, and for a
     failure of the connection what failed (a TLS or proxy step, a refused connection)."""
     data = error["data"]
+    if data["cause"] == "not_mcp_endpoint":
+        return f"{data['detail'].removeprefix('server/discover: ')}: {_NOT_MCP_ADVICE}"
     text = str(data.get("detail", data["cause"]))
     if not isinstance(exc, (RpcError, RequestTimeout, SignInError)) and exc.detail and exc.detail not in text:
         text = f"{text}: {exc.detail}"

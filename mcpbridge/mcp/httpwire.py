@@ -200,12 +200,21 @@ class HttpStatusError(InvalidResponse):
     """An HTTP status without a JSON-RPC message: detail ``"HTTP status N"``.
 
     ``http_status`` holds the status. ``retry_after`` holds the seconds of a
-    ``Retry-After`` header (429 and 503 send one), else ``None``.
+    ``Retry-After`` header (429 and 503 send one), else ``None``. ``media`` is the media
+    type of the body (``"text/html"`` for a web page), or ``""``.
     """
 
-    def __init__(self, status: int, *, retry_after: float | None = None, detail: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        *,
+        retry_after: float | None = None,
+        detail: str | None = None,
+        media: str = "",
+    ) -> None:
         super().__init__(detail or f"HTTP status {status}", http_status=status)
         self.retry_after = retry_after
+        self.media = media
 
     @property
     def transient(self) -> bool:
@@ -335,7 +344,9 @@ def _date_wait(text: str, now: float) -> int | None:
 
 def status_error(response: Answer) -> HttpStatusError:
     """The error of an answer whose status carries no JSON-RPC message."""
-    return HttpStatusError(response.status, retry_after=retry_after(response.header("Retry-After")))
+    return HttpStatusError(
+        response.status, retry_after=retry_after(response.header("Retry-After")), media=media_type(response)
+    )
 
 
 def read_limit(method: str, fixed: float | None) -> float:

@@ -9,14 +9,19 @@ an exit code, an address), and no bare internal code or exception class name rea
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import read_line
 from tests.harness import Bridge, bridge_command, fixture_command
-from tests.peers.scripted_http import ScriptedServer, default_script
+from tests.peers.scripted_http import Exchange, ScriptedServer, default_script
 
 BAD_UPSTREAM = Path(__file__).resolve().parents[1] / "peers" / "bad_upstream.py"
 PREFIX = "mcp-bridge-vscode: "
@@ -141,3 +146,70 @@ def test_protocol_legacy_in_front_of_a_server_of_2026_07_28_only_says_to_remove_
         f"{PREFIX}bridge: error: initialize failed: the upstream server speaks only MCP 2026-07-28 "
         "(error -32022), thus --protocol legacy cannot work: remove it, or use --protocol auto"
     ) in bridge_lines(stderr)
+
+
+# --------------------------------------------------------------------------- a URL that serves no MCP
+
+NOT_MCP = (
+    "The URL of the upstream server does not serve MCP: a web server answered, but no MCP server. Check "
+    "the path of the URL (often /mcp)."
+)
+NOT_MCP_ADVICE = "the URL does not serve MCP; check its path (often /mcp)"
+
+
+@contextmanager
+def plain_web_server() -> Iterator[str]:
+    """``python3 -m http.server`` on a free port of 127.0.0.1: it answers a POST with 501 and a web page."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-u", "-m", "http.server", "--bind", "127.0.0.1", str(port)],
+        cwd=Path(__file__).parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        # It listens before it writes this line.
+        assert read_line(server.stdout, "the first line of http.server").startswith("Serving HTTP on ")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.kill()
+        server.wait()
+        if server.stdout is not None:
+            server.stdout.close()
+
+
+def test_a_url_of_a_plain_web_server_that_refuses_post_is_not_an_mcp_endpoint() -> None:
+    with plain_web_server() as url:
+        with Bridge(bridge_command(url)) as bridge:
+            response = bridge.initialize()
+            stderr = finish(bridge)
+    error = error_of(response)
+    assert error["message"] == NOT_MCP
+    detail = "server/discover: HTTP status 501, a web page"
+    assert error["data"] == {"cause": "not_mcp_endpoint", "detail": detail}
+    line = f"{PREFIX}bridge: error: server/discover failed: HTTP status 501, a web page: {NOT_MCP_ADVICE}"
+    assert line in bridge_lines(stderr)
+
+
+def not_found(ex: Exchange) -> None:
+    ex.body(404, b"<html><body>Not Found</body></html>", "text/html")
+
+
+def test_a_url_without_an_mcp_server_is_worded_after_the_era_fallback_tried_the_2025_era() -> None:
+    with ScriptedServer(not_found) as server:
+        with Bridge(bridge_command(server.url())) as bridge:
+            response = bridge.initialize()
+            stderr = finish(bridge)
+        # The fallback ran: server/discover first, then the initialize of the 2025 era.
+        methods = [request.rpc_method for request in server.wait_requests(2)]
+    assert methods[:2] == ["server/discover", "initialize"]
+    error = error_of(response)
+    assert error["message"] == NOT_MCP
+    assert error["data"]["cause"] == "not_mcp_endpoint"
+    assert error["data"]["detail"].endswith(": HTTP status 404, a web page")
+    said = f"failed: HTTP status 404, a web page: {NOT_MCP_ADVICE}"
+    assert any(line.endswith(said) for line in bridge_lines(stderr))
