@@ -112,6 +112,11 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             "The bridge cannot make the client for the URL of the upstream server. Examine the URL, "
             f"the proxy variables and the CA certificates. {_SEE_OUTPUT}",
         ),
+        "connection_refused": (
+            INTERNAL_ERROR,
+            "Nothing listens at the address of the upstream server: the connection was refused. Start "
+            "the server first, or check the host and the port of its URL.",
+        ),
         "not_mcp_endpoint": (
             INTERNAL_ERROR,
             "The URL of the upstream server does not serve MCP: a web server answered, but no MCP "
@@ -259,6 +264,22 @@ NO_RESPONSE_CAUSES: Final = frozenset({"canceled"})
 #: The cause of :func:`internal_error`: a bug of the bridge, not a row of the table.
 INTERNAL_CAUSE: Final = "internal"
 _INTERNAL_MESSAGE: Final = f"The bridge failed to process the request. {_SEE_OUTPUT}"
+
+
+def connect_fix(*, refused: bool, loopback: bool) -> str:
+    """What to do when the bridge gets no connection to the host of the URL.
+
+    ``refused``: the host refused the connection, so nothing listens at the port.
+    ``loopback``: the host is this machine, which no proxy stands in front of, so only a
+    host elsewhere gets the advice of the proxy variables.
+    """
+    if refused and loopback:
+        return "Nothing listens at the port of the URL: start the server first, or check the port."
+    if refused:
+        return "Nothing listens at the port of the URL: start the server, or check the host and the port."
+    if loopback:
+        return "Examine the URL and that the server runs."
+    return "Examine the URL and that the server runs; behind a proxy, set HTTPS_PROXY."
 
 
 def error_object(cause: str, detail: str | None = None, **placeholders: object) -> dict[str, Any]:

@@ -86,7 +86,7 @@ from .era import (
 from .listrules import ListRules
 from .options import Options, Timeouts
 from .output import Host, Slot
-from .session import discover_error, log_repairs, not_mcp_error, upstream_state
+from .session import discover_error, log_repairs, start_words, upstream_state
 
 # The front end imports the names of mcpbridge.bridge.era that it needs from here.
 __all__ = [
@@ -313,10 +313,10 @@ class LegacyPassthrough:
         if isinstance(exc, SpawnFailed):
             log_spawn_failed(self._drops, exc)
             return errortable.error_object(exc.cause)
-        not_mcp = not_mcp_error("initialize", exc)
-        if not_mcp is not None:
-            self._drops(logging.ERROR, FAILED_STARTS, "initialize failed: %s", not_mcp[1], exc_info=exc)
-            return not_mcp[0]
+        words = start_words("initialize", exc)
+        if words is not None:
+            self._drops(logging.ERROR, FAILED_STARTS, "initialize failed: %s", words[1], exc_info=exc)
+            return words[0]
         detail = "initialize"
         if exc.http_status is not None:
             detail += f", HTTP status {exc.http_status}"

@@ -39,7 +39,7 @@ from ..mcp.cancel import WouldBlock
 from ..mcp.client import Client
 from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, ResponseTooLarge, RpcError
-from ..mcp.httpwire import HttpStatusError
+from ..mcp.httpwire import ConnectError, HttpStatusError
 from ..mcp.jsonrpc import Notification, Request, RequestId
 from ..mcp.peer import Peer
 from ..mcp.protocol import INPUT_METHODS, MODERN, RESULT_INPUT_REQUIRED, RESULT_TASK
@@ -62,7 +62,7 @@ __all__ = [
     "discover_error",
     "forward_upstream_log",
     "log_repairs",
-    "not_mcp_error",
+    "start_words",
 ]
 
 log = logging.getLogger("mcpbridge.bridge")
@@ -538,14 +538,21 @@ NOT_MCP_STATUSES = frozenset({404, 405, 501})
 _NOT_MCP_ADVICE = "the URL does not serve MCP; check its path (often /mcp)"
 
 
-def not_mcp_error(step: str, exc: McpError) -> tuple[dict[str, Any], str] | None:
-    """The words of a start whose HTTP answer shows a URL that serves no MCP: a status of
-    :data:`NOT_MCP_STATUSES` or a web page, without a JSON-RPC message. The error for the
-    client and the text of the log line (after the step); ``None`` for any other failure.
+def start_words(step: str, exc: McpError) -> tuple[dict[str, Any], str] | None:
+    """The words of a failed start at a URL that the user can fix: the error for the client
+    and the text of the log line (after the step); ``None`` for any other failure.
 
-    Only the last failure of a start gets these words: the era fallback reads such
-    statuses of ``server/discover`` first.
+    * An HTTP status of :data:`NOT_MCP_STATUSES`, or a web page, without a JSON-RPC
+      message: the URL serves no MCP. Only the last failure of a start gets these words:
+      the era fallback reads such statuses of ``server/discover`` first.
+    * A refused connection: nothing listens at the host and port of the URL.
     """
+    if isinstance(exc, ConnectError) and exc.refused:
+        detail = (exc.detail or "").removeprefix("connect: ")
+        advice = "start the server first, or check the port of the URL"
+        if not exc.loopback:
+            advice = "start the server, or check the host and the port of the URL"
+        return errortable.error_object("connection_refused", f"{step}: {detail}"), f"{detail}: {advice}"
     if not isinstance(exc, HttpStatusError):
         return None
     page = exc.media == "text/html"
@@ -559,9 +566,9 @@ def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
     """The error of a failed ``server/discover`` (error table: discover_failed)."""
     if isinstance(exc, SignInError):
         return errortable.error_from_sign_in(exc)
-    not_mcp = not_mcp_error("server/discover", exc)
-    if not_mcp is not None:
-        return not_mcp[0]
+    words = start_words("server/discover", exc)
+    if words is not None:
+        return words[0]
     if isinstance(exc, RpcError):
         error = errortable.error_object("discover_failed", exc.error.message)
         if exc.error.code != jsonrpc.URL_ELICITATION_REQUIRED:
@@ -581,9 +588,10 @@ def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
 def discover_failure_text(exc: McpError, error: dict[str, Any]) -> str:
     """What the log says of a failed ``server/discover``: the detail of its error, and for a
     failure of the connection what failed (a TLS or proxy step, a refused connection)."""
+    words = start_words("server/discover", exc)
+    if words is not None:
+        return words[1]
     data = error["data"]
-    if data["cause"] == "not_mcp_endpoint":
-        return f"{data['detail'].removeprefix('server/discover: ')}: {_NOT_MCP_ADVICE}"
     text = str(data.get("detail", data["cause"]))
     if not isinstance(exc, (RpcError, RequestTimeout, SignInError)) and exc.detail and exc.detail not in text:
         text = f"{text}: {exc.detail}"

@@ -228,7 +228,25 @@ class CaFileError(ConnectFailed):
 
 
 class ConnectError(TransportFailed):
-    """No connection to the server: the name, the TCP connection, or its time limit."""
+    """No connection to the server: the name, the TCP connection, or its time limit.
+
+    ``host`` and ``port`` are those of the server when known (else ``""`` and 0): they are
+    no secret, unlike the path and the query of the URL. ``refused`` is True when the
+    server's host refused the connection: nothing listens at that port.
+    """
+
+    def __init__(
+        self, detail: str | None = None, *, host: str = "", port: int = 0, refused: bool = False
+    ) -> None:
+        super().__init__(detail)
+        self.host = host
+        self.port = port
+        self.refused = refused
+
+    @property
+    def loopback(self) -> bool:
+        """True for a host of this machine, which no proxy ever stands in front of."""
+        return bool(self.host) and is_loopback(self.host)
 
 
 class TlsFailed(TransportFailed):

@@ -55,11 +55,13 @@ from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
 
 from .. import __version__
+from ..bridge.errortable import connect_fix
 from ..bridge.revisions import LATEST as LATEST_REVISION
 from ..bridge.revisions import OTHER_HOSTS, choose_profile
 from ..bridge.tasks import offers_extension
 from ..bridge.translate import client_capabilities_for_upstream
 from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
+from ..mcp.httpwire import ConnectError
 from ..mcp.jsonrpc import METHOD_NOT_FOUND
 from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
 from ..mcp.text import format_duration
@@ -1193,9 +1195,10 @@ def _diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, s
     if detail.startswith("TLS"):
         return f"the TLS connection failed: {detail}", "Examine the URL: the server must speak https."
     if detail.startswith("connect"):
+        refused, loopback = (exc.refused, exc.loopback) if isinstance(exc, ConnectError) else (False, False)
         return (
             f"no connection to the server: {detail}",
-            "Examine the URL and that the server runs; behind a proxy, set HTTPS_PROXY.",
+            connect_fix(refused=refused, loopback=loopback),
         )
     if status == 401:
         return (

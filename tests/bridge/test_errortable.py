@@ -8,6 +8,7 @@ import pytest
 
 from mcpbridge.bridge.errortable import (
     ERRORS,
+    connect_fix,
     error_from_mcp,
     error_object,
     format_duration,
@@ -83,6 +84,11 @@ EXPECTED = {
         INTERNAL_ERROR,
         "The bridge cannot make the client for the URL of the upstream server. Examine the URL, the proxy "
         f"variables and the CA certificates. {SEE}",
+    ),
+    "connection_refused": (
+        INTERNAL_ERROR,
+        "Nothing listens at the address of the upstream server: the connection was refused. Start the "
+        "server first, or check the host and the port of its URL.",
     ),
     "not_mcp_endpoint": (
         INTERNAL_ERROR,
@@ -368,3 +374,12 @@ def test_an_error_without_a_row_gives_the_internal_error_of_the_bridge() -> None
 )
 def test_a_duration_is_whole_seconds_else_milliseconds(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+def test_only_a_host_elsewhere_gets_the_advice_of_the_proxy_variables() -> None:
+    assert connect_fix(refused=True, loopback=True) == (
+        "Nothing listens at the port of the URL: start the server first, or check the port."
+    )
+    assert "HTTPS_PROXY" not in connect_fix(refused=True, loopback=False)
+    assert "HTTPS_PROXY" not in connect_fix(refused=False, loopback=True)
+    assert connect_fix(refused=False, loopback=False).endswith("behind a proxy, set HTTPS_PROXY.")

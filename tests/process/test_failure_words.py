@@ -9,6 +9,7 @@ an exit code, an address), and no bare internal code or exception class name rea
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -19,12 +20,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import read_line
+from tests.conftest import WAIT, read_line
 from tests.harness import Bridge, bridge_command, fixture_command
 from tests.peers.scripted_http import Exchange, ScriptedServer, default_script
 
 BAD_UPSTREAM = Path(__file__).resolve().parents[1] / "peers" / "bad_upstream.py"
 PREFIX = "mcp-bridge-vscode: "
+#: The first step of a start, with the options that make it: server/discover, or the
+#: initialize of the 2025 era for --protocol legacy.
+START_STEPS = [((), "server/discover"), (("--protocol", "legacy"), "initialize")]
 
 
 def bad_upstream(*args: str) -> list[str]:
@@ -101,9 +105,7 @@ STOPPED = (
 )
 
 
-@pytest.mark.parametrize(
-    ("options", "step"), [((), "server/discover"), (("--protocol", "legacy"), "initialize")]
-)
+@pytest.mark.parametrize(("options", "step"), START_STEPS)
 def test_a_server_that_exits_during_the_start_is_named_with_its_exit_code_and_where_to_look(
     options: tuple[str, ...], step: str
 ) -> None:
@@ -213,3 +215,56 @@ def test_a_url_without_an_mcp_server_is_worded_after_the_era_fallback_tried_the_
     assert error["data"]["detail"].endswith(": HTTP status 404, a web page")
     said = f"failed: HTTP status 404, a web page: {NOT_MCP_ADVICE}"
     assert any(line.endswith(said) for line in bridge_lines(stderr))
+
+
+# --------------------------------------------------------------------------- nothing listens at the URL
+
+REFUSED = (
+    "Nothing listens at the address of the upstream server: the connection was refused. Start the server "
+    "first, or check the host and the port of its URL."
+)
+
+
+@pytest.mark.parametrize(("options", "step"), START_STEPS)
+def test_a_refused_connection_on_loopback_says_nothing_listens_there_and_no_word_of_a_proxy(
+    options: tuple[str, ...], step: str
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # The port is free again: nothing listens there.
+    url = f"http://127.0.0.1:{port}/mcp-path-7c1?tenant=q-31f"
+    with Bridge(bridge_command(*options, url), env={"HTTPS_PROXY": "", "HTTP_PROXY": ""}) as bridge:
+        response = bridge.initialize()
+        stderr = finish(bridge)
+    error = error_of(response)
+    assert error["message"] == REFUSED
+    where = f"nothing listens at the host 127.0.0.1, port {port}"
+    detail = f"{step}: {where} (the connection was refused)"
+    assert error["data"] == {"cause": "connection_refused", "detail": detail}
+    line = (
+        f"{PREFIX}bridge: error: {step} failed: {where} (the connection was refused): start the server "
+        "first, or check the port of the URL"
+    )
+    assert line in bridge_lines(stderr)
+    assert "PROXY" not in stderr and "proxy" not in str(error)
+    assert "mcp-path-7c1" not in stderr and "q-31f" not in stderr
+
+
+def test_check_of_a_refused_loopback_url_says_to_start_the_server_and_no_word_of_a_proxy() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    run = subprocess.run(
+        [sys.executable, "-m", "mcpbridge", "check", f"http://127.0.0.1:{port}/mcp"],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        env={**os.environ, "HTTPS_PROXY": "", "HTTP_PROXY": ""},
+    )
+    assert run.returncode == 1
+    assert (
+        "    fix: Nothing listens at the port of the URL: start the server first, or check the port.\n"
+        in run.stdout
+    )
+    assert "HTTPS_PROXY" not in run.stdout
