@@ -35,7 +35,7 @@ from ..mcp.jsonrpc import (
     URL_ELICITATION_REQUIRED,
 )
 from ..mcp.text import format_duration as format_duration  # the one rule, also offered here
-from ..oauth.errors import SignInError
+from ..oauth.errors import SignInError, problem_text
 
 _SEE_OUTPUT = "See the Output channel of the server."
 _REGISTER = (
@@ -353,7 +353,9 @@ def error_from_mcp(exc: McpError) -> dict[str, Any]:
 def error_from_sign_in(exc: SignInError) -> dict[str, Any]:
     """The error object that the client gets for a failed sign-in.
 
-    The row of the error's ``cause``, its ``detail``, and its ``placeholders`` filled
-    into the message.
+    The row of the error's ``cause``, its ``detail`` (a problem of
+    :data:`~mcpbridge.oauth.errors.SIGN_IN_PROBLEMS` in its words, with what to do), and
+    its ``placeholders`` filled into the message.
     """
-    return error_object(exc.cause, exc.detail, **exc.placeholders)
+    detail = problem_text(exc.detail) if exc.detail else exc.detail
+    return error_object(exc.cause, detail, **exc.placeholders)

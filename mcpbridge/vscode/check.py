@@ -65,6 +65,7 @@ from ..mcp.httpwire import ConnectError
 from ..mcp.jsonrpc import METHOD_NOT_FOUND
 from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
 from ..mcp.text import format_duration
+from ..oauth.errors import problem_words
 from . import settings as args
 
 __all__ = ["Report", "check", "run_check", "render_text"]
@@ -1042,21 +1043,6 @@ def _resource_indicator(settings: args.Settings, record: Any) -> dict[str, str]:
     }
 
 
-#: The failures of the metadata of the sign-in (the details of
-#: :func:`~mcpbridge.oauth.discovery.discover_resource` and ``discover_server``), in words.
-METADATA_PROBLEMS: Final = {
-    "InsecureEndpoint": "an address of the sign-in metadata is not https",
-    "NoResourceMetadata": "the server publishes no protected resource metadata",
-    "InvalidResourceMetadata": "the protected resource metadata of the server is not valid",
-    "ResourceMismatch": "the protected resource metadata is for another URL",
-    "NoAuthorizationServer": "the protected resource metadata names no authorization server",
-    "NoServerMetadata": "the authorization server publishes no metadata",
-    "InvalidServerMetadata": "the metadata of the authorization server is not valid",
-    "IssuerMismatch": "the metadata of the authorization server names another issuer",
-    "NoS256": "the authorization server does not offer PKCE with S256",
-}
-
-
 def _sign_in_flows(
     settings: args.Settings, env: dict[str, str], context: Any, *, deadline: float
 ) -> tuple[dict[str, Any], Any]:
@@ -1079,7 +1065,7 @@ def _sign_in_flows(
         detail = getattr(exc, "detail", None)
         if not isinstance(detail, str) or not detail:
             detail = "an unexpected error"
-        return {"state": "not checked", "note": METADATA_PROBLEMS.get(detail, detail)}, None
+        return {"state": "not checked", "note": problem_words(detail)}, None
     finally:
         web.close()
     offered = grants.offered_flows(server)

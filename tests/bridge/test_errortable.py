@@ -10,6 +10,7 @@ from mcpbridge.bridge.errortable import (
     ERRORS,
     connect_fix,
     error_from_mcp,
+    error_from_sign_in,
     error_object,
     format_duration,
     has_response,
@@ -25,6 +26,7 @@ from mcpbridge.mcp.jsonrpc import (
     ErrorObject,
 )
 from mcpbridge.mcp.legacy_http import SessionExpired
+from mcpbridge.oauth.errors import SignInFailed
 from tests.schema import validate_legacy
 
 SEE = "See the Output channel of the server."
@@ -383,3 +385,14 @@ def test_only_a_host_elsewhere_gets_the_advice_of_the_proxy_variables() -> None:
     assert "HTTPS_PROXY" not in connect_fix(refused=True, loopback=False)
     assert "HTTPS_PROXY" not in connect_fix(refused=False, loopback=True)
     assert connect_fix(refused=False, loopback=False).endswith("behind a proxy, set HTTPS_PROXY.")
+
+
+def test_a_problem_of_the_sign_in_reaches_the_client_in_words_with_what_to_do() -> None:
+    error = error_from_sign_in(SignInFailed("NoS256"))
+    assert error["data"] == {
+        "cause": "sign_in_failed",
+        "detail": "the authorization server does not offer PKCE with S256; the bridge signs in only with "
+        "it: ask the owner of the authorization server to offer it",
+    }
+    other = error_from_sign_in(SignInFailed("token: HTTP status 500"))
+    assert other["data"]["detail"] == "token: HTTP status 500"

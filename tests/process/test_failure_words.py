@@ -268,3 +268,32 @@ def test_check_of_a_refused_loopback_url_says_to_start_the_server_and_no_word_of
         in run.stdout
     )
     assert "HTTPS_PROXY" not in run.stdout
+
+
+# --------------------------------------------------------------------------- the problems of the sign-in
+
+INSECURE = (
+    "an address of the sign-in metadata is not https; the bridge signs in only over https: ask the owner "
+    "of the server or of its authorization server to publish https addresses"
+)
+
+
+def http_metadata(ex: Exchange) -> None:
+    """A server that asks for a sign-in whose metadata is at an http address."""
+    ex.close()
+    ex.body(401, b"", "text/plain", [("WWW-Authenticate", 'Bearer resource_metadata="http://127.0.0.1/x"')])
+
+
+def test_a_sign_in_whose_metadata_is_not_https_is_told_in_words_with_what_to_do() -> None:
+    with ScriptedServer(http_metadata) as server:
+        with Bridge(bridge_command(server.url())) as bridge:
+            response = bridge.initialize()
+            stderr = finish(bridge)
+    error = error_of(response)
+    assert error["message"] == (
+        "The sign-in at the authorization server of the upstream server failed. See the Output channel of "
+        "the server."
+    )
+    assert error["data"] == {"cause": "sign_in_failed", "detail": INSECURE}
+    assert f"{PREFIX}bridge: error: server/discover failed: {INSECURE}" in bridge_lines(stderr)
+    assert "InsecureEndpoint" not in stderr
