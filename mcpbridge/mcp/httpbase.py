@@ -386,14 +386,12 @@ class HttpTransportBase(WireReading, Transport):
                     message = parse_event(event, self._max_depth)
                 except FrameError as exc:
                     if strict:
-                        raise InvalidResponse(
-                            f"an event is not a valid JSON-RPC message ({exc.cause})"
-                        ) from exc
+                        raise InvalidResponse(f"an event is {exc.words}") from exc
                     self._drops(
                         logging.DEBUG,
                         "dropped events of the upstream server that are not messages",
-                        "dropped an event of the upstream server that is not a message (%s)",
-                        exc.cause,
+                        "dropped an event of the upstream server that is %s",
+                        exc.words,
                     )
                     continue
                 yield message

@@ -112,7 +112,7 @@ def bad_line(error: FrameError | TooLong) -> BadLine:
             f"a line of {error.size} bytes, over the limit of {error.limit} bytes",
             error.limit,
         )
-    return BadLine(error.id, error.is_response, f"a line that is not a valid message ({error.cause})")
+    return BadLine(error.id, error.is_response, f"a line that is {error.words}")
 
 
 class Entry:

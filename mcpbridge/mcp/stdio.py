@@ -579,19 +579,18 @@ class StdioChildTransport(Transport):
             self._drops(
                 logging.WARNING,
                 "dropped lines that are not JSON",
-                "the upstream server wrote a line of %d bytes that is not JSON (%s) on stdout, and the "
-                "bridge dropped it: the output of a server other than its messages belongs on stderr",
+                "the upstream server wrote a line of %d bytes that is %s on stdout, and the bridge "
+                "dropped it: the output of a server other than its messages belongs on stderr",
                 size,
-                error.detail or error.cause,
+                error.words,
             )
         else:
             self._drops(
                 logging.WARNING,
                 "dropped messages that are not valid",
-                "the upstream server wrote a message of %d bytes that is not valid (%s), and the "
-                "bridge dropped it",
+                "the upstream server wrote a message of %d bytes that is %s, and the bridge dropped it",
                 size,
-                error.detail or error.cause,
+                error.words,
             )
         if self._on_stray_line is not None:
             run_callback("a stray line of the upstream server", self._on_stray_line, log)

@@ -133,16 +133,16 @@ def test_garbage_lines_of_the_upstream_get_one_warning_of_each_kind_and_a_count_
     lines = stderr.splitlines()
     # "not json" first: 8 bytes; the three lines that are not JSON get one warning and a count.
     assert (
-        "mcp-bridge-vscode: upstream: warning: the upstream server wrote a line of 8 bytes that is not JSON "
-        "(JSONDecodeError) on stdout, and the bridge dropped it: the output of a server other than its "
-        "messages belongs on stderr"
+        "mcp-bridge-vscode: upstream: warning: the upstream server wrote a line of 8 bytes that is not "
+        "valid JSON on stdout, and the bridge dropped it: the output of a server other than its messages "
+        "belongs on stderr"
     ) in lines
     warning = "mcp-bridge-vscode: upstream: warning: "
     assert warning + "dropped lines that are not JSON since the last such line: 2 more" in lines
     # "[1,2,3]" first: 7 bytes; the four that are JSON but not messages likewise.
     assert (
         "mcp-bridge-vscode: upstream: warning: the upstream server wrote a message of 7 bytes that is not "
-        "valid (the message is not an object), and the bridge dropped it"
+        "a valid JSON-RPC 2.0 message (the message is not an object), and the bridge dropped it"
     ) in lines
     assert warning + "dropped messages that are not valid since the last such line: 3 more" in lines
     assert len([line for line in lines if "that is not" in line or line.endswith(" more")]) == 4
@@ -222,7 +222,7 @@ def test_a_line_over_the_limit_without_an_id_is_dropped_with_a_warning() -> None
         assert_serves(bridge)
         stderr = finish(bridge)
     assert "upstream: warning: dropped a line of " in stderr
-    assert "over the limit from the upstream server" in stderr
+    assert f"over the limit of {MAX_LINE} bytes from the upstream server" in stderr
 
 
 def test_nesting_up_to_200_levels_passes_and_deeper_fails_its_request() -> None:
@@ -265,8 +265,8 @@ def test_unknown_and_invalid_notifications_and_requests_of_the_upstream_never_re
     ) in lines
     assert (
         warning
-        + "the upstream server wrote a message of 86 bytes that is not valid (params is not an object), "
-        "and the bridge dropped it"
+        + "the upstream server wrote a message of 86 bytes that is not a valid JSON-RPC 2.0 message "
+        "(params is not an object), and the bridge dropped it"
     ) in lines
     assert "bridge: debug: dropped the notification notifications/unknown of the upstream server" in stderr
     assert "no level" not in stderr and "bad level" not in stderr
