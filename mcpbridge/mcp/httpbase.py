@@ -327,7 +327,9 @@ class HttpTransportBase(WireReading, Transport):
         except FrameError as exc:
             if 200 <= status < 300:
                 raise InvalidResponse("the body is not a valid JSON-RPC message", http_status=status) from exc
-            raise status_error(response) from exc
+            # The body of an error status need not be a JSON-RPC message (an OAuth error, a
+            # web page): the status is the failure, and the parse of its body no part of it.
+            raise status_error(response) from None
         answer = _answer_to(request, message)
         if isinstance(answer, ErrorResponse) or (answer is not None and 200 <= status < 300):
             return answer

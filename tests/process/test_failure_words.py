@@ -297,3 +297,43 @@ def test_a_sign_in_whose_metadata_is_not_https_is_told_in_words_with_what_to_do(
     assert error["data"] == {"cause": "sign_in_failed", "detail": INSECURE}
     assert f"{PREFIX}bridge: error: server/discover failed: {INSECURE}" in bridge_lines(stderr)
     assert "InsecureEndpoint" not in stderr
+
+
+# --------------------------------------------------------------------------- no unrelated causes
+
+
+def refused_token(ex: Exchange) -> None:
+    """A server that refuses the token of the request with an OAuth error body, not a JSON-RPC one."""
+    ex.close()
+    ex.body(401, b'{"error":"invalid_token"}', "application/json")
+
+
+def test_an_http_status_whose_body_is_no_json_rpc_message_names_no_parse_failure_even_at_debug() -> None:
+    command = bridge_command("--log-level", "debug", "--header-env", "Authorization=H10_TOKEN", "")
+    with ScriptedServer(refused_token) as server:
+        command[-1] = server.url()
+        with Bridge(command, env={"H10_TOKEN": "Bearer tok-5be1c0"}) as bridge:
+            response = bridge.initialize()
+            stderr = finish(bridge)
+    assert error_of(response)["data"]["detail"] == "server/discover, HTTP status 401"
+    [line] = [line for line in bridge_lines(stderr) if "server/discover failed" in line]
+    assert line.endswith("server/discover, HTTP status 401 - HttpStatusError: HTTP status 401")
+    assert "FrameError" not in stderr and "jsonrpc is not 2.0" not in stderr
+    assert "tok-5be1c0" not in stderr
+
+
+def test_a_stray_line_on_the_stdout_of_the_server_is_told_without_the_class_of_the_parse_error() -> None:
+    upstream = [
+        "sh",
+        "-c",
+        'echo "starting up"; exec "$0" "$@"',
+        *fixture_command(),
+    ]
+    with Bridge(bridge_command(upstream=upstream)) as bridge:
+        assert "result" in bridge.initialize()
+        stderr = finish(bridge)
+    assert (
+        f"{PREFIX}upstream: warning: the upstream server wrote a line of 11 bytes that is not valid JSON on "
+        "stdout, and the bridge dropped it: the output of a server other than its messages belongs on stderr"
+    ) in bridge_lines(stderr)
+    assert "Error" not in stderr
