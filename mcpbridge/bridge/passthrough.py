@@ -58,7 +58,15 @@ from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
 from ..mcp.droplog import DropLog
 from ..mcp.errorbase import BridgeError
-from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, SpawnFailed
+from ..mcp.errors import (
+    Cancelled,
+    Closed,
+    InvalidResponse,
+    McpError,
+    RequestTimeout,
+    ResponseTooLarge,
+    SpawnFailed,
+)
 from ..mcp.jsonrpc import (
     INTERNAL_ERROR,
     ErrorObject,
@@ -86,7 +94,7 @@ from .era import (
 from .listrules import ListRules
 from .options import Options, Timeouts
 from .output import Host, Slot
-from .session import discover_error, log_repairs, start_words, upstream_state
+from .session import discover_error, log_repairs, log_too_large, start_words, upstream_state
 
 # The front end imports the names of mcpbridge.bridge.era that it needs from here.
 __all__ = [
@@ -348,6 +356,8 @@ class LegacyPassthrough:
             if isinstance(exc, Closed) and peer.gone:
                 self._host.respond_error(slot, errortable.error_object("upstream_exited"))
             else:
+                if isinstance(exc, ResponseTooLarge):
+                    log_too_large(exc)
                 self._host.respond_error(slot, errortable.error_from_mcp(exc))
             return
         finally:

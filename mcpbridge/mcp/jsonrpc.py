@@ -187,7 +187,7 @@ class FrameError(PeerFault):
 #: The causes of :class:`FrameError` in words.
 _FRAME_WORDS: Final = {
     "parse_error": "not valid JSON",
-    "too_deep": "nested deeper than the limit",
+    "too_deep": "nested deeper than the limit of the bridge",
     "invalid_request_shape": "not a valid JSON-RPC 2.0 message",
     "invalid_id": "not a valid JSON-RPC 2.0 message",
 }

@@ -337,3 +337,37 @@ def test_a_stray_line_on_the_stdout_of_the_server_is_told_without_the_class_of_t
         "stdout, and the bridge dropped it: the output of a server other than its messages belongs on stderr"
     ) in bridge_lines(stderr)
     assert "Error" not in stderr
+
+
+#: A 2025-era server on stdio: -32601 for server/discover, a result for initialize, and a
+#: result of 5000 characters for each tools/call.
+LEGACY_LONG_ANSWERS = """
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if 'id' not in m:
+        continue
+    if m['method'] == 'server/discover':
+        answer = {'error': {'code': -32601, 'message': 'Method not found'}}
+    elif m['method'] == 'initialize':
+        answer = {'result': {'protocolVersion': '2025-06-18', 'capabilities': {'tools': {}},
+                             'serverInfo': {'name': 'scripted', 'version': '1'}}}
+    else:
+        answer = {'result': {'content': [{'type': 'text', 'text': 'x' * 5000}]}}
+    print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], **answer}), flush=True)
+"""
+
+
+def test_an_answer_of_a_2025_era_server_over_the_line_limit_names_the_option_too() -> None:
+    upstream = [sys.executable, "-c", LEGACY_LONG_ANSWERS]
+    with Bridge(bridge_command("--max-line-bytes", "1000", upstream=upstream)) as bridge:
+        assert bridge.initialize()["result"]["serverInfo"]["name"] == "scripted"
+        response = call(bridge, "any", {})
+        stderr = finish(bridge)
+    error = error_of(response)
+    assert error["message"] == TOO_LARGE
+    assert error["data"]["cause"] == "response_too_large"
+    detail = error["data"]["detail"]
+    assert detail.startswith("the response is a line of ")
+    assert detail.endswith(" bytes, over the limit of 1000 bytes")
+    assert f"{PREFIX}bridge: warning: {detail}; to take such answers, raise --max-line-bytes" in stderr
