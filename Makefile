@@ -42,7 +42,7 @@ $(PY):
 	$(PYTHON3) -m venv $(VENV)
 
 $(PY_STAMP): setup.cfg pyproject.toml | $(PY)
-	$(PY) -m pip install -e '.[test]'
+	$(PY) -m pip install -c tests/constraints.txt -e '.[test]'
 	touch $@
 
 $(RUNTIME_STAMP): setup.cfg pyproject.toml | $(PY)

@@ -286,7 +286,7 @@ class FrontendPair:
     another) instead of hoping for it. Every read has a deadline.
     """
 
-    def __init__(self, server: Any, **options: Any) -> None:
+    def __init__(self, server: Any, wrap_connect: Any = None, **options: Any) -> None:
         from mcpbridge.bridge.frontend import Frontend, Options
         from mcpbridge.bridge.upstream import transport_connector
         from mcpbridge.mcp.memory import memory_pair
@@ -305,9 +305,10 @@ class FrontendPair:
             return client_end
 
         settings = {"fallback_name": "in-process", "version": "0.0.0", "shutdown_grace": 0.5, **options}
-        self.frontend = Frontend(
-            self._frontend_in, self._frontend_out, transport_connector(make_transport), Options(**settings)
-        )
+        connect = transport_connector(make_transport)
+        if wrap_connect is not None:  # a test that breaks the start of the upstream
+            connect = wrap_connect(connect)
+        self.frontend = Frontend(self._frontend_in, self._frontend_out, connect, Options(**settings))
         self.frames: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         self.ended: Any = None

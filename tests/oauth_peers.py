@@ -12,6 +12,10 @@
 * with the switch ``refuse_resource``: the refusals of the ``resource`` parameter that
   Microsoft Entra ID gives (``invalid_target``, or ``invalid_request`` with a description
   that names the parameter) at the authorization, token and device endpoints;
+* with the switches ``token_raw`` and ``device_raw``: members of the token and device answers
+  written as raw JSON text (``1e400``, 400 digits, ``NaN``), which :mod:`json` cannot write;
+* with the switch ``dribble``: the answers of some endpoints sent one byte at a time, a
+  pause between two, the head at once (``body``) or byte by byte too (``head``);
 * ``POST /mcp``: a 2026-07-28 server that wants a bearer token; ``whoami`` needs
   ``mcp:read``, ``guarded`` needs ``mcp:write`` (a 403 with ``insufficient_scope``).
   With the switch ``legacy`` it is a 2025-11-25 server with the same tools (a session
@@ -53,6 +57,24 @@ DISCOVER_RESULT = {
     "cacheScope": "public",
     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "oauth-peer", "version": "1.0"}},
 }
+#: Numbers of a hostile peer, as raw JSON text: none is a number of seconds. :mod:`json` reads
+#: ``1e400`` as infinity, ``NaN`` as a float that is not a number, 400 digits as a huge int.
+HOSTILE_NUMBERS = (
+    "1e400",
+    "-1e400",
+    "9" * 400,
+    "-" + "9" * 400,
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "-1",
+    "true",
+    '"soon"',
+    '"\\u00b2"',
+    '"1e3"',
+    "[60]",
+    '{"seconds": 60}',
+)
 TOOLS = [
     {"name": "whoami", "inputSchema": {"type": "object"}},
     {"name": "guarded", "inputSchema": {"type": "object"}},
@@ -138,6 +160,15 @@ class Switches:
     refuse_resource_at: tuple[str, ...] = ("authorize", "token", "device")
     #: Refuse also the requests without a ``resource`` (the sign-in cannot succeed).
     refuse_resource_always: bool = False
+    #: Members of the token answers as raw JSON text, in place of their values.
+    token_raw: dict[str, str] = field(default_factory=dict)
+    #: Members of the device authorization answers as raw JSON text.
+    device_raw: dict[str, str] = field(default_factory=dict)
+    #: The answers sent one byte at a time: the endpoint (``prm``, ``server``, ``register``,
+    #: ``token``, ``device``) to ``body`` (the head at once) or ``head`` (all of it).
+    dribble: dict[str, str] = field(default_factory=dict)
+    #: The pause between two bytes of a dribbled answer.
+    dribble_pause: float = 1.0
 
 
 @dataclass
@@ -173,6 +204,14 @@ class AuthServer:
         self.device_approved = threading.Event()
         #: Set at each answer of the device endpoint.
         self.device_answered = threading.Event()
+        #: Set when the server closes: a dribbled answer stops.
+        self.closing = threading.Event()
+        #: The dribbled answers that ended: the bytes each sent before the client closed it or
+        #: the server closed.
+        self.dribbles: list[int] = []
+        #: Set when a dribbled answer sent its first byte.
+        self.dribble_started = threading.Event()
+        self.dribble_ended = threading.Condition(self.lock)
         self.server = ScriptedServer(self.handle, ssl_context=ca.server_context)
         self.origin = f"https://127.0.0.1:{self.server.port}"
 
@@ -208,7 +247,49 @@ class AuthServer:
                 entry["expires"] = 0.0
 
     def close(self) -> None:
+        self.closing.set()
         self.server.close()
+
+    def wait_dribbles(self, count: int, timeout: float) -> list[int]:
+        """Wait until ``count`` dribbled answers ended (bounded); the bytes each sent."""
+        with self.dribble_ended:
+            if not self.dribble_ended.wait_for(lambda: len(self.dribbles) >= count, timeout):
+                raise TimeoutError(f"{len(self.dribbles)} dribbled answers ended, not {count}")
+            return list(self.dribbles)
+
+    def answer(
+        self, ex: Exchange, endpoint: str, obj: Any, status: int = 200, raw: dict[str, str] | None = None
+    ) -> None:
+        """Answer ``obj`` as JSON, its members ``raw`` as raw text, dribbled when the switch says so."""
+        body = json_with_raw(obj, raw or {})
+        how = self.switches.dribble.get(endpoint)
+        if how is None:
+            ex.body(status, body, "application/json")
+            return
+        head = (
+            f"HTTP/1.1 {status} Status\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode("latin-1")
+        ex.close()
+        if how == "body":
+            ex.send(head)
+            rest = body
+        else:
+            rest = head + body
+        sent = 0
+        try:
+            for byte in rest:
+                if self.closing.wait(self.switches.dribble_pause):
+                    break
+                ex.send(bytes([byte]))
+                sent += 1
+                self.dribble_started.set()
+        except OSError:
+            pass
+        finally:
+            with self.dribble_ended:
+                self.dribbles.append(sent)
+                self.dribble_ended.notify_all()
 
     def secrets_seen(self) -> list[str]:
         """Every token and code that the server issued."""
@@ -229,16 +310,15 @@ class AuthServer:
             ):
                 ex.body(404, b"", "text/plain")
                 return
-            ex.json(
-                {
-                    "resource": sw.prm_resource or self.url,
-                    "authorization_servers": [self.issuer],
-                    "scopes_supported": ["mcp:read", "mcp:write"],
-                }
-            )
+            prm = {
+                "resource": sw.prm_resource or self.url,
+                "authorization_servers": [self.issuer],
+                "scopes_supported": ["mcp:read", "mcp:write"],
+            }
+            self.answer(ex, "prm", prm)
             return
         if request.method == "GET" and path == "/.well-known/oauth-authorization-server" + sw.issuer_path:
-            ex.json(self.metadata())
+            self.answer(ex, "server", self.metadata())
             return
         if request.method == "POST" and path == "/register":
             self.register(ex)
@@ -300,7 +380,8 @@ class AuthServer:
             return
         client_id = "dyn-" + secrets.token_hex(4)
         self.add_client(client_id, body["redirect_uris"][0])
-        ex.json({"client_id": client_id, "token_endpoint_auth_method": "none", **body}, 201)
+        registered = {"client_id": client_id, "token_endpoint_auth_method": "none", **body}
+        self.answer(ex, "register", registered, 201)
 
     def authorize(self, ex: Exchange, q: dict[str, str]) -> None:
         sw = self.switches
@@ -459,7 +540,7 @@ class AuthServer:
             if with_refresh:
                 self.refresh[refresh] = {"client_id": client_id, "scope": scope}
                 answer["refresh_token"] = refresh
-        ex.json(answer)
+        self.answer(ex, "token", answer, raw=sw.token_raw)
 
     # ---------------------------------------------------------------- the device grant
 
@@ -499,8 +580,8 @@ class AuthServer:
             answer["verification_uri_complete"] = f"{self.origin}/device/verify?user_code={user_code}"
         if sw.device_interval is not None:
             answer["interval"] = sw.device_interval
-        ex.json(answer)
         self.device_answered.set()
+        self.answer(ex, "device", answer, raw=sw.device_raw)
 
     def device_approve(self, ex: Exchange) -> None:
         form = dict(parse_qsl(ex.request.body.decode(), keep_blank_values=True))
@@ -732,6 +813,16 @@ def approve(origin: str, user_code: str, ca: TestCA) -> int:
             return int(answer.status)
     except urllib.error.HTTPError as exc:
         return exc.code
+
+
+def json_with_raw(obj: dict[str, Any], raw: dict[str, str]) -> bytes:
+    """``obj`` as JSON, with the members of ``raw`` written as their raw text (in place of a value)."""
+    kept = {k: v for k, v in obj.items() if k not in raw}
+    text = json.dumps(kept)
+    extra = "".join(f", {json.dumps(k)}: {v}" for k, v in raw.items())
+    if not kept:
+        extra = extra[2:]
+    return (text[:-1] + extra + "}").encode()
 
 
 def free_port() -> int:

@@ -18,12 +18,11 @@ from typing import Any
 
 import pytest
 import typer
-from typer._click.core import Context
-from typer.core import TyperGroup
 
 from conftest import REPO_ROOT
 from mcpbridge.bridge.errortable import ERRORS, INTERNAL_CAUSE
-from mcpbridge.vscode.cli import app, parse
+from mcpbridge.vscode.app import app
+from mcpbridge.vscode.cli import parse
 from mcpbridge.vscode.settings import PROGRAM, Header, Settings
 
 DOCS = REPO_ROOT / "docs"
@@ -55,10 +54,9 @@ def pages() -> list[Path]:
 def command_options(subcommand: str | None) -> set[str]:
     """Every name of every option that the help of a command shows (its hidden ones are refused)."""
     group = typer.main.get_command(app)
-    assert isinstance(group, TyperGroup)
-    command = group.commands[subcommand] if subcommand is not None else group
+    command = group.commands[subcommand] if subcommand is not None else group  # type: ignore[attr-defined]
     names: set[str] = set()
-    for param in command.get_params(Context(command, info_name=PROGRAM)):
+    for param in command.get_params(typer.Context(command, info_name=PROGRAM)):
         if param.param_type_name == "option" and not getattr(param, "hidden", False):
             names.update(param.opts)
             names.update(param.secondary_opts)

@@ -32,6 +32,7 @@ PURE_MODULES = (
     "mcpbridge/mcp/schema_infer.py",
     "mcpbridge/mcp/uritemplate.py",
     "mcpbridge/bridge/legacy.py",
+    "mcpbridge/bridge/lifecycle.py",
     "mcpbridge/bridge/translate.py",
     "mcpbridge/bridge/revisions.py",
     "mcpbridge/bridge/errortable.py",
@@ -44,7 +45,14 @@ PURE_MODULES = (
     "mcpbridge/bridge/lists.py",
     "mcpbridge/bridge/tasks.py",
     "mcpbridge/vscode/settings.py",
+    "mcpbridge/vscode/options.py",
+    "mcpbridge/vscode/urls.py",
+    "mcpbridge/vscode/words.py",
+    "mcpbridge/vscode/headers.py",
     "mcpbridge/oauth/config.py",
+    "mcpbridge/oauth/urls.py",
+    "mcpbridge/oauth/challenge.py",
+    "mcpbridge/oauth/tokens.py",
 )
 """Modules that do no I/O, start no thread and read no clock."""
 

@@ -17,7 +17,7 @@ from ..oauth.signin import ConsentEnded
 from .pending import WaitEnded
 
 if TYPE_CHECKING:
-    from ..oauth.authorizer import OAuthSession
+    from ..oauth.session import OAuthSession
     from .frontend import Frontend
 
 __all__ = ["FrontendConsent", "attach"]

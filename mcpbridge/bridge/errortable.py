@@ -140,6 +140,11 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             "arguments of the server, or use --protocol auto.",
         ),
         "upstream_exited": (INTERNAL_ERROR, f"The upstream server process stopped. {_SEE_OUTPUT}"),
+        "input_ended": (
+            INTERNAL_ERROR,
+            "The input of the bridge ended, and the upstream server did not answer within the grace "
+            "period, thus the bridge stopped it.",
+        ),
         "not_initialized": (
             INVALID_REQUEST,
             "The client did not initialize the connection. Send initialize first.",

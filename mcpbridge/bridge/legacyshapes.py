@@ -79,7 +79,7 @@ _CHOICES: Final = _array(_object({"const": _STRING, "title": _STRING}, ("const",
 #: the schema file). Two deliberate differences:
 #:
 #: * ``ElicitRequestFormParams``: the properties of ``requestedSchema`` are not checked
-#:   here; :func:`compile_form_schema` checks each against ``PrimitiveSchemaDefinition``,
+#:   here; :func:`~.forms.compile_form_schema` checks each against ``PrimitiveSchemaDefinition``,
 #:   so a property such as ``{"type": "object"}`` is a schema that "does not compile".
 #: * ``ElicitResult``: a value of ``content`` may be any number, not only an integer,
 #:   because a form property of type ``number`` takes 2.5.

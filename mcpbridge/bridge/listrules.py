@@ -6,6 +6,15 @@ of both eras, and :meth:`ListRules.page` for each list result. Only the path of 
 2026-07-28 upstream uses the cache (:meth:`ListRules.lookup`, ``cache=True``): a
 2025-era server has no ``ttlMs``, so nothing of it is cached.
 
+MCP Apps (the extension ``io.modelcontextprotocol/ui``): a tool with a view
+(``_meta.ui.resourceUri``, a ``ui://`` resource) is the entry tool of an app, and
+a tool that only the app may call (``_meta.ui.visibility`` with ``"app"`` and
+without ``"model"``) with the same view belongs to that app: the view calls it.
+The filter keeps such an app-only tool, in the lists and for its calls, when it
+keeps the entry tool of its app, unless a deny pattern names the app-only tool.
+The rule learns the apps from the tool lists: an app-only tool listed on an
+earlier page than its entry tool shows from the next listing on.
+
 Log lines: one warning for each pattern that matches no tool of a full
 listing; debug lines for each hit, miss and drop of the cache, and for the calls
 of hidden tools (through the drop log of the connection: a client can repeat
@@ -17,13 +26,38 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from fnmatch import fnmatchcase
+from typing import Any, Final
 
 from ..mcp.droplog import DropLog
 from ..mcp.jsonrpc import dumps
 from .lists import CACHED_METHODS, ListCache, ListingWatch, Outcome, ToolFilter, ttl_ms, unknown_tool_error
 
 log = logging.getLogger("mcpbridge.bridge")
+
+#: The most app-only tools and views that one connection remembers.
+MAX_APP_ENTRIES: Final = 10_000
+
+
+def app_view(tool: Any) -> str | None:
+    """The view of a tool of MCP Apps: ``_meta.ui.resourceUri`` (or the deprecated flat
+    ``_meta["ui/resourceUri"]``), a string; else ``None``."""
+    meta = tool.get("_meta") if isinstance(tool, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    ui = meta.get("ui")
+    view = ui.get("resourceUri") if isinstance(ui, dict) else None
+    if view is None:
+        view = meta.get("ui/resourceUri")
+    return view if isinstance(view, str) and view else None
+
+
+def app_only(tool: Any) -> bool:
+    """Whether only an app may call the tool: its ``_meta.ui.visibility`` has ``"app"``, not ``"model"``."""
+    meta = tool.get("_meta") if isinstance(tool, dict) else None
+    ui = meta.get("ui") if isinstance(meta, dict) else None
+    visibility = ui.get("visibility") if isinstance(ui, dict) else None
+    return isinstance(visibility, list) and "app" in visibility and "model" not in visibility
 
 
 def _page_name(params: Any) -> str:
@@ -45,11 +79,22 @@ class ListRules:
         self._lock = threading.Lock()
         self._watch = ListingWatch(self.filter)
         self._cache = ListCache()
+        #: The app-only tools of the lists, each with its view, and the views of the entry
+        #: tools that the filter keeps (see the module docstring); guarded by ``_lock``.
+        self._app_tools: dict[str, str] = {}
+        self._kept_views: set[str] = set()
 
     def refuse_call(self, params: Any) -> dict[str, Any] | None:
-        """The error for a ``tools/call`` with ``params`` of a hidden tool; ``None`` to forward it."""
+        """The error for a ``tools/call`` with ``params`` of a hidden tool; ``None`` to forward it.
+
+        An app-only tool of an app whose entry tool the filter keeps is not hidden.
+        """
         name = self.filter.hidden_call(params)
         if name is None:
+            return None
+        with self._lock:
+            kept = self._app_kept_locked(name, self._app_tools.get(name))
+        if kept:
             return None
         self._drops(
             logging.DEBUG,
@@ -93,10 +138,43 @@ class ListRules:
             unmatched = self._watch.page(cursor, result)
         for pattern in unmatched:
             log.warning("%s", self.filter.unmatched_warning(pattern))
-        filtered, hidden = self.filter.filter_page(result)
+        with self._lock:
+            filtered, hidden = self._filter_page_locked(result)
         if hidden:
             log.debug("the tool filter hid %d tools of a tools/list page", hidden)
         return filtered
+
+    def _filter_page_locked(self, result: Any) -> tuple[Any, int]:
+        """The page without its hidden tools, and how many went away; it learns its apps first."""
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return result, 0
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            view = app_view(tool)
+            if not isinstance(name, str) or view is None:
+                continue
+            if app_only(tool):
+                if name in self._app_tools or len(self._app_tools) < MAX_APP_ENTRIES:
+                    self._app_tools[name] = view
+            elif not self.filter.hides(name) and len(self._kept_views) < MAX_APP_ENTRIES:
+                self._kept_views.add(view)
+        kept = [tool for tool in tools if self._shown_locked(tool)]
+        if len(kept) == len(tools):
+            return result, 0
+        return {**result, "tools": kept}, len(tools) - len(kept)
+
+    def _shown_locked(self, tool: Any) -> bool:
+        name = tool.get("name") if isinstance(tool, dict) else None
+        if not self.filter.hides(name):
+            return True
+        return app_only(tool) and self._app_kept_locked(name, app_view(tool))
+
+    def _app_kept_locked(self, name: Any, view: str | None) -> bool:
+        """Whether the app-only tool ``name`` with ``view`` belongs to an app that the filter keeps."""
+        if view is None or view not in self._kept_views or not isinstance(name, str):
+            return False
+        return not any(fnmatchcase(name, pattern) for pattern in self.filter.deny)
 
     def failed(self, method: str, params: Any, error_code: Any) -> None:
         """A list request failed: an invalid cursor drops the pages of its list."""

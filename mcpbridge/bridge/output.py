@@ -46,6 +46,47 @@ response.
 The parts that speak to the client without owning the connection (the listen
 stream, the input rounds, the 2025-era passthrough) see the output only
 through :class:`Host`, the architecture's ``notify.Host`` and ``input.Peer``.
+
+Lock rules
+----------
+
+The threads of a connection meet here, so the rules of every lock of the
+package are written here, once. The rule: **a lock guards a decision, never
+I/O, and no thread takes a second lock while it holds one**; a wait on a
+condition is bounded. These are all the exceptions, each on purpose:
+
+* **The output lock** (:attr:`Output._cond`). A frame joins the queue under it,
+  in the same step as the check that it may still go (a slot answered once, a
+  listen stream's generation): that is its decision. The write itself is done
+  without it: :meth:`Output._submit_locked` releases the lock while the holder
+  of the pen writes, and takes it back to count what was written. A writer waits
+  for room under it (:meth:`Output._wait_for_room_locked`): that wait depends on
+  the client alone, and the stall rule bounds it. The ``frames`` function of
+  :meth:`Output.write_locked` runs under the lock and must not block or take
+  another lock (:func:`response_frame_locked` is such a function).
+* **The delivery lock of a shared child** (``_deliver`` of
+  :class:`~.childshare._Shared`): the messages of the child reach the
+  connection that owns it under this lock, so that a change of owner never
+  splits them; a delivery may write to the client, and so wait for room in the
+  output. It is taken only on the child's reader thread and by a change of owner.
+* **The lock of a listen stream of the server** (``lock`` of the subscriptions of
+  :mod:`mcpbridge.mcp.serverconn`): it orders the frames of one stream (the
+  acknowledgment, the events, the result) and is held while they are sent. It is
+  reentrant, because the memory link delivers a frame on the sending thread and
+  the client may answer from there; the connection's own lock is only ever taken
+  inside it, never around it.
+* **The state of the front end** (:class:`~.frontend.Frontend`): the reader reads
+  the state without the lock, as a hint for which way a message goes; every
+  change is made under the state lock, and the changes that must be won once (the
+  start of an initialize, its end, the start of the closing) compare and set
+  under it, so a stale read only sends a message to a path that checks again.
+* **A file lock of the token store** (:class:`mcpbridge.platform.common.FileLock`):
+  it guards the I/O itself (a keychain entry or a file that other processes
+  share), for at most its time limit.
+
+The listen stream's owner thread (:mod:`.notify`) holds its state without a
+lock: only that thread changes it, and the active generation is read and
+written under the output lock.
 """
 
 from __future__ import annotations
@@ -65,7 +106,16 @@ from ..mcp.droplog import DROP_LOG_INTERVAL
 from ..mcp.jsonrpc import RequestId
 from .dumptext import OutputState
 
-__all__ = ["LARGE_FRAME_BYTES", "MAX_QUEUED_BYTES", "QUIET_SECONDS", "Host", "LargeFrames", "Output", "Slot"]
+__all__ = [
+    "LARGE_FRAME_BYTES",
+    "MAX_QUEUED_BYTES",
+    "QUIET_SECONDS",
+    "Batch",
+    "Host",
+    "LargeFrames",
+    "Output",
+    "Slot",
+]
 
 log = logging.getLogger("mcpbridge.bridge")
 
@@ -91,7 +141,7 @@ FRAME_OVERHEAD: Final = 256
 class Slot:
     """One request of the client in flight."""
 
-    __slots__ = ("id", "method", "cancel", "started", "done", "waiting_for", "next_report")
+    __slots__ = ("id", "method", "cancel", "started", "done", "waiting_for", "next_report", "batch")
 
     def __init__(self, request_id: RequestId, method: str) -> None:
         self.id = request_id
@@ -103,6 +153,23 @@ class Slot:
         #: What the slot waits for, for the watcher's log lines.
         self.waiting_for = "upstream"
         self.next_report = 10.0
+        #: The batch of the client that the request came in (see :class:`Batch`).
+        self.batch: Batch | None = None
+
+
+class Batch:
+    """The responses to one batch of the client (JSON-RPC 2.0, section 6): one array, one line.
+
+    The responses of the batch's requests gather here, and the array goes out once
+    the last one is in: the reader holds the batch open while it reads the elements
+    (``open`` counts it and each slot that has yet to answer).
+    """
+
+    __slots__ = ("open", "parts")
+
+    def __init__(self) -> None:
+        self.open = 1
+        self.parts: list[bytes] = []
 
 
 class Host(Protocol):
@@ -414,7 +481,41 @@ class Output:
                 if slot.done or slot.cancel.cancelled:
                     return False
                 slot.done = True
+                if slot.batch is not None:  # the response waits for the others of its batch
+                    frame = b"".join(data) if isinstance(data, list) else data
+                    return self._batch_locked(slot.batch, frame, -1)
             return self._submit_locked(data if isinstance(data, list) else (data,), wait=wait)
+
+    def join_batch(self, slot: Slot, batch: Batch) -> None:
+        """The response of ``slot`` goes into ``batch``."""
+        with self._cond:
+            batch.open += 1
+            slot.batch = batch
+
+    def batch_frame(self, batch: Batch, frame: bytes | None, *, end: bool = False) -> None:
+        """Put ``frame`` (a response) into ``batch``; ``end``: the reader read its last element.
+
+        The batch's array joins the queue once nothing holds it open any more.
+        """
+        with self._cond:
+            self._batch_locked(batch, frame, -1 if end else 0)
+
+    def slot_ended(self, slot: Slot) -> None:
+        """The slot of a batch ended: without a response (canceled) it holds its batch no more."""
+        with self._cond:
+            if slot.batch is not None and not slot.done:
+                slot.done = True
+                self._batch_locked(slot.batch, None, -1)
+
+    def _batch_locked(self, batch: Batch, frame: bytes | None, change: int) -> bool:
+        if frame is not None:
+            batch.parts.append(frame.rstrip(b"\n"))
+        batch.open += change
+        if batch.open > 0 or not batch.parts or self._closed:
+            return not self._closed
+        line = b"[" + b",".join(batch.parts) + b"]\n"
+        batch.parts = []
+        return self._submit_locked((line,), wait=False)
 
     def write_locked(self, frames: Callable[[], list[bytes]]) -> bool:
         """Call ``frames()`` under the output lock and queue what it returns, in one step.

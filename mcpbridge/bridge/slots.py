@@ -65,10 +65,19 @@ class Slots:
     :param output: the client's output, for the errors of refused and failed requests.
     :param limit: the most requests in flight (``Options.max_in_flight``).
     :param drops: the log of the connection's refusals, one line a kind every 10 s.
+    :param refuse: writes the error of a refused request (by default to ``output``; the
+        front end gathers those of a batch).
     """
 
-    def __init__(self, output: Output, limit: int, drops: DropLog) -> None:
+    def __init__(
+        self,
+        output: Output,
+        limit: int,
+        drops: DropLog,
+        refuse: Callable[[RequestId, dict[str, Any]], None] | None = None,
+    ) -> None:
         self._output = output
+        self._refuse = refuse if refuse is not None else output.write_error
         self._limit = limit
         self._drops = drops
         self._slots: dict[RequestId, Slot] = {}
@@ -121,7 +130,7 @@ class Slots:
             why,
         )
         cause = "invalid_request_shape" if in_use else "too_many_requests"
-        self._output.write_error(request.id, errortable.error_object(cause))
+        self._refuse(request.id, errortable.error_object(cause))
         return None
 
     def submit(self, slot: Slot, request: Request, work: Work) -> None:
@@ -153,7 +162,9 @@ class Slots:
         self._output.respond_error(slot, errortable.internal_error())
 
     def release(self, slot: Slot) -> None:
-        """The slot ended: its id is free again."""
+        """The slot ended: its id is free again (and its batch, if any, waits for it no more)."""
+        if slot.batch is not None:
+            self._output.slot_ended(slot)
         with self._lock:
             if self._slots.get(slot.id) is slot:
                 del self._slots[slot.id]

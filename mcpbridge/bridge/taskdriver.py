@@ -9,8 +9,9 @@ instead of a result (module ``tasks``). The session hands the task to a
 task ends and gives the session the terminal task:
 
 * It reads the task again with ``tasks/get``, no sooner than the task's poll
-  interval, or takes the task that a ``notifications/tasks`` of the
-  :class:`TaskWatch` brings first.
+  interval after the last read, or takes the task that a ``notifications/tasks``
+  of the :class:`TaskWatch` brings first. The read that catches up after a stream
+  acknowledged the task waits that interval too.
 * Each new key of ``inputRequests`` becomes a request to the client, once: the
   input rounds of module ``rounds`` plan, check and ask them, and the answers go
   upstream with ``tasks/update``. While the client answers, the task is read at
@@ -122,6 +123,8 @@ class TaskDriver:
         self._pushed: Task | None = None
         #: Set once the task was read after a stream acknowledged it.
         self._caught_up = False
+        #: The moment (monotonic) of the last ``tasks/get``: the next one waits its poll interval.
+        self._last_get: float | None = None
 
     def run(self, created: Task) -> Task:
         """Drive ``created`` until it ends; return the terminal task.
@@ -214,9 +217,14 @@ class TaskDriver:
             watch.refresh()
         watched = watch is not None and watch.honored(task.task_id)
         if watched and not self._caught_up:
+            # At once, but no sooner than the poll interval of the task after the last read:
+            # the acknowledgment often comes just after a poll.
             self._caught_up = True
-            return self._get(task.task_id)
-        wake_at = time.monotonic() + tasks.poll_seconds(task, watched=watched)
+            wake_at = time.monotonic()
+            if self._last_get is not None:
+                wake_at = max(wake_at, self._last_get + tasks.poll_seconds(task))
+        else:
+            wake_at = time.monotonic() + tasks.poll_seconds(task, watched=watched)
         ttl = task.ttl_ms / 1000 if task.ttl_ms is not None else None
         if ttl is not None:
             wake_at = min(wake_at, created_at + ttl)
@@ -254,6 +262,7 @@ class TaskDriver:
         return pushed
 
     def _get(self, task_id: str) -> Task:
+        self._last_get = time.monotonic()
         try:
             result = self._request("tasks/get", {"taskId": task_id})
         except RpcError as exc:

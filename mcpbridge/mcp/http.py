@@ -11,7 +11,7 @@ notifications that ends with the response. A notification is not sent at all:
 over HTTP the client cancels a request by closing its response, and the
 revision defines no other notification from the client.
 
-One :class:`~.httpwire.Wire` (urllib3) holds the keep-alive connections for
+One :class:`~.httppool.Wire` (urllib3) holds the keep-alive connections for
 all threads. Each exchange registers itself on the cancel token of its
 request; a cancellation shuts down the socket of that one exchange at once,
 from the cancelling thread, whether the exchange waits for the response head

@@ -25,7 +25,7 @@ This module holds the rules and loads neither urllib3 nor :mod:`ssl`;
 * urllib3 frames the messages: ``Content-Length``, ``chunked`` or the end of the
   connection, ``gzip`` and ``deflate`` bodies decoded (the request asks for
   ``identity``); interim (1xx) answers are skipped.
-* **Sent at most once.** The retry policy of every request (:data:`SEND_ONCE`)
+* **Sent at most once.** The retry policy of every request (:data:`~.httppool.SEND_ONCE`)
   sends nothing again: a pooled connection that the server closed is found
   before the write and dropped (urllib3 checks it), and a connection idle for
   more than :data:`IDLE_REUSE_LIMIT` is not reused (a server closes idle
@@ -173,7 +173,7 @@ _NOT_CONTROL: Final = bytes(range(0x20, 0x100))
 _JSON_SPACE: Final = b" \t\r\n"
 #: Nesting of a message of the upstream server (the same as on stdio).
 DEFAULT_MAX_DEPTH: Final = 200
-#: The most bytes of a body that :meth:`WireResponse.close` reads to keep its connection,
+#: The most bytes of a body that :meth:`~.httppool.WireResponse.close` reads to keep its connection,
 #: and how long it waits for each piece (only bytes that are here already count).
 DRAIN_BYTES: Final = 64 * 1024
 DRAIN_WAIT: Final = 0.002

@@ -58,6 +58,8 @@ class LegacyPeer(Peer):
         super().__init__(transport, timer_name="mcpbridge-legacy-timer", logger=log)
         self._on_request = on_request
         self._on_notification = on_notification
+        #: Set by the first close: also after the transport ended by itself, it closes it.
+        self._close_called = False
 
     def start(self) -> None:
         """Start the transport (a child process starts here).
@@ -127,7 +129,7 @@ class LegacyPeer(Peer):
     def close(self, grace: float = 2.0) -> None:
         """Fail what is pending with ``Closed``, close the transport, stop the deadline thread."""
         with self._cond:
-            first = self._closed is None
+            first, self._close_called = not self._close_called, True
             self._fail_pending_locked(Closed("the connection to the upstream server is closed"))
         if first:
             self._transport.close(grace)

@@ -3,7 +3,10 @@
 Modules:
 
 * :mod:`.config`: the options of the sign-in and the kinds of client registration.
-* :mod:`.flow`: pure rules (PKCE, URL and metadata checks, records, token responses).
+* :mod:`.flow`: pure rules (identity, PKCE, records, metadata checks, scopes, the redirect).
+* :mod:`.urls`: pure URL checks and the well-known URLs of the metadata.
+* :mod:`.challenge`: the pure reading of the ``WWW-Authenticate`` challenge.
+* :mod:`.tokens`: pure rules of the registration, the client's authentication and the tokens.
 * :mod:`.grants`: pure rules of the flow choice, the device grant and client credentials.
 * :mod:`.errors`: the errors of the sign-in, one class per cause of the error table.
 * :mod:`.web`: the HTTP client of the sign-in (metadata, registration, tokens).
@@ -12,8 +15,14 @@ Modules:
 * :mod:`.receiver`: the loopback receiver of the redirect and the one-time start URL.
 * :mod:`.signin`: one interactive sign-in: the gate, the browser opener, the consent.
 * :mod:`.device`: one device sign-in (RFC 8628): the code, the person, the polling.
-* :mod:`.store`: the token stores (keychain, encrypted files, memory) and their index.
+* :mod:`.tokenstore`: the contract of a token store; the memory store.
+* :mod:`.keychain`: the token store in the keychain of the host.
+* :mod:`.filestore`: the token store in encrypted files.
+* :mod:`.store`: which token store opens, the fallback between them, and their index.
+* :mod:`.records`: the sign-in in use and its records in the token store.
+* :mod:`.busy`: one sign-in or refresh at a time.
 * :mod:`.authorizer`: the :class:`~mcpbridge.mcp.http.Authorizer` of the HTTP transport.
+* :mod:`.session`: the client of the bridge whose requests carry their scope, and the setup.
 
 ``keyring`` and ``cryptography`` are imported only by the stores that need them.
 """

@@ -25,14 +25,14 @@ answers 401, or 403 with ``insufficient_scope``, the transport calls
    (:class:`~.device.DeviceFlow`), or the client credentials of ``--client-id``,
    which need no person and thus also renew a token before it expires.
 
-Only one sign-in or refresh runs at a time; other requests wait for it and
+Only one sign-in or refresh runs at a time (:class:`~.busy.OneAtATime`); other requests wait for it and
 then use its token. A second bridge process that finds the redirect port busy
 with a sign-in of the same record asks that receiver, waits for its end and
 reuses the stored tokens.
 
 The transport retries a request once after a challenge. The request's own
 cancel token and deadline reach the sign-in through :meth:`request_scope`,
-which :class:`AuthorizedClient` opens around each request; a request whose
+which :class:`~.session.AuthorizedClient` opens around each request; a request whose
 retry is refused again fails with ``access_refused``. A challenge outside a
 request (a listen stream) never starts an interactive sign-in.
 """
@@ -49,18 +49,16 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..log import add_secret
 from ..mcp.cancel import CancelToken
-from ..mcp.client import Client
 from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, RequestTimeout
 from ..mcp.http import HttpStatusError
-from ..mcp.jsonrpc import Notification
-from ..mcp.transport import Transport
-from . import flow
+from . import flow, urls
+from .busy import OneAtATime
+from .challenge import Challenge, parse_challenge
 from .config import ClientMetadataDocument, PreRegistered, Registration, SignInOptions, remote_session
 from .errors import (
     AccessRefused,
@@ -74,23 +72,21 @@ from .errors import (
     SignInError,
     SignInFailed,
     SignInTimeout,
-    StoreError,
-    StoreOpenError,
 )
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
 from .receiver import PortBusy, Receiver, probe
-from .signin import Attempt, Consent, SignIn
-from .store import IndexedStore, OpenedStore
+from .records import SignInRecords
+from .signin import Attempt, SignIn
+from .store import IndexedStore
+from .tokens import TokenProblem, TokenResponse, choose_auth_method
 
 if TYPE_CHECKING:
-    import ssl
-
     from .device import DeviceFlow
     from .discovery import ResourceParameter
     from .grants import FlowChoice
     from .web import WebClient
 
-__all__ = ["AuthorizedClient", "OAuthAuthorizer", "OAuthConfig", "OAuthSession", "start_oauth"]
+__all__ = ["OAuthAuthorizer", "OAuthConfig"]
 
 log = logging.getLogger("mcpbridge.oauth")
 
@@ -197,19 +193,24 @@ class OAuthAuthorizer:
     ) -> None:
         self.config = config
         self.store = store
+        choice = config.registration
+        self._records = SignInRecords(
+            store,
+            url=config.url,
+            identity=config.identity,
+            client_id=choice.client_id if isinstance(choice, PreRegistered) else None,
+        )
         self._web = web
         self._web_lock = threading.Lock()
         self.sign_in = sign_in
         self._clock = clock
         self._lock = threading.Lock()
-        self._busy_cond = threading.Condition(self._lock)
+        #: One sign-in or refresh runs at a time.
+        self._turn = OneAtATime()
         self._local = threading.local()
         #: The lines that a server answering each request with 401 would repeat.
         self._drops = DropLog(log)
         # Guarded by _lock:
-        self._busy = False
-        self._record: Record | None = None
-        self._loaded = False
         self._resources: dict[str | None, ResourceMetadata] = {}
         self._servers: dict[str, ServerMetadata] = {}
         self._bound_issuer: str | None = None
@@ -221,7 +222,12 @@ class OAuthAuthorizer:
 
     @property
     def web(self) -> WebClient:
-        """The HTTP client of the sign-in (made at its first use: ``requests`` loads then)."""
+        """The HTTP client of the sign-in for the request on this thread.
+
+        Each of its requests ends by the deadline of that request and within the sign-in
+        time limit, and stops when the request is canceled (:meth:`.web.WebClient.within`).
+        The client is made at its first use: ``requests`` loads then.
+        """
         web = self._web
         if callable(web):
             with self._web_lock:
@@ -229,7 +235,12 @@ class OAuthAuthorizer:
                     self._web = self._web()
                 web = self._web
         assert not callable(web)
-        return web
+        scope: _Scope | None = getattr(self._local, "scope", None)
+        return web.within(
+            deadline=scope.deadline if scope is not None else None,
+            cancel=scope.cancel if scope is not None else None,
+            call_timeout=self.sign_in.settings.timeout,
+        )
 
     @property
     def device(self) -> DeviceFlow:
@@ -244,7 +255,7 @@ class OAuthAuthorizer:
 
     def headers(self) -> dict[str, str]:
         """``Authorization: Bearer <token>`` of the stored sign-in, refreshed first when due."""
-        record = self._current()
+        record = self._records.current()
         if record is not None and record.access_token and not record.usable(self._clock()):
             record = self._refresh_due(record)
         token = record.access_token if record is not None else None
@@ -258,7 +269,7 @@ class OAuthAuthorizer:
             SignInError: the sign-in failed (the cause names the failure).
             Cancelled: the request was canceled during the sign-in.
         """
-        challenge = flow.parse_challenge(www_authenticate)
+        challenge = parse_challenge(www_authenticate)
         step_up = status == 403
         if step_up and (challenge is None or challenge.error != "insufficient_scope"):
             return False
@@ -266,7 +277,11 @@ class OAuthAuthorizer:
         used: str | None = getattr(self._local, "used", None)
         if scope is not None:
             scope.answered = True
-        if not self._acquire(scope):
+        if scope is None:
+            taken = self._turn.acquire(None, None)
+        else:
+            taken = self._turn.acquire(scope.cancel, scope.deadline)
+        if not taken:
             return False
         try:
             return self._answer(challenge, step_up, used, scope)
@@ -275,7 +290,7 @@ class OAuthAuthorizer:
                 scope.stopped = exc
             raise
         finally:
-            self._release()
+            self._turn.release()
 
     # -------------------------------------------------------- for the bridge
 
@@ -321,133 +336,20 @@ class OAuthAuthorizer:
 
         A refresh token alone does not count.
         """
-        record = self._current()
+        record = self._records.current()
         return record is None or not record.usable(self._clock())
 
     @property
     def sign_in_timeout(self) -> float:
         return self.sign_in.settings.timeout
 
-    # ------------------------------------------------------------ the state
-
-    def _current(self) -> Record | None:
-        """The record in use; on first use, the stored sign-in of the index for this URL.
-
-        Raises:
-            SignInFailed: the token store did not open.
-        """
-        with self._lock:
-            if self._record is not None or self._loaded:
-                return self._record
-        self._open_store()
-        return self._first_record()
-
-    def _first_record(self) -> Record | None:
-        with self._lock:
-            if self._record is not None or self._loaded:
-                return self._record
-            self._loaded = True
-        found = self._from_index()
-        with self._lock:
-            if self._record is None:
-                self._record = found
-            return self._record
-
-    def _open_store(self) -> None:
-        """Open the token store at the first need of a token (the store logs its line, or its error)."""
-        try:
-            self.store.open()
-        except StoreOpenError as exc:
-            raise SignInFailed(f"the token store did not open: {exc.detail}") from exc
-
-    def _from_index(self) -> Record | None:
-        try:
-            entries = self.store.entries()
-        except StoreError as exc:
-            log.warning("cannot read the index of the stored sign-ins: %s", exc.detail)
-            return None
-        for entry in reversed(entries):
-            if entry.url != self.config.url or entry.client != self.config.identity:
-                continue
-            record = self._load(entry.key)
-            if record is not None and record.access_token:
-                log.debug("uses the stored sign-in")
-                return record
-        return None
-
-    def _load(self, key: RecordKey) -> Record | None:
-        try:
-            record = self.store.load(key)
-        except StoreError as exc:
-            log.warning("cannot read the stored sign-in: %s", exc.detail)
-            return None
-        choice = self.config.registration
-        if record is not None and isinstance(choice, PreRegistered):
-            if record.registration.client_id != choice.client_id:
-                return None
-        return record
-
-    def _set(self, record: Record | None) -> None:
-        if record is not None:  # loaded, refreshed or new: the log replaces the tokens
-            add_secret(record.access_token)
-            add_secret(record.refresh_token)
-        with self._lock:
-            self._record = record
-
-    def _save(self, record: Record) -> None:
-        self._set(record)
-        try:
-            self.store.save(record, self.config.url)
-        except StoreError as exc:
-            log.warning("cannot store the tokens (%s): they stay in memory for this process", exc.detail)
-
-    def _delete(self, key: RecordKey) -> None:
-        try:
-            self.store.delete(key)
-        except StoreError as exc:
-            log.warning("cannot delete the stored sign-in: %s", exc.detail)
-
-    def _acquire(self, scope: _Scope | None) -> bool:
-        """Wait until no other sign-in or refresh runs (bounded by the request).
-
-        Outside a request (a listen stream) it does not wait: False when another runs.
-        """
-        cancel = scope.cancel if scope is not None else None
-        remove = cancel.add_callback(self._wake) if cancel is not None else None
-        try:
-            with self._busy_cond:
-                while self._busy:
-                    if cancel is not None and cancel.cancelled:
-                        raise Cancelled(cancel.reason or None)
-                    if scope is None:
-                        # A listen stream does not wait for a sign-in: it waits for the next request.
-                        return False
-                    remaining = scope.deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise SignInFailed("another sign-in did not end in time")
-                    self._busy_cond.wait(remaining)
-                self._busy = True
-                return True
-        finally:
-            if remove is not None:
-                remove()
-
-    def _release(self) -> None:
-        with self._busy_cond:
-            self._busy = False
-            self._busy_cond.notify_all()
-
-    def _wake(self) -> None:
-        with self._busy_cond:
-            self._busy_cond.notify_all()
-
     # ---------------------------------------------------------- the answer
 
     def _answer(
-        self, challenge: flow.Challenge | None, step_up: bool, used: str | None, scope: _Scope | None
+        self, challenge: Challenge | None, step_up: bool, used: str | None, scope: _Scope | None
     ) -> bool:
         now = self._clock()
-        current = self._current()
+        current = self._records.current()
         if current is not None and current.usable(now) and current.access_token != used:
             return True
         if urlsplit(self.config.url).scheme.lower() != "https":
@@ -463,9 +365,9 @@ class OAuthAuthorizer:
             )
             raise
         key = RecordKey(server.issuer, resource.resource, self.config.identity)
-        stored = self._load(key)
+        stored = self._records.load(key)
         if stored is not None and stored.usable(now) and stored.access_token != used:
-            self._set(stored)
+            self._records.set(stored)
             self._signed_in()
             return True
         if not step_up and stored is not None and stored.refresh_token:
@@ -505,7 +407,7 @@ class OAuthAuthorizer:
             except Exception as exc:  # noqa: BLE001 - a hook must not fail the request
                 log.debug("the hook of a new sign-in failed: %s", type(exc).__name__)
 
-    def _discover(self, challenge: flow.Challenge | None) -> tuple[ResourceMetadata, ServerMetadata]:
+    def _discover(self, challenge: Challenge | None) -> tuple[ResourceMetadata, ServerMetadata]:
         from . import discovery
 
         source = challenge.resource_metadata if challenge is not None else None
@@ -570,12 +472,12 @@ class OAuthAuthorizer:
             # The secret goes only to the issuer of --client-issuer (the parser demands it with a secret).
             secret = choice.client_secret if choice.issuer == server.issuer else None
             return ClientRegistration(
-                choice.client_id, secret, flow.choose_auth_method(server, secret is not None)
+                choice.client_id, secret, choose_auth_method(server, secret is not None)
             )
         if stored is not None:
             return stored.registration
         if isinstance(choice, ClientMetadataDocument) and server.client_id_metadata_document_supported:
-            if not flow.https_endpoint(choice.url) or urlsplit(choice.url).path in ("", "/"):
+            if not urls.https_endpoint(choice.url) or urlsplit(choice.url).path in ("", "/"):
                 raise InvalidClientMetadataUrl()
             return ClientRegistration(choice.url, None, "none")
         return discovery.register(self.web, server, self.config.redirect_uri, device=device)
@@ -584,7 +486,7 @@ class OAuthAuthorizer:
         self,
         key: RecordKey,
         registration: ClientRegistration,
-        tokens: flow.TokenResponse,
+        tokens: TokenResponse,
         scopes: tuple[str, ...],
         without_resource: bool,
         *,
@@ -604,7 +506,7 @@ class OAuthAuthorizer:
             tokens.scopes if tokens.scopes is not None else scopes,
             without_resource,
         )
-        self._save(record)
+        self._records.save(record)
         return record
 
     def _stored_registration(self, registration: ClientRegistration) -> ClientRegistration:
@@ -633,18 +535,18 @@ class OAuthAuthorizer:
                 client.refresh, refresh_token=stored.refresh_token, scopes=(), now=self._clock()
             )
             tokens = parameter.send(request, "token endpoint")
-        except flow.TokenProblem as problem:
+        except TokenProblem as problem:
             if problem.drops_client:
                 log.info(
                     "the authorization server does not know the stored client: the bridge registers again"
                 )
-                self._delete(stored.key)
-                self._set(None)
+                self._records.delete(stored.key)
+                self._records.set(None)
                 return None
             if problem.drops_tokens:
                 log.info("the authorization server refused the refresh (%s): a new sign-in follows", problem)
                 left = stored.without_tokens()
-                self._save(left)
+                self._records.save(left)
                 return left
             raise SignInFailed(f"refresh: {problem}") from problem
         record = Record(
@@ -656,7 +558,7 @@ class OAuthAuthorizer:
             tokens.scopes if tokens.scopes is not None else stored.scopes,
             self._refuses(parameter, stored),
         )
-        self._save(record)
+        self._records.save(record)
         log.debug("refreshed the access token")
         return record
 
@@ -667,12 +569,10 @@ class OAuthAuthorizer:
         """
         if not record.refresh_token and not self.config.client_credentials:
             return record
-        with self._busy_cond:
-            if self._busy:
-                return record
-            self._busy = True
+        if not self._turn.try_acquire():
+            return record
         try:
-            current = self._current()
+            current = self._records.current()
             if current is not None and current is not record and current.usable(self._clock()):
                 return current
             server = self._server(record.key.issuer)
@@ -692,7 +592,7 @@ class OAuthAuthorizer:
             )
             return record
         finally:
-            self._release()
+            self._turn.release()
 
     def _interactive(self, need: _Need) -> None:
         """Sign in with the browser, the consent of the client or the device flow; store the tokens."""
@@ -725,7 +625,7 @@ class OAuthAuthorizer:
                     )
                     raise RedirectPortUnavailable("address_in_use", port=self.config.port) from exc
                 followed = True
-                if self._adopted(self._load(need.key), need.used):
+                if self._adopted(self._records.load(need.key), need.used):
                     log.info("uses the sign-in of the other bridge process")
                     return
                 continue
@@ -749,7 +649,7 @@ class OAuthAuthorizer:
                     now=self._clock(),
                 )
                 tokens = resource.send(exchange, "token endpoint")
-            except flow.TokenProblem as problem:
+            except TokenProblem as problem:
                 log.warning("the token request of the sign-in failed: %s", problem)
                 raise self._refused(need.key, problem, "token request") from problem
             self._save_tokens(
@@ -841,7 +741,7 @@ class OAuthAuthorizer:
                     deadline=need.scope.deadline,
                     now=self._clock,
                 )
-            except flow.TokenProblem as problem:
+            except TokenProblem as problem:
                 log.warning("the device sign-in failed at the authorization server: %s", problem)
                 raise self._refused(need.key, problem, "device sign-in") from problem
             self._save_tokens(
@@ -860,13 +760,13 @@ class OAuthAuthorizer:
         Another process signed in meanwhile: its tokens take effect here.
         """
         if found is not None and found.usable(self._clock()) and found.access_token != used:
-            self._set(found)
+            self._records.set(found)
             return True
         return False
 
     def _client(self, need: _Need, *, device: bool = False) -> ClientRegistration | None:
         """The client of the sign-in, or None when another process signed in before this one got the port."""
-        found = self._load(need.key)
+        found = self._records.load(need.key)
         if self._adopted(found, need.used):
             return None
         try:
@@ -875,10 +775,10 @@ class OAuthAuthorizer:
             log.warning("the sign-in cannot start: no client registration (%s)", exc.detail or exc.cause)
             raise
 
-    def _refused(self, key: RecordKey, problem: flow.TokenProblem, what: str) -> SignInFailed:
+    def _refused(self, key: RecordKey, problem: TokenProblem, what: str) -> SignInFailed:
         """The error of a sign-in whose token request the server refused; it forgets an unknown client."""
         if problem.drops_client:
-            self._delete(key)
+            self._records.delete(key)
         return SignInFailed(f"{what}: {problem}")
 
     def _client_credentials(
@@ -914,7 +814,7 @@ class OAuthAuthorizer:
         try:
             request = partial(client.client_credentials, scopes=scopes, now=self._clock())
             tokens = parameter.send(request, "token endpoint")
-        except flow.TokenProblem as problem:
+        except TokenProblem as problem:
             log.warning("the authorization server refused the client credentials: %s", problem)
             if problem.status in (400, 401, 403):
                 raise ClientCredentialsRefused(str(problem)) from problem
@@ -956,117 +856,3 @@ class OAuthAuthorizer:
                 raise SignInTimeout(seconds=seconds, name=flow.PROGRAM)
             answer = probe(self.config.port, digest)
         return True
-
-
-# ---------------------------------------------------------------------------------------------
-# The client of the bridge and the setup of the URL form
-# ---------------------------------------------------------------------------------------------
-
-
-class AuthorizedClient(Client):
-    """A :class:`~mcpbridge.mcp.client.Client` whose requests carry their scope to the authorizer.
-
-    ``server/discover`` waits for the discover and the sign-in limits together
-    when a sign-in can start. A request refused again after its sign-in or
-    step-up fails with ``access_refused``; a sign-in stopped by the time limit
-    of its request fails with ``sign_in_timeout``.
-    """
-
-    def __init__(self, transport: Transport, authorizer: OAuthAuthorizer, **kwargs: Any) -> None:
-        super().__init__(transport, **kwargs)
-        self.authorizer = authorizer
-
-    def request(self, method: str, params: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
-        with self.authorizer.guard(cancel=kwargs.get("cancel"), timeout=float(kwargs["timeout"])):
-            return super().request(method, params, **kwargs)
-
-    def discover(self, *, timeout: float, **kwargs: Any) -> dict[str, Any]:
-        if self.authorizer.interactive():
-            timeout += self.authorizer.sign_in_timeout
-        return super().discover(timeout=timeout, **kwargs)
-
-
-Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]
-
-
-class OAuthSession:
-    """The sign-in of the URL form: the authorizer, its gate, and what the front end needs."""
-
-    def __init__(self, authorizer: OAuthAuthorizer) -> None:
-        self.authorizer = authorizer
-
-    def connector(self, make_transport: Callable[[], Transport], *, max_depth: int = 200) -> Connect:
-        """A ``connect`` for the front end: an :class:`AuthorizedClient` over a new transport.
-
-        ``make_transport`` makes the HTTP transport with :attr:`authorizer` as its authorizer.
-        """
-
-        def connect(client_info: dict[str, Any], on_notification: Callable[[Notification], None]) -> Client:
-            # The token store opens on its own thread while the transport is made.
-            self.authorizer.store.open_early()
-            client = AuthorizedClient(
-                make_transport(),
-                self.authorizer,
-                client_info=client_info,
-                max_depth=max_depth,
-                on_notification=on_notification,
-            )
-            client.start()
-            return client
-
-        return connect
-
-    def attach(self, consent: Consent) -> Callable[[], None]:
-        """Let the sign-ins after ``notifications/initialized`` ask the client through ``consent``.
-
-        Returns the hook of ``notifications/initialized`` of that client.
-        """
-        gate = self.authorizer.sign_in.gate
-        gate.consent = consent
-        return gate.client_initialized
-
-
-def start_oauth(
-    options: SignInOptions,
-    *,
-    ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext],
-    env: Mapping[str, str],
-) -> OAuthSession:
-    """Make the authorizer of the URL form; the token store opens at the first need of a token.
-
-    Only the checks that need no keychain run now (:func:`~.store.check_options`):
-    ``keyring``, ``cryptography`` and ``requests`` load when a request needs them.
-
-    :param ssl_context: the trust of the sign-in requests, or a function that makes it.
-
-    Raises:
-        StoreOpenError: the options of the token store cannot work (the executable exits with 2).
-    """
-    from .signin import Gate, Opener, SignInSettings
-    from .store import DeferredStore, check_options, open_store
-
-    check_options(options.token_store, key=options.token_key, key_file=options.token_key_file, env=env)
-
-    def open_token_store() -> OpenedStore:
-        key, key_file = options.token_key, options.token_key_file
-        return open_store(options.token_store, key=key, key_file=key_file, env=env)
-
-    def make_web() -> WebClient:
-        from .web import WebClient
-
-        context = ssl_context() if callable(ssl_context) else ssl_context
-        return WebClient(context, env)
-
-    sign_in = SignIn(
-        SignInSettings(
-            port=options.redirect_port,
-            timeout=options.sign_in_timeout,
-            no_browser=options.no_browser,
-            sandbox=env.get("SANDBOX_RUNTIME", "").strip() == "1",
-        ),
-        Gate(),
-        Opener(env, options.secret_variables),
-    )
-    config = OAuthConfig.of(options, env)
-    authorizer = OAuthAuthorizer(config, IndexedStore(DeferredStore(open_token_store)), make_web, sign_in)
-    return OAuthSession(authorizer)

@@ -1,7 +1,7 @@
 """The sign-in's own options: how the bridge registers its client, and what the authorizer needs.
 
 This module is pure. The command line builds a :class:`SignInOptions` from its settings, and
-:func:`~mcpbridge.oauth.authorizer.start_oauth` takes it; the sign-in thus works without the
+:func:`~mcpbridge.oauth.session.start_oauth` takes it; the sign-in thus works without the
 command line. The fields that can hold a secret are left out of the ``repr``.
 :func:`remote_session` reads from the environment whether the browser may be far from the
 bridge, for the choice of the flow (:func:`.grants.choose_flow`).

@@ -37,9 +37,9 @@ from ..mcp.cancel import CancelToken
 from ..mcp.errors import Cancelled
 from . import flow, grants
 from .errors import ReauthorizationRequired, SignInDenied, SignInFailed, SignInTimeout
-from .flow import TokenResponse
 from .grants import DeviceAuthorization
 from .signin import SignIn, ask_consent
+from .tokens import TokenResponse
 
 if TYPE_CHECKING:
     from .discovery import ResourceParameter, TokenClient
@@ -98,7 +98,7 @@ class DeviceFlow:
             SignInError: ``reauthorization_required`` (``cooldown``, ``no_consent``,
                 ``declined``), ``sign_in_denied``, ``sign_in_timeout``,
                 ``sign_in_invalid_url`` or ``sign_in_failed``.
-            flow.TokenProblem: the token endpoint refused the client (the caller decides).
+            tokens.TokenProblem: the token endpoint refused the client (the caller decides).
             Cancelled: the request was canceled (also by the end of the input).
         """
         gate = self._sign_in.gate

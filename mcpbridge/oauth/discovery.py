@@ -12,21 +12,31 @@
   with ``resource`` and the scopes.
 
 Each failure raises a :class:`~.errors.SignInError` whose detail names the step
-and never holds a URL or a secret.
+and never holds a URL or a secret. A request that does not end by its deadline
+(:mod:`.web`) fails with ``sign_in_timeout``, its detail naming the step.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from . import flow, grants
-from .errors import RegistrationFailed, RegistrationUnavailable, SignInFailed, SignInInvalidUrl
-from .flow import ClientRegistration, ResourceMetadata, ServerMetadata, TokenResponse
+from . import flow, grants, tokens, urls
+from .errors import (
+    RegistrationFailed,
+    RegistrationUnavailable,
+    SignInError,
+    SignInFailed,
+    SignInInvalidUrl,
+    SignInTimeout,
+)
+from .flow import ClientRegistration, ResourceMetadata, ServerMetadata
 from .grants import DeviceAuthorization, Poll
-from .web import WebClient, WebError, WebResponse
+from .tokens import TokenResponse
+from .web import WebClient, WebError, WebResponse, WebTimeout
 
 __all__ = ["ResourceParameter", "TokenClient", "discover_resource", "discover_server", "register"]
 
@@ -36,16 +46,29 @@ _M = TypeVar("_M", ResourceMetadata, ServerMetadata)
 _T = TypeVar("_T")
 
 
+def request_failed(what: str, exc: WebError) -> SignInError:
+    """The error of a request of the step ``what`` that got no answer.
+
+    A request that did not end by its deadline is a ``sign_in_timeout`` (detail
+    ``<what>: no complete answer in N s``); any other failure a ``sign_in_failed``.
+    """
+    if isinstance(exc, WebTimeout):
+        log.warning("the sign-in stopped: the %s did not come in time", what)
+        return SignInTimeout(f"{what}: {exc}", seconds=max(1, math.ceil(exc.seconds)), name=flow.PROGRAM)
+    return SignInFailed(f"{what}: {exc}")
+
+
 def discover_resource(web: WebClient, url: str, from_challenge: str | None) -> ResourceMetadata:
     """The protected resource metadata of the upstream server at ``url``.
 
     Raises:
         SignInFailed: detail ``InsecureEndpoint`` (a candidate is not https),
             ``ResourceMismatch``, ``NoResourceMetadata`` or a request failure.
+        SignInTimeout: a request did not end in time.
     """
     found = _first_metadata(
         web,
-        _https_only(flow.resource_metadata_candidates(url, from_challenge)),
+        _https_only(urls.resource_metadata_candidates(url, from_challenge)),
         lambda doc: flow.check_resource_metadata(doc, url),
         what="resource metadata",
         missing="NoResourceMetadata",
@@ -60,10 +83,11 @@ def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
     Raises:
         SignInFailed: detail ``NoServerMetadata``, ``IssuerMismatch``, ``NoS256``,
             ``InsecureEndpoint`` or a request failure.
+        SignInTimeout: a request did not end in time.
     """
     found = _first_metadata(
         web,
-        flow.server_metadata_candidates(issuer),
+        urls.server_metadata_candidates(issuer),
         lambda doc: flow.check_server_metadata(doc, issuer),
         what="authorization server metadata",
         missing="NoServerMetadata",
@@ -79,7 +103,7 @@ def _https_only(candidates: Iterable[str]) -> Iterator[str]:
         SignInFailed: detail ``InsecureEndpoint``.
     """
     for candidate in candidates:
-        if not flow.https_endpoint(candidate):
+        if not urls.https_endpoint(candidate):
             raise SignInFailed("InsecureEndpoint")
         yield candidate
 
@@ -101,7 +125,7 @@ def _first_metadata(
         try:
             answer = web.get_json(candidate)
         except WebError as exc:
-            raise SignInFailed(f"{what}: {exc}") from exc
+            raise request_failed(what, exc) from exc
         if answer.status != 200 or answer.json is None:
             continue
         try:
@@ -122,17 +146,18 @@ def register(
         RegistrationUnavailable: the server has no https registration endpoint.
         RegistrationFailed: the server refused; detail ``registration: HTTP status N[, error E]``.
         SignInFailed: the request failed.
+        SignInTimeout: the request did not end in time.
     """
     endpoint = server.registration_endpoint
-    if endpoint is None or not flow.https_endpoint(endpoint):
+    if endpoint is None or not urls.https_endpoint(endpoint):
         raise RegistrationUnavailable(redirect_uri=redirect)
     try:
-        answer = web.post_json(endpoint, flow.registration_body(redirect, server, device=device))
+        answer = web.post_json(endpoint, tokens.registration_body(redirect, server, device=device))
     except WebError as exc:
-        raise SignInFailed(f"registration: {exc}") from exc
+        raise request_failed("registration", exc) from exc
     try:
-        registration = flow.parse_registration(answer.status, answer.json)
-    except flow.RegistrationProblem as exc:
+        registration = tokens.parse_registration(answer.status, answer.json)
+    except tokens.RegistrationProblem as exc:
         raise RegistrationFailed(str(exc), redirect_uri=redirect) from exc
     log.info("the authorization server registered the bridge as a client")
     return registration
@@ -143,7 +168,7 @@ class TokenClient:
     """The requests of one client at the token and device endpoints of one authorization server.
 
     The authentication of :attr:`registration` joins each request
-    (:func:`.flow.client_authentication`).
+    (:func:`.tokens.client_authentication`).
     """
 
     web: WebClient
@@ -156,8 +181,10 @@ class TokenClient:
         """Trade the code of the redirect for tokens (``resource`` ``None``: without one).
 
         Raises:
-            flow.TokenProblem: the server refused.
+            tokens.TokenProblem: the server refused.
             SignInFailed: the request failed.
+        SignInTimeout: the request did not end in time.
+            SignInTimeout: the request did not end in time.
         """
         form = {
             "grant_type": "authorization_code",
@@ -165,7 +192,7 @@ class TokenClient:
             "redirect_uri": redirect,
             "code_verifier": verifier,
         }
-        return self._tokens(flow.with_resource(form, resource), now, "token request")
+        return self._tokens(tokens.with_resource(form, resource), now, "token request")
 
     def refresh(
         self, *, refresh_token: str, resource: str | None, scopes: Sequence[str], now: float
@@ -173,11 +200,13 @@ class TokenClient:
         """Get a new access token with the refresh token.
 
         Raises:
-            flow.TokenProblem: the server refused.
+            tokens.TokenProblem: the server refused.
             SignInFailed: the request failed.
+        SignInTimeout: the request did not end in time.
+            SignInTimeout: the request did not end in time.
         """
         form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
-        return self._tokens(flow.with_resource(form, resource, scopes), now, "refresh")
+        return self._tokens(tokens.with_resource(form, resource, scopes), now, "refresh")
 
     def request_device_code(self, *, resource: str | None, scopes: Sequence[str]) -> DeviceAuthorization:
         """Ask the device authorization endpoint for a device code and a user code (RFC 8628 §3.1).
@@ -185,9 +214,11 @@ class TokenClient:
         The caller checked the endpoint (:func:`.grants.device_endpoint_problem`).
 
         Raises:
-            flow.TokenProblem: the server refused, or its answer cannot be used.
+            tokens.TokenProblem: the server refused, or its answer cannot be used.
             SignInInvalidUrl: the verification URI is not a safe https URL.
             SignInFailed: the request failed.
+        SignInTimeout: the request did not end in time.
+            SignInTimeout: the request did not end in time.
         """
         endpoint = self.server.device_authorization_endpoint
         assert endpoint is not None
@@ -210,8 +241,10 @@ class TokenClient:
         Raises:
             grants.DeviceDenied: the person refused.
             grants.DeviceExpired: the device code expired.
-            flow.TokenProblem: another error.
+            tokens.TokenProblem: another error.
             SignInFailed: the request failed.
+        SignInTimeout: the request did not end in time.
+            SignInTimeout: the request did not end in time.
         """
         form = grants.device_token_form(authorization, resource=resource)
         answer = self._post(self.server.token_endpoint, form, "token request")
@@ -221,23 +254,25 @@ class TokenClient:
         """A token of the client credentials grant (RFC 6749 §4.4).
 
         Raises:
-            flow.TokenProblem: the server refused.
+            tokens.TokenProblem: the server refused.
             SignInFailed: the request failed.
+        SignInTimeout: the request did not end in time.
+            SignInTimeout: the request did not end in time.
         """
         form = grants.client_credentials_form(resource=resource, scopes=scopes)
         return self._tokens(form, now, "client credentials")
 
     def _tokens(self, form: dict[str, str], now: float, what: str) -> TokenResponse:
         answer = self._post(self.server.token_endpoint, form, what)
-        return flow.parse_token_response(answer.status, answer.json, now)
+        return tokens.parse_token_response(answer.status, answer.json, now)
 
     def _post(self, endpoint: str, form: dict[str, str], what: str) -> WebResponse:
         """POST ``form`` with the client's authentication; ``what`` names the step in an error."""
-        body, headers = flow.client_authentication(self.registration, form)
+        body, headers = tokens.client_authentication(self.registration, form)
         try:
             return self.web.post_form(endpoint, body, headers)
         except WebError as exc:
-            raise SignInFailed(f"{what}: {exc}") from exc
+            raise request_failed(what, exc) from exc
 
 
 class ResourceParameter:
@@ -280,11 +315,11 @@ class ResourceParameter:
         ``request(resource=None)``. ``where`` names the endpoint in the info line.
 
         Raises:
-            flow.TokenProblem: the server refused (also the request without ``resource``).
+            tokens.TokenProblem: the server refused (also the request without ``resource``).
         """
         try:
             return request(resource=self.value)
-        except flow.TokenProblem as problem:
+        except tokens.TokenProblem as problem:
             if not (problem.refuses_resource and self._fallback):
                 raise
             self.drop(where, str(problem))

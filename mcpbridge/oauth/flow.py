@@ -1,12 +1,14 @@
-"""The pure rules of the sign-in: identity, PKCE, URL and metadata checks, records, tokens.
+"""The pure rules of the sign-in: identity, PKCE, records, metadata checks, scopes, the redirect.
+
+The URL checks are in :mod:`.urls`, the challenge in :mod:`.challenge`, the
+registration and the tokens in :mod:`.tokens`.
 
 This module does no I/O, starts no thread and reads no clock: the callers pass
 the random bytes and the time (``now``, in Unix seconds) in.
 
 The checks follow MCP 2026-07-28 authorization (OAuth 2.1 with PKCE), RFC 9728
 (protected resource metadata), RFC 8414 and OpenID discovery (authorization
-server metadata), RFC 8707 (``resource``), RFC 9207 (``iss``) and RFC 7591
-(dynamic client registration).
+server metadata), RFC 8707 (``resource``) and RFC 9207 (``iss``).
 """
 
 from __future__ import annotations
@@ -20,10 +22,14 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from ..mcp.errorbase import PeerFault
 from .errors import InvalidRecord, OAuthError
+from .urls import (
+    covers,
+    https_endpoint,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Identity (part of the stored records: never change these)
@@ -47,8 +53,6 @@ INDEX_VERSION: Final = 1
 MAX_INDEX_ENTRIES: Final = 256
 #: A token that expires in less than this many seconds is refreshed first.
 REFRESH_MARGIN: Final = 60
-#: The longest authorization URL the bridge writes, elicits or opens.
-MAX_AUTHORIZATION_URL_BYTES: Final = 8192
 #: The size of the client ID metadata document.
 MAX_CLIENT_METADATA_BYTES: Final = 5 * 1024
 
@@ -339,237 +343,6 @@ def index_without(entries: Sequence[IndexEntry], key: RecordKey) -> list[IndexEn
 
 
 # ---------------------------------------------------------------------------------------------
-# URLs
-# ---------------------------------------------------------------------------------------------
-
-_NOT_IN_URL: Final = frozenset('"<>\\^`{|}')
-_BAD_PERCENT: Final = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_IPV6_TEXT: Final = re.compile(r"[0-9A-Fa-f:.]+\Z")
-_PORT: Final = re.compile(r"[0-9]{1,5}\Z")
-_HOST: Final = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=%]+\Z")
-
-
-def _authority_problem(authority: str) -> str | None:
-    if "@" in authority:
-        return "it has user information"
-    if authority.startswith("["):
-        end = authority.find("]")
-        if end < 0 or not _IPV6_TEXT.match(authority[1:end]):
-            return "its IPv6 address is not valid"
-        host, rest = authority[: end + 1], authority[end + 1 :]
-        if rest and not rest.startswith(":"):
-            return "its host is not valid"
-        port = rest[1:] if rest else None
-    else:
-        host, colon, port_text = authority.partition(":")
-        port = port_text if colon else None
-        if host and not _HOST.match(host):
-            return "its host is not valid"
-    if not host:
-        return "it has no host"
-    if port is not None and (not _PORT.match(port) or not 1 <= int(port) <= 65535):
-        return "its port is not valid"
-    return None
-
-
-def url_syntax_problem(url: str, *, max_bytes: int = MAX_AUTHORIZATION_URL_BYTES) -> str | None:
-    """Why ``url`` is not a safe https URL (behaviour §7.6), or ``None``.
-
-    Visible ASCII only, none of ``"<>\\^`{|}``, valid ``%XX`` escapes, https, a
-    host, no user information, no fragment, a valid port.
-    """
-    if not url:
-        return "it is empty"
-    if len(url.encode("utf-8", "surrogatepass")) > max_bytes:
-        return f"it is longer than {max_bytes} bytes"
-    if not all("!" <= c <= "~" for c in url):
-        return "it has a character that is not visible ASCII"
-    if any(c in _NOT_IN_URL for c in url):
-        return "it has a character that a URL does not allow"
-    if _BAD_PERCENT.search(url):
-        return "it has a % without two hexadecimal digits"
-    if "#" in url:
-        return "it has a fragment"
-    scheme, sep, rest = url.partition("://")
-    if not sep or scheme.lower() != "https":
-        return "it does not use https"
-    end = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
-    return _authority_problem(rest[:end])
-
-
-def authorization_url_problem(url: str, *, expected_redirect_uri: str) -> str | None:
-    """Why the bridge must not write, elicit or open ``url``, or ``None``.
-
-    :func:`url_syntax_problem`, then a non-empty ``state`` and the redirect URI of
-    the receiver.
-    """
-    problem = url_syntax_problem(url)
-    if problem is not None:
-        return problem
-    query = dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
-    if not query.get("state"):
-        return "it has no state"
-    if query.get("redirect_uri") != expected_redirect_uri:
-        return "its redirect URI is not the redirect URI of the receiver"
-    return None
-
-
-def https_endpoint(url: Any) -> bool:
-    """An endpoint of the authorization server that the bridge may call: https, a safe URL."""
-    return isinstance(url, str) and url_syntax_problem(url, max_bytes=4096) is None
-
-
-def _origin(url: str) -> tuple[str, str, int] | None:
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if not scheme or not host:
-        return None
-    if port is None:
-        port = 443 if scheme == "https" else 80 if scheme == "http" else 0
-    return scheme, host, port
-
-
-def covers(resource: str, url: str) -> bool:
-    """Whether the ``resource`` of protected resource metadata covers the server URL.
-
-    Same scheme, host and port (case does not matter; the default port may be
-    left out), and the path of ``resource`` equals the path of ``url`` or is a
-    prefix of it that ends at ``/`` or ``?``.
-    """
-    a, b = _origin(resource), _origin(url)
-    if a is None or b is None or a != b:
-        return False
-    r, u = urlsplit(resource), urlsplit(url)
-    if r.fragment:
-        return False
-    r_path = r.path + (f"?{r.query}" if r.query else "")
-    u_path = u.path + (f"?{u.query}" if u.query else "")
-    if r_path in ("", "/") or r_path == u_path:
-        return True
-    if r_path.endswith("/"):
-        return u_path.startswith(r_path)
-    return u_path.startswith(r_path) and u_path[len(r_path)] in "/?"
-
-
-def resource_metadata_candidates(url: str, from_challenge: str | None) -> list[str]:
-    """RFC 9728: the ``resource_metadata`` of the challenge, then the well-known URLs."""
-    parts = urlsplit(url)
-    origin = f"{parts.scheme}://{parts.netloc}"
-    found: list[str] = []
-    if from_challenge:
-        found.append(from_challenge)
-    path = parts.path.rstrip("/")
-    if path:
-        found.append(f"{origin}/.well-known/oauth-protected-resource{path}")
-    found.append(f"{origin}/.well-known/oauth-protected-resource")
-    return list(dict.fromkeys(found))
-
-
-def server_metadata_candidates(issuer: str) -> list[str]:
-    """RFC 8414 and OpenID discovery URLs of ``issuer``, in the order of MCP 2026-07-28."""
-    parts = urlsplit(issuer)
-    origin = f"{parts.scheme}://{parts.netloc}"
-    path = parts.path.rstrip("/")
-    if path:
-        return [
-            f"{origin}/.well-known/oauth-authorization-server{path}",
-            f"{origin}/.well-known/openid-configuration{path}",
-            f"{origin}{path}/.well-known/openid-configuration",
-        ]
-    return [f"{origin}/.well-known/oauth-authorization-server", f"{origin}/.well-known/openid-configuration"]
-
-
-# ---------------------------------------------------------------------------------------------
-# WWW-Authenticate
-# ---------------------------------------------------------------------------------------------
-
-_TOKEN_CHARS: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_TOKEN68_PARAM: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*(?=\s*(,|$))")
-
-
-@dataclass(frozen=True, slots=True)
-class Challenge:
-    """The ``Bearer`` challenge of a 401 or 403."""
-
-    params: Mapping[str, str]
-
-    @property
-    def resource_metadata(self) -> str | None:
-        return self.params.get("resource_metadata") or None
-
-    @property
-    def scopes(self) -> tuple[str, ...]:
-        return tuple(self.params.get("scope", "").split())
-
-    @property
-    def error(self) -> str | None:
-        return self.params.get("error") or None
-
-
-def _challenges(header: str) -> list[tuple[str, dict[str, str]]]:
-    """Split a ``WWW-Authenticate`` value into (scheme, params) pairs (RFC 9110 §11.6.1)."""
-    found: list[tuple[str, dict[str, str]]] = []
-    i, n = 0, len(header)
-    current: dict[str, str] | None = None
-    while i < n:
-        while i < n and header[i] in " \t,":
-            i += 1
-        match = _TOKEN_CHARS.match(header, i)
-        if match is None:
-            break
-        word, j = match.group(), match.end()
-        k = j
-        while k < n and header[k] in " \t":
-            k += 1
-        if k < n and header[k] == "=" and current is not None:
-            k += 1
-            while k < n and header[k] in " \t":
-                k += 1
-            if k < n and header[k] == '"':
-                k += 1
-                value: list[str] = []
-                while k < n and header[k] != '"':
-                    if header[k] == "\\" and k + 1 < n:
-                        k += 1
-                    value.append(header[k])
-                    k += 1
-                current[word.lower()] = "".join(value)
-                i = k + 1
-            else:
-                value_match = _TOKEN_CHARS.match(header, k)
-                current[word.lower()] = value_match.group() if value_match else ""
-                i = value_match.end() if value_match else k
-        elif k < n and header[k] == "=":
-            break
-        else:
-            current = {}
-            found.append((word.lower(), current))
-            i = j
-            # A token68 after the scheme (``Basic abc==``) is not a parameter: skip it.
-            while i < n and header[i] in " \t":
-                i += 1
-            t68 = _TOKEN68_PARAM.match(header, i)
-            if t68 is not None:
-                i = t68.end()
-    return found
-
-
-def parse_challenge(header: str | None) -> Challenge | None:
-    """The ``Bearer`` challenge of ``header``, or ``None`` when it has none."""
-    if not header:
-        return None
-    for scheme, params in _challenges(header):
-        if scheme == "bearer":
-            return Challenge(params)
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
 # Metadata
 # ---------------------------------------------------------------------------------------------
 
@@ -853,194 +626,6 @@ def check_redirect(redirect: Redirect, *, issuer: str, iss_required: bool) -> st
     if not redirect.code:
         raise RedirectProblem("MissingCode")
     return redirect.code
-
-
-# ---------------------------------------------------------------------------------------------
-# Registration and tokens
-# ---------------------------------------------------------------------------------------------
-
-
-#: RFC 8628: the grant type of the device authorization grant.
-DEVICE_CODE_GRANT: Final = "urn:ietf:params:oauth:grant-type:device_code"
-
-
-def registration_body(redirect: str, server: ServerMetadata, *, device: bool = False) -> dict[str, Any]:
-    """The RFC 7591 request of a public native client with the one redirect URI.
-
-    ``device``: the client also asks for the device authorization grant (RFC 8628).
-    """
-    grants = ["authorization_code", "refresh_token"] + ([DEVICE_CODE_GRANT] if device else [])
-    body: dict[str, Any] = {
-        "client_name": CLIENT_NAME,
-        "redirect_uris": [redirect],
-        "grant_types": grants,
-        "response_types": ["code"],
-        "application_type": "native",
-    }
-    if "none" in server.token_endpoint_auth_methods:
-        body["token_endpoint_auth_method"] = "none"
-    return body
-
-
-def parse_registration(status: int, doc: Any) -> ClientRegistration:
-    """The client of a registration answer.
-
-    Raises:
-        RegistrationProblem: not 200/201, or no ``client_id``; the message is the detail.
-    """
-    if status not in (200, 201) or not isinstance(doc, dict):
-        code = answer_error(doc)
-        raise RegistrationProblem(f"registration: HTTP status {status}" + (f", error {code}" if code else ""))
-    client_id = doc.get("client_id")
-    if not isinstance(client_id, str) or not client_id:
-        raise RegistrationProblem(f"registration: HTTP status {status}, no client_id")
-    secret = doc.get("client_secret")
-    method = doc.get("token_endpoint_auth_method")
-    if not isinstance(secret, str) or not secret:
-        return ClientRegistration(client_id, None, "none")
-    if method not in ("client_secret_basic", "client_secret_post"):
-        method = "client_secret_basic"
-    return ClientRegistration(client_id, secret, method)
-
-
-class RegistrationProblem(OAuthError, PeerFault):
-    """A refused registration; the message is the detail (``registration: HTTP status 400``)."""
-
-
-def choose_auth_method(server: ServerMetadata, has_secret: bool) -> str:
-    """The token endpoint authentication of a pre-registered client."""
-    if not has_secret:
-        return "none"
-    methods = server.token_endpoint_auth_methods
-    if "client_secret_basic" in methods or "client_secret_post" not in methods:
-        return "client_secret_basic"
-    return "client_secret_post"
-
-
-def client_authentication(
-    registration: ClientRegistration, form: dict[str, str]
-) -> tuple[dict[str, str], dict[str, str]]:
-    """The form and the headers of a token request with the client's authentication."""
-    form = dict(form)
-    headers: dict[str, str] = {}
-    secret = registration.client_secret
-    if secret is not None and registration.auth_method == "client_secret_basic":
-        # RFC 6749 §2.3.1: each part form-encoded before the Base64.
-        pair = f"{quote(registration.client_id, safe='')}:{quote(secret, safe='')}"
-        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
-    else:
-        form["client_id"] = registration.client_id
-        if secret is not None and registration.auth_method == "client_secret_post":
-            form["client_secret"] = secret
-    return form, headers
-
-
-def with_resource(form: dict[str, str], resource: str | None, scopes: Sequence[str] = ()) -> dict[str, str]:
-    """``form`` with ``resource`` (RFC 8707) unless it is ``None``, and ``scope`` when there are scopes."""
-    if resource is not None:
-        form["resource"] = resource
-    if scopes:
-        form["scope"] = " ".join(scopes)
-    return form
-
-
-_TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*\Z")
-
-
-@dataclass(frozen=True, slots=True)
-class TokenResponse:
-    access_token: str = field(repr=False)
-    expires_at: int | None
-    refresh_token: str | None = field(repr=False)
-    scopes: tuple[str, ...] | None
-
-
-class TokenProblem(OAuthError, PeerFault):
-    """A token request that failed.
-
-    ``error`` is the OAuth error code when the server sent a plain one;
-    ``str()`` is the detail without a secret (``HTTP status 400, error invalid_grant``).
-    """
-
-    def __init__(
-        self, status: int, error: str | None, what: str = "", *, refuses_resource: bool = False
-    ) -> None:
-        text = f"HTTP status {status}" + (f", error {error}" if error else "") + (f", {what}" if what else "")
-        super().__init__(text)
-        self.status = status
-        self.error = error
-        #: The server refused the ``resource`` parameter (:func:`refuses_resource`).
-        self.refuses_resource = refuses_resource
-
-    @classmethod
-    def of_answer(cls, status: int, doc: Any) -> TokenProblem:
-        """The problem of an error answer: its plain error code, and whether it refuses ``resource``."""
-        code = answer_error(doc)
-        description = doc.get("error_description") if isinstance(doc, dict) else None
-        return cls(status, code, refuses_resource=refuses_resource(code, description))
-
-    @property
-    def drops_tokens(self) -> bool:
-        """A refresh error after which only a new grant helps."""
-        return self.error in (
-            "invalid_grant",
-            "unauthorized_client",
-            "unsupported_grant_type",
-            "invalid_scope",
-        )
-
-    @property
-    def drops_client(self) -> bool:
-        """The server does not know the client any more: register again."""
-        return self.error == "invalid_client"
-
-
-def token_answer(status: int, doc: Any) -> dict[str, Any]:
-    """The JSON object of a 200 answer of the token or the device authorization endpoint.
-
-    Raises:
-        TokenProblem: another status, or no JSON object (with the error code of the answer).
-    """
-    if status != 200 or not isinstance(doc, dict):
-        raise TokenProblem.of_answer(status, doc)
-    return doc
-
-
-def token_member(status: int, doc: Mapping[str, Any], name: str, pattern: re.Pattern[str]) -> str:
-    """The member ``name`` of the answer ``doc``: a string that ``pattern`` matches.
-
-    Raises:
-        TokenProblem: ``no valid <name>`` (the message never holds the value).
-    """
-    value = doc.get(name)
-    if not isinstance(value, str) or not pattern.match(value):
-        raise TokenProblem(status, None, f"no valid {name}")
-    return value
-
-
-def parse_token_response(status: int, doc: Any, now: float) -> TokenResponse:
-    """The tokens of a token endpoint answer (RFC 6749 §5).
-
-    Raises:
-        TokenProblem: an error answer, or an answer without a usable Bearer token.
-    """
-    doc = token_answer(status, doc)
-    token = token_member(status, doc, "access_token", _TOKEN68)
-    token_type = doc.get("token_type")
-    if not isinstance(token_type, str) or token_type.lower() != "bearer":
-        raise TokenProblem(status, None, "not a Bearer token")
-    expires_in = doc.get("expires_in")
-    expires_at: int | None = None
-    if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool) and expires_in >= 0:
-        expires_at = int(now + expires_in)
-    refresh = doc.get("refresh_token")
-    scope = doc.get("scope")
-    return TokenResponse(
-        access_token=token,
-        expires_at=expires_at,
-        refresh_token=refresh if isinstance(refresh, str) and refresh else None,
-        scopes=tuple(scope.split()) if isinstance(scope, str) else None,
-    )
 
 
 def same_secret(a: str, b: str) -> bool:

@@ -20,27 +20,26 @@ from typing import Any, Final, Literal, TypeAlias
 
 from ..mcp.errorbase import PeerFault, UsageFault
 from .errors import OAuthError
-from .flow import (
+from .flow import PROGRAM, ClientRegistration, ServerMetadata, answer_error
+from .tokens import (
     DEVICE_CODE_GRANT,
-    PROGRAM,
-    ClientRegistration,
-    ServerMetadata,
+    MAX_EXPIRES_IN,
     TokenProblem,
     TokenResponse,
-    answer_error,
     choose_auth_method,
-    https_endpoint,
     parse_token_response,
     token_answer,
     token_member,
-    url_syntax_problem,
+    token_seconds,
     with_resource,
 )
+from .urls import https_endpoint, url_syntax_problem
 
 __all__ = [
     "CLIENT_CREDENTIALS_GRANT",
     "DEFAULT_INTERVAL",
     "DEVICE_CODE_GRANT",
+    "INTERVAL_RANGE",
     "SLOW_DOWN_STEP",
     "DeviceAuthorization",
     "DeviceDenied",
@@ -68,8 +67,10 @@ CLIENT_CREDENTIALS_GRANT: Final = "client_credentials"
 DEFAULT_INTERVAL: Final = 5
 #: RFC 8628 §3.5: ``slow_down`` adds this many seconds to the interval.
 SLOW_DOWN_STEP: Final = 5
-#: The longest interval the bridge accepts from a server; a longer one is cut to this.
+#: The longest interval the bridge waits between two token requests; a longer one is cut to this.
 MAX_INTERVAL: Final = 60
+#: The range of the ``interval`` of a device authorization answer: outside it, the answer is refused.
+INTERVAL_RANGE: Final = (0, 24 * 3600)
 MAX_USER_CODE_CHARS: Final = 64
 MAX_DEVICE_CODE_CHARS: Final = 4096
 
@@ -164,7 +165,7 @@ def choose_flow(requested: str, *, remote: str | None, server: ServerMetadata) -
 def device_authorization_form(*, resource: str | None, scopes: Sequence[str]) -> dict[str, str]:
     """The form of the device authorization request, before the client's authentication.
 
-    The client ID (or its authentication) joins with :func:`.flow.client_authentication`.
+    The client ID (or its authentication) joins with :func:`.tokens.client_authentication`.
     """
     return with_resource({}, resource, scopes)
 
@@ -195,18 +196,17 @@ class InvalidVerificationUri(OAuthError, PeerFault):
     """The ``verification_uri`` fails the URL checks; the message says why (no URL)."""
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return None
-
-
 def parse_device_authorization(status: int, doc: Any) -> DeviceAuthorization:
     """The device authorization of an answer of the device endpoint.
 
+    ``expires_in`` is a number of seconds from 1 to :data:`.tokens.MAX_EXPIRES_IN`.
+    ``interval``, when the answer has it, is a number in :data:`INTERVAL_RANGE`: less than
+    1 s counts as :data:`DEFAULT_INTERVAL`, more than :data:`MAX_INTERVAL` as that.
+
     Raises:
         TokenProblem: an error answer, or an answer without a usable ``device_code``,
-            ``user_code`` or ``expires_in`` (the message names the member, never a value).
+            ``user_code`` or ``expires_in``, or with an ``interval`` out of its range (the
+            message names the member, never a value).
         InvalidVerificationUri: the ``verification_uri`` is not a safe https URL.
     """
     doc = token_answer(status, doc)
@@ -222,10 +222,11 @@ def parse_device_authorization(status: int, doc: Any) -> DeviceAuthorization:
     dropped = False
     if complete is not None and (not isinstance(complete, str) or url_syntax_problem(complete) is not None):
         complete, dropped = None, True
-    expires_in = _number(doc.get("expires_in"))
-    if expires_in is None or expires_in <= 0:
+    expires_in = token_seconds(status, doc, "expires_in", low=1, high=MAX_EXPIRES_IN)
+    if expires_in is None:
         raise TokenProblem(status, None, "no valid expires_in")
-    interval = _number(doc.get("interval"))
+    low, high = INTERVAL_RANGE
+    interval = token_seconds(status, doc, "interval", low=low, high=high)
     seconds = DEFAULT_INTERVAL if interval is None or interval < 1 else min(MAX_INTERVAL, int(interval))
     return DeviceAuthorization(device_code, user_code, uri, complete, expires_in, seconds, dropped)
 
@@ -309,7 +310,7 @@ def client_credentials_registration(
     """The confidential client of ``--sign-in client-credentials``.
 
     ``client_secret_basic``, or ``client_secret_post`` when the server lists only that
-    (:func:`.flow.choose_auth_method`).
+    (:func:`.tokens.choose_auth_method`).
     """
     return ClientRegistration(client_id, secret, choose_auth_method(server, True))
 

@@ -7,7 +7,7 @@ Theory of operation
 owns the receiver of one sign-in:
 
 1. A sign-in in the sandbox of VS Code (``SANDBOX_RUNTIME=1``) fails at once.
-2. The authorization URL is checked (:func:`.flow.authorization_url_problem`)
+2. The authorization URL is checked (:func:`.urls.authorization_url_problem`)
    before anything writes, elicits or opens it.
 3. The **gate** decides how the URL reaches the user. Before
    ``notifications/initialized`` the bridge opens a browser itself (unless
@@ -40,7 +40,7 @@ from typing import Final, Protocol
 from ..mcp.cancel import CancelToken
 from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled
-from . import flow
+from . import flow, urls
 from .errors import (
     OAuthError,
     ReauthorizationRequired,
@@ -442,7 +442,7 @@ class Attempt:
         """
         settings = self._sign_in.settings
         for url in [authorization_url] + ([fallback[1]] if fallback is not None else []):
-            problem = flow.authorization_url_problem(url, expected_redirect_uri=settings.redirect_uri)
+            problem = urls.authorization_url_problem(url, expected_redirect_uri=settings.redirect_uri)
             if problem is not None:
                 log.warning(
                     "the authorization URL is not valid (%s), thus the bridge does not open it", problem

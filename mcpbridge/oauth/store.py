@@ -1,4 +1,7 @@
-"""The token stores: the keychain of the host, encrypted files, memory; and their index.
+"""The token stores: which one opens, the fallback between them, and the index of the sign-ins.
+
+The stores themselves are in :mod:`.tokenstore` (the contract, memory), :mod:`.keychain`
+and :mod:`.filestore`.
 
 A :class:`TokenStore` keeps opaque bytes under a :class:`~.flow.RecordKey`.
 :class:`IndexedStore` keeps the records of the sign-ins (JSON, see
@@ -11,18 +14,6 @@ the keychain is unavailable or locked, the encrypted files when a key is set
 keychain that stops to answer later hands over to the next store once, for the
 rest of the process.
 
-The file store (:class:`EncryptedFileStore`):
-
-* the directory ``<state dir>/mcpbridge/vscode/tokens`` has mode 0700 and each
-  file mode 0600; a file is written to a temporary name and renamed;
-* keys: HKDF-SHA256 of the 32-byte token key gives an encryption key and a
-  file name key;
-* a file name is the hex of HMAC-SHA256(name key, digest of the record key)
-  plus ``.token``, so the names tell nothing of the sign-ins;
-* a file is ``MCPT``, version 1, a 12-byte nonce and the AES-256-GCM
-  ciphertext with its tag; the additional data binds the ciphertext to the file
-  name, so a moved, truncated or changed file does not decrypt.
-
 ``keyring`` and ``cryptography`` are imported when a store needs them. The URL
 form opens its store at the first request that needs a token
 (:class:`DeferredStore`); :func:`check_options` tells at the start what is wrong
@@ -32,654 +23,40 @@ with the options without opening anything.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import logging
-import os
-import secrets
-import stat
-import sys
 import threading
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from .. import platform
 from . import flow
 from .errors import InvalidRecord, StoreError, StoreOpenError
+from .filestore import EncryptedFileStore, read_key_file, token_directory
 from .flow import IndexEntry, Record, RecordKey
+from .keychain import KEYCHAIN_TIMEOUT, KeyringStore
+from .tokenstore import MemoryStore, TokenStore
 
 __all__ = [
     "DeferredStore",
-    "EncryptedFileStore",
     "FallbackStore",
     "IndexedStore",
-    "KeyringStore",
-    "MemoryStore",
     "OpenedStore",
-    "TokenStore",
-    "UnavailableStore",
     "check_options",
     "open_store",
-    "read_key_file",
-    "token_directory",
 ]
 
 log = logging.getLogger("mcpbridge.oauth")
 
-#: The largest stored record.
-MAX_RECORD_BYTES: Final = 1024 * 1024
-#: The time limit of one answer of the keychain (a Secret Service can hang).
-KEYCHAIN_TIMEOUT: Final = 25.0
 #: The longest wait of a use of a :class:`DeferredStore` for the open that runs on its own
-#: thread: each call of the keychain is bounded by :data:`KEYCHAIN_TIMEOUT`, and opening
-#: makes at most two of them.
+#: thread: each call of the keychain is bounded by :data:`.keychain.KEYCHAIN_TIMEOUT`, and
+#: opening makes at most two of them.
 EARLY_OPEN_WAIT: Final = 2 * KEYCHAIN_TIMEOUT + 5.0
 #: The longest wait for the lock of the index that another bridge holds.
 INDEX_LOCK_TIMEOUT: Final = 10.0
 
-_MAGIC: Final = b"MCPT\x01"
-_NONCE_BYTES: Final = 12
-_TAG_BYTES: Final = 16
-_HKDF_SALT: Final = b"mcpbridge EncryptedFileStore"
-_MAX_KEY_FILE_BYTES: Final = 256
-
 T = TypeVar("T")
-
-
-class TokenStore(ABC):
-    """Bytes under record keys. Thread-safe."""
-
-    #: ``keychain``, ``file`` or ``memory``.
-    kind: str = ""
-    #: The lock file that serializes the changes of the index between processes
-    #: (``None``: the store is not shared with other processes).
-    lock_path: Path | None = None
-
-    @abstractmethod
-    def get(self, key: RecordKey) -> bytes | None:
-        """The bytes of ``key``, or ``None``.
-
-        Raises:
-            InvalidRecord: the stored bytes are damaged (the caller deletes them).
-            StoreError: the store failed.
-        """
-
-    @abstractmethod
-    def put(self, key: RecordKey, data: bytes) -> None:
-        """Keep ``data`` under ``key``, replacing what was there.
-
-        Raises:
-            StoreError: the store failed.
-        """
-
-    @abstractmethod
-    def delete(self, key: RecordKey) -> bool:
-        """Delete ``key``; tell whether it existed.
-
-        Raises:
-            StoreError: the store failed.
-        """
-
-    @abstractmethod
-    def describe(self) -> str:
-        """Where the tokens are, for the log line at the start."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Memory and the null store
-# ---------------------------------------------------------------------------------------------
-
-
-class MemoryStore(TokenStore):
-    """Keeps the records until the end of the process."""
-
-    kind = "memory"
-
-    def __init__(self, description: str = "the tokens stay in memory") -> None:
-        self._items: dict[RecordKey, bytes] = {}
-        self._lock = threading.Lock()
-        self._description = description
-
-    def get(self, key: RecordKey) -> bytes | None:
-        with self._lock:
-            return self._items.get(key)
-
-    def put(self, key: RecordKey, data: bytes) -> None:
-        with self._lock:
-            self._items[key] = bytes(data)
-
-    def delete(self, key: RecordKey) -> bool:
-        with self._lock:
-            return self._items.pop(key, None) is not None
-
-    def describe(self) -> str:
-        return self._description
-
-
-class UnavailableStore(TokenStore):
-    """A store that keeps nothing: every ``get`` is empty, and ``put`` and ``delete`` fail."""
-
-    kind = "unavailable"
-
-    def __init__(self, reason: StoreError) -> None:
-        self.reason = reason
-
-    def get(self, key: RecordKey) -> bytes | None:
-        return None
-
-    def put(self, key: RecordKey, data: bytes) -> None:
-        raise self.reason
-
-    def delete(self, key: RecordKey) -> bool:
-        raise self.reason
-
-    def describe(self) -> str:
-        return f"the tokens are not stored: {self.reason.detail}"
-
-
-# ---------------------------------------------------------------------------------------------
-# The keychain
-# ---------------------------------------------------------------------------------------------
-
-
-def _bounded(call: Callable[[], T], timeout: float) -> T:
-    """Run ``call`` on a helper thread and wait at most ``timeout`` for it."""
-    outcome: list[Any] = []
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            outcome.append((True, call()))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            outcome.append((False, exc))
-        finally:
-            done.set()
-
-    worker = threading.Thread(target=run, name="mcpbridge-keychain", daemon=True)
-    worker.start()
-    if not done.wait(timeout):
-        raise StoreError("KeychainUnavailable", f"the keychain did not answer in {int(timeout)} s")
-    # The call has returned; the thread only has its last step left.
-    worker.join(timeout=1.0)
-    ok, value = outcome[0]
-    if ok:
-        return value  # type: ignore[no-any-return]
-    raise value
-
-
-def keychain_ruled_out(env: Mapping[str, str], system: str = sys.platform) -> str | None:
-    """Why the host has no keychain that ``keyring`` could reach, told without importing it; or None.
-
-    On Linux and the BSDs every keychain ``keyring`` knows (the Secret Service, KWallet)
-    answers on the D-Bus session bus: with no bus address in ``DBUS_SESSION_BUS_ADDRESS``
-    and no socket at ``$XDG_RUNTIME_DIR/bus`` (a remote session, a container, CI) there is
-    none, and importing ``keyring`` and searching its backends would only cost the start
-    its time. A backend chosen by the user (``PYTHON_KEYRING_BACKEND``, or keyring's
-    ``keyringrc.cfg``) is always tried. macOS and Windows always have a keychain.
-    """
-    if system in ("darwin", "win32") or env.get("PYTHON_KEYRING_BACKEND"):
-        return None
-    config_home = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME", ""), ".config")
-    if os.path.isabs(config_home) and os.path.exists(
-        os.path.join(config_home, "python_keyring", "keyringrc.cfg")
-    ):
-        return None
-    if env.get("DBUS_SESSION_BUS_ADDRESS"):
-        return None
-    runtime = env.get("XDG_RUNTIME_DIR", "")
-    if os.path.isabs(runtime) and _is_socket(os.path.join(runtime, "bus")):
-        return None
-    return "the keychain is not available (no D-Bus session bus)"
-
-
-def _is_socket(path: str) -> bool:
-    try:
-        return stat.S_ISSOCK(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _keychain_error(exc: BaseException) -> StoreError:
-    if isinstance(exc, StoreError):
-        return exc
-    from keyring import errors as keyring_errors
-
-    name = type(exc).__name__
-    if isinstance(exc, keyring_errors.KeyringLocked):
-        return StoreError("KeychainLocked", "the keychain is locked")
-    if isinstance(exc, (keyring_errors.NoKeyringError, keyring_errors.InitError)):
-        return StoreError("KeychainUnavailable", f"the keychain is not available ({name})")
-    if isinstance(exc, keyring_errors.KeyringError):
-        return StoreError("KeychainFailed", f"the keychain failed ({name})")
-    return StoreError("KeychainUnavailable", f"the keychain is not available ({name})")
-
-
-#: The Windows Credential Manager keeps at most 2,560 bytes in the blob of a credential, and
-#: keyring's WinVaultKeyring stores a password as UTF-16: 2 bytes for each character.
-CREDENTIAL_BLOB_BYTES: Final = 2560
-#: The longest password of one Credential Manager entry, in characters (records are ASCII).
-WINDOWS_PART_CHARS: Final = CREDENTIAL_BLOB_BYTES // 2
-#: The start of an entry that tells where the parts of a split record are.
-_PARTS_PREFIX: Final = "mcpbridge-parts:1:"
-
-
-def keychain_part_chars(backend: Any, system: str = sys.platform) -> int | None:
-    """The longest password that the keychain ``backend`` keeps in one entry; ``None``: no limit.
-
-    The Windows Credential Manager (keyring's ``WinVaultKeyring``, also inside a
-    chain of backends) has :data:`WINDOWS_PART_CHARS`; so has every backend on Windows.
-    """
-    if system == "win32":
-        return WINDOWS_PART_CHARS
-    for candidate in [backend, *getattr(backend, "backends", ())]:
-        if type(candidate).__name__ == "WinVaultKeyring":
-            return WINDOWS_PART_CHARS
-    return None
-
-
-class KeyringStore(TokenStore):
-    """The keychain of the host through ``keyring``: one entry per record.
-
-    The service is :data:`~.flow.KEYCHAIN_SERVICE`; the user name of an entry is
-    the hex digest of its record key, and its password the record.
-
-    A keychain with a limit per entry (``part_chars``: the Windows Credential
-    Manager) gets a record that does not fit in parts: the entries ``<digest>/1``,
-    ``<digest>/2``... hold its pieces, written first, and the entry of the record
-    holds ``mcpbridge-parts:1:<count>:<SHA-256 of the record>``, written last. A
-    part that is missing or does not match makes the record damaged.
-    """
-
-    kind = "keychain"
-
-    def __init__(
-        self,
-        backend: Any,
-        service: str = flow.KEYCHAIN_SERVICE,
-        timeout: float = KEYCHAIN_TIMEOUT,
-        *,
-        part_chars: int | None = None,
-    ) -> None:
-        if part_chars is not None and part_chars <= len(_PARTS_PREFIX) + 80:
-            raise ValueError("part_chars is too small for the entry of a split record")
-        self._backend = backend
-        self._service = service
-        self._timeout = timeout
-        self._part_chars = part_chars
-        #: Set by :func:`open_store` from the state directory, when there is one.
-        self.lock_path: Path | None = None
-
-    @classmethod
-    def open(cls, service: str = flow.KEYCHAIN_SERVICE, timeout: float = KEYCHAIN_TIMEOUT) -> KeyringStore:
-        """The keychain of the host, after one read that proves it answers.
-
-        Raises:
-            StoreOpenError: ``KeychainUnavailable``, ``KeychainLocked`` or ``KeychainFailed``.
-        """
-        # A program that loaded keyring already (and may have set its backend) lets it decide.
-        absent = None if "keyring" in sys.modules else keychain_ruled_out(os.environ)
-        if absent is not None:
-            raise StoreOpenError("KeychainUnavailable", absent)
-        try:
-            import keyring
-            from keyring.backends import fail
-        except ImportError as exc:
-            raise StoreOpenError("KeychainUnavailable", "the keychain is not available (no keyring)") from exc
-        try:
-            backend = _bounded(keyring.get_keyring, timeout)
-        except BaseException as exc:  # noqa: BLE001 - a backend can raise anything at its start
-            error = _keychain_error(exc)
-            raise StoreOpenError(error.name, error.detail) from exc
-        if isinstance(backend, fail.Keyring) or _priority(backend) <= 0:
-            raise StoreOpenError("KeychainUnavailable", "the keychain is not available (no backend)")
-        store = cls(backend, service, timeout, part_chars=keychain_part_chars(backend))
-        try:
-            store.get(flow.index_key())
-        except StoreError as exc:
-            raise StoreOpenError(exc.name, exc.detail) from exc
-        return store
-
-    def _call(self, call: Callable[[], T]) -> T:
-        try:
-            return _bounded(call, self._timeout)
-        except BaseException as exc:  # noqa: BLE001 - mapped to the failures of the store
-            raise _keychain_error(exc) from exc
-
-    def _get_text(self, user: str) -> str | None:
-        text = self._call(lambda: self._backend.get_password(self._service, user))
-        if text is not None and not isinstance(text, str):
-            raise InvalidRecord("not a text")
-        return text
-
-    def _set_text(self, user: str, text: str) -> None:
-        self._call(lambda: self._backend.set_password(self._service, user, text))
-
-    def _delete_entry(self, user: str) -> bool:
-        from keyring.errors import PasswordDeleteError
-
-        def remove() -> bool:
-            try:
-                self._backend.delete_password(self._service, user)
-            except PasswordDeleteError:
-                return False
-            return True
-
-        return self._call(remove)
-
-    @staticmethod
-    def _parts_of(text: str | None) -> tuple[int, str] | None:
-        """The count and the digest of a split record's entry; ``None`` for a whole record.
-
-        Raises:
-            InvalidRecord: the entry starts as one of a split record but is not valid.
-        """
-        if text is None or not text.startswith(_PARTS_PREFIX):
-            return None
-        count, _, digest = text[len(_PARTS_PREFIX) :].partition(":")
-        if not count.isdigit() or not 1 <= int(count) <= MAX_RECORD_BYTES or len(digest) != 64:
-            raise InvalidRecord("the entry of a split record is not valid")
-        return int(count), digest
-
-    def get(self, key: RecordKey) -> bytes | None:
-        user = key.digest().hex()
-        text = self._get_text(user)
-        if text is None:
-            return None
-        parts = self._parts_of(text)
-        if parts is None:
-            return text.encode("utf-8")
-        count, digest = parts
-        pieces: list[str] = []
-        for n in range(1, count + 1):
-            piece = self._get_text(f"{user}/{n}")
-            if piece is None:
-                raise InvalidRecord("a part of a split record is missing")
-            pieces.append(piece)
-        data = "".join(pieces).encode("utf-8")
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise InvalidRecord("the parts of a split record do not match")
-        return data
-
-    def put(self, key: RecordKey, data: bytes) -> None:
-        user = key.digest().hex()
-        text = data.decode("ascii")
-        limit = self._part_chars
-        if limit is None:
-            self._set_text(user, text)
-            return
-        try:
-            old = self._parts_of(self._get_text(user))
-        except InvalidRecord:
-            old = None
-        count = 0
-        if len(text) <= limit:
-            self._set_text(user, text)
-        else:
-            pieces = [text[i : i + limit] for i in range(0, len(text), limit)]
-            for n, piece in enumerate(pieces, start=1):
-                self._set_text(f"{user}/{n}", piece)
-            count = len(pieces)
-            self._set_text(user, f"{_PARTS_PREFIX}{count}:{hashlib.sha256(data).hexdigest()}")
-        if old is not None:
-            for n in range(count + 1, old[0] + 1):
-                self._delete_entry(f"{user}/{n}")
-
-    def delete(self, key: RecordKey) -> bool:
-        user = key.digest().hex()
-        parts = None
-        if self._part_chars is not None:
-            try:
-                parts = self._parts_of(self._get_text(user))
-            except InvalidRecord:
-                parts = None
-        existed = self._delete_entry(user)
-        if parts is not None:
-            for n in range(1, parts[0] + 1):
-                self._delete_entry(f"{user}/{n}")
-        return existed
-
-    def describe(self) -> str:
-        return f'the tokens are in the keychain of the host (service "{self._service}")'
-
-
-def _priority(backend: Any) -> float:
-    try:
-        return float(backend.priority)
-    except Exception:  # noqa: BLE001 - a backend without a usable priority
-        return 1.0
-
-
-# ---------------------------------------------------------------------------------------------
-# Encrypted files
-# ---------------------------------------------------------------------------------------------
-
-
-def _hkdf(key: bytes, info: bytes, length: int = 32) -> bytes:
-    """HKDF-SHA256 (RFC 5869) with the salt of the file store."""
-    prk = hmac.new(_HKDF_SALT, key, hashlib.sha256).digest()
-    out, block = b"", b""
-    counter = 1
-    while len(out) < length:
-        block = hmac.new(prk, block + info + bytes([counter]), hashlib.sha256).digest()
-        out += block
-        counter += 1
-    return out[:length]
-
-
-def token_directory(env: Mapping[str, str], *, platform: str = sys.platform) -> Path:
-    """``<state dir>/mcpbridge/vscode/tokens``.
-
-    The state directory is ``%LOCALAPPDATA%`` on Windows, ``~/Library/Application
-    Support`` on macOS, else ``$XDG_STATE_HOME`` (when absolute) or ``~/.local/state``.
-
-    Raises:
-        StoreOpenError: ``NoTokenDirectory``.
-    """
-    if platform == "win32":
-        base = env.get("LOCALAPPDATA", "")
-        if not base:
-            raise StoreOpenError("NoTokenDirectory", "no directory for the tokens: LOCALAPPDATA is not set")
-        return Path(base, *flow.TOKEN_DIRECTORY_PARTS)
-    if platform == "darwin":
-        home = env.get("HOME", "")
-        if not home or not os.path.isabs(home):
-            raise StoreOpenError("NoTokenDirectory", "no directory for the tokens: HOME is not set")
-        return Path(home, "Library", "Application Support", *flow.TOKEN_DIRECTORY_PARTS)
-    state = env.get("XDG_STATE_HOME", "")
-    if state and os.path.isabs(state):
-        return Path(state, *flow.TOKEN_DIRECTORY_PARTS)
-    home = env.get("HOME", "")
-    if not home or not os.path.isabs(home):
-        raise StoreOpenError(
-            "NoTokenDirectory", "no directory for the tokens: neither XDG_STATE_HOME nor HOME is set"
-        )
-    return Path(home, ".local", "state", *flow.TOKEN_DIRECTORY_PARTS)
-
-
-def read_key_file(path: str, directory: Path) -> bytes:
-    """The 32-byte key in the file of ``--token-key-file``.
-
-    The file must belong to the user of the bridge, without permissions for
-    others, outside the token directory, and hold 64 hexadecimal digits.
-
-    Raises:
-        StoreOpenError: ``TokenKeyFileUnreadable``, ``TokenKeyFileNotPrivate``,
-            ``TokenKeyInTokenDirectory`` or ``InvalidTokenKey``.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as exc:
-        raise StoreOpenError(
-            "TokenKeyFileUnreadable", f"the file of --token-key-file cannot be read ({exc.strerror})"
-        ) from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StoreOpenError(
-                "TokenKeyFileUnreadable", "the file of --token-key-file is not a regular file"
-            )
-        if sys.platform != "win32" and (info.st_uid != os.geteuid() or info.st_mode & 0o077):
-            raise StoreOpenError(
-                "TokenKeyFileNotPrivate",
-                "the file of --token-key-file is not private: it must belong to the user of the bridge, "
-                "with no permission for the group and others (chmod 600)",
-            )
-        data = os.read(fd, _MAX_KEY_FILE_BYTES + 1)
-    except OSError as exc:
-        raise StoreOpenError(
-            "TokenKeyFileUnreadable", f"the file of --token-key-file cannot be read ({exc.strerror})"
-        ) from exc
-    finally:
-        os.close(fd)
-    real_key = os.path.realpath(path)
-    real_dir = os.path.realpath(directory)
-    if os.path.commonpath([real_key, real_dir]) == real_dir:
-        raise StoreOpenError(
-            "TokenKeyInTokenDirectory", "the file of --token-key-file is inside the token directory"
-        )
-    if len(data) > _MAX_KEY_FILE_BYTES:
-        raise StoreOpenError(
-            "InvalidTokenKey", "the file of --token-key-file is not valid: use 64 hexadecimal digits"
-        )
-    text = data.decode("ascii", "replace").strip()
-    if len(text) != 64 or any(c not in "0123456789abcdefABCDEF" for c in text):
-        raise StoreOpenError(
-            "InvalidTokenKey", "the file of --token-key-file is not valid: use 64 hexadecimal digits"
-        )
-    return bytes.fromhex(text)
-
-
-class EncryptedFileStore(TokenStore):
-    """One encrypted file per record; see the module docstring."""
-
-    kind = "file"
-
-    def __init__(self, directory: Path, key: bytes) -> None:
-        if len(key) != 32:
-            raise ValueError("the token key has 32 bytes")
-        self.directory = directory
-        self.lock_path: Path | None = directory.parent / "index.lock"
-        self._encryption_key = _hkdf(key, b"encryption")
-        self._name_key = _hkdf(key, b"file name")
-        self._lock = threading.Lock()
-
-    @classmethod
-    def open(cls, directory: Path, key: bytes) -> EncryptedFileStore:
-        """Make the directory private and check that AES-GCM is there.
-
-        Private is mode 0700 on POSIX; on Windows a protected ACL that allows the
-        user of the bridge only (no entry inherited from the parent folders).
-
-        Raises:
-            StoreOpenError: ``FileStoreFailed``.
-        """
-        try:
-            from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: F401
-        except ImportError as exc:
-            raise StoreOpenError("FileStoreFailed", "the file store needs the package cryptography") from exc
-        try:
-            directory.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                directory.mkdir(mode=0o700)
-            except FileExistsError:
-                pass
-            info = os.lstat(directory)
-            if not stat.S_ISDIR(info.st_mode):
-                raise StoreOpenError("FileStoreFailed", f"{directory} is not a directory")
-            if sys.platform == "win32":
-                platform.protect_directory(directory)
-            elif stat.S_IMODE(info.st_mode) != 0o700:
-                os.chmod(directory, 0o700)
-        except OSError as exc:
-            raise StoreOpenError(
-                "FileStoreFailed",
-                f"the token directory cannot be made ({exc.strerror or type(exc).__name__})",
-            ) from exc
-        return cls(directory, key)
-
-    def _name_mac(self, key: RecordKey) -> bytes:
-        return hmac.new(self._name_key, key.digest(), hashlib.sha256).digest()
-
-    def path_of(self, key: RecordKey) -> Path:
-        """The file of ``key``."""
-        return self.directory / (self._name_mac(key).hex() + ".token")
-
-    def get(self, key: RecordKey) -> bytes | None:
-        from cryptography.exceptions import InvalidTag
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-        path = self.path_of(key)
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise StoreError("FileStoreFailed", f"a token file cannot be read ({exc.strerror})") from exc
-        try:
-            data = b""
-            while len(data) <= MAX_RECORD_BYTES + 64:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                data += chunk
-        except OSError as exc:
-            raise StoreError("FileStoreFailed", f"a token file cannot be read ({exc.strerror})") from exc
-        finally:
-            os.close(fd)
-        minimum = len(_MAGIC) + _NONCE_BYTES + _TAG_BYTES
-        if len(data) < minimum or len(data) > MAX_RECORD_BYTES + 64 or not data.startswith(_MAGIC):
-            raise InvalidRecord("a token file is not valid")
-        nonce = data[len(_MAGIC) : len(_MAGIC) + _NONCE_BYTES]
-        sealed = data[len(_MAGIC) + _NONCE_BYTES :]
-        try:
-            return AESGCM(self._encryption_key).decrypt(nonce, sealed, _MAGIC + self._name_mac(key))
-        except InvalidTag as exc:
-            raise InvalidRecord("a token file does not decrypt") from exc
-
-    def put(self, key: RecordKey, data: bytes) -> None:
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-        if len(data) > MAX_RECORD_BYTES:
-            raise StoreError("FileStoreFailed", "a record is longer than 1 MiB")
-        mac = self._name_mac(key)
-        nonce = secrets.token_bytes(_NONCE_BYTES)
-        blob = _MAGIC + nonce + AESGCM(self._encryption_key).encrypt(nonce, data, _MAGIC + mac)
-        final = self.directory / (mac.hex() + ".token")
-        temporary = self.directory / f"{mac.hex()}.{secrets.token_hex(6)}.tmp"
-        try:
-            fd = os.open(
-                temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600
-            )
-            try:
-                view = memoryview(blob)
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temporary, final)
-        except OSError as exc:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
-            raise StoreError("FileStoreFailed", f"a token file cannot be written ({exc.strerror})") from exc
-
-    def delete(self, key: RecordKey) -> bool:
-        try:
-            os.unlink(self.path_of(key))
-        except FileNotFoundError:
-            return False
-        except OSError as exc:
-            raise StoreError("FileStoreFailed", f"a token file cannot be deleted ({exc.strerror})") from exc
-        return True
-
-    def describe(self) -> str:
-        return f"the tokens are in encrypted files in {self.directory}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -805,46 +182,19 @@ def open_store(
         return OpenedStore(store, store.describe())
     if mode != "auto":
         raise ValueError(f"unknown token store {mode!r}")
+    return _open_auto(key=key, key_file=key_file, env=env, keychain=keychain)
 
-    def after_keychain(why: StoreError) -> tuple[TokenStore, str]:
-        reason = why.detail
-        try:
-            directory = token_directory(env)
-        except StoreOpenError as exc:
-            if key is None and key_file is None:
-                text = (
-                    f"the tokens stay in memory: {reason}, and no token key is set (MCP_BRIDGE_TOKEN_KEY or "
-                    "--token-key-file). Each start needs a new sign-in"
-                )
-            else:
-                text = (
-                    f"the tokens stay in memory: {reason}, and the file store did not start ({exc.detail}). "
-                    "Each start needs a new sign-in"
-                )
-            return MemoryStore(text), text
-        file_key = _file_key(key, key_file, directory)
-        if file_key is None:
-            text = (
-                f"the tokens stay in memory: {reason}, and no token key is set (MCP_BRIDGE_TOKEN_KEY or "
-                "--token-key-file). Each start needs a new sign-in"
-            )
-            return MemoryStore(text), text
-        try:
-            store = EncryptedFileStore.open(directory, file_key)
-        except StoreOpenError as exc:
-            text = (
-                f"the tokens stay in memory: {reason}, and the file store did not start ({exc.detail}). "
-                "Each start needs a new sign-in"
-            )
-            return MemoryStore(text), text
-        return store, f"{reason}: {store.describe()}"
 
+def _open_auto(
+    *, key: bytes | None, key_file: str | None, env: Mapping[str, str], keychain: Callable[[], TokenStore]
+) -> OpenedStore:
+    """``--token-store auto``: the keychain, with the next store for when it stops to answer."""
     try:
         primary = keychain()
     except StoreOpenError as exc:
         if exc.name not in ("KeychainUnavailable", "KeychainLocked"):
             raise
-        store, line = after_keychain(exc)
+        store, line = _after_keychain(exc, key=key, key_file=key_file, env=env)
         return OpenedStore(store, line)
     if key_file is not None:
         # A key file that cannot be used is an error also while the keychain works.
@@ -852,9 +202,47 @@ def open_store(
     _share_index_lock(primary, env)
 
     def make_next() -> TokenStore:
-        return after_keychain(StoreError("KeychainUnavailable", "it stopped to answer"))[0]
+        why = StoreError("KeychainUnavailable", "it stopped to answer")
+        return _after_keychain(why, key=key, key_file=key_file, env=env)[0]
 
     return OpenedStore(FallbackStore(primary, make_next), primary.describe())
+
+
+def _after_keychain(
+    why: StoreError, *, key: bytes | None, key_file: str | None, env: Mapping[str, str]
+) -> tuple[TokenStore, str]:
+    """The store after the keychain (``why``: its failure) and the line that says so."""
+    reason = why.detail
+    try:
+        directory = token_directory(env)
+    except StoreOpenError as exc:
+        if key is None and key_file is None:
+            text = (
+                f"the tokens stay in memory: {reason}, and no token key is set (MCP_BRIDGE_TOKEN_KEY or "
+                "--token-key-file). Each start needs a new sign-in"
+            )
+        else:
+            text = (
+                f"the tokens stay in memory: {reason}, and the file store did not start ({exc.detail}). "
+                "Each start needs a new sign-in"
+            )
+        return MemoryStore(text), text
+    file_key = _file_key(key, key_file, directory)
+    if file_key is None:
+        text = (
+            f"the tokens stay in memory: {reason}, and no token key is set (MCP_BRIDGE_TOKEN_KEY or "
+            "--token-key-file). Each start needs a new sign-in"
+        )
+        return MemoryStore(text), text
+    try:
+        store = EncryptedFileStore.open(directory, file_key)
+    except StoreOpenError as exc:
+        text = (
+            f"the tokens stay in memory: {reason}, and the file store did not start ({exc.detail}). "
+            "Each start needs a new sign-in"
+        )
+        return MemoryStore(text), text
+    return store, f"{reason}: {store.describe()}"
 
 
 def check_options(mode: str, *, key: bytes | None, key_file: str | None, env: Mapping[str, str]) -> None:

@@ -1,4 +1,4 @@
-"""The contract of a :class:`~.store.TokenStore`, as a mixin of test classes.
+"""The contract of a :class:`~.tokenstore.TokenStore`, as a mixin of test classes.
 
 Every store passes the same tests::
 
@@ -17,7 +17,8 @@ import threading
 
 from . import flow
 from .flow import ClientRegistration, Record, RecordKey
-from .store import IndexedStore, TokenStore
+from .store import IndexedStore
+from .tokenstore import TokenStore
 
 __all__ = ["TokenStoreContract", "sample_record"]
 

@@ -4,7 +4,8 @@ The check does one time what the bridge does when VS Code starts it, and tells
 a person in a terminal what it found:
 
 * the upstream: the command, or the URL with its path (never its query, which can
-  carry a secret);
+  carry a secret) and the transport that reached it (Streamable HTTP, or the HTTP+SSE
+  transport of 2024-11-05 of an old server, ``--transport``);
 * the era of the server (``server/discover`` of 2026-07-28; after a failure that
   shows a 2025-era server, ``initialize`` of 2025-11-25, as the bridge does);
 * the name and the version of the server, and each step with its time and its
@@ -38,6 +39,10 @@ lines of the bridge and the stderr lines of an upstream command go to stderr.
 The exit code is 0 when the server works (the check found no problem), 1 when it
 does not, and 2 for a ``--ca-file`` that cannot be used. The report never holds a
 secret: no header value, no token, no query of the URL and no password of a proxy.
+
+This module runs the steps; :mod:`.check_report` holds the report and writes its text,
+:mod:`.check_advice` tells the sign-in state, the sign-in flows and the problem of a
+failed step.
 """
 
 from __future__ import annotations
@@ -47,26 +52,41 @@ import logging
 import os
 import shutil
 import sys
-import textwrap
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Final, TextIO
+from typing import Any, ClassVar, Final
 from urllib.parse import urlsplit
 
 from .. import __version__
-from ..bridge.errortable import connect_fix
 from ..bridge.revisions import LATEST as LATEST_REVISION
 from ..bridge.revisions import OTHER_HOSTS, choose_profile
 from ..bridge.tasks import offers_extension
 from ..bridge.translate import client_capabilities_for_upstream
-from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
-from ..mcp.httpwire import ConnectError
+from ..mcp.errorbase import BridgeError, UsageFault
+from ..mcp.errors import McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import METHOD_NOT_FOUND
 from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
 from ..mcp.text import format_duration
-from ..oauth.errors import problem_words
 from . import settings as args
+from .check_advice import diagnose, failure_text, predicted_renewal, sign_in_flows, sign_in_state
+from .check_report import (
+    FAILED,
+    LISTS,
+    MAX_ANSWER_CHARS,
+    OK,
+    SKIPPED,
+    TIMED_OUT,
+    Problem,
+    Report,
+    Step,
+    asked_methods,
+    colors,
+    first_text,
+    item_name,
+    printable,
+    render_text,
+    url_upstream,
+)
 
 __all__ = ["Report", "check", "run_check", "render_text"]
 
@@ -88,24 +108,6 @@ CLIENT_CAPABILITIES: Final = {
 }
 
 
-@dataclass(frozen=True)
-class Listing:
-    """A list that the check reads: its key (in the result and the report), method,
-    the server capability that announces it, and its label in the text report."""
-
-    key: str
-    method: str
-    capability: str
-    label: str
-
-
-#: The lists that the check reads.
-LISTS: Final = (
-    Listing("tools", "tools/list", "tools", "Tools"),
-    Listing("prompts", "prompts/list", "prompts", "Prompts"),
-    Listing("resources", "resources/list", "resources", "Resources"),
-    Listing("resourceTemplates", "resources/templates/list", "resources", "Templates"),
-)
 #: The same capabilities in the ``_meta`` of each request to a 2026-07-28 server.
 UPSTREAM_CAPABILITIES: Final = client_capabilities_for_upstream(CLIENT_CAPABILITIES)
 #: The params of the check's ``initialize`` to a 2025-era server.
@@ -124,20 +126,7 @@ CLOSE_GRACE: Final = 2.0
 #: The wait for the close once the time limit is (nearly) used up: a server that keeps
 #: running after the end of its stdin is stopped at once, so the run ends in time.
 LATE_CLOSE_GRACE: Final = 0.1
-#: The longest name of a tool, prompt or resource in the report (the tool names of the
-#: protocol have at most 128 characters).
-MAX_NAME_CHARS: Final = 128
-#: The longest text of an answer of the server in the report.
-MAX_ANSWER_CHARS: Final = 200
-#: The narrowest text report, whatever the terminal says.
-MIN_WIDTH: Final = 40
 
-#: The status of a step.
-OK: Final = "ok"
-FAILED: Final = "failed"
-TIMED_OUT: Final = "timed out"
-SKIPPED: Final = "skipped"
-STATUS_WIDTH: Final = len(TIMED_OUT)
 
 #: What a server answers when a tool sends a request of the 2025 era in the middle of a
 #: call on a 2026-07-28 connection (lower case): the Python SDK's ``NoBackChannelError``
@@ -146,94 +135,6 @@ STATUS_WIDTH: Final = len(TIMED_OUT)
 ERA_2025_ONLY_MARKERS: Final = ("back-channel", "server-initiated request", f"unavailable on {MODERN}")
 #: The server's requests that the check tells apart in the middle of a call.
 SERVER_REQUESTS: Final = ("elicitation/create", "sampling/createMessage", "roots/list", "ping")
-
-
-@dataclass
-class Step:
-    """One step of the check: its name, its time, its status (``ok``, ``failed``,
-    ``timed out`` or ``skipped``) and what came of it, or why."""
-
-    name: str
-    ms: int
-    status: str
-    outcome: str
-
-    @property
-    def ok(self) -> bool:
-        return self.status == OK
-
-
-@dataclass
-class Problem:
-    """A problem the check found, and what fixes it."""
-
-    problem: str
-    fix: str
-
-
-@dataclass
-class Report:
-    """What the check found; :func:`render_text` and :meth:`to_json` show it."""
-
-    upstream: dict[str, Any]
-    era: str | None = None
-    protocol_version: str | None = None
-    server: dict[str, Any] | None = None
-    steps: list[Step] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    #: The names of the items of each list, in the order of the server.
-    names: dict[str, list[str]] = field(default_factory=dict)
-    #: With ``--allow-tool`` or ``--deny-tool``: the patterns, the tools before and after
-    #: the filter, and the patterns that match no tool.
-    tool_filter: dict[str, Any] | None = None
-    #: The ``ttlMs`` of the first page of each list (2026-07-28 only): how long the bridge keeps it.
-    list_ttl_ms: dict[str, int] = field(default_factory=dict)
-    #: ``--tasks`` (``mode``), whether the server offers tasks (``offered``) and the tools
-    #: whose entry says that they need them (``required``).
-    tasks: dict[str, Any] | None = None
-    #: ``--host-profile`` (``setting``) and the profile each kind of host gets under it.
-    host_profile: dict[str, Any] = field(default_factory=dict)
-    sign_in: dict[str, Any] = field(default_factory=dict)
-    proxy: dict[str, Any] = field(default_factory=dict)
-    ca: dict[str, Any] = field(default_factory=dict)
-    #: The lines of a command's stdout that were not messages; ``None`` for a URL.
-    stray_lines: int | None = None
-    problems: list[Problem] = field(default_factory=list)
-    #: The 2025-era revision that a 2026-07-28 server speaks too, if it does.
-    also_speaks: str | None = None
-    #: What a user should know although nothing failed, each with what to do.
-    notes: list[Problem] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """The server works: the check found its era and no problem."""
-        return self.era is not None and not self.problems
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "upstream": self.upstream,
-            "era": self.era,
-            "protocolVersion": self.protocol_version,
-            "server": self.server,
-            "steps": [
-                {"step": s.name, "ms": s.ms, "status": s.status, "ok": s.ok, "outcome": s.outcome}
-                for s in self.steps
-            ],
-            "counts": self.counts,
-            "names": self.names,
-            "toolFilter": self.tool_filter,
-            "listTtlMs": self.list_ttl_ms if self.era == MODERN else None,
-            "tasks": self.tasks,
-            "hostProfile": self.host_profile,
-            "signIn": self.sign_in,
-            "proxy": self.proxy,
-            "ca": self.ca,
-            "strayStdoutLines": self.stray_lines,
-            "problems": [{"problem": p.problem, "fix": p.fix} for p in self.problems],
-            "alsoSpeaks": self.also_speaks,
-            "notes": [{"note": n.problem, "fix": n.fix} for n in self.notes],
-        }
 
 
 def check(settings: args.Settings) -> int:
@@ -249,7 +150,7 @@ def check(settings: args.Settings) -> int:
         sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False) + "\n")
     else:
         width = shutil.get_terminal_size().columns
-        sys.stdout.write(render_text(report, color=_colors(sys.stdout), width=width))
+        sys.stdout.write(render_text(report, color=colors(sys.stdout), width=width))
     sys.stdout.flush()
     return code
 
@@ -264,8 +165,24 @@ def run_check(
     """
     environ = dict(os.environ) if env is None else env
     run = _Check(settings, environ, time.monotonic() if started is None else started)
-    code = run.url() if settings.url is not None else run.command()
+    try:
+        code = run.url() if settings.url is not None else run.command()
+    except CheckStopped as exc:  # the report already holds the problem
+        code = exc.exit_code
     return run.report, code
+
+
+class CheckStopped(BridgeError):
+    """A failure that ends the check before it reaches the server; the report holds the problem,
+    and :attr:`exit_code` is the exit code of the check."""
+
+    exit_code: ClassVar[int] = EXIT_FAILS
+
+
+class CaFileUnusable(CheckStopped, UsageFault):
+    """The CA certificates of ``--ca-file`` cannot be used: as an argument that is not valid."""
+
+    exit_code: ClassVar[int] = EXIT_BAD_CA_FILE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,8 +239,8 @@ class _Check:
         settings = self.settings
         url = settings.url
         assert url is not None
-        self.report.upstream = _url_upstream(url)
-        self.report.sign_in, token = _sign_in_state(settings, self.env)
+        self.report.upstream = url_upstream(url)
+        self.report.sign_in, token = sign_in_state(settings, self.env)
         proxy = proxy_for(url, self.env)
         if proxy is None:
             self.report.proxy = {"state": "none", "note": "a direct connection"}
@@ -346,7 +263,7 @@ class _Check:
                 f"the CA certificates of --ca-file cannot be used: {exc.detail}",
                 "Give a readable PEM file of CA certificates with --ca-file.",
             )
-            return EXIT_BAD_CA_FILE
+            raise CaFileUnusable(exc.detail) from exc
         headers = [(header.name, header.value) for header in settings.headers]
         if token is not None:
             headers.append(("Authorization", f"Bearer {token}"))
@@ -357,6 +274,7 @@ class _Check:
             max_response_bytes=settings.max_response_bytes,
             ssl_context=context,
             env=self.env,
+            transport=settings.transport,
         )
         started = time.monotonic()
         try:
@@ -364,11 +282,15 @@ class _Check:
             self._run(connect, LegacyTransports(legacy), over_http=True)
         except McpError as exc:  # the transport could not be made (a proxy variable)
             self._failure("connect", exc, started)
+        if self.report.era is not None:
+            self.report.upstream["transport"] = (
+                legacy.found if self.report.era == LEGACY else "streamable-http"
+            )
         if not settings.static_authorization:
             flows, server = self._sign_in_flows(context, stored=token is not None)
             self.report.sign_in["flows"] = flows
             if server is not None and "renewal" not in self.report.sign_in:
-                self.report.sign_in["renewal"] = _predicted_renewal(settings, server)
+                self.report.sign_in["renewal"] = predicted_renewal(settings, server)
         return self._exit_code()
 
     def _exit_code(self) -> int:
@@ -465,14 +387,14 @@ class _Check:
                 self._failure(step, exc, started)
                 # As the bridge: no answer from a command may be a 2025-era server.
                 return _LEGACY_ERA if legacy and not forced else None
-            outcome = f"{_outcome(exc)}: not a {MODERN} server"
+            outcome = f"{failure_text(exc)}: not a {MODERN} server"
             if not forced:
                 self._step(step, started, OK, outcome)
                 return _LEGACY_ERA
             self._step(step, started, FAILED, outcome)
             self._problem(
                 f"the server is not a server of revision {MODERN}: it answered "
-                f"server/discover with {_outcome(exc)}",
+                f"server/discover with {failure_text(exc)}",
                 "Remove --protocol 2026-07-28: with --protocol auto (the default) the "
                 "bridge passes a 2025-era server through.",
             )
@@ -579,7 +501,7 @@ class _Check:
         try:
             transport = legacy_upstream.transport(None)
         except McpError as exc:
-            self._step(name, started, OK, f"{_outcome(exc)}: {MODERN} only")
+            self._step(name, started, OK, f"{failure_text(exc)}: {MODERN} only")
             return
         peer = LegacyPeer(
             transport, on_request=lambda r: self._answer_server(peer, r), on_notification=lambda _n: None
@@ -598,18 +520,18 @@ class _Check:
                 )
                 return
             except McpError as exc:
-                self._step(name, started, OK, f"{_outcome(exc)}: {MODERN} only")
+                self._step(name, started, OK, f"{failure_text(exc)}: {MODERN} only")
                 return
             if isinstance(answer, ErrorResponse):
-                self._step(name, started, OK, f"{_outcome(RpcError(answer.error))}: {MODERN} only")
+                self._step(name, started, OK, f"{failure_text(RpcError(answer.error))}: {MODERN} only")
                 return
             result = answer.result if isinstance(answer.result, dict) else {}
             version = result.get("protocolVersion")
             if not isinstance(version, str) or version >= MODERN:
                 self._step(name, started, OK, f"no 2025-era result: {MODERN} only")
                 return
-            self._step(name, started, OK, f"MCP {_printable(version)}: the server speaks both eras")
-            self.report.also_speaks = _printable(version)
+            self._step(name, started, OK, f"MCP {printable(version)}: the server speaks both eras")
+            self.report.also_speaks = printable(version)
         finally:
             peer.close(self._grace())
 
@@ -624,7 +546,7 @@ class _Check:
         failed = self.needs_2025_era
         if failed is not None:
             problem = (
-                f"the tool {_printable(self.settings.call_tool or '')} sends a request of the 2025 era "
+                f"the tool {printable(self.settings.call_tool or '')} sends a request of the 2025 era "
                 "in the middle of "
                 f"its call, which a {MODERN} connection does not carry (the server answered: {failed})"
             )
@@ -696,7 +618,7 @@ class _Check:
                 self._failure(method, exc, started)
                 continue
             self.report.counts[key] = count
-            self.report.names[key] = [_name(name) for name in names]
+            self.report.names[key] = [item_name(name) for name in names]
             outcome = f"{key}: {count}"
             if key == "tools" and self.tool_filter.active:
                 shown = self._filter_tools(names)
@@ -712,7 +634,7 @@ class _Check:
         for tool in tools:
             execution = tool.get("execution") if isinstance(tool, dict) else None
             if isinstance(execution, dict) and execution.get("taskSupport") == "required":
-                self.report.tasks["required"].append(_printable(str(tool.get("name"))))
+                self.report.tasks["required"].append(printable(str(tool.get("name"))))
 
     def _tasks_note(self) -> None:
         """A 2026-07-28 server whose tools need tasks, and ``--tasks off``: they fail."""
@@ -746,7 +668,7 @@ class _Check:
         if name is None:
             return
         step = "tools/call"
-        shown = _printable(name)
+        shown = printable(name)
         if self.tool_filter.hides(name):
             self._skip(step, f"{shown}: the tool filter hides it from VS Code")
             return
@@ -765,11 +687,11 @@ class _Check:
             return
         if result.get("resultType") == "input_required":
             requests = result.get("inputRequests")
-            asked = _asked_methods(requests.values() if isinstance(requests, dict) else ())
+            asked = asked_methods(requests.values() if isinstance(requests, dict) else ())
             self._step(step, started, OK, f"{shown}: the tool asks for input ({asked}); the check gives none")
             return
         if result.get("isError") is True:
-            text = _first_text(result)
+            text = first_text(result)
             if not self._needs_2025_era(text, started):
                 self._step(step, started, FAILED, f"{shown}: an error result: {text}")
                 self._problem(
@@ -777,7 +699,7 @@ class _Check:
                     "Examine the arguments of --call-arguments and the log of the server.",
                 )
             return
-        outcome = f"{shown}: a result ({_first_text(result)})"
+        outcome = f"{shown}: a result ({first_text(result)})"
         if self.server_asked:
             outcome += (
                 f"; in the middle of the call the server asked for {', '.join(sorted(self.server_asked))}, "
@@ -790,12 +712,12 @@ class _Check:
         2025 era; then the step failed, and :meth:`_era_advice` tells what to do."""
         if self.report.era != MODERN or not any(m in answer.lower() for m in ERA_2025_ONLY_MARKERS):
             return False
-        self.needs_2025_era = _printable(answer, MAX_ANSWER_CHARS)
+        self.needs_2025_era = printable(answer, MAX_ANSWER_CHARS)
         self._step(
             "tools/call",
             started,
             FAILED,
-            f"{_printable(self.settings.call_tool or '')}: it needs a request of the 2025 era: "
+            f"{printable(self.settings.call_tool or '')}: it needs a request of the 2025 era: "
             f"{self.needs_2025_era}",
         )
         return True
@@ -841,7 +763,7 @@ class _Check:
             return {"state": "not checked", "note": "the server did not ask for sign-in"}, None
         if self._left() <= 0:
             return {"state": "not checked", "note": "no time left of --discover-timeout"}, None
-        return _sign_in_flows(self.settings, self.env, context, deadline=self.deadline)
+        return sign_in_flows(self.settings, self.env, context, deadline=self.deadline)
 
     # --------------------------------------------------------------- report
 
@@ -858,62 +780,17 @@ class _Check:
         if exc.http_status in (401, 403):
             self.asked_sign_in = True
         if isinstance(exc, RequestTimeout):
-            status, outcome = TIMED_OUT, _outcome(exc)
+            status, outcome = TIMED_OUT, failure_text(exc)
             if self._left() <= 0:
                 outcome = (
                     f"no answer before the end of the {format_duration(self.settings.discover_timeout)} "
                     "of --discover-timeout"
                 )
         else:
-            status, outcome = FAILED, _outcome(exc)
+            status, outcome = FAILED, failure_text(exc)
         self._step(step, started, status, outcome)
-        problem, fix = _diagnose(step, exc, self.settings)
+        problem, fix = diagnose(step, exc, self.settings)
         self._problem(problem, fix)
-
-
-def _printable(text: str, limit: int = 40) -> str:
-    """A value of the server for the report: at most ``limit`` characters, no control character."""
-    clean = "".join(ch if ch.isprintable() else "?" for ch in text)
-    return clean if len(clean) <= limit else clean[: limit - 3] + "..."
-
-
-def _name(value: Any) -> str:
-    """The name of a list item for the report."""
-    return _printable(value, MAX_NAME_CHARS) if isinstance(value, str) else "(no name)"
-
-
-def _first_text(result: dict[str, Any]) -> str:
-    """The first text of the content of a tool result, for the report."""
-    content = result.get("content")
-    for item in content if isinstance(content, list) else ():
-        if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
-            return _printable(item["text"], MAX_ANSWER_CHARS)
-    return "no text"
-
-
-def _asked_methods(requests: Any) -> str:
-    """The methods of the input requests of an ``input_required`` result, for the report."""
-    methods = {
-        _printable(request["method"])
-        for request in requests
-        if isinstance(request, dict) and isinstance(request.get("method"), str)
-    }
-    return ", ".join(sorted(methods)) or "no request"
-
-
-def _url_upstream(url: str) -> dict[str, Any]:
-    """The upstream part of the report of a URL: the URL with its path, without its query and
-    fragment (a query can carry a secret), never with a user or a password."""
-    parts = urlsplit(url)
-    host_port = parts.netloc.rpartition("@")[2]
-    return {
-        "kind": "url",
-        "url": f"{parts.scheme}://{host_port}{parts.path}",
-        "queryHidden": bool(parts.query or parts.fragment),
-        "scheme": parts.scheme,
-        "host": args.default_name_for_url(url),
-        "port": parts.port,
-    }
 
 
 def _ms(started: float) -> int:
@@ -930,44 +807,6 @@ def _server(info: Any) -> dict[str, Any] | None:
     return server
 
 
-def _outcome(exc: McpError) -> str:
-    if isinstance(exc, RpcError):
-        return f"error {exc.error.code} ({exc.error.message[:80]})"
-    text = exc.detail or exc.cause
-    if exc.http_status is not None and str(exc.http_status) not in text:
-        text += f" (HTTP status {exc.http_status})"
-    return text
-
-
-def _sign_in_state(settings: args.Settings, env: dict[str, str]) -> tuple[dict[str, Any], str | None]:
-    """The stored sign-in of the URL (where the tokens are, when they expire) and its access token.
-
-    It reads the token store of the sign-in module (never the network, never a
-    browser): the check sends a stored token that has not expired, as the bridge
-    would, but it never signs in. Any failure there gives ``"not checked"`` with
-    the reason, so a change of that module cannot break the rest of the check.
-    """
-    if settings.static_authorization:
-        return {"state": "not used", "note": "a static authorization header; the bridge never signs in"}, None
-    record = None
-    try:
-        found, record = _stored_sign_in(settings, env)
-    except Exception as exc:  # noqa: BLE001 - the sign-in part of the report is best effort
-        detail = getattr(exc, "detail", None) or type(exc).__name__
-        found = {"state": "not checked", "note": f"the token store was not read ({detail})"}
-    found["resourceIndicator"] = _resource_indicator(settings, record)
-    if record is not None:
-        found["renewal"] = _stored_renewal(settings, record)
-    token = record.access_token if record is not None and found["state"] == "stored" else None
-    return found, token
-
-
-_BY_CLIENT_CREDENTIALS: Final = {
-    "silent": True,
-    "why": "the client credentials get a new token before it ends",
-}
-
-
 def _host_profile(setting: str) -> dict[str, Any]:
     """The profile that VS Code and the other hosts get under ``--host-profile setting``."""
     vscode = choose_profile(setting, "Visual Studio Code", LATEST_REVISION).name
@@ -975,422 +814,6 @@ def _host_profile(setting: str) -> dict[str, Any]:
     return {"setting": setting, "vscode": vscode, "otherHosts": others}
 
 
-def _describe_host_profile(profile: dict[str, Any]) -> str:
-    if profile["setting"] != "auto":
-        return f"{profile['setting']} for every host (--host-profile)"
-    return (
-        f"{profile['vscode']} for VS Code, {profile['otherHosts']} for Codex CLI, Cursor, Claude Desktop, "
-        "Zed and hosts of older revisions (--host-profile auto, chosen at the host's initialize)"
-    )
-
-
-def _stored_renewal(settings: args.Settings, record: Any) -> dict[str, Any]:
-    """Whether the stored sign-in is renewed without a person, and why."""
-    if settings.sign_in == "client-credentials":
-        return dict(_BY_CLIENT_CREDENTIALS)
-    if record.refresh_token:
-        return {"silent": True, "why": "the stored sign-in has a refresh token"}
-    return {
-        "silent": False,
-        "why": "the authorization server gave no refresh token: each end of the access token needs a new "
-        "sign-in",
-    }
-
-
-def _predicted_renewal(settings: args.Settings, server: Any) -> dict[str, Any]:
-    """Whether a sign-in at ``server`` will be renewed without a person (``None``: the server decides)."""
-    from ..oauth import flow
-
-    if settings.sign_in == "client-credentials":
-        return dict(_BY_CLIENT_CREDENTIALS)
-    if "offline_access" in (server.scopes_supported or ()):
-        if flow.consent_prompt(server, ("offline_access",)):
-            return {
-                "silent": True,
-                "why": "the bridge asks this OpenID provider for offline_access with prompt=consent, which "
-                "grants a refresh token",
-            }
-        return {
-            "silent": None,
-            "why": "the bridge asks for offline_access; the server decides on a refresh token",
-        }
-    grants = server.grant_types_supported
-    if grants is not None and "refresh_token" not in grants:
-        return {
-            "silent": False,
-            "why": "the authorization server offers no refresh token: each end of the access token needs a "
-            "new sign-in",
-        }
-    return {"silent": None, "why": "the authorization server decides on a refresh token"}
-
-
-def _resource_indicator(settings: args.Settings, record: Any) -> dict[str, str]:
-    """What the sign-in sends as ``resource`` (RFC 8707), and why; never the value itself."""
-    setting = settings.resource_indicator
-    if setting == "off":
-        return {"sends": "none", "why": "--resource-indicator off"}
-    if setting != "auto":
-        return {"sends": "option", "why": "the URI of --resource-indicator"}
-    if record is not None and record.without_resource:
-        return {
-            "sends": "none",
-            "why": "the authorization server refused it, as the stored sign-in remembers",
-        }
-    return {
-        "sends": "metadata",
-        "why": "the resource of the server's metadata, and once more without it when the authorization "
-        "server refuses it",
-    }
-
-
-def _sign_in_flows(
-    settings: args.Settings, env: dict[str, str], context: Any, *, deadline: float
-) -> tuple[dict[str, Any], Any]:
-    """Which sign-in flows the authorization server offers, which one the bridge would use, and why;
-    and the metadata of the authorization server (``None`` when it was not found).
-
-    It reads the metadata of the upstream server and of its authorization server until
-    ``deadline`` (best effort: a failure gives ``"not checked"`` with the reason in
-    words); it never signs in.
-    """
-    from ..oauth import config, discovery, grants
-    from ..oauth.web import WebClient
-
-    assert settings.url is not None
-    web = WebClient(context, env, deadline=deadline)
-    try:
-        resource = discovery.discover_resource(web, settings.url, None)
-        server = discovery.discover_server(web, resource.issuer)
-    except Exception as exc:  # noqa: BLE001 - this part of the report is best effort
-        detail = getattr(exc, "detail", None)
-        if not isinstance(detail, str) or not detail:
-            detail = "an unexpected error"
-        return {"state": "not checked", "note": problem_words(detail)}, None
-    finally:
-        web.close()
-    offered = grants.offered_flows(server)
-    found: dict[str, Any] = {
-        "state": "checked",
-        "offered": [flow for flow, yes in offered.items() if yes],
-        "unknown": [flow for flow, yes in offered.items() if yes is None],
-    }
-    remote = config.remote_session(env, platform=sys.platform)
-    try:
-        choice = grants.choose_flow(settings.sign_in, remote=remote, server=server)
-    except grants.DeviceUnavailable as exc:
-        found["uses"] = None
-        found["why"] = (
-            f"--sign-in device, but the server offers no device sign-in ({exc}): use --sign-in browser"
-        )
-        return found, server
-    found["uses"] = choice.flow
-    found["why"] = choice.reason
-    return found, server
-
-
-def _describe_flows(part: dict[str, Any]) -> str:
-    if part.get("state") != "checked":
-        return f"{part.get('state', '')} ({part.get('note', '')})"
-    offered = ", ".join(part["offered"]) or "none"
-    unknown = (
-        f" (its metadata does not say whether it offers {', '.join(part['unknown'])})"
-        if part["unknown"]
-        else ""
-    )
-    uses = part.get("uses")
-    chosen = f"the bridge uses {uses}: {part['why']}" if uses else f"no flow: {part['why']}"
-    return f"the server offers {offered}{unknown}; {chosen}"
-
-
-def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[str, Any], Any]:
-    """The stored sign-in of the URL for the report, and its record (``None`` when there is none)."""
-    from ..oauth.authorizer import OAuthConfig
-    from ..oauth.errors import StoreOpenError
-    from ..oauth.store import IndexedStore, open_store
-
-    assert settings.url is not None and settings.registration is not None
-    try:
-        opened = open_store(
-            settings.token_store, key=settings.token_key, key_file=settings.token_key_file, env=env
-        )
-    except StoreOpenError as exc:
-        return {"state": "not checked", "note": f"the token store did not open: {exc.detail}"}, None
-    config = OAuthConfig.of(settings.sign_in_options(), env)
-    store = IndexedStore(opened.store)
-    for entry in reversed(store.entries()):
-        if entry.url != settings.url or entry.client != config.identity:
-            continue
-        record = store.load(entry.key)
-        if record is None or not record.access_token:
-            continue
-        found: dict[str, Any] = {"state": "stored", "store": opened.line, "account": settings.account}
-        if record.expires_at is not None:
-            expires = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.expires_at))
-            found["expires"] = expires
-            if record.expires_at <= time.time():
-                found["state"] = "expired"
-                found["note"] = (
-                    "the next start refreshes it" if record.refresh_token else "the next start signs in"
-                )
-        return found, record
-    return {"state": "none", "note": "no stored sign-in", "store": opened.line}, None
-
-
-def _diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, str]:
-    """The problem of a failed step, and the option that fixes it."""
-    seconds = format_duration(settings.discover_timeout)
-    if isinstance(exc, SpawnFailed):
-        return (
-            f"the command did not start: {exc.detail or exc.cause}",
-            'Examine the command after "--": the program must exist and be executable.',
-        )
-    if isinstance(exc, RequestTimeout):
-        fix = f"Give the server more time with --discover-timeout (now {seconds}): it bounds the whole check."
-        if settings.protocol == MODERN:
-            fix += " A 2025-era server needs --protocol auto or legacy."
-        elif step == "server/discover" and settings.command:
-            fix += " A 2025-era server that never answers server/discover needs --protocol legacy."
-        return f"the server did not answer {step} within the {seconds} of --discover-timeout", fix
-    if isinstance(exc, Closed):
-        return (
-            f"the server stopped during {step}: {exc.detail or 'the connection closed'}",
-            "Run the command in a terminal to see why it stops; its stderr lines are above.",
-        )
-    if isinstance(exc, RpcError):
-        return (
-            f"the server answered {step} with {_outcome(exc)}",
-            "Examine the server and its log; with --protocol, choose the revision it speaks.",
-        )
-    detail = exc.detail or exc.cause
-    status = exc.http_status
-    if "not trusted" in detail:
-        return (
-            "the certificate of the server is not trusted",
-            "Give the CA certificate that signed it with --ca-file <PEM file>.",
-        )
-    if "host name" in detail and "certificate" in detail:
-        return (
-            "the certificate of the server is not for the host name of the URL",
-            "Use the host name of the certificate in the URL.",
-        )
-    if detail.startswith("proxy"):
-        return (
-            f"the proxy failed: {detail}",
-            "Examine HTTPS_PROXY, ALL_PROXY and NO_PROXY (the user and the password go into the proxy URL).",
-        )
-    if detail.startswith("TLS"):
-        return f"the TLS connection failed: {detail}", "Examine the URL: the server must speak https."
-    if detail.startswith("connect"):
-        refused, loopback = (exc.refused, exc.loopback) if isinstance(exc, ConnectError) else (False, False)
-        return (
-            f"no connection to the server: {detail}",
-            connect_fix(refused=refused, loopback=loopback),
-        )
-    if status == 401:
-        return (
-            "the server needs a sign-in (HTTP status 401)",
-            "Start the server in VS Code: the bridge opens the sign-in in a browser. Or send a token "
-            "with --header-env Authorization=<variable>.",
-        )
-    if status == 403:
-        return (
-            "the server refused the access (HTTP status 403)",
-            "Examine the token or the account of the sign-in (--account, --header-env).",
-        )
-    if status in (404, 405):
-        return (
-            f"the URL is not an MCP endpoint (HTTP status {status})",
-            "Examine the path of the URL (often /mcp).",
-        )
-    return f"{step} failed: {detail}", "Examine the server and its log; run with --log-level debug for more."
-
-
 # ---------------------------------------------------------------------------------------------
 # Rendering
 # ---------------------------------------------------------------------------------------------
-
-
-def _colors(stream: TextIO) -> Callable[[str, str], str] | None:
-    """Color the words of the report on a terminal (with typer's styles), else nothing: a pipe,
-    a file and ``--json`` get plain text."""
-    if not getattr(stream, "isatty", lambda: False)() or os.environ.get("NO_COLOR"):
-        return None
-    import typer
-
-    def color(text: str, name: str) -> str:
-        return typer.style(text, fg=name, bold=name == "red")
-
-    return color
-
-
-#: The column of the values of the text report.
-VALUE_COLUMN: Final = 12
-#: The color of each status of a step.
-STATUS_COLORS: Final = {OK: "green", FAILED: "red", TIMED_OUT: "red", SKIPPED: "yellow"}
-
-
-def render_text(report: Report, color: Callable[[str, str], str] | None = None, width: int = 80) -> str:
-    """The report as lines for a person; the names of the lists are wrapped to ``width``."""
-    paint = color or (lambda text, _name: text)
-    lines: list[str] = []
-
-    def row(label: str, value: str) -> None:
-        lines.append(_labeled(label, value))
-
-    upstream = report.upstream
-    if upstream.get("kind") == "command":
-        row("Upstream", f'the command "{upstream.get("name", "")}" over stdio')
-    else:
-        hidden = " (its query is not shown)" if upstream.get("queryHidden") else ""
-        row("Upstream", f"{upstream.get('url', '')} over Streamable HTTP{hidden}")
-    if report.era == MODERN and report.also_speaks is not None:
-        see = " (see the notes)" if report.notes else ""
-        row("Era", f"MCP {MODERN} and {report.also_speaks}: the bridge translates {MODERN} for VS Code{see}")
-    elif report.era == MODERN:
-        row("Era", f"MCP {MODERN}: the bridge translates it for VS Code")
-    elif report.era is not None:
-        row("Era", f"MCP {report.protocol_version} (2025 era): the bridge passes it through")
-    else:
-        row("Era", "not found")
-    if report.server is not None:
-        row("Server", f"{report.server['name']} {report.server.get('version', '')}".rstrip())
-    if report.steps:
-        lines.append("Steps:")
-        name_width = max(len(step.name) for step in report.steps)
-        for step in report.steps:
-            mark = paint(f"{step.status:<{STATUS_WIDTH}}", STATUS_COLORS[step.status])
-            lines.append(f"  {step.name:<{name_width}}  {step.ms:>6} ms  {mark}  {step.outcome}")
-    for listing in LISTS:
-        if listing.key in report.counts:
-            head = _labeled(listing.label, str(report.counts[listing.key]))
-            lines.extend(_name_lines(head, report.names.get(listing.key, []), width))
-    if report.tool_filter is not None:
-        tool_filter = report.tool_filter
-        row(
-            "Filter",
-            f"VS Code sees {tool_filter['after']} of {tool_filter['before']} tools "
-            "(--allow-tool, --deny-tool)",
-        )
-        from ..bridge.lists import ToolFilter
-
-        rules = ToolFilter(tuple(tool_filter["allow"]), tuple(tool_filter["deny"]))
-        for pattern in tool_filter["unmatched"]:
-            lines.append(f"  {paint('warning', 'yellow')}: {rules.unmatched_warning(pattern)}")
-    if report.era == MODERN:
-        if report.list_ttl_ms:
-            row("List cache", _list_cache(report.list_ttl_ms))
-    elif report.era is not None:
-        row("List cache", "none: a 2025-era server gives no ttlMs")
-    if report.tasks is not None:
-        row("Tasks", _describe_tasks(report.tasks, modern=report.era == MODERN))
-    if report.host_profile:
-        row("Profile", _describe_host_profile(report.host_profile))
-    row("Sign-in", _describe(report.sign_in))
-    if "flows" in report.sign_in:
-        lines.append(f"{'':{VALUE_COLUMN}}sign-in flows: {_describe_flows(report.sign_in['flows'])}")
-    if "renewal" in report.sign_in:
-        renewal = report.sign_in["renewal"]
-        silent = {True: "silent", False: "not silent", None: "up to the server"}[renewal["silent"]]
-        row("Renewal", f"{silent}: {renewal['why']}")
-    if "resourceIndicator" in report.sign_in:
-        indicator = report.sign_in["resourceIndicator"]
-        sends = {"none": "not sent", "option": "sent", "metadata": "sent"}[indicator["sends"]]
-        row("Resource", f"{sends}: {indicator['why']}")
-    row("Proxy", _describe_proxy(report.proxy))
-    row("CA", _describe(report.ca))
-    if report.notes:
-        lines.append("Notes:")
-        for note in report.notes:
-            lines.append(f"  - {note.problem}")
-            lines.append(f"    {note.fix}")
-    if report.problems:
-        lines.append("Problems:")
-        for problem in report.problems:
-            lines.append(f"  - {problem.problem}")
-            lines.append(f"    fix: {problem.fix}")
-    row("Result", _result(report, paint))
-    return "\n".join(lines) + "\n"
-
-
-def _labeled(label: str, value: str) -> str:
-    """A row of the text report: the label, then the value in its column."""
-    return f"{label + ':':<{VALUE_COLUMN - 1}} {value}"
-
-
-def _name_lines(head: str, names: list[str], width: int) -> list[str]:
-    """``head``, then the names, wrapped to ``width`` under the column of the values."""
-    if not names:
-        return [head]
-    return textwrap.wrap(
-        ", ".join(names),
-        width=max(width, MIN_WIDTH),
-        initial_indent=f"{head}: ",
-        subsequent_indent=" " * VALUE_COLUMN,
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
-
-
-def _result(report: Report, paint: Callable[[str, str], str]) -> str:
-    """The last line: the server works only when the check found no problem."""
-    if report.ok:
-        return paint("the server works", "green")
-    if report.era is None:
-        return paint("the server does not work", "red")
-    count = len(report.problems)
-    found = "1 problem" if count == 1 else f"{count} problems"
-    return paint(f"the server answers, but the check found {found} (see Problems)", "red")
-
-
-def _list_cache(ttls: dict[str, int]) -> str:
-    """How long the bridge keeps each list, from the ``ttlMs`` of its first page."""
-    from ..bridge.errortable import format_duration
-
-    parts = [
-        f"{key} {format_duration(ttl / 1000)}" if ttl > 0 else f"{key} not kept (ttlMs 0)"
-        for key, ttl in ttls.items()
-    ]
-    return ", ".join(parts)
-
-
-def _describe_tasks(tasks: dict[str, Any], *, modern: bool) -> str:
-    """Whether the server offers tasks, what the bridge does with them, and the tools that need them."""
-    required = tasks["required"]
-    needs = f"; tools that need them: {', '.join(required)}" if required else ""
-    if not modern:
-        offered = "the server offers 2025-11-25 tasks" if tasks["offered"] else "the server offers no tasks"
-        return f"{offered}; the bridge passes them through{needs}"
-    if tasks["mode"] == "off":
-        offered = (
-            "the server offers the Tasks extension" if tasks["offered"] else "the server offers no tasks"
-        )
-        return f"off: the bridge declares no tasks ({offered}){needs}"
-    if tasks["offered"]:
-        return f"the server offers the Tasks extension; the bridge carries its tasks{needs}"
-    return f"the server does not offer the Tasks extension{needs}"
-
-
-def _describe_proxy(part: dict[str, Any]) -> str:
-    state = str(part.get("state", ""))
-    if state == "none":  # not the sign-in's "none" of _describe
-        return f"none: {part.get('note', 'a direct connection')}"
-    return _describe(part)
-
-
-def _describe(part: dict[str, Any]) -> str:
-    state = str(part.get("state", ""))
-    if state in ("stored", "expired"):
-        text = "a stored sign-in" if state == "stored" else "an expired sign-in"
-        if "expires" in part:
-            text += f" (it expires {part['expires']})" if state == "stored" else f" ({part['expires']})"
-        return f"{text}; {part.get('store', '')}".rstrip("; ")
-    if state == "none":
-        return f"no stored sign-in; {part.get('store', '')}".rstrip("; ")
-    if state == "in use" and "variable" in part:
-        return f"{part['proxy']} (from {part['variable']})"
-    if state == "system":
-        return "the trust store of the system"
-    if state == "system and file":
-        return f"the trust store of the system and {part['file']}"
-    note = part.get("note")
-    return f"{state}: {note}" if note else state

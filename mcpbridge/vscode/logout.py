@@ -27,15 +27,11 @@ from pathlib import Path
 
 from ..oauth import flow
 from ..oauth.errors import SignInError, StoreError, StoreOpenError
+from ..oauth.filestore import EncryptedFileStore, read_key_file, token_directory
 from ..oauth.flow import IndexEntry, RecordKey
-from ..oauth.store import (
-    EncryptedFileStore,
-    IndexedStore,
-    KeyringStore,
-    TokenStore,
-    read_key_file,
-    token_directory,
-)
+from ..oauth.keychain import KeyringStore
+from ..oauth.store import IndexedStore
+from ..oauth.tokenstore import TokenStore
 from . import settings as args
 
 __all__ = ["logout"]

@@ -80,8 +80,8 @@ def serve_url(settings: args.Settings) -> int:
     oauth = None
     if settings.registration is not None:
         # The sign-in (no static authorization header): the token store opens at the first need.
-        from ..oauth.authorizer import start_oauth
         from ..oauth.errors import StoreOpenError
+        from ..oauth.session import start_oauth
 
         try:
             oauth = start_oauth(settings.sign_in_options(), ssl_context=context, env=os.environ)
@@ -97,6 +97,7 @@ def serve_url(settings: args.Settings) -> int:
         max_response_bytes=settings.max_response_bytes,
         ssl_context=context,
         authorizer=authorizer,
+        transport=settings.transport,
     )
 
     options = dataclasses.replace(frontend_options(settings), icon_rule=IconRule.DATA_ONLY)

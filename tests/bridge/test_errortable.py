@@ -114,6 +114,11 @@ EXPECTED = {
         "server, or use --protocol auto.",
     ),
     "upstream_exited": (INTERNAL_ERROR, f"The upstream server process stopped. {SEE}"),
+    "input_ended": (
+        INTERNAL_ERROR,
+        "The input of the bridge ended, and the upstream server did not answer within the grace "
+        "period, thus the bridge stopped it.",
+    ),
     "not_initialized": (
         INVALID_REQUEST,
         "The client did not initialize the connection. Send initialize first.",

@@ -1,9 +1,11 @@
-"""One contract, every client transport: stdio child, memory link, HTTP 2026-07-28, HTTP 2025-era.
+"""One contract, every client transport: stdio child, memory link, HTTP 2026-07-28, HTTP 2025-era,
+HTTP+SSE 2024-11-05.
 
 Each transport runs under the raw JSON-RPC peer (:class:`~mcpbridge.mcp.legacypeer.LegacyPeer`),
 which adds nothing to the messages, against a real server of its kind: the
 fixture server as a child process and in this process, the Python SDK 2.3.0 under
-uvicorn, and the 2025-era peer written with the Python SDK 1.30.0. The contract:
+uvicorn, and the 2025-era peer written with the Python SDK 1.30.0 (on Streamable HTTP and on
+the HTTP+SSE transport of ``run("sse")``). The contract:
 
 * the opening request of the server's revision gets its result, matched by id;
 * requests sent together from several threads each get their own answer;
@@ -32,10 +34,11 @@ from mcpbridge.mcp.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, ErrorRespons
 from mcpbridge.mcp.legacy_http import LegacyHttpTransport
 from mcpbridge.mcp.legacypeer import LegacyPeer
 from mcpbridge.mcp.memory import memory_pair
+from mcpbridge.mcp.sse_transport import SseTransport
 from mcpbridge.mcp.stdio import StdioChildTransport
 from mcpbridge.mcp.transport import Transport
 from peers import running_py_http_server
-from peers.legacy import running_legacy_http_server
+from peers.legacy import running_legacy_http_server, running_legacy_sse_server
 
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -73,7 +76,19 @@ def modern(transport: Transport) -> Subject:
     )
 
 
-@pytest.fixture(params=["stdio", "memory", "http-2026", "http-2025"])
+def legacy(transport: Transport) -> Subject:
+    return Subject(
+        transport,
+        ("initialize", dict(LEGACY_INITIALIZE)),
+        "protocolVersion",
+        lambda: {},
+        lambda peer: peer.notify("notifications/initialized"),
+        # The Python SDK 1.x answers an unknown method with -32602.
+        INVALID_PARAMS,
+    )
+
+
+@pytest.fixture(params=["stdio", "memory", "http-2026", "http-2025", "sse-2024"])
 def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
     kind = request.param
     if kind == "stdio":
@@ -88,17 +103,12 @@ def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
     elif kind == "http-2026":
         with running_py_http_server() as url:
             yield modern(HttpTransport(url))
-    else:
+    elif kind == "http-2025":
         with running_legacy_http_server() as url:
-            yield Subject(
-                LegacyHttpTransport(url),
-                ("initialize", dict(LEGACY_INITIALIZE)),
-                "protocolVersion",
-                lambda: {},
-                lambda peer: peer.notify("notifications/initialized"),
-                # The Python SDK 1.x answers an unknown method with -32602.
-                INVALID_PARAMS,
-            )
+            yield legacy(LegacyHttpTransport(url))
+    else:
+        with running_legacy_sse_server() as url:
+            yield legacy(SseTransport(url))
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from mcpbridge.bridge import errortable
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled
 from mcpbridge.mcp.http import HttpTransport
-from mcpbridge.oauth import flow
-from mcpbridge.oauth.authorizer import AuthorizedClient, OAuthAuthorizer, OAuthConfig
+from mcpbridge.oauth import tokens
+from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import DynamicRegistration, PreRegistered, Registration
 from mcpbridge.oauth.device import DeviceFlow
 from mcpbridge.oauth.errors import (
@@ -31,11 +31,15 @@ from mcpbridge.oauth.errors import (
     ReauthorizationRequired,
     SignInDenied,
     SignInError,
+    SignInFailed,
     SignInTimeout,
     problem_text,
 )
+from mcpbridge.oauth.keychain import KeyringStore
+from mcpbridge.oauth.session import AuthorizedClient
 from mcpbridge.oauth.signin import Gate, Opener, SignIn, SignInSettings
-from mcpbridge.oauth.store import IndexedStore, KeyringStore, MemoryStore, TokenStore
+from mcpbridge.oauth.store import IndexedStore
+from mcpbridge.oauth.tokenstore import MemoryStore, TokenStore
 from tests.oauth_keyring import FileKeyring
 from tests.oauth_peers import AuthServer, TestCA, approve, free_port, query_of
 
@@ -139,6 +143,8 @@ class Harness:
         self.auth = auth
         self.port = port or free_port()
         self.lines: list[str] = []
+        #: Set when the sign-in line is written: the polling starts.
+        self.line_written = threading.Event()
         self.person = Person(auth, ca, enters=enters)
         self.gate = Gate()
         self.sign_in = SignIn(
@@ -174,6 +180,7 @@ class Harness:
 
     def _write(self, line: str) -> None:
         self.lines.append(line)
+        self.line_written.set()
         match = DEVICE_LINE.fullmatch(line)
         assert match is not None, "the sign-in line of the device flow has another form"
         if not self.gate.initialized:
@@ -241,12 +248,12 @@ def test_a_device_sign_in_before_initialized_shows_the_line_and_polls_until_the_
     assert match is not None and match.group(1) == auth.origin + "/device/verify"
     assert h.person.codes == [match.group(2)] and h.person.statuses == [200]
     # The registration asked for the device grant; the request carried the client, resource and scope.
-    assert flow.DEVICE_CODE_GRANT in auth.registrations[0]["grant_types"]
+    assert tokens.DEVICE_CODE_GRANT in auth.registrations[0]["grant_types"]
     (request,) = auth.device_requests
     assert request["client_id"] == auth.registrations[0].get("client_id", request["client_id"])
     assert request["client_id"].startswith("dyn-")
     assert request["resource"] == auth.url and request["scope"] == "mcp:read"
-    polls = [r for r in auth.token_requests if r["grant_type"] == flow.DEVICE_CODE_GRANT]
+    polls = [r for r in auth.token_requests if r["grant_type"] == tokens.DEVICE_CODE_GRANT]
     assert polls and all(r["resource"] == auth.url and r["client_id"] == request["client_id"] for r in polls)
     assert auth.device_polls[-1][1] == "tokens"
     # No browser flow at all, and the device code is nowhere in the line.
@@ -294,6 +301,45 @@ def test_expired_token_is_sign_in_timeout(harness, auth):
     assert len(auth.device_polls) == 1
 
 
+@pytest.mark.parametrize(
+    ("member", "raw", "range_text"),
+    [
+        ("interval", "1e400", "0 to 86400"),
+        ("interval", "9" * 400, "0 to 86400"),
+        ("interval", "-1", "0 to 86400"),
+        ("interval", "NaN", "0 to 86400"),
+        ("expires_in", "1e400", "1 to 315360000"),
+        ("expires_in", "-" + "9" * 400, "1 to 315360000"),
+        ("expires_in", "true", "1 to 315360000"),
+    ],
+)
+def test_a_device_answer_with_a_number_out_of_range_fails_the_sign_in_by_name_and_the_next_works(
+    harness, auth, member, raw, range_text
+):
+    auth.switches.device_raw = {member: raw}
+    h = harness()
+    with pytest.raises(SignInFailed) as caught:
+        h.discover()
+    detail = f"device sign-in: HTTP status 200, {member} is not a number from {range_text}"
+    data = errortable.error_from_sign_in(caught.value)["data"]
+    assert data == {"cause": "sign_in_failed", "detail": detail}
+    assert h.lines == [] and auth.device_polls == []
+    auth.switches.device_raw = {}
+    assert h.discover()["supportedVersions"] == ["2026-07-28"]
+    assert h.call("whoami") == "scopes: mcp:read"
+
+
+def test_a_poll_answer_whose_expires_in_is_out_of_range_fails_the_sign_in_by_name(harness, auth):
+    auth.switches.token_raw = {"expires_in": "1e400"}
+    h = harness()
+    with pytest.raises(SignInFailed) as caught:
+        h.discover()
+    assert caught.value.detail == (
+        "device sign-in: HTTP status 200, expires_in is not a number from 0 to 315360000"
+    )
+    assert auth.device_polls[-1][1] == "tokens"
+
+
 def test_the_sign_in_time_limit_ends_the_polling(harness, auth):
     h = harness(timeout=3, enters=False)
     with pytest.raises(SignInTimeout) as caught:
@@ -307,7 +353,7 @@ def test_a_cancel_stops_the_polling(harness, auth):
     h = harness(enters=False)
     cancel = CancelToken()
     threading.Thread(
-        target=lambda: auth.device_answered.wait(WAIT) and cancel.cancel("stop"), name="test-cancel"
+        target=lambda: h.line_written.wait(WAIT) and cancel.cancel("stop"), name="test-cancel"
     ).start()
     with pytest.raises(Cancelled):
         h.discover(cancel=cancel)
@@ -532,7 +578,7 @@ def test_a_device_sign_in_refused_for_its_resource_goes_on_without_it_once(harne
     auth.switches.refuse_resource_at = (endpoint,)
     h = harness()
     assert h.discover()["supportedVersions"] == ["2026-07-28"]
-    polls = [r for r in auth.token_requests if r["grant_type"] == flow.DEVICE_CODE_GRANT]
+    polls = [r for r in auth.token_requests if r["grant_type"] == tokens.DEVICE_CODE_GRANT]
     if endpoint == "device":
         assert [("resource" in r) for r in auth.device_requests] == [True, False]
         assert not any("resource" in r for r in polls)

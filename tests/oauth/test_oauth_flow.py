@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from mcpbridge.oauth import flow
+from mcpbridge.oauth import flow, urls
+from mcpbridge.oauth import tokens as token_rules
+from mcpbridge.oauth.challenge import parse_challenge
 from mcpbridge.oauth.errors import InvalidRecord
 from mcpbridge.vscode import settings as args
+from tests.oauth_peers import HOSTILE_NUMBERS
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIRECT = "http://127.0.0.1:41894/callback"
@@ -89,7 +92,7 @@ def test_the_code_challenge_is_s256_of_the_verifier_in_base64url():
 
 
 def test_a_good_authorization_url_passes():
-    assert flow.authorization_url_problem(GOOD, expected_redirect_uri=REDIRECT) is None
+    assert urls.authorization_url_problem(GOOD, expected_redirect_uri=REDIRECT) is None
 
 
 NOT_HTTPS = "it does not use https"
@@ -135,17 +138,17 @@ BAD_IPV6 = "its IPv6 address is not valid"
     ],
 )
 def test_an_authorization_url_that_breaks_a_rule_is_refused_with_its_reason(url, reason):
-    assert flow.url_syntax_problem(url) == reason
+    assert urls.url_syntax_problem(url) == reason
 
 
 def test_an_authorization_url_without_state_or_with_another_redirect_uri_is_refused():
-    assert flow.authorization_url_problem(GOOD.replace("state=s1", "state="), expected_redirect_uri=REDIRECT)
-    assert flow.authorization_url_problem(GOOD, expected_redirect_uri="http://127.0.0.1:1/callback")
+    assert urls.authorization_url_problem(GOOD.replace("state=s1", "state="), expected_redirect_uri=REDIRECT)
+    assert urls.authorization_url_problem(GOOD, expected_redirect_uri="http://127.0.0.1:1/callback")
 
 
 def test_ipv6_hosts_and_ports_within_range_are_accepted():
-    assert flow.url_syntax_problem("https://[2001:db8::1]:8443/a?b=c") is None
-    assert flow.url_syntax_problem("HTTPS://AS.example.com:65535/") is None
+    assert urls.url_syntax_problem("https://[2001:db8::1]:8443/a?b=c") is None
+    assert urls.url_syntax_problem("HTTPS://AS.example.com:65535/") is None
 
 
 @pytest.mark.parametrize(
@@ -165,28 +168,28 @@ def test_ipv6_hosts_and_ports_within_range_are_accepted():
     ],
 )
 def test_the_resource_must_cover_the_server_url(resource_url, url, covered):
-    assert flow.covers(resource_url, url) is covered
+    assert urls.covers(resource_url, url) is covered
 
 
 def test_protected_resource_metadata_is_looked_for_in_the_order_of_rfc_9728():
-    found = flow.resource_metadata_candidates("https://h.example:8443/v1/mcp", "https://h.example/prm")
+    found = urls.resource_metadata_candidates("https://h.example:8443/v1/mcp", "https://h.example/prm")
     assert found == [
         "https://h.example/prm",
         "https://h.example:8443/.well-known/oauth-protected-resource/v1/mcp",
         "https://h.example:8443/.well-known/oauth-protected-resource",
     ]
-    assert flow.resource_metadata_candidates("https://h.example/", None) == [
+    assert urls.resource_metadata_candidates("https://h.example/", None) == [
         "https://h.example/.well-known/oauth-protected-resource"
     ]
 
 
 def test_server_metadata_is_looked_for_with_rfc_8414_and_openid_paths():
-    assert flow.server_metadata_candidates("https://a.example/tenant1") == [
+    assert urls.server_metadata_candidates("https://a.example/tenant1") == [
         "https://a.example/.well-known/oauth-authorization-server/tenant1",
         "https://a.example/.well-known/openid-configuration/tenant1",
         "https://a.example/tenant1/.well-known/openid-configuration",
     ]
-    assert flow.server_metadata_candidates("https://a.example") == [
+    assert urls.server_metadata_candidates("https://a.example") == [
         "https://a.example/.well-known/oauth-authorization-server",
         "https://a.example/.well-known/openid-configuration",
     ]
@@ -213,14 +216,14 @@ def test_server_metadata_is_looked_for_with_rfc_8414_and_openid_paths():
     ],
 )
 def test_the_bearer_challenge_is_read_from_www_authenticate(header, params):
-    challenge = flow.parse_challenge(header)
+    challenge = parse_challenge(header)
     assert challenge is not None and dict(challenge.params) == params
 
 
 def test_a_header_without_a_bearer_challenge_gives_none():
-    assert flow.parse_challenge(None) is None
-    assert flow.parse_challenge('Basic realm="x"') is None
-    assert flow.parse_challenge("") is None
+    assert parse_challenge(None) is None
+    assert parse_challenge('Basic realm="x"') is None
+    assert parse_challenge("") is None
 
 
 # ------------------------------------------------------------------------------- metadata
@@ -280,7 +283,7 @@ def test_the_authorization_url_has_pkce_state_resource_and_the_exact_redirect_ur
         resource="https://mcp.example.com/mcp",
         scopes=["mcp:read", "mcp:write"],
     )
-    assert flow.authorization_url_problem(url, expected_redirect_uri=REDIRECT) is None
+    assert urls.authorization_url_problem(url, expected_redirect_uri=REDIRECT) is None
     from urllib.parse import parse_qs, urlsplit
 
     q = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
@@ -331,7 +334,7 @@ def test_the_redirect_checks_iss_exactly_and_maps_errors():
 
 
 def test_a_token_answer_gives_the_expiry_from_now_and_the_granted_scopes():
-    tokens = flow.parse_token_response(
+    tokens = token_rules.parse_token_response(
         200,
         {
             "access_token": "abc.DEF-_~+/=",
@@ -343,7 +346,7 @@ def test_a_token_answer_gives_the_expiry_from_now_and_the_granted_scopes():
         now=1000.0,
     )
     assert tokens.expires_at == 4600 and tokens.refresh_token == "r" and tokens.scopes == ("a", "b")
-    bare = flow.parse_token_response(200, {"access_token": "x", "token_type": "Bearer"}, now=0)
+    bare = token_rules.parse_token_response(200, {"access_token": "x", "token_type": "Bearer"}, now=0)
     assert bare.expires_at is None and bare.refresh_token is None and bare.scopes is None
 
 
@@ -358,13 +361,32 @@ def test_a_token_answer_gives_the_expiry_from_now_and_the_granted_scopes():
     ],
 )
 def test_a_token_answer_without_a_bearer_token68_is_refused(doc):
-    with pytest.raises(flow.TokenProblem):
-        flow.parse_token_response(200, doc, now=0)
+    with pytest.raises(token_rules.TokenProblem):
+        token_rules.parse_token_response(200, doc, now=0)
+
+
+@pytest.mark.parametrize("raw", [*HOSTILE_NUMBERS, "315360001", "3.2e8"])
+def test_a_token_answer_whose_expires_in_is_no_number_of_seconds_up_to_ten_years_is_refused(raw):
+    doc = json.loads(f'{{"access_token": "abc", "token_type": "Bearer", "expires_in": {raw}}}')
+    with pytest.raises(token_rules.TokenProblem) as caught:
+        token_rules.parse_token_response(200, doc, now=1000.0)
+    assert str(caught.value) == "HTTP status 200, expires_in is not a number from 0 to 315360000"
+    assert caught.value.error is None and not caught.value.drops_tokens and not caught.value.drops_client
+    assert isinstance(caught.value.__cause__, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expires_at"),
+    [("null", None), ("0", 1000), ("59.9", 1059), ('"3600"', 4600), ("315360000", 1000 + 315360000)],
+)
+def test_a_token_answer_with_an_expires_in_in_range_gives_its_expiry(raw, expires_at):
+    doc = json.loads(f'{{"access_token": "abc", "token_type": "Bearer", "expires_in": {raw}}}')
+    assert token_rules.parse_token_response(200, doc, now=1000.0).expires_at == expires_at
 
 
 def test_token_errors_keep_only_plain_codes_and_say_what_to_drop():
     problem = pytest.raises(
-        flow.TokenProblem, flow.parse_token_response, 400, {"error": "invalid_grant"}, 0
+        token_rules.TokenProblem, token_rules.parse_token_response, 400, {"error": "invalid_grant"}, 0
     ).value
     assert (
         str(problem) == "HTTP status 400, error invalid_grant"
@@ -372,31 +394,32 @@ def test_token_errors_keep_only_plain_codes_and_say_what_to_drop():
         and not problem.drops_client
     )
     problem = pytest.raises(
-        flow.TokenProblem, flow.parse_token_response, 401, {"error": "invalid_client"}, 0
+        token_rules.TokenProblem, token_rules.parse_token_response, 401, {"error": "invalid_client"}, 0
     ).value
     assert problem.drops_client
     problem = pytest.raises(
-        flow.TokenProblem, flow.parse_token_response, 400, {"error": "x\nsecret"}, 0
+        token_rules.TokenProblem, token_rules.parse_token_response, 400, {"error": "x\nsecret"}, 0
     ).value
     assert str(problem) == "HTTP status 400"
-    problem = pytest.raises(flow.TokenProblem, flow.parse_token_response, 502, None, 0).value
+    problem = pytest.raises(token_rules.TokenProblem, token_rules.parse_token_response, 502, None, 0).value
     assert str(problem) == "HTTP status 502" and not problem.drops_tokens
 
 
 def test_a_secret_goes_in_basic_authentication_form_encoded_and_never_in_the_form():
-    form, headers = flow.client_authentication(
+    form, headers = token_rules.client_authentication(
         flow.ClientRegistration("id:1", "s&p:w", "client_secret_basic"), {"grant_type": "x"}
     )
     assert "client_secret" not in form and "client_id" not in form
     assert base64.b64decode(headers["Authorization"][6:]) == b"id%3A1:s%26p%3Aw"
-    form, headers = flow.client_authentication(flow.ClientRegistration("id", None, "none"), {})
+    form, headers = token_rules.client_authentication(flow.ClientRegistration("id", None, "none"), {})
     assert form == {"client_id": "id"} and headers == {}
-    form, headers = flow.client_authentication(flow.ClientRegistration("id", "s", "client_secret_post"), {})
+    post = flow.ClientRegistration("id", "s", "client_secret_post")
+    form, headers = token_rules.client_authentication(post, {})
     assert form == {"client_id": "id", "client_secret": "s"} and headers == {}
 
 
 def test_dynamic_registration_asks_for_a_public_native_client_with_one_redirect_uri():
-    body = flow.registration_body(REDIRECT, server(token_endpoint_auth_methods_supported=["none"]))
+    body = token_rules.registration_body(REDIRECT, server(token_endpoint_auth_methods_supported=["none"]))
     assert body == {
         "client_name": flow.CLIENT_NAME,
         "redirect_uris": [REDIRECT],
@@ -405,11 +428,12 @@ def test_dynamic_registration_asks_for_a_public_native_client_with_one_redirect_
         "token_endpoint_auth_method": "none",
         "application_type": "native",
     }
-    assert flow.parse_registration(201, {"client_id": "c"}) == flow.ClientRegistration("c", None, "none")
+    registered = token_rules.parse_registration(201, {"client_id": "c"})
+    assert registered == flow.ClientRegistration("c", None, "none")
     with pytest.raises(
-        flow.RegistrationProblem, match="registration: HTTP status 400, error invalid_redirect_uri"
+        token_rules.RegistrationProblem, match="registration: HTTP status 400, error invalid_redirect_uri"
     ):
-        flow.parse_registration(400, {"error": "invalid_redirect_uri"})
+        token_rules.parse_registration(400, {"error": "invalid_redirect_uri"})
 
 
 # -------------------------------------------------------------------------------- records
@@ -481,12 +505,12 @@ def test_an_error_refuses_resource_when_it_is_invalid_target_or_its_description_
 ):
     assert flow.refuses_resource(error, description) is refused
     doc = {"error": error, "error_description": description} if error else {}
-    assert flow.TokenProblem.of_answer(400, doc).refuses_resource is refused
+    assert token_rules.TokenProblem.of_answer(400, doc).refuses_resource is refused
     assert flow.Redirect(None, error, None, description).refuses_resource is refused
 
 
 def test_a_token_problem_names_no_description():
-    problem = flow.TokenProblem.of_answer(
+    problem = token_rules.TokenProblem.of_answer(
         400, {"error": "invalid_request", "error_description": "AADSTS901002"}
     )
     assert str(problem) == "HTTP status 400, error invalid_request"

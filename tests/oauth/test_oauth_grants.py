@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from mcpbridge.oauth import config, flow, grants
-from mcpbridge.oauth.flow import ServerMetadata, TokenProblem
+from mcpbridge.oauth import config, flow, grants, tokens
+from mcpbridge.oauth.flow import ServerMetadata
+from mcpbridge.oauth.tokens import TokenProblem
+from tests.oauth_peers import HOSTILE_NUMBERS, json_with_raw
 
 ISSUER = "https://auth.example.com"
 METADATA: dict[str, Any] = {
@@ -17,7 +20,7 @@ METADATA: dict[str, Any] = {
     "token_endpoint": ISSUER + "/token",
     "code_challenge_methods_supported": ["S256"],
     "device_authorization_endpoint": ISSUER + "/device",
-    "grant_types_supported": ["authorization_code", "refresh_token", flow.DEVICE_CODE_GRANT],
+    "grant_types_supported": ["authorization_code", "refresh_token", tokens.DEVICE_CODE_GRANT],
 }
 
 
@@ -32,7 +35,7 @@ def server(**changes: Any) -> ServerMetadata:
 def test_the_metadata_keeps_the_device_endpoint_and_the_grant_types():
     found = server()
     assert found.device_authorization_endpoint == ISSUER + "/device"
-    assert found.grant_types_supported == ("authorization_code", "refresh_token", flow.DEVICE_CODE_GRANT)
+    assert found.grant_types_supported == ("authorization_code", "refresh_token", tokens.DEVICE_CODE_GRANT)
     bare = server(device_authorization_endpoint=None, grant_types_supported=None)
     assert bare.device_authorization_endpoint is None and bare.grant_types_supported is None
     # A device endpoint that is not a text is no device endpoint; the rest of the metadata stays usable.
@@ -160,7 +163,7 @@ def test_the_device_request_carries_the_resource_and_the_scopes_and_the_client_i
     form = grants.device_authorization_form(resource="https://mcp.example.com/mcp", scopes=("a", "b"))
     assert form == {"resource": "https://mcp.example.com/mcp", "scope": "a b"}
     assert grants.device_authorization_form(resource="r", scopes=()) == {"resource": "r"}
-    body, headers = flow.client_authentication(flow.ClientRegistration("cid"), form)
+    body, headers = tokens.client_authentication(flow.ClientRegistration("cid"), form)
     assert body["client_id"] == "cid" and headers == {}
 
 
@@ -185,7 +188,8 @@ def test_a_device_answer_is_read_and_the_device_code_stays_out_of_its_repr():
     [
         ({"interval": None}, 5, True, False),
         ({"interval": 0}, 5, True, False),
-        ({"interval": "7"}, 5, True, False),
+        ({"interval": "7"}, 7, True, False),
+        ({"interval": 0.5}, 5, True, False),
         ({"interval": 600}, grants.MAX_INTERVAL, True, False),
         ({"interval": 2.7}, 2, True, False),
         ({"verification_uri_complete": None}, 7, False, False),
@@ -214,8 +218,9 @@ def test_device_answer_defaults(changes, interval, complete, dropped):
         (200, {"user_code": "AB\nCD"}, "no valid user_code"),
         (200, {"user_code": "X" * 65}, "no valid user_code"),
         (200, {"verification_uri": None}, "no verification_uri"),
-        (200, {"expires_in": 0}, "no valid expires_in"),
-        (200, {"expires_in": True}, "no valid expires_in"),
+        (200, {"expires_in": None}, "no valid expires_in"),
+        (200, {"expires_in": 0}, "expires_in is not a number from 1 to 315360000"),
+        (200, {"expires_in": True}, "expires_in is not a number from 1 to 315360000"),
     ],
 )
 def test_device_answers_that_cannot_be_used(status, changes, text):
@@ -224,6 +229,35 @@ def test_device_answers_that_cannot_be_used(status, changes, text):
         grants.parse_device_authorization(status, doc)
     assert str(caught.value) == text if status != 200 else str(caught.value).endswith(text)
     assert "dc-secret-value" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("member", "raw", "text"),
+    [("expires_in", raw, "expires_in is not a number from 1 to 315360000") for raw in HOSTILE_NUMBERS]
+    + [("expires_in", raw, "expires_in is not a number from 1 to 315360000") for raw in ("0.5", "315360001")]
+    + [("interval", raw, "interval is not a number from 0 to 86400") for raw in HOSTILE_NUMBERS]
+    + [("interval", "86401", "interval is not a number from 0 to 86400")],
+)
+def test_a_device_answer_with_a_number_out_of_its_range_is_refused_by_name(member, raw, text):
+    doc = json.loads(json_with_raw(DEVICE_ANSWER, {member: raw}))
+    with pytest.raises(TokenProblem) as caught:
+        grants.parse_device_authorization(200, doc)
+    assert str(caught.value) == f"HTTP status 200, {text}"
+    assert "dc-secret-value" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("raw", "interval"), [("86400", grants.MAX_INTERVAL), ("1", 1), ("null", 5)])
+def test_a_device_interval_in_range_is_cut_to_the_longest_wait(raw, interval):
+    doc = json.loads(json_with_raw(DEVICE_ANSWER, {"interval": raw}))
+    assert grants.parse_device_authorization(200, doc).interval == interval
+
+
+@pytest.mark.parametrize("raw", HOSTILE_NUMBERS)
+def test_a_poll_answer_with_tokens_whose_expires_in_is_out_of_range_is_refused(raw):
+    doc = json.loads(json_with_raw(TOKENS, {"expires_in": raw}))
+    text = r"^HTTP status 200, expires_in is not a number from 0 to 315360000$"
+    with pytest.raises(TokenProblem, match=text):
+        grants.poll_answer(200, doc, interval=5, now=0.0)
 
 
 @pytest.mark.parametrize(
@@ -308,7 +342,7 @@ def test_client_credentials_authenticate_with_basic_unless_only_post_is_listed(m
     registration = grants.client_credentials_registration("svc", "s3cret", metadata)
     assert registration.auth_method == chosen
     form = grants.client_credentials_form(resource="https://mcp.example.com/mcp", scopes=("mcp:read",))
-    body, headers = flow.client_authentication(registration, form)
+    body, headers = tokens.client_authentication(registration, form)
     assert body["grant_type"] == "client_credentials" and body["scope"] == "mcp:read"
     assert body["resource"] == "https://mcp.example.com/mcp"
     if chosen == "client_secret_basic":
@@ -324,7 +358,7 @@ def test_client_credentials_without_scopes_send_no_scope():
 
 def test_the_device_grant_joins_the_registration_only_for_the_device_flow():
     metadata = replace(server(), token_endpoint_auth_methods=("none",))
-    plain = flow.registration_body("http://127.0.0.1:1/callback", metadata)
-    device = flow.registration_body("http://127.0.0.1:1/callback", metadata, device=True)
-    assert flow.DEVICE_CODE_GRANT not in plain["grant_types"]
-    assert device["grant_types"] == ["authorization_code", "refresh_token", flow.DEVICE_CODE_GRANT]
+    plain = tokens.registration_body("http://127.0.0.1:1/callback", metadata)
+    device = tokens.registration_body("http://127.0.0.1:1/callback", metadata, device=True)
+    assert tokens.DEVICE_CODE_GRANT not in plain["grant_types"]
+    assert device["grant_types"] == ["authorization_code", "refresh_token", tokens.DEVICE_CODE_GRANT]

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from conftest import WAIT
+from conftest import WAIT, bounded
 from mcpbridge.bridge import errortable
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.errors import Cancelled, McpError
 from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.oauth import flow
-from mcpbridge.oauth.authorizer import AuthorizedClient, OAuthAuthorizer, OAuthConfig
+from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import ClientMetadataDocument, DynamicRegistration, PreRegistered, Registration
 from mcpbridge.oauth.errors import (
     AccessRefused,
@@ -39,8 +39,12 @@ from mcpbridge.oauth.errors import (
     SignInInvalidUrl,
     SignInTimeout,
 )
+from mcpbridge.oauth.filestore import EncryptedFileStore
+from mcpbridge.oauth.keychain import KeyringStore
+from mcpbridge.oauth.session import AuthorizedClient
 from mcpbridge.oauth.signin import ConsentEnded, Gate, Opener, SignIn, SignInSettings
-from mcpbridge.oauth.store import EncryptedFileStore, IndexedStore, KeyringStore, MemoryStore, TokenStore
+from mcpbridge.oauth.store import IndexedStore
+from mcpbridge.oauth.tokenstore import MemoryStore, TokenStore
 from tests.oauth_keyring import FileKeyring
 from tests.oauth_peers import (
     AuthServer,
@@ -340,6 +344,42 @@ def test_a_refresh_refused_with_invalid_client_registers_again(harness, auth):
     assert len(auth.registrations) == 2 and len(auth.authorizations) == 2
 
 
+@pytest.mark.parametrize("raw", ["1e400", "-1e400", "9" * 400, "NaN", "-1", "true", '"soon"'])
+def test_a_token_answer_whose_expires_in_is_out_of_range_fails_the_sign_in_by_name_and_the_next_works(
+    harness, auth, raw
+):
+    auth.switches.token_raw = {"expires_in": raw}
+    h = harness()
+    with pytest.raises(SignInFailed) as caught:
+        h.discover()
+    detail = "token request: HTTP status 200, expires_in is not a number from 0 to 315360000"
+    data = errortable.error_from_sign_in(caught.value)["data"]
+    assert data == {"cause": "sign_in_failed", "detail": detail}
+    assert raw not in str(caught.value)
+    auth.switches.token_raw = {}
+    assert h.call("whoami") == "scopes: mcp:read"
+    assert len(auth.authorizations) == 2
+
+
+def test_a_refresh_answer_whose_expires_in_is_out_of_range_fails_the_request_by_name(harness, auth):
+    h = harness()
+    h.discover()
+    auth.revoke_all()
+    auth.switches.token_raw = {"expires_in": "1e400"}
+    with pytest.raises(SignInFailed) as caught:
+        h.call("whoami")
+    assert caught.value.detail == "refresh: HTTP status 200, expires_in is not a number from 0 to 315360000"
+    auth.switches.token_raw = {}
+    # The server spent the refresh token on the refused answer: the next request signs in again.
+    assert h.call("whoami") == "scopes: mcp:read"
+    assert [r["grant_type"] for r in auth.token_requests] == [
+        "authorization_code",
+        "refresh_token",
+        "refresh_token",
+        "authorization_code",
+    ]
+
+
 def test_an_upstream_that_refuses_every_token_never_starts_a_sign_in_loop(harness, auth):
     h = harness()
     h.discover()
@@ -526,6 +566,58 @@ def test_a_slow_authorization_server_ends_in_the_sign_in_time_limit(harness, aut
     h = harness(timeout=1)
     with pytest.raises(SignInTimeout):
         h.discover()
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "what"),
+    [
+        ("prm", "resource metadata"),
+        ("server", "authorization server metadata"),
+        ("register", "registration"),
+        ("token", "token request"),
+    ],
+)
+def test_a_sign_in_answer_that_dribbles_ends_in_the_sign_in_time_limit_and_the_next_works(
+    harness, auth, endpoint, what
+):
+    auth.switches.dribble = {endpoint: "body"}
+    h = harness(timeout=2)
+    with pytest.raises(SignInTimeout) as caught:
+        # A hang detector, not a measure: each request of the sign-in has 2 s.
+        bounded(lambda: h.discover(timeout=WAIT), "the sign-in", timeout=3 * 2.0 + 2.0)
+    error = errortable.error_from_sign_in(caught.value)
+    assert error["data"] == {"cause": "sign_in_timeout", "detail": f"{what}: no complete answer in 2 s"}
+    assert error["message"].startswith("The sign-in did not complete in 2 s.")
+    assert auth.origin not in str(error)
+    # The bridge closed the connection: the server stopped long before the end of the answer.
+    (sent,) = auth.wait_dribbles(1, WAIT)
+    assert sent < 10
+    auth.switches.dribble = {}
+    assert h.call("whoami") == "scopes: mcp:read"
+
+
+def test_a_dribbled_answer_of_the_head_ends_in_the_deadline_of_the_request(harness, auth):
+    auth.switches.dribble = {"prm": "head"}
+    h = harness(timeout=WAIT)
+    with pytest.raises(SignInTimeout) as caught:
+        bounded(lambda: h.call("whoami", timeout=2.0), "the request", timeout=3 * 2.0)
+    assert caught.value.detail == "resource metadata: no complete answer in 2 s"
+    assert auth.wait_dribbles(1, WAIT)[0] < 10
+
+
+def test_a_cancel_stops_a_token_request_whose_answer_dribbles(harness, auth):
+    auth.switches.dribble = {"token": "body"}
+    h = harness()
+    cancel = CancelToken()
+    threading.Thread(
+        target=lambda: auth.dribble_started.wait(WAIT) and cancel.cancel("the user canceled"),
+        name="test-cancel",
+    ).start()
+    with pytest.raises(Cancelled):
+        bounded(lambda: h.discover(cancel=cancel), "the sign-in")
+    assert auth.token_requests and auth.wait_dribbles(1, WAIT)[0] < 10
+    auth.switches.dribble = {}
+    assert h.call("whoami") == "scopes: mcp:read"
 
 
 def test_a_browser_that_does_not_open_is_reported_and_the_sign_in_still_waits(harness, auth, caplog):

@@ -19,25 +19,24 @@ from keyring.errors import PasswordDeleteError
 from mcpbridge.oauth import flow
 from mcpbridge.oauth import store as store_module
 from mcpbridge.oauth.errors import InvalidRecord, StoreError, StoreOpenError
-from mcpbridge.oauth.store import (
+from mcpbridge.oauth.filestore import EncryptedFileStore, read_key_file, token_directory
+from mcpbridge.oauth.keychain import (
     CREDENTIAL_BLOB_BYTES,
     WINDOWS_PART_CHARS,
+    KeyringStore,
+    keychain_part_chars,
+    keychain_ruled_out,
+)
+from mcpbridge.oauth.store import (
     DeferredStore,
-    EncryptedFileStore,
     FallbackStore,
     IndexedStore,
-    KeyringStore,
-    MemoryStore,
     OpenedStore,
-    TokenStore,
-    UnavailableStore,
     check_options,
-    keychain_part_chars,
     open_store,
-    read_key_file,
-    token_directory,
 )
 from mcpbridge.oauth.testing import URL, TokenStoreContract, sample_record
+from mcpbridge.oauth.tokenstore import MemoryStore, TokenStore, UnavailableStore
 from tests.conftest import WAIT, read_line
 from tests.oauth_keyring import FileKeyring
 
@@ -701,7 +700,8 @@ SAVER = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from mcpbridge.oauth.store import EncryptedFileStore, IndexedStore
+from mcpbridge.oauth.filestore import EncryptedFileStore
+from mcpbridge.oauth.store import IndexedStore
 from mcpbridge.oauth.testing import URL, sample_record
 store = IndexedStore(EncryptedFileStore.open(Path(sys.argv[2]), bytes(range(32))))
 first, count = int(sys.argv[3]), int(sys.argv[4])
@@ -819,43 +819,39 @@ def _bus_socket(directory: Path) -> Path:
 def test_linux_without_a_session_bus_has_no_keychain(tmp_path):
     env = {"HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path / "run")}
     (tmp_path / "run").mkdir()
-    why = store_module.keychain_ruled_out(env, "linux")
+    why = keychain_ruled_out(env, "linux")
     assert why == "the keychain is not available (no D-Bus session bus)"
     # A file named like the bus is not the bus.
     (tmp_path / "run" / "bus").write_text("")
-    assert store_module.keychain_ruled_out(env, "linux") == why
+    assert keychain_ruled_out(env, "linux") == why
 
 
 @pytest.mark.parametrize("system", ["darwin", "win32"])
 def test_macos_and_windows_always_ask_keyring(tmp_path, system):
-    assert store_module.keychain_ruled_out({"HOME": str(tmp_path)}, system) is None
+    assert keychain_ruled_out({"HOME": str(tmp_path)}, system) is None
 
 
 def test_a_session_bus_or_a_chosen_backend_lets_keyring_decide(tmp_path):
     home = {"HOME": str(tmp_path)}
-    assert (
-        store_module.keychain_ruled_out({**home, "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"}, "linux") is None
-    )
-    assert store_module.keychain_ruled_out({**home, "PYTHON_KEYRING_BACKEND": "a.B"}, "linux") is None
+    assert keychain_ruled_out({**home, "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"}, "linux") is None
+    assert keychain_ruled_out({**home, "PYTHON_KEYRING_BACKEND": "a.B"}, "linux") is None
     run = tmp_path / "run"
     run.mkdir()
     _bus_socket(run)
-    assert store_module.keychain_ruled_out({**home, "XDG_RUNTIME_DIR": str(run)}, "linux") is None
+    assert keychain_ruled_out({**home, "XDG_RUNTIME_DIR": str(run)}, "linux") is None
     config = tmp_path / "cfg" / "python_keyring"
     config.mkdir(parents=True)
     (config / "keyringrc.cfg").write_text("[backend]\ndefault-keyring=a.B\n")
-    assert (
-        store_module.keychain_ruled_out({**home, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}, "linux") is None
-    )
+    assert keychain_ruled_out({**home, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}, "linux") is None
     (tmp_path / ".config").symlink_to(tmp_path / "cfg")
-    assert store_module.keychain_ruled_out(home, "linux") is None
+    assert keychain_ruled_out(home, "linux") is None
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the D-Bus rule is the rule of Linux")
 def test_the_keychain_of_a_host_without_a_bus_fails_to_open_without_importing_keyring(tmp_path):
     program = (
         "import sys\n"
-        "from mcpbridge.oauth.store import KeyringStore\n"
+        "from mcpbridge.oauth.keychain import KeyringStore\n"
         "from mcpbridge.oauth.errors import StoreOpenError\n"
         "try:\n"
         "    KeyringStore.open()\n"

@@ -29,15 +29,12 @@ import pytest
 from mcpbridge.oauth import flow
 from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import DynamicRegistration, PreRegistered, Registration
+from mcpbridge.oauth.filestore import EncryptedFileStore
 from mcpbridge.oauth.flow import ClientRegistration, Record, RecordKey
+from mcpbridge.oauth.keychain import WINDOWS_PART_CHARS, KeyringStore
 from mcpbridge.oauth.signin import Gate, Opener, SignIn, SignInSettings
-from mcpbridge.oauth.store import (
-    WINDOWS_PART_CHARS,
-    EncryptedFileStore,
-    IndexedStore,
-    KeyringStore,
-    TokenStore,
-)
+from mcpbridge.oauth.store import IndexedStore
+from mcpbridge.oauth.tokenstore import TokenStore
 from tests.oauth_keyring import FileKeyring
 
 DATA = Path(__file__).resolve().parents[1] / "data"

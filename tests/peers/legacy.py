@@ -62,3 +62,10 @@ def running_legacy_http_server(*, polling: bool = False) -> Iterator[str]:
     options = ["--http", "--polling"] if polling else ["--http"]
     with running_http_peer([legacy_python(), str(LEGACY_SERVER), *options], "2025-era peer server") as url:
         yield url
+
+
+@contextlib.contextmanager
+def running_legacy_sse_server() -> Iterator[str]:
+    """Start the peer on HTTP+SSE (2024-11-05, ``run("sse")``); yield the URL of its stream."""
+    with running_http_peer([legacy_python(), str(LEGACY_SERVER), "--sse"], "2024-11-05 peer server") as url:
+        yield url.removesuffix("/mcp") + "/sse"

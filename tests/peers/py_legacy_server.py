@@ -8,6 +8,7 @@ Usage::
 
     .venv-legacy/bin/python tests/peers/py_legacy_server.py           # stdio
     .venv-legacy/bin/python tests/peers/py_legacy_server.py --http    # Streamable HTTP
+    .venv-legacy/bin/python tests/peers/py_legacy_server.py --sse     # HTTP+SSE (2024-11-05)
 
 With ``--http`` it listens on 127.0.0.1 with a port the system picks, writes
 ``port=<n>`` as its first stdout line (the endpoint is ``/mcp``), and stops at the
@@ -15,7 +16,9 @@ end of its stdin. With ``--polling`` too, it keeps its events in memory, names a
 ``retry`` of 100 ms, and offers the tool ``poll {steps}``: it ends the event stream of
 its own call at once (the polling of 2025-11-25, ``ctx.close_sse_stream()``), then sends
 ``steps`` progress notifications and its result ("polled <steps>"), which a client
-gets only by resuming the stream with ``Last-Event-ID``.
+gets only by resuming the stream with ``Last-Event-ID``. ``--sse`` does the same as
+``--http`` with the app of ``run("sse")``, the HTTP+SSE transport of 2024-11-05: its
+stream is ``/sse`` and its messages go to ``/messages/``.
 
 What it offers:
 
@@ -246,7 +249,7 @@ def add_polling() -> None:
         return f"polled {steps}"
 
 
-def serve_http() -> None:
+def serve_http(sse: bool = False) -> None:
     import uvicorn
 
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -255,7 +258,7 @@ def serve_http() -> None:
     listener.listen(128)
     port = listener.getsockname()[1]
     server.settings.streamable_http_path = "/mcp"
-    app = server.streamable_http_app()
+    app = server.sse_app() if sse else server.streamable_http_app()
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
     runner = uvicorn.Server(config)
 
@@ -272,9 +275,9 @@ def serve_http() -> None:
 if __name__ == "__main__":
     sys.stderr.write(f"{SERVER_NAME}: started\n")
     sys.stderr.flush()
-    if "--http" in sys.argv[1:]:
+    if "--http" in sys.argv[1:] or "--sse" in sys.argv[1:]:
         if "--polling" in sys.argv[1:]:
             add_polling()
-        serve_http()
+        serve_http(sse="--sse" in sys.argv[1:])
     else:
         server.run()

@@ -42,8 +42,9 @@ The task tools (each task polls at ``poll_ms``, 100 by default):
 The plain tools: ``echo(text)``, and ``events(name, count)``, which waits (at most
 10 s) until the layer saw ``count`` events whose text starts with ``name`` and gives
 all events: ``created <tool> <id>`` (once the answer went out), ``get <id>``, ``update <id> <keys>``,
-``cancel <id>``, ``cancel-terminal <id>``, ``listen <ids>``, ``done <id> <status>``
-and, over HTTP, ``header <method> <Mcp-Name>`` for each request of the extension. So a
+``cancel <id>``, ``cancel-terminal <id>``, ``listen <ids>``, ``done <id> <status>``,
+``polled <id> <seconds>`` (beside each ``get``: the moment it arrived, on the monotonic clock
+of the server) and, over HTTP, ``header <method> <Mcp-Name>`` for each request of the extension. So a
 test waits for what the server saw instead of sleeping.
 
 With ``--http`` the process writes ``port=<n>`` as its first stdout line and serves
@@ -448,6 +449,7 @@ class TaskLayer(ServerTransport):
         task_id = params.get("taskId")
         if method == "tasks/get":
             self.store.event(f"get {task_id}")
+            self.store.event(f"polled {task_id} {time.monotonic():.6f}")
             task = self.store.get(task_id) if isinstance(task_id, str) else None
             if task is None:
                 self._refuse(request, -32602, "Failed to retrieve task: Task not found")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
+from pathlib import Path
 
 from harness import Bridge, bridge_command, fixture_command
 from mcpbridge import __version__
@@ -79,6 +81,17 @@ def test_a_spawn_failure_returns_to_awaiting_initialize() -> None:
         assert bridge.request("ping")["result"] == {}
 
 
+def test_after_a_spawn_failure_initialize_starts_the_command_once_it_is_in_place(tmp_path: Path) -> None:
+    command = tmp_path / "server"
+    with Bridge(bridge_command(upstream=[str(command)])) as bridge:
+        assert bridge.initialize()["error"]["data"]["cause"] == "spawn_failed"
+        command.write_text(f"#!/bin/sh\nexec {shlex.join(fixture_command())}\n", encoding="utf-8")
+        command.chmod(0o755)
+        again = bridge.initialize()
+        assert again.get("result", {}).get("serverInfo", {}).get("name") == "bridge-fixture-server", again
+        assert "tools" in bridge.request("tools/list")["result"]
+
+
 def test_an_upstream_that_exits_at_start_fails_discover_and_initialize_can_retry() -> None:
     with Bridge(bridge_command(upstream=[sys.executable, "-c", "pass"])) as bridge:
         error = bridge.initialize()["error"]
@@ -101,7 +114,7 @@ def test_an_upstream_that_never_answers_discover_times_out_and_meanwhile_the_bri
                 "clientInfo": {"name": "c", "version": "1"},
             },
         )
-        assert bridge.request("tools/list")["error"]["data"]["cause"] == "not_initialized"
+        held = bridge.request_async("tools/list")
         assert bridge.request("ping")["result"] == {}
         assert bridge.request("logging/setLevel", {"level": "info"})["result"] == {}
         assert bridge.request("server/discover")["error"]["code"] == -32601
@@ -117,6 +130,11 @@ def test_an_upstream_that_never_answers_discover_times_out_and_meanwhile_the_bri
         error = bridge.wait_response(init_id, 15)["error"]
         assert error["code"] == -32603
         assert error["data"] == {"cause": "discover_failed", "detail": "no response in 1 s"}
+        error = bridge.wait_response(held)["error"]
+        assert error["data"] == {"cause": "not_connected", "detail": "the initialize failed: discover_failed"}
+        assert [frame.get("id") for frame in bridge.seen].index(init_id) < bridge.seen.index(
+            bridge.wait_response(held)
+        )
 
 
 def test_a_legacy_upstream_answering_method_not_found_keeps_its_code() -> None:

@@ -201,14 +201,15 @@ def not_found(ex: Exchange) -> None:
     ex.body(404, b"<html><body>Not Found</body></html>", "text/html")
 
 
-def test_a_url_without_an_mcp_server_is_worded_after_the_era_fallback_tried_the_2025_era() -> None:
+def test_a_url_without_an_mcp_server_is_worded_after_every_fallback_was_tried() -> None:
     with ScriptedServer(not_found) as server:
         with Bridge(bridge_command(server.url())) as bridge:
             response = bridge.initialize()
             stderr = finish(bridge)
-        # The fallback ran: server/discover first, then the initialize of the 2025 era.
-        methods = [request.rpc_method for request in server.wait_requests(2)]
-    assert methods[:2] == ["server/discover", "initialize"]
+        # Every fallback ran: server/discover, the initialize of the 2025 era over Streamable
+        # HTTP, then the stream of the HTTP+SSE transport.
+        requests = [(request.method, request.rpc_method) for request in server.wait_requests(3)]
+    assert requests[:3] == [("POST", "server/discover"), ("POST", "initialize"), ("GET", None)]
     error = error_of(response)
     assert error["message"] == NOT_MCP
     assert error["data"]["cause"] == "not_mcp_endpoint"

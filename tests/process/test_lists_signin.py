@@ -15,10 +15,12 @@ import pytest
 
 from mcpbridge.bridge.listrules import ListRules
 from mcpbridge.mcp.http import HttpTransport
-from mcpbridge.oauth.authorizer import AuthorizedClient, OAuthAuthorizer, OAuthConfig
+from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import DynamicRegistration
+from mcpbridge.oauth.session import AuthorizedClient
 from mcpbridge.oauth.signin import Gate, Opener, SignIn, SignInSettings
-from mcpbridge.oauth.store import IndexedStore, MemoryStore
+from mcpbridge.oauth.store import IndexedStore
+from mcpbridge.oauth.tokenstore import MemoryStore
 from tests.oauth_peers import AuthServer, TestCA, browser_script, free_port
 
 WAIT = 10.0

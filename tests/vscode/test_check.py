@@ -619,19 +619,19 @@ def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_tok
 
 
 def test_the_report_has_colors_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcpbridge.vscode.check import _colors
+    from mcpbridge.vscode.check_report import colors
 
     monkeypatch.delenv("NO_COLOR", raising=False)
     leader, follower = os.openpty()
     read_end, write_end = os.pipe()
     with os.fdopen(follower, "w") as terminal, os.fdopen(write_end, "w") as pipe:
-        color = _colors(terminal)
+        color = colors(terminal)
         assert color is not None
         green = color("ok", "green")
         assert green.startswith("\x1b[32m") and green.endswith("ok\x1b[0m")
-        assert _colors(pipe) is None
+        assert colors(pipe) is None
         monkeypatch.setenv("NO_COLOR", "1")
-        assert _colors(terminal) is None
+        assert colors(terminal) is None
     os.close(leader)
     os.close(read_end)
 
@@ -639,7 +639,8 @@ def test_the_report_has_colors_on_a_terminal_only(monkeypatch: pytest.MonkeyPatc
 def test_the_report_says_whether_the_sign_in_is_renewed_without_a_person() -> None:
     from mcpbridge.oauth import flow
     from mcpbridge.vscode import cli
-    from mcpbridge.vscode.check import Report, _predicted_renewal, _stored_renewal, render_text
+    from mcpbridge.vscode.check_advice import predicted_renewal, stored_renewal
+    from mcpbridge.vscode.check_report import Report, render_text
 
     url = "https://mcp.example.com/mcp"
     browser = cli.parse([url], {})
@@ -656,20 +657,20 @@ def test_the_report_says_whether_the_sign_in_is_renewed_without_a_person() -> No
         return flow.check_server_metadata(doc, "https://as.example")
 
     openid = metadata(id_token_signing_alg_values_supported=["RS256"], scopes_supported=["offline_access"])
-    assert _predicted_renewal(browser, openid)["silent"] is True
-    assert "prompt=consent" in _predicted_renewal(browser, openid)["why"]
-    assert _predicted_renewal(browser, metadata(scopes_supported=["offline_access"]))["silent"] is None
+    assert predicted_renewal(browser, openid)["silent"] is True
+    assert "prompt=consent" in predicted_renewal(browser, openid)["why"]
+    assert predicted_renewal(browser, metadata(scopes_supported=["offline_access"]))["silent"] is None
     assert (
-        _predicted_renewal(browser, metadata(grant_types_supported=["authorization_code"]))["silent"] is False
+        predicted_renewal(browser, metadata(grant_types_supported=["authorization_code"]))["silent"] is False
     )
-    assert _predicted_renewal(browser, metadata())["silent"] is None
+    assert predicted_renewal(browser, metadata())["silent"] is None
     key = flow.RecordKey("https://as.example", url, "c")
     with_refresh = flow.Record(key, flow.ClientRegistration("c"), "at", refresh_token="rt")
-    assert _stored_renewal(browser, with_refresh) == {
+    assert stored_renewal(browser, with_refresh) == {
         "silent": True,
         "why": "the stored sign-in has a refresh token",
     }
-    assert _stored_renewal(browser, flow.Record(key, flow.ClientRegistration("c"), "at"))["silent"] is False
+    assert stored_renewal(browser, flow.Record(key, flow.ClientRegistration("c"), "at"))["silent"] is False
     report = Report(upstream={"kind": "url", "scheme": "https", "host": "mcp.example.com"})
-    report.sign_in = {"state": "none", "renewal": _stored_renewal(browser, with_refresh)}
+    report.sign_in = {"state": "none", "renewal": stored_renewal(browser, with_refresh)}
     assert "Renewal:    silent: the stored sign-in has a refresh token" in render_text(report).splitlines()

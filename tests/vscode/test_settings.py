@@ -378,6 +378,18 @@ def test_the_host_profile_is_picked_from_the_host_unless_it_is_given() -> None:
     assert ok([URL]).host_profile == "auto"
 
 
+@pytest.mark.parametrize("transport", ["auto", "streamable-http", "sse"])
+def test_each_transport_is_accepted_by_the_url_forms(transport: str) -> None:
+    assert ok(["--transport", transport, URL]).transport == transport
+    assert ok(["check", "--transport", transport, URL]).transport == transport
+
+
+def test_the_transport_is_found_unless_it_is_given_and_sse_implies_the_2025_era() -> None:
+    assert ok([URL]).transport == "auto"
+    assert ok(["--transport", "sse", URL]).protocol == "legacy"
+    assert ok(["--transport", "streamable-http", URL]).protocol == "auto"
+
+
 NUMBER_OPTIONS = [
     ("--discover-timeout", ["--", "x"], "use a number of seconds from 1 to 4294967295", 4294967295),
     ("--max-line-bytes", ["--", "x"], "use a number of bytes from 1 to 1073741824", 1073741824),
@@ -572,6 +584,7 @@ TAKES: dict[str, tuple[list[str], set[str]]] = {
     "--header": (["--header", "x-a:1"], {URL_T, CHECK_URL}),
     "--header-env": (["--header-env", "x-a=TENANT"], {URL_T, CHECK_URL}),
     "--max-response-bytes": (["--max-response-bytes", "5"], {URL_T, CHECK_URL}),
+    "--transport": (["--transport", "sse"], {URL_T, CHECK_URL}),
     "--client-id": (["--client-id", "c"], {URL_T, CHECK_URL}),
     "--client-issuer": (["--client-issuer", "https://as.example", "--client-id", "c"], {URL_T, CHECK_URL}),
     "--client-metadata-url": (["--client-metadata-url", "https://c.example/c.json"], {URL_T, CHECK_URL}),
@@ -1413,6 +1426,7 @@ GOOD_VALUES: dict[str, list[str]] = {
     "--protocol": ["auto", "legacy", "2026-07-28"],
     "--tasks": ["auto", "off"],
     "--host-profile": ["auto", "vscode", "generic"],
+    "--transport": ["auto", "streamable-http", "sse"],
     "--max-response-bytes": ["4096"],
     "--ca-file": ["ca.pem", MARKER],
     "--client-id": ["c", MARKER],

@@ -1,0 +1,135 @@
+"""The sign-in of the URL form: the client of the bridge whose requests carry their scope, and the setup.
+
+:func:`start_oauth` makes the :class:`~.authorizer.OAuthAuthorizer` of an upstream URL
+and its :class:`OAuthSession`; :class:`AuthorizedClient` opens the scope of each request
+(:meth:`~.authorizer.OAuthAuthorizer.guard`) around it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..mcp.client import Client
+from ..mcp.jsonrpc import Notification
+from ..mcp.transport import Transport
+from .authorizer import OAuthAuthorizer, OAuthConfig
+from .config import SignInOptions
+from .signin import Consent, SignIn
+from .store import IndexedStore, OpenedStore
+
+if TYPE_CHECKING:
+    import ssl
+
+    from .web import WebClient
+
+__all__ = ["AuthorizedClient", "Connect", "OAuthSession", "start_oauth"]
+
+
+class AuthorizedClient(Client):
+    """A :class:`~mcpbridge.mcp.client.Client` whose requests carry their scope to the authorizer.
+
+    ``server/discover`` waits for the discover and the sign-in limits together
+    when a sign-in can start. A request refused again after its sign-in or
+    step-up fails with ``access_refused``; a sign-in stopped by the time limit
+    of its request fails with ``sign_in_timeout``.
+    """
+
+    def __init__(self, transport: Transport, authorizer: OAuthAuthorizer, **kwargs: Any) -> None:
+        super().__init__(transport, **kwargs)
+        self.authorizer = authorizer
+
+    def request(self, method: str, params: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+        with self.authorizer.guard(cancel=kwargs.get("cancel"), timeout=float(kwargs["timeout"])):
+            return super().request(method, params, **kwargs)
+
+    def discover(self, *, timeout: float, **kwargs: Any) -> dict[str, Any]:
+        if self.authorizer.interactive():
+            timeout += self.authorizer.sign_in_timeout
+        return super().discover(timeout=timeout, **kwargs)
+
+
+Connect = Callable[[dict[str, Any], Callable[[Notification], None]], Client]
+
+
+class OAuthSession:
+    """The sign-in of the URL form: the authorizer, its gate, and what the front end needs."""
+
+    def __init__(self, authorizer: OAuthAuthorizer) -> None:
+        self.authorizer = authorizer
+
+    def connector(self, make_transport: Callable[[], Transport], *, max_depth: int = 200) -> Connect:
+        """A ``connect`` for the front end: an :class:`AuthorizedClient` over a new transport.
+
+        ``make_transport`` makes the HTTP transport with :attr:`authorizer` as its authorizer.
+        """
+
+        def connect(client_info: dict[str, Any], on_notification: Callable[[Notification], None]) -> Client:
+            # The token store opens on its own thread while the transport is made.
+            self.authorizer.store.open_early()
+            client = AuthorizedClient(
+                make_transport(),
+                self.authorizer,
+                client_info=client_info,
+                max_depth=max_depth,
+                on_notification=on_notification,
+            )
+            client.start()
+            return client
+
+        return connect
+
+    def attach(self, consent: Consent) -> Callable[[], None]:
+        """Let the sign-ins after ``notifications/initialized`` ask the client through ``consent``.
+
+        Returns the hook of ``notifications/initialized`` of that client.
+        """
+        gate = self.authorizer.sign_in.gate
+        gate.consent = consent
+        return gate.client_initialized
+
+
+def start_oauth(
+    options: SignInOptions,
+    *,
+    ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext],
+    env: Mapping[str, str],
+) -> OAuthSession:
+    """Make the authorizer of the URL form; the token store opens at the first need of a token.
+
+    Only the checks that need no keychain run now (:func:`~.store.check_options`):
+    ``keyring``, ``cryptography`` and ``requests`` load when a request needs them.
+
+    :param ssl_context: the trust of the sign-in requests, or a function that makes it.
+
+    Raises:
+        StoreOpenError: the options of the token store cannot work (the executable exits with 2).
+    """
+    from .signin import Gate, Opener, SignInSettings
+    from .store import DeferredStore, check_options, open_store
+
+    check_options(options.token_store, key=options.token_key, key_file=options.token_key_file, env=env)
+
+    def open_token_store() -> OpenedStore:
+        key, key_file = options.token_key, options.token_key_file
+        return open_store(options.token_store, key=key, key_file=key_file, env=env)
+
+    def make_web() -> WebClient:
+        from .web import WebClient
+
+        context = ssl_context() if callable(ssl_context) else ssl_context
+        return WebClient(context, env)
+
+    sign_in = SignIn(
+        SignInSettings(
+            port=options.redirect_port,
+            timeout=options.sign_in_timeout,
+            no_browser=options.no_browser,
+            sandbox=env.get("SANDBOX_RUNTIME", "").strip() == "1",
+        ),
+        Gate(),
+        Opener(env, options.secret_variables),
+    )
+    config = OAuthConfig.of(options, env)
+    authorizer = OAuthAuthorizer(config, IndexedStore(DeferredStore(open_token_store)), make_web, sign_in)
+    return OAuthSession(authorizer)

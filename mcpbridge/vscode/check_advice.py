@@ -1,0 +1,275 @@
+"""What ``mcp-bridge-vscode check`` tells beside the steps: the sign-in state, the sign-in
+flows and the problem of a failed step with the option that fixes it.
+
+The sign-in parts read the token store and the metadata of the servers (never a browser,
+never a sign-in); each failure there gives ``"not checked"`` with the reason, so a change
+of the sign-in modules cannot break the rest of the check.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Final
+
+from ..bridge.errortable import connect_fix
+from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
+from ..mcp.httpwire import ConnectError
+from ..mcp.protocol import MODERN
+from ..mcp.text import format_duration
+from ..oauth.errors import problem_words
+from . import settings as args
+
+__all__ = [
+    "diagnose",
+    "failure_text",
+    "predicted_renewal",
+    "sign_in_flows",
+    "sign_in_state",
+    "stored_renewal",
+]
+
+
+def sign_in_state(settings: args.Settings, env: dict[str, str]) -> tuple[dict[str, Any], str | None]:
+    """The stored sign-in of the URL (where the tokens are, when they expire) and its access token.
+
+    It reads the token store of the sign-in module (never the network, never a
+    browser): the check sends a stored token that has not expired, as the bridge
+    would, but it never signs in. Any failure there gives ``"not checked"`` with
+    the reason, so a change of that module cannot break the rest of the check.
+    """
+    if settings.static_authorization:
+        return {"state": "not used", "note": "a static authorization header; the bridge never signs in"}, None
+    record = None
+    try:
+        found, record = _stored_sign_in(settings, env)
+    except Exception as exc:  # noqa: BLE001 - the sign-in part of the report is best effort
+        detail = getattr(exc, "detail", None) or type(exc).__name__
+        found = {"state": "not checked", "note": f"the token store was not read ({detail})"}
+    found["resourceIndicator"] = _resource_indicator(settings, record)
+    if record is not None:
+        found["renewal"] = stored_renewal(settings, record)
+    token = record.access_token if record is not None and found["state"] == "stored" else None
+    return found, token
+
+
+_BY_CLIENT_CREDENTIALS: Final = {
+    "silent": True,
+    "why": "the client credentials get a new token before it ends",
+}
+
+
+def stored_renewal(settings: args.Settings, record: Any) -> dict[str, Any]:
+    """Whether the stored sign-in is renewed without a person, and why."""
+    if settings.sign_in == "client-credentials":
+        return dict(_BY_CLIENT_CREDENTIALS)
+    if record.refresh_token:
+        return {"silent": True, "why": "the stored sign-in has a refresh token"}
+    return {
+        "silent": False,
+        "why": "the authorization server gave no refresh token: each end of the access token needs a new "
+        "sign-in",
+    }
+
+
+def predicted_renewal(settings: args.Settings, server: Any) -> dict[str, Any]:
+    """Whether a sign-in at ``server`` will be renewed without a person (``None``: the server decides)."""
+    from ..oauth import flow
+
+    if settings.sign_in == "client-credentials":
+        return dict(_BY_CLIENT_CREDENTIALS)
+    if "offline_access" in (server.scopes_supported or ()):
+        if flow.consent_prompt(server, ("offline_access",)):
+            return {
+                "silent": True,
+                "why": "the bridge asks this OpenID provider for offline_access with prompt=consent, which "
+                "grants a refresh token",
+            }
+        return {
+            "silent": None,
+            "why": "the bridge asks for offline_access; the server decides on a refresh token",
+        }
+    grants = server.grant_types_supported
+    if grants is not None and "refresh_token" not in grants:
+        return {
+            "silent": False,
+            "why": "the authorization server offers no refresh token: each end of the access token needs a "
+            "new sign-in",
+        }
+    return {"silent": None, "why": "the authorization server decides on a refresh token"}
+
+
+def _resource_indicator(settings: args.Settings, record: Any) -> dict[str, str]:
+    """What the sign-in sends as ``resource`` (RFC 8707), and why; never the value itself."""
+    setting = settings.resource_indicator
+    if setting == "off":
+        return {"sends": "none", "why": "--resource-indicator off"}
+    if setting != "auto":
+        return {"sends": "option", "why": "the URI of --resource-indicator"}
+    if record is not None and record.without_resource:
+        return {
+            "sends": "none",
+            "why": "the authorization server refused it, as the stored sign-in remembers",
+        }
+    return {
+        "sends": "metadata",
+        "why": "the resource of the server's metadata, and once more without it when the authorization "
+        "server refuses it",
+    }
+
+
+def sign_in_flows(
+    settings: args.Settings, env: dict[str, str], context: Any, *, deadline: float
+) -> tuple[dict[str, Any], Any]:
+    """Which sign-in flows the authorization server offers, which one the bridge would use, and why;
+    and the metadata of the authorization server (``None`` when it was not found).
+
+    It reads the metadata of the upstream server and of its authorization server until
+    ``deadline`` (best effort: a failure gives ``"not checked"`` with the reason in
+    words); it never signs in.
+    """
+    from ..oauth import config, discovery, grants
+    from ..oauth.web import WebClient
+
+    assert settings.url is not None
+    web = WebClient(context, env, deadline=deadline)
+    try:
+        resource = discovery.discover_resource(web, settings.url, None)
+        server = discovery.discover_server(web, resource.issuer)
+    except Exception as exc:  # noqa: BLE001 - this part of the report is best effort
+        detail = getattr(exc, "detail", None)
+        if not isinstance(detail, str) or not detail:
+            detail = "an unexpected error"
+        return {"state": "not checked", "note": problem_words(detail)}, None
+    finally:
+        web.close()
+    offered = grants.offered_flows(server)
+    found: dict[str, Any] = {
+        "state": "checked",
+        "offered": [flow for flow, yes in offered.items() if yes],
+        "unknown": [flow for flow, yes in offered.items() if yes is None],
+    }
+    remote = config.remote_session(env, platform=sys.platform)
+    try:
+        choice = grants.choose_flow(settings.sign_in, remote=remote, server=server)
+    except grants.DeviceUnavailable as exc:
+        found["uses"] = None
+        found["why"] = (
+            f"--sign-in device, but the server offers no device sign-in ({exc}): use --sign-in browser"
+        )
+        return found, server
+    found["uses"] = choice.flow
+    found["why"] = choice.reason
+    return found, server
+
+
+def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[str, Any], Any]:
+    """The stored sign-in of the URL for the report, and its record (``None`` when there is none)."""
+    from ..oauth.authorizer import OAuthConfig
+    from ..oauth.errors import StoreOpenError
+    from ..oauth.store import IndexedStore, open_store
+
+    assert settings.url is not None and settings.registration is not None
+    try:
+        opened = open_store(
+            settings.token_store, key=settings.token_key, key_file=settings.token_key_file, env=env
+        )
+    except StoreOpenError as exc:
+        return {"state": "not checked", "note": f"the token store did not open: {exc.detail}"}, None
+    config = OAuthConfig.of(settings.sign_in_options(), env)
+    store = IndexedStore(opened.store)
+    for entry in reversed(store.entries()):
+        if entry.url != settings.url or entry.client != config.identity:
+            continue
+        record = store.load(entry.key)
+        if record is None or not record.access_token:
+            continue
+        found: dict[str, Any] = {"state": "stored", "store": opened.line, "account": settings.account}
+        if record.expires_at is not None:
+            expires = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.expires_at))
+            found["expires"] = expires
+            if record.expires_at <= time.time():
+                found["state"] = "expired"
+                found["note"] = (
+                    "the next start refreshes it" if record.refresh_token else "the next start signs in"
+                )
+        return found, record
+    return {"state": "none", "note": "no stored sign-in", "store": opened.line}, None
+
+
+def diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, str]:
+    """The problem of a failed step, and the option that fixes it."""
+    seconds = format_duration(settings.discover_timeout)
+    if isinstance(exc, SpawnFailed):
+        return (
+            f"the command did not start: {exc.detail or exc.cause}",
+            'Examine the command after "--": the program must exist and be executable.',
+        )
+    if isinstance(exc, RequestTimeout):
+        fix = f"Give the server more time with --discover-timeout (now {seconds}): it bounds the whole check."
+        if settings.protocol == MODERN:
+            fix += " A 2025-era server needs --protocol auto or legacy."
+        elif step == "server/discover" and settings.command:
+            fix += " A 2025-era server that never answers server/discover needs --protocol legacy."
+        return f"the server did not answer {step} within the {seconds} of --discover-timeout", fix
+    if isinstance(exc, Closed):
+        return (
+            f"the server stopped during {step}: {exc.detail or 'the connection closed'}",
+            "Run the command in a terminal to see why it stops; its stderr lines are above.",
+        )
+    if isinstance(exc, RpcError):
+        return (
+            f"the server answered {step} with {failure_text(exc)}",
+            "Examine the server and its log; with --protocol, choose the revision it speaks.",
+        )
+    detail = exc.detail or exc.cause
+    status = exc.http_status
+    if "not trusted" in detail:
+        return (
+            "the certificate of the server is not trusted",
+            "Give the CA certificate that signed it with --ca-file <PEM file>.",
+        )
+    if "host name" in detail and "certificate" in detail:
+        return (
+            "the certificate of the server is not for the host name of the URL",
+            "Use the host name of the certificate in the URL.",
+        )
+    if detail.startswith("proxy"):
+        return (
+            f"the proxy failed: {detail}",
+            "Examine HTTPS_PROXY, ALL_PROXY and NO_PROXY (the user and the password go into the proxy URL).",
+        )
+    if detail.startswith("TLS"):
+        return f"the TLS connection failed: {detail}", "Examine the URL: the server must speak https."
+    if detail.startswith("connect"):
+        refused, loopback = (exc.refused, exc.loopback) if isinstance(exc, ConnectError) else (False, False)
+        return (
+            f"no connection to the server: {detail}",
+            connect_fix(refused=refused, loopback=loopback),
+        )
+    if status == 401:
+        return (
+            "the server needs a sign-in (HTTP status 401)",
+            "Start the server in VS Code: the bridge opens the sign-in in a browser. Or send a token "
+            "with --header-env Authorization=<variable>.",
+        )
+    if status == 403:
+        return (
+            "the server refused the access (HTTP status 403)",
+            "Examine the token or the account of the sign-in (--account, --header-env).",
+        )
+    if status in (404, 405):
+        return (
+            f"the URL is not an MCP endpoint (HTTP status {status})",
+            "Examine the path of the URL (often /mcp).",
+        )
+    return f"{step} failed: {detail}", "Examine the server and its log; run with --log-level debug for more."
+
+
+def failure_text(exc: McpError) -> str:
+    if isinstance(exc, RpcError):
+        return f"error {exc.error.code} ({exc.error.message[:80]})"
+    text = exc.detail or exc.cause
+    if exc.http_status is not None and str(exc.http_status) not in text:
+        text += f" (HTTP status {exc.http_status})"
+    return text

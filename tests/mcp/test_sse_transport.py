@@ -1,0 +1,291 @@
+"""The HTTP+SSE transport of 2024-11-05 against a scripted server on 127.0.0.1.
+
+The happy path against a real server (FastMCP of ``mcp==1.30.0``) is in
+``tests/interop/test_interop_sse.py``; here are the failures a real server rarely shows: an
+endpoint of another origin, no endpoint at all, a stream that ends, a refused stream.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from conftest import WAIT
+from mcpbridge.bridge.passthrough import LegacyPeer
+from mcpbridge.bridge.upstream import url_transports
+from mcpbridge.mcp.errors import McpError
+from mcpbridge.mcp.http import HttpStatusError
+from mcpbridge.mcp.httpwire import tls_context
+from mcpbridge.mcp.sse_transport import ForeignEndpoint, NoEndpoint, SseTransport, StreamEnded, endpoint_url
+from mcpbridge.mcp.transport import Transport
+
+INIT_PARAMS = {
+    "protocolVersion": "2024-11-05",
+    "capabilities": {},
+    "clientInfo": {"name": "t", "version": "1"},
+}
+
+
+class OldServer:
+    """A scripted HTTP+SSE server: ``GET /sse`` opens the stream, ``POST`` answers on it.
+
+    ``endpoint`` is the data of the endpoint event (``None``: the stream sends none);
+    ``end_after`` ends the stream after that many answers; ``stream_status`` refuses the GET.
+    """
+
+    def __init__(
+        self,
+        endpoint: str | None = "/messages/?session_id={session}",
+        *,
+        end_after: int | None = None,
+        stream_status: int = 200,
+    ) -> None:
+        self.endpoint = endpoint
+        self.end_after = end_after
+        self.stream_status = stream_status
+        #: The messages for the stream of each session (the endpoint names its session).
+        self.outboxes: dict[str, queue.Queue[dict[str, Any] | None]] = {}
+        self.posts: list[tuple[str, Any]] = []
+        self.stop = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 - the name of http.server
+                if server.stream_status != 200:
+                    self.send_response(server.stream_status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                session = str(len(server.outboxes) + 1)
+                outbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+                server.outboxes[session] = outbox
+                if server.endpoint is not None:
+                    endpoint = server.endpoint.format(session=session)
+                    self.wfile.write(f"event: endpoint\ndata: {endpoint}\n\n".encode())
+                    self.wfile.flush()
+                answered = 0
+                while not server.stop.is_set():
+                    try:
+                        message = outbox.get(timeout=0.1)
+                    except queue.Empty:
+                        continue
+                    if message is None:
+                        return
+                    self.wfile.write(f"event: message\ndata: {json.dumps(message)}\n\n".encode())
+                    self.wfile.flush()
+                    answered += 1
+                    if server.end_after is not None and answered >= server.end_after:
+                        return
+
+            def do_POST(self) -> None:  # noqa: N802 - the name of http.server
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                server.posts.append((self.path, body))
+                if self.path == "/sse":  # the stream takes no POST: Streamable HTTP is refused
+                    self.send_response(405)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                outbox = server.outboxes[self.path.rpartition("=")[2]]
+                if body.get("method") == "initialize":
+                    result = {
+                        "protocolVersion": "2024-11-05",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "old", "version": "1"},
+                    }
+                    outbox.put({"jsonrpc": "2.0", "id": body["id"], "result": result})
+                elif "id" in body and "method" in body:
+                    outbox.put({"jsonrpc": "2.0", "id": body["id"], "result": {"tools": []}})
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="test-old-server", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/sse"
+
+    def __enter__(self) -> OldServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(WAIT)
+
+
+def peer_of_transport(transport: Transport) -> LegacyPeer:
+    peer = LegacyPeer(transport, on_request=lambda _r: None, on_notification=lambda _n: None)
+    peer.start()
+    return peer
+
+
+peer_of = peer_of_transport
+
+
+def test_requests_go_to_the_endpoint_and_their_answers_come_on_the_stream() -> None:
+    with OldServer() as server:
+        transport = SseTransport(server.url)
+        peer = peer_of(transport)
+        try:
+            answer = peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+            assert answer.result["serverInfo"] == {"name": "old", "version": "1"}  # type: ignore[union-attr]
+            assert not transport.gone
+            peer.notify("notifications/initialized")
+            listed = peer.request("tools/list", None, timeout=WAIT)
+            assert listed.result == {"tools": []}  # type: ignore[union-attr]
+        finally:
+            peer.close(1.0)
+        paths = {path for path, _body in server.posts}
+        assert paths == {"/messages/?session_id=1"}
+        assert [body.get("method") for _p, body in server.posts] == [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+        ]
+        threads = {t.name for t in threading.enumerate()}
+        assert not threads & {"mcpbridge-sse-stream", "mcpbridge-sse-poster"}
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["http://other.invalid/messages/", "https://127.0.0.1:{port}/messages/", "//evil.invalid/m"]
+)
+def test_an_endpoint_of_another_origin_is_refused_with_a_named_error(endpoint: str) -> None:
+    with OldServer() as server:
+        server.endpoint = endpoint.format(port=server.httpd.server_address[1])
+        transport = SseTransport(server.url)
+        peer = peer_of(transport)
+        try:
+            with pytest.raises(ForeignEndpoint):
+                peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+        finally:
+            peer.close(1.0)
+        assert server.posts == []
+
+
+def test_no_endpoint_event_in_time_is_a_named_error() -> None:
+    with OldServer(endpoint=None) as server:
+        transport = SseTransport(server.url, connect_timeout=0.5)
+        peer = peer_of(transport)
+        try:
+            with pytest.raises(NoEndpoint):
+                peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+        finally:
+            peer.close(1.0)
+        assert server.posts == []
+
+
+def test_a_refused_stream_fails_the_request_with_its_status() -> None:
+    with OldServer(stream_status=405) as server:
+        peer = peer_of(SseTransport(server.url))
+        try:
+            with pytest.raises(HttpStatusError) as caught:
+                peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+        finally:
+            peer.close(1.0)
+        assert caught.value.http_status == 405
+
+
+def test_the_end_of_the_stream_ends_the_connection() -> None:
+    with OldServer(end_after=1) as server:
+        ended: queue.Queue[McpError | None] = queue.Queue()
+        transport = SseTransport(server.url)
+        peer = peer_of(transport)
+        inner = transport._on_closed
+        assert inner is not None
+
+        def on_closed(error: McpError | None) -> None:
+            ended.put(error)
+            inner(error)
+
+        transport._on_closed = on_closed
+        try:
+            peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+            assert isinstance(ended.get(timeout=WAIT), StreamEnded)
+            assert transport.gone
+            with pytest.raises(McpError):
+                peer.request("tools/list", None, timeout=WAIT)
+        finally:
+            peer.close(1.0)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ("/messages/?session_id=1", "http://127.0.0.1:8000/messages/?session_id=1"),
+        ("messages?x=1#frag", "http://127.0.0.1:8000/mcp/messages?x=1"),
+        ("http://127.0.0.1:8000/m", "http://127.0.0.1:8000/m"),
+        ("HTTP://127.0.0.1:8000/m", "http://127.0.0.1:8000/m"),
+    ],
+)
+def test_the_endpoint_is_resolved_against_the_url_of_the_server(data: str, expected: str) -> None:
+    assert endpoint_url("http://127.0.0.1:8000/mcp/sse", data) == expected
+
+
+def test_a_default_port_is_the_same_origin_as_none() -> None:
+    assert (
+        endpoint_url("https://example.invalid/sse", "https://example.invalid:443/m")
+        == "https://example.invalid:443/m"
+    )
+    with pytest.raises(ForeignEndpoint):
+        endpoint_url("https://example.invalid/sse", "https://example.invalid:8443/m")
+    with pytest.raises(ForeignEndpoint):
+        endpoint_url("https://example.invalid/sse", "http://example.invalid/m")
+
+
+@pytest.mark.parametrize("setting", ["auto", "sse"])
+def test_a_refused_post_falls_back_to_the_stream_and_later_connections_use_it_at_once(setting: str) -> None:
+    with OldServer() as server:
+        _modern, legacy = url_transports(
+            server.url, headers=[], max_response_bytes=1 << 20, ssl_context=tls_context, transport=setting
+        )
+        assert legacy.found is None
+        for _connection in range(2):
+            peer = peer_of_transport(legacy())
+            try:
+                answer = peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+                assert answer.result["protocolVersion"] == "2024-11-05"  # type: ignore[union-attr]
+            finally:
+                peer.close(1.0)
+            assert legacy.found == "sse"
+        refused = [path for path, _body in server.posts if path == "/sse"]
+        # auto: one POST of initialize to the URL, refused, and none on the second connection.
+        assert len(refused) == (1 if setting == "auto" else 0)
+        assert [body["method"] for path, body in server.posts if path != "/sse"] == ["initialize"] * 2
+
+
+def test_with_streamable_http_chosen_a_refused_post_is_the_error() -> None:
+    with OldServer() as server:
+        _modern, legacy = url_transports(
+            server.url,
+            headers=[],
+            max_response_bytes=1 << 20,
+            ssl_context=tls_context,
+            transport="streamable-http",
+        )
+        peer = peer_of_transport(legacy())
+        try:
+            with pytest.raises(HttpStatusError) as caught:
+                peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+        finally:
+            peer.close(1.0)
+        assert caught.value.http_status == 405
+        assert legacy.found is None
