@@ -534,17 +534,23 @@ class ModernSession:
 #: The HTTP statuses of a start that show a URL where no MCP server answers: a plain web
 #: server that has no such path (404), takes no POST (405, 501).
 NOT_MCP_STATUSES = frozenset({404, 405, 501})
+#: Those of them that no server of the 2025 era gives ``server/discover``: the others show
+#: such a server too, which ``--protocol 2026-07-28`` does not try.
+_NOT_MCP_AT_DISCOVER = frozenset({501})
 #: What the log line of such a start says to do.
 _NOT_MCP_ADVICE = "the URL does not serve MCP; check its path (often /mcp)"
 
 
-def start_words(step: str, exc: McpError) -> tuple[dict[str, Any], str] | None:
+def start_words(
+    step: str, exc: McpError, *, statuses: frozenset[int] = NOT_MCP_STATUSES
+) -> tuple[dict[str, Any], str] | None:
     """The words of a failed start at a URL that the user can fix: the error for the client
     and the text of the log line (after the step); ``None`` for any other failure.
 
-    * An HTTP status of :data:`NOT_MCP_STATUSES`, or a web page, without a JSON-RPC
-      message: the URL serves no MCP. Only the last failure of a start gets these words:
-      the era fallback reads such statuses of ``server/discover`` first.
+    * An HTTP status of ``statuses``, or a web page, without a JSON-RPC message: the URL
+      serves no MCP. Only the last failure of a start gets these words: the era fallback
+      reads such statuses of ``server/discover`` first, and a ``server/discover`` that
+      no fallback follows gets them only for a status that no 2025-era server gives it.
     * A refused connection: nothing listens at the host and port of the URL.
     """
     if isinstance(exc, ConnectError) and exc.refused:
@@ -556,17 +562,18 @@ def start_words(step: str, exc: McpError) -> tuple[dict[str, Any], str] | None:
     if not isinstance(exc, HttpStatusError):
         return None
     page = exc.media == "text/html"
-    if exc.http_status not in NOT_MCP_STATUSES and not page:
+    if exc.http_status not in statuses and not page:
         return None
     answer = f"HTTP status {exc.http_status}" + (", a web page" if page else "")
     return errortable.error_object("not_mcp_endpoint", f"{step}: {answer}"), f"{answer}: {_NOT_MCP_ADVICE}"
 
 
 def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
-    """The error of a failed ``server/discover`` (error table: discover_failed)."""
+    """The error of a failed ``server/discover`` that no fallback follows: ``discover_failed``,
+    or the words of :func:`start_words`, ``stopped_at_start`` or a sign-in cause."""
     if isinstance(exc, SignInError):
         return errortable.error_from_sign_in(exc)
-    words = start_words("server/discover", exc)
+    words = start_words("server/discover", exc, statuses=_NOT_MCP_AT_DISCOVER)
     if words is not None:
         return words[0]
     if isinstance(exc, RpcError):
@@ -588,7 +595,7 @@ def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
 def discover_failure_text(exc: McpError, error: dict[str, Any]) -> str:
     """What the log says of a failed ``server/discover``: the detail of its error, and for a
     failure of the connection what failed (a TLS or proxy step, a refused connection)."""
-    words = start_words("server/discover", exc)
+    words = start_words("server/discover", exc, statuses=_NOT_MCP_AT_DISCOVER)
     if words is not None:
         return words[1]
     data = error["data"]

@@ -372,3 +372,22 @@ def test_an_answer_of_a_2025_era_server_over_the_line_limit_names_the_option_too
     assert detail.startswith("the response is a line of ")
     assert detail.endswith(" bytes, over the limit of 1000 bytes")
     assert f"{PREFIX}bridge: warning: {detail}; to take such answers, raise --max-line-bytes" in stderr
+
+
+def plain_not_found(ex: Exchange) -> None:
+    ex.body(404, b"no such path", "text/plain")
+
+
+@pytest.mark.parametrize(
+    ("handler", "cause"), [(not_found, "not_mcp_endpoint"), (plain_not_found, "invalid_response")]
+)
+def test_with_protocol_2026_07_28_only_a_web_page_or_501_is_not_an_mcp_endpoint(
+    handler: Any, cause: str
+) -> None:
+    # No fallback follows: a 404 without a web page may be a server of the 2025 era.
+    with ScriptedServer(handler) as server:
+        with Bridge(bridge_command("--protocol", "2026-07-28", server.url())) as bridge:
+            response = bridge.initialize()
+            finish(bridge)
+        assert [request.rpc_method for request in server.wait_requests(1)] == ["server/discover"]
+    assert error_of(response)["data"]["cause"] == cause
