@@ -431,7 +431,7 @@ class StdioChildTransport(Transport):
         if self._stopping or self._closing:
             raise Closed("the connection to the upstream server is closed")
         if self._gone:
-            raise Closed("the upstream server exited")
+            raise self._exit_error()  # with the exit status, which the reader waited for
 
     def _enqueue_locked(self, data: bytes) -> None:
         """Queue a frame that has room (under the queue lock)."""
