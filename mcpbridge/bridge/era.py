@@ -13,15 +13,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
 from ..mcp.droplog import DropLog
 from ..mcp.errors import InvalidResponse, McpError, RequestTimeout, RpcError
-from ..mcp.jsonrpc import HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION
+from ..mcp.jsonrpc import (
+    HEADER_MISMATCH,
+    MISSING_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    ErrorObject,
+)
+from ..mcp.protocol import MODERN
 from ..mcp.text import printable
 from ..mcp.transport import Transport
+from . import errortable
 
 __all__ = [
     "AUTO",
@@ -33,7 +40,9 @@ __all__ = [
     "falls_back",
     "log_spawn_failed",
     "means_legacy",
+    "refused_legacy",
     "stopped_during",
+    "stopped_error",
 ]
 
 #: The values of ``--protocol`` (``Options.protocol``) besides :data:`~mcpbridge.mcp.protocol.MODERN`.
@@ -70,11 +79,43 @@ def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
     return isinstance(exc, RequestTimeout)
 
 
+#: What the log line of a server that stopped during the start says to do.
+_STOPPED_ADVICE: Final = "its own lines above say why; to see more, run its command in a terminal"
+
+
 def stopped_during(step: str, exit_status: str | None) -> str:
-    """The log line of an upstream server that stopped during ``step``, with its exit code or signal."""
+    """The log line of an upstream server that stopped during ``step``, with its exit code or
+    signal, and where to look."""
     if exit_status is not None:
-        return f"the upstream server exited during {step} ({exit_status})"
-    return f"the upstream server closed the connection during {step}"
+        return f"the upstream server exited during {step} ({exit_status}): {_STOPPED_ADVICE}"
+    return f"the upstream server closed the connection during {step}: {_STOPPED_ADVICE}"
+
+
+def stopped_error(step: str, exit_status: str | None) -> dict[str, Any]:
+    """The error for the client of an upstream server that stopped during ``step`` of the start."""
+    what = f"exited ({exit_status})" if exit_status is not None else "closed the connection"
+    return errortable.error_object("stopped_at_start", f"{step}: the upstream server {what}")
+
+
+def refused_legacy(error: ErrorObject, *, protocol: str) -> tuple[dict[str, Any], str] | None:
+    """The words of an ``initialize`` of ``--protocol legacy`` that the upstream refused with an
+    error that only a server of revision 2026-07-28 sends: the error for the client and the log
+    line, with the revisions of the error's ``data.supported``. ``None`` for any other error,
+    and for every error of ``--protocol auto``, which passes on as the server wrote it.
+    """
+    if protocol != LEGACY or error.code not in MODERN_ERROR_CODES:
+        return None
+    supported = error.data.get("supported") if isinstance(error.data, dict) else None
+    if not isinstance(supported, list):
+        supported = []
+    named = [printable(v[:32]) for v in supported[:8] if isinstance(v, str)]
+    versions = ", ".join(named) or MODERN
+    detail = f"initialize: error {error.code}; the server supports MCP {versions}"
+    line = (
+        f"initialize failed: the upstream server speaks only MCP {versions} (error {error.code}), thus "
+        "--protocol legacy cannot work: remove it, or use --protocol auto"
+    )
+    return errortable.error_object("legacy_refused", detail, versions=versions), line
 
 
 def log_spawn_failed(drops: DropLog, exc: McpError) -> None:

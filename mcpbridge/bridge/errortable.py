@@ -35,7 +35,7 @@ from ..mcp.jsonrpc import (
     URL_ELICITATION_REQUIRED,
 )
 from ..mcp.text import format_duration as format_duration  # the one rule, also offered here
-from ..oauth.errors import SignInError
+from ..oauth.errors import SignInError, problem_text
 
 _SEE_OUTPUT = "See the Output channel of the server."
 _REGISTER = (
@@ -44,7 +44,8 @@ _REGISTER = (
 )
 
 #: cause -> (JSON-RPC code, message template). The templates of the sign-in causes have
-#: the placeholders ``{seconds}``, ``{port}``, ``{redirect_uri}`` and ``{name}``.
+#: the placeholders ``{seconds}``, ``{port}``, ``{redirect_uri}`` and ``{name}``; the one of
+#: ``legacy_refused`` has ``{versions}``.
 ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
     {
         # The errors of the upstream client.
@@ -59,6 +60,12 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
         "invalid_response": (
             INTERNAL_ERROR,
             f"The upstream server sent a response that is not valid. {_SEE_OUTPUT}",
+        ),
+        "response_too_large": (
+            INTERNAL_ERROR,
+            "The answer of the upstream server is larger than the limit of the bridge. Raise the limit "
+            "with --max-line-bytes for a server that runs as a command, or with --max-response-bytes "
+            "for a server at a URL.",
         ),
         "too_many_rounds": (
             INTERNAL_ERROR,
@@ -105,10 +112,32 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             "The bridge cannot make the client for the URL of the upstream server. Examine the URL, "
             f"the proxy variables and the CA certificates. {_SEE_OUTPUT}",
         ),
+        "connection_refused": (
+            INTERNAL_ERROR,
+            "Nothing listens at the address of the upstream server: the connection was refused. Start "
+            "the server first, or check the host and the port of its URL.",
+        ),
+        "not_mcp_endpoint": (
+            INTERNAL_ERROR,
+            "The URL of the upstream server does not serve MCP: a web server answered, but no MCP "
+            "server. Check the path of the URL (often /mcp).",
+        ),
         "discover_failed": (
             INTERNAL_ERROR,
             "The upstream server did not answer server/discover. It is not an MCP server of revision "
             f"2026-07-28, or it does not respond. {_SEE_OUTPUT}",
+        ),
+        "stopped_at_start": (
+            INTERNAL_ERROR,
+            "The upstream server stopped during the start, before it answered. Its own lines just "
+            "above in the Output channel of the server say why; to see more, run its command in a "
+            "terminal.",
+        ),
+        "legacy_refused": (
+            INTERNAL_ERROR,
+            "The upstream server speaks only MCP {versions}, thus --protocol legacy, which passes "
+            "servers of the 2025 era through, cannot work with it. Remove --protocol legacy from the "
+            "arguments of the server, or use --protocol auto.",
         ),
         "upstream_exited": (INTERNAL_ERROR, f"The upstream server process stopped. {_SEE_OUTPUT}"),
         "input_ended": (
@@ -244,6 +273,22 @@ INTERNAL_CAUSE: Final = "internal"
 _INTERNAL_MESSAGE: Final = f"The bridge failed to process the request. {_SEE_OUTPUT}"
 
 
+def connect_fix(*, refused: bool, loopback: bool) -> str:
+    """What to do when the bridge gets no connection to the host of the URL.
+
+    ``refused``: the host refused the connection, so nothing listens at the port.
+    ``loopback``: the host is this machine, which no proxy stands in front of, so only a
+    host elsewhere gets the advice of the proxy variables.
+    """
+    if refused and loopback:
+        return "Nothing listens at the port of the URL: start the server first, or check the port."
+    if refused:
+        return "Nothing listens at the port of the URL: start the server, or check the host and the port."
+    if loopback:
+        return "Examine the URL and that the server runs."
+    return "Examine the URL and that the server runs; behind a proxy, set HTTPS_PROXY."
+
+
 def error_object(cause: str, detail: str | None = None, **placeholders: object) -> dict[str, Any]:
     """The error object of the bridge for ``cause``.
 
@@ -315,7 +360,9 @@ def error_from_mcp(exc: McpError) -> dict[str, Any]:
 def error_from_sign_in(exc: SignInError) -> dict[str, Any]:
     """The error object that the client gets for a failed sign-in.
 
-    The row of the error's ``cause``, its ``detail``, and its ``placeholders`` filled
-    into the message.
+    The row of the error's ``cause``, its ``detail`` (a problem of
+    :data:`~mcpbridge.oauth.errors.SIGN_IN_PROBLEMS` in its words, with what to do), and
+    its ``placeholders`` filled into the message.
     """
-    return error_object(exc.cause, exc.detail, **exc.placeholders)
+    detail = problem_text(exc.detail) if exc.detail else exc.detail
+    return error_object(exc.cause, detail, **exc.placeholders)

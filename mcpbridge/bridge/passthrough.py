@@ -59,7 +59,15 @@ from ..mcp.cancel import CancelToken
 from ..mcp.client import Client
 from ..mcp.droplog import DropLog
 from ..mcp.errorbase import BridgeError
-from ..mcp.errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout, SpawnFailed
+from ..mcp.errors import (
+    Cancelled,
+    Closed,
+    InvalidResponse,
+    McpError,
+    RequestTimeout,
+    ResponseTooLarge,
+    SpawnFailed,
+)
 from ..mcp.jsonrpc import (
     INTERNAL_ERROR,
     ErrorObject,
@@ -80,12 +88,14 @@ from .era import (
     LegacyUpstream,
     falls_back,
     log_spawn_failed,
+    refused_legacy,
     stopped_during,
+    stopped_error,
 )
 from .listrules import ListRules
 from .options import Options, Timeouts
 from .output import Host, Slot
-from .session import discover_error, log_repairs, upstream_state
+from .session import discover_error, log_repairs, log_too_large, start_words, upstream_state
 
 # The front end imports the names of mcpbridge.bridge.era that it needs from here.
 __all__ = [
@@ -259,7 +269,7 @@ class LegacyPassthrough:
                 self._drops(
                     logging.ERROR, FAILED_STARTS, "%s", stopped_during("initialize", peer.exit_status)
                 )
-                raise OpenFailed(errortable.error_object(Closed.cause, "initialize")) from exc
+                raise OpenFailed(stopped_error("initialize", peer.exit_status)) from exc
             except RequestTimeout as exc:
                 peer.close(grace)
                 if isinstance(probe_error, RequestTimeout):
@@ -270,6 +280,10 @@ class LegacyPassthrough:
                 raise OpenFailed(self._open_error(exc)) from exc
             if isinstance(outcome, ErrorResponse):
                 peer.close(grace)
+                refused = refused_legacy(outcome.error, protocol=options.protocol)
+                if refused is not None:
+                    self._drops(logging.ERROR, FAILED_STARTS, "%s", refused[1])
+                    raise OpenFailed(refused[0])
                 self._drops(
                     logging.ERROR, FAILED_STARTS, "initialize failed: %s", printable(outcome.error.message)
                 )
@@ -314,6 +328,10 @@ class LegacyPassthrough:
         if isinstance(exc, SpawnFailed):
             log_spawn_failed(self._drops, exc)
             return errortable.error_object(exc.cause)
+        words = start_words("initialize", exc)
+        if words is not None:
+            self._drops(logging.ERROR, FAILED_STARTS, "initialize failed: %s", words[1], exc_info=exc)
+            return words[0]
         detail = "initialize"
         if exc.http_status is not None:
             detail += f", HTTP status {exc.http_status}"
@@ -354,6 +372,8 @@ class LegacyPassthrough:
             if isinstance(exc, Closed) and peer.gone:
                 self._host.respond_error(slot, errortable.error_object("upstream_exited"))
             else:
+                if isinstance(exc, ResponseTooLarge):
+                    log_too_large(exc)
                 self._host.respond_error(slot, errortable.error_from_mcp(exc))
             return
         finally:

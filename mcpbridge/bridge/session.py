@@ -38,7 +38,8 @@ from ..mcp.call import Call
 from ..mcp.cancel import WouldBlock
 from ..mcp.client import Client
 from ..mcp.droplog import DropLog
-from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, RpcError
+from ..mcp.errors import Cancelled, Closed, McpError, RequestTimeout, ResponseTooLarge, RpcError
+from ..mcp.httpwire import ConnectError, HttpStatusError
 from ..mcp.jsonrpc import Notification, Request, RequestId
 from ..mcp.peer import Peer
 from ..mcp.protocol import INPUT_METHODS, MODERN, RESULT_INPUT_REQUIRED, RESULT_TASK
@@ -61,6 +62,7 @@ __all__ = [
     "discover_error",
     "forward_upstream_log",
     "log_repairs",
+    "start_words",
 ]
 
 log = logging.getLogger("mcpbridge.bridge")
@@ -72,6 +74,22 @@ def log_repairs(notes: list[str]) -> None:
     """Log the repairs of a result for VS Code (a tool schema it would refuse), as its list repeats."""
     for note in notes:
         _drops(logging.INFO, "repairs of tool schemas", "%s", note)
+
+
+def limit_option(exc: ResponseTooLarge) -> str:
+    """The option that raises the limit that ``exc`` went over."""
+    return "--max-response-bytes" if exc.over_http else "--max-line-bytes"
+
+
+def log_too_large(exc: ResponseTooLarge) -> None:
+    """Log an answer over a limit of the bridge: which limit, and the option that raises it."""
+    _drops(
+        logging.WARNING,
+        "answers over the limit of the bridge",
+        "%s; to take such answers, raise %s",
+        exc.detail or exc.cause,
+        limit_option(exc),
+    )
 
 
 #: The words of the exchange log line for the result types of the upstream client.
@@ -505,16 +523,59 @@ class ModernSession:
             return errortable.error_from_sign_in(exc)
         if isinstance(exc, Closed) and self.client.gone:
             return errortable.error_object("upstream_exited")
+        if isinstance(exc, ResponseTooLarge):
+            log_too_large(exc)
         error = errortable.error_from_mcp(exc)
         if isinstance(exc, RpcError):
             return translate.legacy_error(method, error)
         return error
 
 
+#: The HTTP statuses of a start that show a URL where no MCP server answers: a plain web
+#: server that has no such path (404), takes no POST (405, 501).
+NOT_MCP_STATUSES = frozenset({404, 405, 501})
+#: Those of them that no server of the 2025 era gives ``server/discover``: the others show
+#: such a server too, which ``--protocol 2026-07-28`` does not try.
+_NOT_MCP_AT_DISCOVER = frozenset({501})
+#: What the log line of such a start says to do.
+_NOT_MCP_ADVICE = "the URL does not serve MCP; check its path (often /mcp)"
+
+
+def start_words(
+    step: str, exc: McpError, *, statuses: frozenset[int] = NOT_MCP_STATUSES
+) -> tuple[dict[str, Any], str] | None:
+    """The words of a failed start at a URL that the user can fix: the error for the client
+    and the text of the log line (after the step); ``None`` for any other failure.
+
+    * An HTTP status of ``statuses``, or a web page, without a JSON-RPC message: the URL
+      serves no MCP. Only the last failure of a start gets these words: the era fallback
+      reads such statuses of ``server/discover`` first, and a ``server/discover`` that
+      no fallback follows gets them only for a status that no 2025-era server gives it.
+    * A refused connection: nothing listens at the host and port of the URL.
+    """
+    if isinstance(exc, ConnectError) and exc.refused:
+        detail = (exc.detail or "").removeprefix("connect: ")
+        advice = "start the server first, or check the port of the URL"
+        if not exc.loopback:
+            advice = "start the server, or check the host and the port of the URL"
+        return errortable.error_object("connection_refused", f"{step}: {detail}"), f"{detail}: {advice}"
+    if not isinstance(exc, HttpStatusError):
+        return None
+    page = exc.media == "text/html"
+    if exc.http_status not in statuses and not page:
+        return None
+    answer = f"HTTP status {exc.http_status}" + (", a web page" if page else "")
+    return errortable.error_object("not_mcp_endpoint", f"{step}: {answer}"), f"{answer}: {_NOT_MCP_ADVICE}"
+
+
 def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
-    """The error of a failed ``server/discover`` (error table: discover_failed)."""
+    """The error of a failed ``server/discover`` that no fallback follows: ``discover_failed``,
+    or the words of :func:`start_words`, ``stopped_at_start`` or a sign-in cause."""
     if isinstance(exc, SignInError):
         return errortable.error_from_sign_in(exc)
+    words = start_words("server/discover", exc, statuses=_NOT_MCP_AT_DISCOVER)
+    if words is not None:
+        return words[0]
     if isinstance(exc, RpcError):
         error = errortable.error_object("discover_failed", exc.error.message)
         if exc.error.code != jsonrpc.URL_ELICITATION_REQUIRED:
@@ -522,6 +583,9 @@ def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
         return error
     if isinstance(exc, RequestTimeout):
         return errortable.error_object("discover_failed", f"no response in {format_duration(timeout)}")
+    if isinstance(exc, Closed):
+        detail = exc.detail or ""
+        return errortable.error_object("stopped_at_start", f"server/discover: {detail}" if detail else None)
     detail = "server/discover"
     if exc.http_status is not None:
         detail += f", HTTP status {exc.http_status}"
@@ -531,6 +595,9 @@ def discover_error(exc: McpError, timeout: float) -> dict[str, Any]:
 def discover_failure_text(exc: McpError, error: dict[str, Any]) -> str:
     """What the log says of a failed ``server/discover``: the detail of its error, and for a
     failure of the connection what failed (a TLS or proxy step, a refused connection)."""
+    words = start_words("server/discover", exc, statuses=_NOT_MCP_AT_DISCOVER)
+    if words is not None:
+        return words[1]
     data = error["data"]
     text = str(data.get("detail", data["cause"]))
     if not isinstance(exc, (RpcError, RequestTimeout, SignInError)) and exc.detail and exc.detail not in text:

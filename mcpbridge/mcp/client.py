@@ -97,7 +97,6 @@ from .errors import (
     Cancelled,
     Closed,
     InvalidRequest,
-    InvalidResponse,
     McpError,
     NotConnected,
     RequestTimeout,
@@ -654,17 +653,13 @@ class Client(Peer):
         request_id, what = line.answered, line.what
         if request_id is not None:
             with self._lock:
-                entry = self._settle_locked(
-                    request_id, lambda found: InvalidResponse(f"{found.method}: the response is {what}")
-                )
+                entry = self._settle_locked(request_id, lambda found: line.error(f"{found.method}: "))
                 if entry is not None:
                     notify = entry.settled_locked()
                 else:
                     subscription = self._streams.get(request_id)
                     if subscription is not None:
-                        subscription._finish_locked(
-                            InvalidResponse(f"subscriptions/listen: the response is {what}")
-                        )
+                        subscription._finish_locked(line.error("subscriptions/listen: "))
                         return
             if entry is not None:
                 if notify:

@@ -28,6 +28,7 @@ __all__ = [
     "NotConnected",
     "PeerFault",
     "RequestTimeout",
+    "ResponseTooLarge",
     "RpcError",
     "SpawnFailed",
     "TooManyRequests",
@@ -65,6 +66,26 @@ class InvalidResponse(McpError, PeerFault):
     """The peer sent a response that is not valid."""
 
     cause = "invalid_response"
+
+
+class ResponseTooLarge(InvalidResponse):
+    """The answer is larger than a limit of this side: a line over the line limit (stdio), a
+    body or an event over the response limit (HTTP). ``limit`` is that limit in bytes, and
+    ``over_http`` tells which of the two it is."""
+
+    cause = "response_too_large"
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        limit: int = 0,
+        over_http: bool = False,
+        http_status: int | None = None,
+    ) -> None:
+        super().__init__(detail, http_status=http_status)
+        self.limit = limit
+        self.over_http = over_http
 
 
 class RequestTimeout(McpError, PeerFault):

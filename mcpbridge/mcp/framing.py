@@ -37,11 +37,12 @@ _NOT_CONTROL = bytes(range(0x20, 0x100))
 
 @dataclass(frozen=True, slots=True)
 class TooLong:
-    """A line over the limit: its size, and its first and last bytes."""
+    """A line over the limit: its size, its first and last bytes, and the limit."""
 
     size: int
     head: bytes
     tail: bytes
+    limit: int = 0
 
 
 class LineReader:
@@ -81,7 +82,7 @@ class LineReader:
             if line.endswith(b"\r"):
                 line = line[:-1]
             if len(line) > self._max:
-                return TooLong(len(line), line[:KEEP_BYTES], line[-KEEP_BYTES:])
+                return TooLong(len(line), line[:KEEP_BYTES], line[-KEEP_BYTES:], self._max)
             if line and not line.isspace():
                 return line
 
@@ -140,7 +141,7 @@ class LineReader:
         if tail.endswith(b"\r"):
             tail = tail[:-1]
             size -= 1
-        return TooLong(size, head, tail[-KEEP_BYTES:])
+        return TooLong(size, head, tail[-KEEP_BYTES:], self._max)
 
 
 def _head(pieces: list[bytes]) -> bytes:

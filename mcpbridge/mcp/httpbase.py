@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeAlias
 from . import jsonrpc
 from .cancel import CancelToken
 from .droplog import DropLog
-from .errors import InvalidRequest, InvalidResponse, TransportFailed
+from .errors import InvalidRequest, InvalidResponse, ResponseTooLarge, TransportFailed
 from .httpwire import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_DEPTH,
@@ -327,7 +327,9 @@ class HttpTransportBase(WireReading, Transport):
         except FrameError as exc:
             if 200 <= status < 300:
                 raise InvalidResponse("the body is not a valid JSON-RPC message", http_status=status) from exc
-            raise status_error(response) from exc
+            # The body of an error status need not be a JSON-RPC message (an OAuth error, a
+            # web page): the status is the failure, and the parse of its body no part of it.
+            raise status_error(response) from None
         answer = _answer_to(request, message)
         if isinstance(answer, ErrorResponse) or (answer is not None and 200 <= status < 300):
             return answer
@@ -374,7 +376,9 @@ class HttpTransportBase(WireReading, Transport):
             try:
                 events = parser.feed(chunk)
             except EventTooLarge as exc:
-                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from exc
+                raise ResponseTooLarge(
+                    f"an event longer than {self._max_bytes} bytes", limit=self._max_bytes, over_http=True
+                ) from exc
             for event in events:
                 if last_id is not None and event.last_event_id:
                     last_id[0] = event.last_event_id
@@ -384,14 +388,12 @@ class HttpTransportBase(WireReading, Transport):
                     message = parse_event(event, self._max_depth)
                 except FrameError as exc:
                     if strict:
-                        raise InvalidResponse(
-                            f"an event is not a valid JSON-RPC message ({exc.cause})"
-                        ) from exc
+                        raise InvalidResponse(f"an event is {exc.words}") from exc
                     self._drops(
                         logging.DEBUG,
                         "dropped events of the upstream server that are not messages",
-                        "dropped an event of the upstream server that is not a message (%s)",
-                        exc.cause,
+                        "dropped an event of the upstream server that is %s",
+                        exc.words,
                     )
                     continue
                 yield message

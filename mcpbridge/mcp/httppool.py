@@ -93,6 +93,22 @@ def _tls_detail(inner: BaseException | None) -> str:
     return "TLS: the handshake failed"
 
 
+def _address(exc: u3.NewConnectionError) -> dict[str, Any]:
+    """The host and the port of the connection that failed (no secret: not the path or the
+    query), as the keywords of :class:`ConnectError`; empty when urllib3 does not say."""
+    conn = getattr(exc, "conn", None)
+    host, port = getattr(conn, "host", None), getattr(conn, "port", None)
+    if not isinstance(host, str) or not host or not isinstance(port, int):
+        return {}
+    return {"host": host, "port": port}
+
+
+def _host_port(address: dict[str, Any]) -> str:
+    """The host and the port in the words of the first log line (``host:port`` is redacted
+    there, as urllib3 writes it in its errors beside the path)."""
+    return f"the host {address['host']}, port {address['port']}"
+
+
 def edge_error(exc: BaseException, *, connect_timeout: float, read_timeout: float) -> McpError:
     """The error of a failed exchange; its detail names the failing step, never the URL.
 
@@ -117,11 +133,15 @@ def edge_error(exc: BaseException, *, connect_timeout: float, read_timeout: floa
         wrapped = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) else exc.__cause__
         return TlsFailed(_tls_detail(wrapped))
     if isinstance(exc, u3.NameResolutionError):
-        return ConnectError("connect: the host name does not resolve")
+        return ConnectError("connect: the host name does not resolve", **_address(exc))
     if isinstance(exc, u3.NewConnectionError):
+        address = _address(exc)
         if isinstance(exc.__cause__, ConnectionRefusedError):
-            return ConnectError("connect: the connection was refused")
-        return ConnectError("connect: the connection failed")
+            where = f" at {_host_port(address)}" if address else ""
+            return ConnectError(
+                f"connect: nothing listens{where} (the connection was refused)", refused=True, **address
+            )
+        return ConnectError("connect: the connection failed", **address)
     if isinstance(exc, u3.ConnectTimeoutError):
         return ConnectError(f"connect: no connection in {seconds_text(connect_timeout)}")
     if isinstance(exc, u3.ReadTimeoutError):

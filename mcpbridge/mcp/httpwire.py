@@ -76,7 +76,15 @@ from . import jsonrpc
 from .cancel import CancelToken
 from .droplog import DropLog
 from .errorbase import PeerFault
-from .errors import Cancelled, Closed, ConnectFailed, InvalidResponse, McpError, TransportFailed
+from .errors import (
+    Cancelled,
+    Closed,
+    ConnectFailed,
+    InvalidResponse,
+    McpError,
+    ResponseTooLarge,
+    TransportFailed,
+)
 from .jsonrpc import FrameError, Message
 from .netloc import is_loopback
 from .numbers import OutOfRange, peer_int
@@ -192,12 +200,21 @@ class HttpStatusError(InvalidResponse):
     """An HTTP status without a JSON-RPC message: detail ``"HTTP status N"``.
 
     ``http_status`` holds the status. ``retry_after`` holds the seconds of a
-    ``Retry-After`` header (429 and 503 send one), else ``None``.
+    ``Retry-After`` header (429 and 503 send one), else ``None``. ``media`` is the media
+    type of the body (``"text/html"`` for a web page), or ``""``.
     """
 
-    def __init__(self, status: int, *, retry_after: float | None = None, detail: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        *,
+        retry_after: float | None = None,
+        detail: str | None = None,
+        media: str = "",
+    ) -> None:
         super().__init__(detail or f"HTTP status {status}", http_status=status)
         self.retry_after = retry_after
+        self.media = media
 
     @property
     def transient(self) -> bool:
@@ -211,7 +228,25 @@ class CaFileError(ConnectFailed):
 
 
 class ConnectError(TransportFailed):
-    """No connection to the server: the name, the TCP connection, or its time limit."""
+    """No connection to the server: the name, the TCP connection, or its time limit.
+
+    ``host`` and ``port`` are those of the server when known (else ``""`` and 0): they are
+    no secret, unlike the path and the query of the URL. ``refused`` is True when the
+    server's host refused the connection: nothing listens at that port.
+    """
+
+    def __init__(
+        self, detail: str | None = None, *, host: str = "", port: int = 0, refused: bool = False
+    ) -> None:
+        super().__init__(detail)
+        self.host = host
+        self.port = port
+        self.refused = refused
+
+    @property
+    def loopback(self) -> bool:
+        """True for a host of this machine, which no proxy ever stands in front of."""
+        return bool(self.host) and is_loopback(self.host)
 
 
 class TlsFailed(TransportFailed):
@@ -327,7 +362,9 @@ def _date_wait(text: str, now: float) -> int | None:
 
 def status_error(response: Answer) -> HttpStatusError:
     """The error of an answer whose status carries no JSON-RPC message."""
-    return HttpStatusError(response.status, retry_after=retry_after(response.header("Retry-After")))
+    return HttpStatusError(
+        response.status, retry_after=retry_after(response.header("Retry-After")), media=media_type(response)
+    )
 
 
 def read_limit(method: str, fixed: float | None) -> float:
@@ -651,9 +688,16 @@ class WireReading:
         try:
             return self._read(lambda: response.read_body(self._max_bytes), exchange, cancel)
         except BodyTooLarge as exc:
-            raise InvalidResponse(
-                f"a response longer than {self._max_bytes} bytes", http_status=response.status
-            ) from exc
+            raise self._too_large(response) from exc
+
+    def _too_large(self, response: Answer) -> ResponseTooLarge:
+        """The error of a body over the limit of the transport."""
+        return ResponseTooLarge(
+            f"a response longer than {self._max_bytes} bytes",
+            limit=self._max_bytes,
+            over_http=True,
+            http_status=response.status,
+        )
 
     def _message(self, response: Answer, exchange: Exchange, cancel: CancelToken | None) -> Message:
         """The JSON-RPC message of a JSON body; the connection goes back to the pool.
@@ -673,9 +717,7 @@ class WireReading:
         coding = (response.header("Content-Encoding") or "identity").strip().lower()
         identity = coding in ("", "identity")
         if length is not None and length > self._max_bytes:
-            raise InvalidResponse(
-                f"a response longer than {self._max_bytes} bytes", http_status=response.status
-            )
+            raise self._too_large(response)
         if length is not None and length < LONG_BODY and identity:
             body = self._body(response, exchange, cancel)
             return jsonrpc.parse(body, max_depth=self._max_depth)
@@ -700,9 +742,7 @@ class WireReading:
             buffer = bytearray()
             for piece in self._chunks(response, exchange, cancel, GATHER_CHUNK, whole=True):
                 if len(buffer) + len(piece) > self._max_bytes:
-                    raise InvalidResponse(
-                        f"a response longer than {self._max_bytes} bytes", http_status=response.status
-                    )
+                    raise self._too_large(response)
                 scan.feed(piece)
                 buffer += piece
         cut = scan.end_space(buffer)

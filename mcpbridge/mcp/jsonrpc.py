@@ -175,6 +175,23 @@ class FrameError(PeerFault):
         self.detail = detail
         self.is_response = is_response
 
+    @property
+    def words(self) -> str:
+        """What is wrong with the line, for a log line or the detail of an error: the cause in
+        words, with the detail when it is words too (never the name of a class)."""
+        words = _FRAME_WORDS.get(self.cause, "not a valid JSON-RPC message")
+        detail = self.detail
+        return f"{words} ({detail})" if detail and " " in detail else words
+
+
+#: The causes of :class:`FrameError` in words.
+_FRAME_WORDS: Final = {
+    "parse_error": "not valid JSON",
+    "too_deep": "nested deeper than the limit of the bridge",
+    "invalid_request_shape": "not a valid JSON-RPC 2.0 message",
+    "invalid_id": "not a valid JSON-RPC 2.0 message",
+}
+
 
 # Python's json accepts a lone surrogate escape and gives a string that cannot be
 # encoded as UTF-8. A backslash starts an escape only when the run of backslashes

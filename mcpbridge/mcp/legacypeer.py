@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from .cancel import CancelToken
-from .errors import Cancelled, Closed, InvalidResponse, McpError, RequestTimeout
+from .errors import Cancelled, Closed, McpError, RequestTimeout
 from .framing import TooLong
 from .jsonrpc import (
     INVALID_REQUEST,
@@ -171,7 +171,7 @@ class LegacyPeer(Peer):
     def _on_frame_error(self, error: FrameError | TooLong) -> None:
         line = bad_line(error)
         if line.answered is not None:
-            if not self._resolve(line.answered, InvalidResponse(f"the response is {line.what}")):
+            if not self._resolve(line.answered, line.error("")):
                 self._drop_unmatched(line.what, line.answered)
         elif line.id is not None:
             # A request of the server: it resolves none of ours, and gets its error.

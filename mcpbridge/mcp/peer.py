@@ -36,7 +36,7 @@ from typing import Any, Final, NamedTuple
 
 from .cancel import NO_WAIT, CancelToken, WouldBlock
 from .droplog import DropLog
-from .errors import McpError, RpcError
+from .errors import InvalidResponse, McpError, ResponseTooLarge, RpcError
 from .framing import TooLong
 from .ids import recover_id, shows_response
 from .jsonrpc import ErrorResponse, FrameError, Notification, Request, RequestId, Response
@@ -86,11 +86,21 @@ class BadLine(NamedTuple):
     is_response: bool
     #: What it is, for a log line (its size or its fault, never its content).
     what: str
+    #: The limit of the line in bytes when it is over that limit, else 0.
+    limit: int = 0
 
     @property
     def answered(self) -> RequestId | None:
         """The id of the request that the line answers: ``None`` unless it is a response."""
         return self.id if self.is_response else None
+
+    def error(self, prefix: str) -> InvalidResponse:
+        """The error of the request that the line answers: :class:`ResponseTooLarge` for a line
+        over the limit, else :class:`InvalidResponse`; its detail is ``prefix`` and what the line is."""
+        detail = f"{prefix}the response is {self.what}"
+        if self.limit:
+            return ResponseTooLarge(detail, limit=self.limit)
+        return InvalidResponse(detail)
 
 
 def bad_line(error: FrameError | TooLong) -> BadLine:
@@ -99,9 +109,10 @@ def bad_line(error: FrameError | TooLong) -> BadLine:
         return BadLine(
             recover_id(error.head, error.tail),
             shows_response(error.head),
-            f"a line of {error.size} bytes, over the limit",
+            f"a line of {error.size} bytes, over the limit of {error.limit} bytes",
+            error.limit,
         )
-    return BadLine(error.id, error.is_response, f"a line that is not a valid message ({error.cause})")
+    return BadLine(error.id, error.is_response, f"a line that is {error.words}")
 
 
 class Entry:

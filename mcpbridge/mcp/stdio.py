@@ -431,7 +431,7 @@ class StdioChildTransport(Transport):
         if self._stopping or self._closing:
             raise Closed("the connection to the upstream server is closed")
         if self._gone:
-            raise Closed("the upstream server exited")
+            raise self._exit_error()  # with the exit status, which the reader waited for
 
     def _enqueue_locked(self, data: bytes) -> None:
         """Queue a frame that has room (under the queue lock)."""
@@ -582,19 +582,18 @@ class StdioChildTransport(Transport):
             self._drops(
                 logging.WARNING,
                 "dropped lines that are not JSON",
-                "the upstream server wrote a line of %d bytes that is not JSON (%s) on stdout, and the "
-                "bridge dropped it: the output of a server other than its messages belongs on stderr",
+                "the upstream server wrote a line of %d bytes that is %s on stdout, and the bridge "
+                "dropped it: the output of a server other than its messages belongs on stderr",
                 size,
-                error.detail or error.cause,
+                error.words,
             )
         else:
             self._drops(
                 logging.WARNING,
                 "dropped messages that are not valid",
-                "the upstream server wrote a message of %d bytes that is not valid (%s), and the "
-                "bridge dropped it",
+                "the upstream server wrote a message of %d bytes that is %s, and the bridge dropped it",
                 size,
-                error.detail or error.cause,
+                error.words,
             )
         if self._on_stray_line is not None:
             run_callback("a stray line of the upstream server", self._on_stray_line, log)

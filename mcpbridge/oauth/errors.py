@@ -13,12 +13,15 @@ code of the authorization server, an HTTP status, the name of a failed check.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import ClassVar, Final
 
 from ..mcp.errorbase import BridgeError, LocalFault
 from ..mcp.errors import McpError
 
 __all__ = [
+    "SIGN_IN_PROBLEMS",
     "OAuthError",
     "AccessRefused",
     "ClientCredentialsRefused",
@@ -40,7 +43,66 @@ __all__ = [
     "StoreError",
     "StoreOpenError",
     "InvalidRecord",
+    "problem_text",
+    "problem_words",
 ]
+
+_OWNER_OF_SERVER = "ask the owner of the server to correct it"
+_OWNER_OF_AUTH = "ask the owner of the authorization server to correct it"
+
+#: The problems of the sign-in that an error names in its ``detail`` (a check of the
+#: metadata, of the redirect, of the device endpoint): problem -> (what happened, what to do).
+SIGN_IN_PROBLEMS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
+    {
+        "InsecureEndpoint": (
+            "an address of the sign-in metadata is not https",
+            "the bridge signs in only over https: ask the owner of the server or of its authorization "
+            "server to publish https addresses",
+        ),
+        "NoResourceMetadata": (
+            "the server publishes no protected resource metadata",
+            "check the URL, or send a token with --header-env Authorization=<variable>",
+        ),
+        "InvalidResourceMetadata": (
+            "the protected resource metadata of the server is not valid",
+            _OWNER_OF_SERVER,
+        ),
+        "ResourceMismatch": (
+            "the protected resource metadata is for another URL",
+            "check the URL: use the one that the metadata of the server names",
+        ),
+        "NoAuthorizationServer": (
+            "the protected resource metadata names no authorization server",
+            _OWNER_OF_SERVER,
+        ),
+        "NoServerMetadata": ("the authorization server publishes no metadata", _OWNER_OF_AUTH),
+        "InvalidServerMetadata": ("the metadata of the authorization server is not valid", _OWNER_OF_AUTH),
+        "IssuerMismatch": ("the metadata of the authorization server names another issuer", _OWNER_OF_AUTH),
+        "NoS256": (
+            "the authorization server does not offer PKCE with S256",
+            "the bridge signs in only with it: ask the owner of the authorization server to offer it",
+        ),
+        "NoDeviceEndpoint": ("the authorization server offers no device sign-in", "use --sign-in browser"),
+        "MissingIssuer": (
+            "the redirect of the sign-in does not name the issuer that the authorization server promised",
+            "restart the server to sign in again",
+        ),
+        "MissingCode": ("the redirect of the sign-in holds no code", "restart the server to sign in again"),
+    }
+)
+
+
+def problem_words(detail: str) -> str:
+    """What happened, in words, for a problem of :data:`SIGN_IN_PROBLEMS`; any other detail as it is."""
+    found = SIGN_IN_PROBLEMS.get(detail)
+    return found[0] if found is not None else detail
+
+
+def problem_text(detail: str) -> str:
+    """What happened and what to do, for a problem of :data:`SIGN_IN_PROBLEMS`; any other detail
+    as it is."""
+    found = SIGN_IN_PROBLEMS.get(detail)
+    return f"{found[0]}; {found[1]}" if found is not None else detail
 
 
 class OAuthError(BridgeError):

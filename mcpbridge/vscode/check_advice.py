@@ -12,13 +12,15 @@ import sys
 import time
 from typing import Any, Final
 
+from ..bridge.errortable import connect_fix
 from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
+from ..mcp.httpwire import ConnectError
 from ..mcp.protocol import MODERN
 from ..mcp.text import format_duration
+from ..oauth.errors import problem_words
 from . import settings as args
 
 __all__ = [
-    "METADATA_PROBLEMS",
     "diagnose",
     "failure_text",
     "predicted_renewal",
@@ -116,21 +118,6 @@ def _resource_indicator(settings: args.Settings, record: Any) -> dict[str, str]:
     }
 
 
-#: The failures of the metadata of the sign-in (the details of
-#: :func:`~mcpbridge.oauth.discovery.discover_resource` and ``discover_server``), in words.
-METADATA_PROBLEMS: Final = {
-    "InsecureEndpoint": "an address of the sign-in metadata is not https",
-    "NoResourceMetadata": "the server publishes no protected resource metadata",
-    "InvalidResourceMetadata": "the protected resource metadata of the server is not valid",
-    "ResourceMismatch": "the protected resource metadata is for another URL",
-    "NoAuthorizationServer": "the protected resource metadata names no authorization server",
-    "NoServerMetadata": "the authorization server publishes no metadata",
-    "InvalidServerMetadata": "the metadata of the authorization server is not valid",
-    "IssuerMismatch": "the metadata of the authorization server names another issuer",
-    "NoS256": "the authorization server does not offer PKCE with S256",
-}
-
-
 def sign_in_flows(
     settings: args.Settings, env: dict[str, str], context: Any, *, deadline: float
 ) -> tuple[dict[str, Any], Any]:
@@ -153,7 +140,7 @@ def sign_in_flows(
         detail = getattr(exc, "detail", None)
         if not isinstance(detail, str) or not detail:
             detail = "an unexpected error"
-        return {"state": "not checked", "note": METADATA_PROBLEMS.get(detail, detail)}, None
+        return {"state": "not checked", "note": problem_words(detail)}, None
     finally:
         web.close()
     offered = grants.offered_flows(server)
@@ -275,9 +262,10 @@ def diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, st
     if detail.startswith("TLS"):
         return f"the TLS connection failed: {detail}", "Examine the URL: the server must speak https."
     if detail.startswith("connect"):
+        refused, loopback = (exc.refused, exc.loopback) if isinstance(exc, ConnectError) else (False, False)
         return (
             f"no connection to the server: {detail}",
-            "Examine the URL and that the server runs; behind a proxy, set HTTPS_PROXY.",
+            connect_fix(refused=refused, loopback=loopback),
         )
     if status == 401:
         return (

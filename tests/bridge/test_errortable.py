@@ -8,7 +8,9 @@ import pytest
 
 from mcpbridge.bridge.errortable import (
     ERRORS,
+    connect_fix,
     error_from_mcp,
+    error_from_sign_in,
     error_object,
     format_duration,
     has_response,
@@ -24,6 +26,7 @@ from mcpbridge.mcp.jsonrpc import (
     ErrorObject,
 )
 from mcpbridge.mcp.legacy_http import SessionExpired
+from mcpbridge.oauth.errors import SignInFailed
 from tests.schema import validate_legacy
 
 SEE = "See the Output channel of the server."
@@ -40,6 +43,12 @@ EXPECTED = {
     "closed": (INTERNAL_ERROR, f"The upstream server process stopped. {SEE}"),
     "transport_failed": (INTERNAL_ERROR, f"The connection to the upstream server failed. {SEE}"),
     "invalid_response": (INTERNAL_ERROR, f"The upstream server sent a response that is not valid. {SEE}"),
+    "response_too_large": (
+        INTERNAL_ERROR,
+        "The answer of the upstream server is larger than the limit of the bridge. Raise the limit with "
+        "--max-line-bytes for a server that runs as a command, or with --max-response-bytes for a server "
+        "at a URL.",
+    ),
     "too_many_rounds": (INTERNAL_ERROR, f"The upstream server asked for input too many times. {SEE}"),
     "undeclared_input_request": (
         INTERNAL_ERROR,
@@ -78,10 +87,31 @@ EXPECTED = {
         "The bridge cannot make the client for the URL of the upstream server. Examine the URL, the proxy "
         f"variables and the CA certificates. {SEE}",
     ),
+    "connection_refused": (
+        INTERNAL_ERROR,
+        "Nothing listens at the address of the upstream server: the connection was refused. Start the "
+        "server first, or check the host and the port of its URL.",
+    ),
+    "not_mcp_endpoint": (
+        INTERNAL_ERROR,
+        "The URL of the upstream server does not serve MCP: a web server answered, but no MCP server. Check "
+        "the path of the URL (often /mcp).",
+    ),
     "discover_failed": (
         INTERNAL_ERROR,
         "The upstream server did not answer server/discover. It is not an MCP server of revision "
         f"2026-07-28, or it does not respond. {SEE}",
+    ),
+    "stopped_at_start": (
+        INTERNAL_ERROR,
+        "The upstream server stopped during the start, before it answered. Its own lines just above in "
+        "the Output channel of the server say why; to see more, run its command in a terminal.",
+    ),
+    "legacy_refused": (
+        INTERNAL_ERROR,
+        "The upstream server speaks only MCP {versions}, thus --protocol legacy, which passes servers of "
+        "the 2025 era through, cannot work with it. Remove --protocol legacy from the arguments of the "
+        "server, or use --protocol auto.",
     ),
     "upstream_exited": (INTERNAL_ERROR, f"The upstream server process stopped. {SEE}"),
     "input_ended": (
@@ -203,6 +233,7 @@ PLACEHOLDERS: dict[str, Any] = {
     "port": 41894,
     "redirect_uri": "http://127.0.0.1:41894/callback",
     "name": "x",
+    "versions": "2026-07-28",
 }
 
 
@@ -310,6 +341,10 @@ def test_the_2026_resource_not_found_is_not_changed_by_the_error_table() -> None
         (errors.Closed(), ("closed", None)),
         (errors.TransportFailed("read failed"), ("transport_failed", "read failed")),
         (errors.InvalidResponse("HTTP status 502"), ("invalid_response", "HTTP status 502")),
+        (
+            errors.ResponseTooLarge("a response longer than 9 bytes", limit=9, over_http=True),
+            ("response_too_large", "a response longer than 9 bytes"),
+        ),
         (errors.TooManyRounds(), ("too_many_rounds", None)),
         (errors.NotConnected(), ("not_connected", None)),
         (errors.SpawnFailed(), ("spawn_failed", None)),
@@ -349,3 +384,23 @@ def test_an_error_without_a_row_gives_the_internal_error_of_the_bridge() -> None
 )
 def test_a_duration_is_whole_seconds_else_milliseconds(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+def test_only_a_host_elsewhere_gets_the_advice_of_the_proxy_variables() -> None:
+    assert connect_fix(refused=True, loopback=True) == (
+        "Nothing listens at the port of the URL: start the server first, or check the port."
+    )
+    assert "HTTPS_PROXY" not in connect_fix(refused=True, loopback=False)
+    assert "HTTPS_PROXY" not in connect_fix(refused=False, loopback=True)
+    assert connect_fix(refused=False, loopback=False).endswith("behind a proxy, set HTTPS_PROXY.")
+
+
+def test_a_problem_of_the_sign_in_reaches_the_client_in_words_with_what_to_do() -> None:
+    error = error_from_sign_in(SignInFailed("NoS256"))
+    assert error["data"] == {
+        "cause": "sign_in_failed",
+        "detail": "the authorization server does not offer PKCE with S256; the bridge signs in only with "
+        "it: ask the owner of the authorization server to offer it",
+    }
+    other = error_from_sign_in(SignInFailed("token: HTTP status 500"))
+    assert other["data"]["detail"] == "token: HTTP status 500"

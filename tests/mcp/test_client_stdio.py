@@ -124,10 +124,10 @@ def test_messages_arrive_in_order_and_frame_errors_apart(
     # The lines that name no request are logged by the transport, without their content.
     warnings = [record.getMessage() for record in caplog.records if record.name == "mcpbridge.upstream"]
     assert warnings == [
-        "the upstream server wrote a line of 7 bytes that is not JSON (JSONDecodeError) on stdout, and the "
-        "bridge dropped it: the output of a server other than its messages belongs on stderr",
-        "the upstream server wrote a message of 2 bytes that is not valid (the message is not an object), "
-        "and the bridge dropped it",
+        "the upstream server wrote a line of 7 bytes that is not valid JSON on stdout, and the bridge "
+        "dropped it: the output of a server other than its messages belongs on stderr",
+        "the upstream server wrote a message of 2 bytes that is not a valid JSON-RPC 2.0 message (the "
+        "message is not an object), and the bridge dropped it",
     ]
     assert inbox.frame_errors.empty()
     assert not transport.gone

@@ -619,7 +619,9 @@ def test_a_refused_connection_is_a_transport_failure_without_the_url():
     try:
         with pytest.raises(TransportFailed) as info:
             transport.send(call(1, "ok"))
-        assert info.value.detail == "connect: the connection was refused"
+        assert info.value.detail == (
+            f"connect: nothing listens at the host 127.0.0.1, port {port} (the connection was refused)"
+        )
         assert_no_url(str(info.value), url)
     finally:
         transport.close()

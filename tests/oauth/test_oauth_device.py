@@ -34,6 +34,7 @@ from mcpbridge.oauth.errors import (
     SignInError,
     SignInFailed,
     SignInTimeout,
+    problem_text,
 )
 from mcpbridge.oauth.keychain import KeyringStore
 from mcpbridge.oauth.session import SignInHook
@@ -375,8 +376,9 @@ def test_device_without_a_usable_endpoint_fails_with_a_message_that_names_the_op
     h = harness()
     with pytest.raises(DeviceSignInUnavailable) as caught:
         h.discover()
+    assert caught.value.detail == detail
     error = errortable.error_from_sign_in(caught.value)
-    assert error["data"] == {"cause": "device_sign_in_unavailable", "detail": detail}
+    assert error["data"] == {"cause": "device_sign_in_unavailable", "detail": problem_text(detail)}
     assert "--sign-in browser" in error["message"]
     assert auth.device_requests == [] and h.lines == []
     assert all(not r.target.startswith("/device") for r in auth.server.received)

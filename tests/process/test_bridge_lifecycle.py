@@ -96,8 +96,11 @@ def test_an_upstream_that_exits_at_start_fails_discover_and_initialize_can_retry
     with Bridge(bridge_command(upstream=[sys.executable, "-c", "pass"])) as bridge:
         error = bridge.initialize()["error"]
         assert error["code"] == -32603
-        assert error["data"]["cause"] == "closed" and error["data"]["detail"] == "server/discover"
-        assert bridge.initialize()["error"]["data"]["cause"] == "closed"
+        assert error["data"] == {
+            "cause": "stopped_at_start",
+            "detail": "server/discover: the upstream server exited (code 0)",
+        }
+        assert bridge.initialize()["error"]["data"]["cause"] == "stopped_at_start"
 
 
 def test_an_upstream_that_never_answers_discover_times_out_and_meanwhile_the_bridge_answers() -> None:

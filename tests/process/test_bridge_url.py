@@ -138,15 +138,19 @@ def test_an_unreachable_url_fails_initialize_without_the_url_or_the_secret_and_e
         response = bridge.initialize()
         error = response["error"]
         assert error["code"] == -32603
-        assert error["data"]["cause"] == "transport_failed"
+        assert error["data"]["cause"] == "connection_refused"
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
         for text in (bridge.stderr_text, every_frame(bridge)):
             assert SECRET not in text and QUERY_SECRET not in text
-        # Only the first line names the port of the URL, with the host: no frame, no error.
-        assert str(port) not in every_frame(bridge)
-        [first] = [line for line in bridge.stderr_lines if str(port) in line]
+            assert "/mcp" not in text
+        # The port is named with the host, never beside the path: in the first line, and where
+        # nothing listens.
+        where = f"nothing listens at the host 127.0.0.1, port {port} (the connection was refused)"
+        assert error["data"]["detail"] == f"server/discover: {where}"
+        first, refused = [line for line in bridge.stderr_lines if str(port) in line]
         assert f"upstream: Streamable HTTP (http) to the host 127.0.0.1, port {port};" in first
+        assert f"bridge: error: server/discover failed: {where}" in refused
 
 
 def test_an_unusable_ca_file_exits_2_naming_the_option(tmp_path, sdk_url):

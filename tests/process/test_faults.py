@@ -34,6 +34,8 @@ UPSTREAM_DEPTH = 200
 GRACE = 2.0
 #: The write timeout of the stdio transport: a send to a child that does not read fails after it.
 WRITE_TIMEOUT = 10.0
+#: What the line of a server that stopped during the start says to do.
+ADVICE = "its own lines above say why; to see more, run its command in a terminal"
 
 
 def bad_upstream(*args: str) -> list[str]:
@@ -131,16 +133,16 @@ def test_garbage_lines_of_the_upstream_get_one_warning_of_each_kind_and_a_count_
     lines = stderr.splitlines()
     # "not json" first: 8 bytes; the three lines that are not JSON get one warning and a count.
     assert (
-        "mcp-bridge-vscode: upstream: warning: the upstream server wrote a line of 8 bytes that is not JSON "
-        "(JSONDecodeError) on stdout, and the bridge dropped it: the output of a server other than its "
-        "messages belongs on stderr"
+        "mcp-bridge-vscode: upstream: warning: the upstream server wrote a line of 8 bytes that is not "
+        "valid JSON on stdout, and the bridge dropped it: the output of a server other than its messages "
+        "belongs on stderr"
     ) in lines
     warning = "mcp-bridge-vscode: upstream: warning: "
     assert warning + "dropped lines that are not JSON since the last such line: 2 more" in lines
     # "[1,2,3]" first: 7 bytes; the four that are JSON but not messages likewise.
     assert (
         "mcp-bridge-vscode: upstream: warning: the upstream server wrote a message of 7 bytes that is not "
-        "valid (the message is not an object), and the bridge dropped it"
+        "a valid JSON-RPC 2.0 message (the message is not an object), and the bridge dropped it"
     ) in lines
     assert warning + "dropped messages that are not valid since the last such line: 3 more" in lines
     assert len([line for line in lines if "that is not" in line or line.endswith(" more")]) == 4
@@ -205,10 +207,10 @@ def test_an_answer_that_is_not_valid_json_fails_its_request_with_invalid_respons
 
 
 @pytest.mark.parametrize("id_last", [False, True])
-def test_an_answer_over_the_line_limit_fails_its_request_with_invalid_response(id_last: bool) -> None:
+def test_an_answer_over_the_line_limit_fails_its_request_with_response_too_large(id_last: bool) -> None:
     with serving() as bridge:
         response = call(bridge, "too_long", {"bytes": 2 * MAX_LINE, "id_last": id_last})
-        assert error_of(response) == (-32603, "invalid_response")
+        assert error_of(response) == (-32603, "response_too_large")
         assert_serves(bridge)
         stderr = finish(bridge)
     assert "x" * 100 not in stderr
@@ -220,7 +222,7 @@ def test_a_line_over_the_limit_without_an_id_is_dropped_with_a_warning() -> None
         assert_serves(bridge)
         stderr = finish(bridge)
     assert "upstream: warning: dropped a line of " in stderr
-    assert "over the limit from the upstream server" in stderr
+    assert f"over the limit of {MAX_LINE} bytes from the upstream server" in stderr
 
 
 def test_nesting_up_to_200_levels_passes_and_deeper_fails_its_request() -> None:
@@ -263,8 +265,8 @@ def test_unknown_and_invalid_notifications_and_requests_of_the_upstream_never_re
     ) in lines
     assert (
         warning
-        + "the upstream server wrote a message of 86 bytes that is not valid (params is not an object), "
-        "and the bridge dropped it"
+        + "the upstream server wrote a message of 86 bytes that is not a valid JSON-RPC 2.0 message "
+        "(params is not an object), and the bridge dropped it"
     ) in lines
     assert "bridge: debug: dropped the notification notifications/unknown of the upstream server" in stderr
     assert "no level" not in stderr and "bad level" not in stderr
@@ -316,8 +318,8 @@ def test_an_upstream_command_that_does_not_exist_gives_spawn_failed_and_initiali
 def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on() -> None:
     with serving("--exit-at-start", "3", initialize=False) as bridge:
         response = bridge.initialize()
-        assert error_of(response) in ((-32603, "closed"), (-32603, "upstream_exited"))
-        assert response["error"]["data"].get("detail") == "server/discover"
+        assert error_of(response) == (-32603, "stopped_at_start")
+        assert response["error"]["data"]["detail"] == "server/discover: the upstream server exited (code 3)"
         assert bridge.request("ping")["result"] == {}
         assert error_of(bridge.request("tools/list")) == (-32603, "not_connected")
         assert error_of(bridge.initialize()) == error_of(response)  # a new initialize tries again
@@ -325,7 +327,8 @@ def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on
     # The client may try again and again: the second failure is counted, and told at the end.
     prefix = "mcp-bridge-vscode: bridge: error: "
     lines = stderr.splitlines()
-    assert lines.count(prefix + "the upstream server exited during server/discover (code 3)") == 1
+    stopped = "the upstream server exited during server/discover (code 3): " + ADVICE
+    assert lines.count(prefix + stopped) == 1
     assert prefix + "failed starts of the upstream server since the last such line: 1 more" in lines
 
 
@@ -343,10 +346,10 @@ def test_an_upstream_that_stops_during_the_handshake_gets_one_error_line_with_it
 ) -> None:
     with Bridge(bridge_command(*options, upstream=upstream)) as bridge:
         response = bridge.initialize()
-        assert error_of(response) in ((-32603, "closed"), (-32603, "upstream_exited"))
+        assert error_of(response) == (-32603, "stopped_at_start")
         stderr = finish(bridge)
     errors = [text for text in stderr.splitlines() if ": error: " in text]
-    assert errors == [f"mcp-bridge-vscode: bridge: error: the upstream server {line}"]
+    assert errors == [f"mcp-bridge-vscode: bridge: error: the upstream server {line}: {ADVICE}"]
 
 
 def test_an_upstream_that_never_answers_discover_gives_discover_failed_after_the_time_limit() -> None:

@@ -187,8 +187,12 @@ def test_a_refusal_and_an_expired_code_fail_initialize_with_their_cause(setup, s
 @pytest.mark.parametrize(
     ("switches", "detail"),
     [
-        ({"device": False}, "NoDeviceEndpoint"),
-        ({"device_endpoint": "http://127.0.0.1:9/device"}, "InsecureEndpoint"),
+        ({"device": False}, "the authorization server offers no device sign-in; use --sign-in browser"),
+        (
+            {"device_endpoint": "http://127.0.0.1:9/device"},
+            "an address of the sign-in metadata is not https; the bridge signs in only over https: ask "
+            "the owner of the server or of its authorization server to publish https addresses",
+        ),
     ],
 )
 def test_device_without_a_usable_device_endpoint_names_the_option(setup, switches, detail):

@@ -308,7 +308,11 @@ def test_an_http_loopback_upstream_that_asks_for_a_sign_in_fails_and_the_bridge_
     with ScriptedServer(challenge) as plain:
         bridge = setup.bridge(url=plain.url())
         error = bridge.initialize()["error"]
-        assert error["data"] == {"cause": "sign_in_failed", "detail": "InsecureEndpoint"}
+        assert error["data"] == {
+            "cause": "sign_in_failed",
+            "detail": "an address of the sign-in metadata is not https; the bridge signs in only over "
+            "https: ask the owner of the server or of its authorization server to publish https addresses",
+        }
         assert "result" not in bridge.initialize()
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
