@@ -3,10 +3,12 @@
 Theory of operation
 -------------------
 
-The **reader** thread reads the client's lines, parses them and classifies
-them. It answers ``ping``, ``logging/setLevel``, ``server/discover`` and every
-bad line itself, resolves the client's answers to the bridge's own requests,
-and hands every other request to a **slot** (module ``slots``): a task of a
+The **reader** thread reads the client's lines and hands each to its
+:class:`~.lines.ClientLines` (module ``lines``), which parses it, answers a bad
+line and takes a batch apart. The reader classifies each message. It answers
+``ping``, ``logging/setLevel``, ``server/discover`` and every bad line itself,
+resolves the client's answers to the bridge's own requests, and hands every
+other request to a **slot** (module ``slots``): a task of a
 bounded ``ThreadPoolExecutor``. Only a line shaped as a response answers a
 request of the bridge: a message with a ``method`` member never does, whatever
 its id. The reader never waits for a slot: at the limit of requests in flight a
@@ -52,7 +54,8 @@ not show:
   an initialize under way, it first ends (within its time limit).
 * A client of 2025-03-26 may send a JSON-RPC batch: the reader takes each element
   as a line of its own, and every answer to it goes into one
-  :class:`~.output.Batch`, written as one array once the last is in.
+  :class:`~.output.Batch`, written as one array once the last is in (module
+  ``lines``).
 
 A **watcher** thread looks at the upstream every 200 ms: when a child process
 is gone it answers every request in flight with ``upstream_exited`` and ends
@@ -75,11 +78,9 @@ from typing import Any, BinaryIO
 from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
 from ..mcp.droplog import DropLog, flush_all
-from ..mcp.framing import LineReader, TooLong
-from ..mcp.ids import shows_response
+from ..mcp.framing import LineReader
 from ..mcp.jsonrpc import (
     ErrorResponse,
-    FrameError,
     Notification,
     Request,
     Response,
@@ -90,9 +91,10 @@ from . import errortable, legacy, lifecycle, revisions
 from .dumptext import FrontendState
 from .initialize import Initializer
 from .lifecycle import END_STATES, READY_STATES, Action, State
+from .lines import ClientLines
 from .listrules import ListRules
 from .options import Connect, Options, Timeouts
-from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, Batch, LargeFrames, Output, Slot
+from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
 from .passthrough import LegacyUpstream
 from .pending import BAD_LINE, ClientError, PendingAnswers
 from .session import UpstreamSession, discover_error
@@ -148,10 +150,10 @@ class Frontend:
         self.options = options
         #: The log lines of the connection that the client can make repeat (refusals, drops).
         self.drops = DropLog(log)
-        #: The batch of the client that the reader reads now (module ``output``, :class:`Batch`).
-        self._batch: Batch | None = None
+        #: The lines of the client: their messages, the errors of bad lines, the batches.
+        self._lines = ClientLines(self, self.output, options, self.drops, self._large_frames)
         #: The requests of the client in flight.
-        self.slots = Slots(self.output, options.max_in_flight, self.drops, self._write_error)
+        self.slots = Slots(self.output, options.max_in_flight, self.drops, self._lines.write_error)
         self._log_level: str | None = None
         self.pending = PendingAnswers()
         #: The tool filter and the list cache of the connection.
@@ -213,7 +215,7 @@ class Frontend:
                 if self._init.state is State.CLOSING:
                     break
                 try:
-                    self._handle_line(item, lines.control_free)
+                    self._lines.handle(item, lines.control_free)
                 except Exception as exc:  # noqa: BLE001 - one line must not end the connection
                     # Only the type: the message of an error can hold content of the line.
                     self.drops(
@@ -227,66 +229,12 @@ class Frontend:
                 self.shutdown()
             self._finish(Ended.UPSTREAM_LOST if self._init.state is State.LOST else Ended.EOF)
 
-    def _handle_line(self, item: bytes | TooLong, control_free: bool = False) -> None:
-        if isinstance(item, TooLong):
-            request_id = legacy.recover_id(item.head, item.tail)
-            if shows_response(item.head) and self._resolve_bad_answer(request_id):
-                return
-            self.output.write_error(
-                request_id,
-                errortable.error_object("line_too_long", f"limit: {self.options.max_line_bytes} bytes"),
-            )
-            return
-        if len(item) >= LARGE_FRAME_BYTES:
-            self._large_frames.count()
-        if item[:64].lstrip()[:1] == b"[" and self._takes_batches():
-            self._handle_batch(item)
-            return
-        try:
-            message = jsonrpc.parse(item, max_depth=self.options.max_depth, control_free=control_free)
-        except FrameError as exc:
-            self._handle_frame_error(item, exc)
-            return
-        self._handle_message(message)
-
-    def _takes_batches(self) -> bool:
+    def takes_batches(self) -> bool:
         """A client of 2025-03-26 may send batches, once the connection is ready."""
         return self._init.revision.version == BATCH_REVISION and self._init.state in READY_STATES
 
-    def _handle_batch(self, line: bytes) -> None:
-        """A batch: each element as if it came alone, and their responses as one array."""
-        try:  # the array is one level more than each of its messages
-            elements = jsonrpc.parse_json(line, max_depth=self.options.max_depth + 1)
-        except FrameError as exc:
-            self._handle_frame_error(line, exc)
-            return
-        if not isinstance(elements, list) or not elements:
-            self.output.write_error(None, errortable.error_object("invalid_request_shape"))
-            return
-        batch = self._batch = Batch()
-        try:
-            for element in elements:
-                try:
-                    message = jsonrpc.from_obj(element)
-                except FrameError as exc:
-                    self._handle_frame_error(b"", exc)
-                    continue
-                self._handle_message(message)
-        finally:
-            self._batch = None
-            self.output.batch_frame(batch, None, end=True)
-
-    def _write_error(self, request_id: Any, error: dict[str, Any]) -> None:
-        """Write an error of the reader, into the batch that it reads if any."""
-        if self._batch is None:
-            self.output.write_error(request_id, error)
-            return
-        frame = {"jsonrpc": "2.0", "error": error}
-        if request_id is not None:
-            frame = {"jsonrpc": "2.0", "id": request_id, "error": error}
-        self.output.batch_frame(self._batch, jsonrpc.serialize(frame))
-
-    def _handle_message(self, message: jsonrpc.Message) -> None:
+    def handle_message(self, message: jsonrpc.Message) -> None:
+        """Do with a message of the client what the lifecycle table says (an answer resolves a request)."""
         if isinstance(message, Request):
             self._handle_request(message)
         elif isinstance(message, Notification):
@@ -294,33 +242,7 @@ class Frontend:
         else:
             self._handle_answer(message)
 
-    def _handle_frame_error(self, line: bytes, exc: FrameError) -> None:
-        request_id = exc.id
-        is_response = exc.is_response
-        if request_id is None and exc.cause in ("parse_error", "too_deep"):
-            # too_deep without an id: nesting past the parser's stack, the id was never read.
-            request_id = legacy.recover_id(line[:256], line[-256:])
-            is_response = shows_response(line[:256])
-        if is_response and self._resolve_bad_answer(request_id):
-            return
-        if exc.is_response:
-            self.drops(
-                logging.DEBUG,
-                "dropped responses of the client that are not valid",
-                "dropped a response of the client that is not valid",
-            )
-            return
-        if exc.cause == "parse_error":
-            error = errortable.error_object("parse_error")
-        elif exc.cause == "too_deep":
-            error = errortable.error_object("too_deep", f"limit: {self.options.max_depth} levels")
-        else:
-            error = errortable.error_object("invalid_request_shape")
-            if exc.cause == "invalid_id":
-                request_id = None
-        self._write_error(request_id, error)
-
-    def _resolve_bad_answer(self, request_id: Any) -> bool:
+    def resolve_bad_answer(self, request_id: Any) -> bool:
         """A bad response with the id of a request of the bridge (``b-``) or the upstream (``u-``).
 
         The request that waits for it learns that its answer was lost; True when one did.
@@ -422,11 +344,9 @@ class Frontend:
                 self.output.respond(slot, result)
             self.slots.release(slot)
         elif error is not None:
-            self._write_error(request.id, error)
-        elif self._batch is not None:
-            self.output.batch_frame(self._batch, jsonrpc.serialize(jsonrpc.Response(request.id, result)))
+            self._lines.write_error(request.id, error)
         else:
-            self.output.write(jsonrpc.Response(request.id, result))
+            self._lines.write_result(request.id, result)
 
     def _before_ready(
         self, action: Action, request: Request, kind: legacy.MethodClass, slot: Slot | None
@@ -506,8 +426,7 @@ class Frontend:
             slot = self.slots.admit(request)
             if slot is None:
                 return
-            if self._batch is not None:
-                self.output.join_batch(slot, self._batch)
+            self._lines.join(slot)
         if on_reader is not None and on_reader(slot, request):
             return
         self.slots.submit(slot, request, work)
