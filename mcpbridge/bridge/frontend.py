@@ -144,8 +144,8 @@ class Frontend:
         legacy: LegacyUpstream | None = None,
     ) -> None:
         self._in = stdin
-        #: The client's output; the parts behind the front end write through it.
         self._large_frames = LargeFrames()
+        #: The client's output; the parts behind the front end write through it.
         self.output = Output(stdout, self._large_frames.count, max_queued=options.max_output_bytes)
         self.options = options
         #: The log lines of the connection that the client can make repeat (refusals, drops).
