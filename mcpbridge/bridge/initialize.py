@@ -38,7 +38,6 @@ import logging
 import threading
 from typing import Any, Protocol
 
-from ..mcp import jsonrpc
 from ..mcp.client import Client
 from ..mcp.droplog import DropLog
 from ..mcp.errorbase import BridgeError
@@ -48,7 +47,7 @@ from ..mcp.protocol import MODERN
 from . import errortable, legacy, lifecycle, revisions, translate
 from .lifecycle import END_STATES, Action, State
 from .options import Connect
-from .output import Output, Slot
+from .output import Output, Slot, response_frame_locked
 from .passthrough import (
     FAILED_STARTS,
     LegacyPassthrough,
@@ -381,15 +380,12 @@ class Initializer:
         self._release_held(State.READY)
 
     def _write_initialize_result(self, slot: Slot, init: dict[str, Any]) -> None:
-        data = jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "result": init})
-
         def frames() -> list[bytes]:
             # Marked in the same step as the write: the client may send
             # notifications/initialized the moment it reads the result.
-            if slot.done or slot.cancel.cancelled:
-                return []
-            slot.done = True
-            self._init_written = True
+            data = response_frame_locked(slot, init)
+            if data:
+                self._init_written = True
             return [data]
 
         self.output.write_locked(frames)
