@@ -57,7 +57,6 @@ value or a token.
 
 from __future__ import annotations
 
-import collections
 import itertools
 import logging
 import threading
@@ -72,6 +71,7 @@ from .httpbase import HttpTransportBase, json_body
 from .httpwire import ACCEPT, Exchange, HttpStatusError, Why, media_type
 from .jsonrpc import ErrorResponse, Message, Notification, Request, Response
 from .numbers import OutOfRange, peer_int
+from .postqueue import PostQueue
 from .sse import SseParser
 from .transport import OnClosed, OnFrameError, OnMessage
 
@@ -84,8 +84,6 @@ log = logging.getLogger("mcpbridge.http")
 
 #: The header of the session of a 2025-11-25 server.
 SESSION_HEADER: Final = "Mcp-Session-Id"
-#: The longest wait of a request for the notifications queued before it.
-ORDER_WAIT: Final = 30.0
 #: The first wait before a new GET stream after a failure, and the longest.
 STREAM_BACKOFF: Final = 1.0
 MAX_STREAM_BACKOFF: Final = 30.0
@@ -148,12 +146,9 @@ class LegacyHttpTransport(HttpTransportBase):
         #: Set once the GET stream got its answer (or cannot get one).
         self._stream_ready = threading.Event()
 
-        # The queue of notifications and answers; guarded by _queue_ready's lock.
-        self._queue_ready = threading.Condition(threading.Lock())
-        self._queue: collections.deque[tuple[int, Message]] = collections.deque()
-        self._queued = 0
-        self._posted = 0
-        self._poster: threading.Thread | None = None
+        # The notifications and answers, posted in order on their own thread.
+        self._posts = PostQueue(self._post_in_order, self._stopped, "mcpbridge-legacy-http-poster")
+        self._started = False
 
     # ------------------------------------------------------------------ seam
 
@@ -163,14 +158,12 @@ class LegacyHttpTransport(HttpTransportBase):
         return self._session_id is not None
 
     def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
-        if self._poster is not None:
+        if self._started:
             raise RuntimeError("the transport is already started")
+        self._started = True
         self._on_message = on_message
         self._on_closed = on_closed
-        self._poster = threading.Thread(
-            target=self._post_queue, name="mcpbridge-legacy-http-poster", daemon=True
-        )
-        self._poster.start()
+        self._posts.start()
 
     def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
         """Post a request and deliver its answer, or queue a notification or an answer.
@@ -183,14 +176,9 @@ class LegacyHttpTransport(HttpTransportBase):
         if on_message is None:
             raise NotConnected("the transport is not started")
         if not isinstance(message, Request):
-            with self._queue_ready:
-                self._queued += 1
-                self._queue.append((self._queued, message))
-                self._queue_ready.notify_all()
+            self._posts.put(message)
             return
-        with self._queue_ready:
-            before = self._queued
-            self._queue_ready.wait_for(lambda: self._posted >= before or self._closed, ORDER_WAIT)
+        self._posts.wait_before(lambda: self._closed)
         self._send_request(message, cancel, on_message)
 
     def kill(self) -> None:
@@ -206,17 +194,15 @@ class LegacyHttpTransport(HttpTransportBase):
         if not self._begin_close():
             return
         # The queued messages go first (a cancellation, for example), for at most the grace.
-        with self._queue_ready:
-            self._queue_ready.wait_for(lambda: self._posted >= self._queued, grace)
+        self._posts.drain(grace)
         exchanges = self._refuse_all()
         self._stopped.set()
         self._stream_ready.set()
-        with self._queue_ready:
-            self._queue_ready.notify_all()
+        self._posts.wake()
         for exchange in exchanges:
             exchange.abort(Why.CLOSE)
         current = threading.current_thread()
-        for thread in (self._poster, self._listener):
+        for thread in (self._posts.thread, self._listener):
             if thread is not None and thread is not current:
                 thread.join(JOIN_TIMEOUT + grace)
         self._delete_session(grace)
@@ -445,22 +431,12 @@ class LegacyHttpTransport(HttpTransportBase):
 
     # ---------------------------------------------------------------- queue
 
-    def _post_queue(self) -> None:
-        while True:
-            with self._queue_ready:
-                self._queue_ready.wait_for(lambda: bool(self._queue) or self._stopped.is_set())
-                if self._stopped.is_set():
-                    self._queue.clear()
-                    self._posted = self._queued
-                    self._queue_ready.notify_all()
-                    return
-                seq, message = self._queue.popleft()
-            if isinstance(message, Notification) and message.method == "notifications/initialized":
-                self._open_stream()
-            self._post_queued(message)
-            with self._queue_ready:
-                self._posted = seq
-                self._queue_ready.notify_all()
+    def _post_in_order(self, message: Message) -> None:
+        """Post a queued message on the poster thread; the GET stream opens before
+        ``notifications/initialized`` goes out (see :meth:`_open_stream`)."""
+        if isinstance(message, Notification) and message.method == "notifications/initialized":
+            self._open_stream()
+        self._post_queued(message)
 
     def _post_queued(self, message: Message) -> None:
         what = message.method if isinstance(message, Notification) else "an answer"

@@ -40,7 +40,6 @@ No log line and no error holds a URL, a header value or a token.
 
 from __future__ import annotations
 
-import collections
 import logging
 import threading
 import time
@@ -76,6 +75,7 @@ from .httpwire import (
     tls_context,
 )
 from .jsonrpc import FrameError, Message, Notification, Request
+from .postqueue import PostQueue
 from .sse import EventTooLarge, SseParser
 from .transport import OnClosed, OnFrameError, OnMessage
 
@@ -91,8 +91,6 @@ log = logging.getLogger("mcpbridge.http")
 #: The wait for the ``endpoint`` event, in connect time limits: one for the connection,
 #: one for the first event.
 ENDPOINT_WAIT_FACTOR: Final = 2.0
-#: The longest wait of a request for the notifications queued before it.
-ORDER_WAIT: Final = 30.0
 #: The wait for each thread of the transport at its close.
 JOIN_TIMEOUT: Final = 2.0
 #: The idle read limit of the stream: it carries the answers of every method, thus the
@@ -218,11 +216,7 @@ class SseTransport(HttpTransportBase):
         self._listener: threading.Thread | None = None
         #: Set when the stream ended after it gave the endpoint: the session is gone.
         self._lost = False
-        self._queue_ready = threading.Condition(threading.Lock())
-        self._queue: collections.deque[tuple[int, Message]] = collections.deque()
-        self._queued = 0
-        self._posted = 0
-        self._poster: threading.Thread | None = None
+        self._posts = PostQueue(self._post_queued, self._stopped, "mcpbridge-sse-poster")
 
     @property
     def gone(self) -> bool:
@@ -243,9 +237,8 @@ class SseTransport(HttpTransportBase):
         self._on_frame_error = on_frame_error
         self._on_closed = on_closed
         self._listener = threading.Thread(target=self._listen, name="mcpbridge-sse-stream", daemon=True)
-        self._poster = threading.Thread(target=self._post_queue, name="mcpbridge-sse-poster", daemon=True)
         self._listener.start()
-        self._poster.start()
+        self._posts.start()
 
     def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
         """Post a request (its answer comes on the stream), or queue a notification or an answer."""
@@ -256,14 +249,9 @@ class SseTransport(HttpTransportBase):
         if self._on_message is None:
             raise NotConnected("the transport is not started")
         if not isinstance(message, Request):
-            with self._queue_ready:
-                self._queued += 1
-                self._queue.append((self._queued, message))
-                self._queue_ready.notify_all()
+            self._posts.put(message)
             return
-        with self._queue_ready:
-            before = self._queued
-            self._queue_ready.wait_for(lambda: self._posted >= before or self._closed, ORDER_WAIT)
+        self._posts.wait_before(lambda: self._closed)
         self._post(message, cancel)
 
     def kill(self) -> None:
@@ -274,11 +262,10 @@ class SseTransport(HttpTransportBase):
         """Post what is queued (for at most ``grace``), end the stream, stop the threads."""
         if not self._begin_close():
             return
-        with self._queue_ready:
-            self._queue_ready.wait_for(lambda: self._posted >= self._queued, grace)
+        self._posts.drain(grace)
         self._shut()
         current = threading.current_thread()
-        for thread in (self._poster, self._listener):
+        for thread in (self._posts.thread, self._listener):
             if thread is not None and thread is not current:
                 thread.join(JOIN_TIMEOUT + grace)
         self._wire.close()
@@ -292,8 +279,7 @@ class SseTransport(HttpTransportBase):
         self._stopped.set()
         with self._endpoint_changed:
             self._endpoint_changed.notify_all()
-        with self._queue_ready:
-            self._queue_ready.notify_all()
+        self._posts.wake()
         for exchange in exchanges:
             exchange.abort(Why.CLOSE)
 
@@ -398,32 +384,21 @@ class SseTransport(HttpTransportBase):
 
     # ---------------------------------------------------------------- queue
 
-    def _post_queue(self) -> None:
-        while True:
-            with self._queue_ready:
-                self._queue_ready.wait_for(lambda: bool(self._queue) or self._stopped.is_set())
-                if self._stopped.is_set():
-                    self._queue.clear()
-                    self._posted = self._queued
-                    self._queue_ready.notify_all()
-                    return
-                seq, message = self._queue.popleft()
-            try:
-                self._post(message, None)
-            except McpError as exc:
-                if not self._closed:
-                    what = message.method if isinstance(message, Notification) else "an answer"
-                    self._drops(
-                        logging.WARNING,
-                        "dropped messages that did not reach the upstream server",
-                        "%s was not sent to the upstream server: %s",
-                        what[:128],
-                        exc.detail or exc.cause,
-                        exc_info=exc,
-                    )
-            with self._queue_ready:
-                self._posted = seq
-                self._queue_ready.notify_all()
+    def _post_queued(self, message: Message) -> None:
+        """Post a queued notification or answer on the poster thread; a failure is a drop line."""
+        try:
+            self._post(message, None)
+        except McpError as exc:
+            if not self._closed:
+                what = message.method if isinstance(message, Notification) else "an answer"
+                self._drops(
+                    logging.WARNING,
+                    "dropped messages that did not reach the upstream server",
+                    "%s was not sent to the upstream server: %s",
+                    what[:128],
+                    exc.detail or exc.cause,
+                    exc_info=exc,
+                )
 
     # --------------------------------------------------------------- stream
 
