@@ -487,11 +487,15 @@ class Frontend:
         )
         self._client_kinds_caps = revisions.client_capabilities(self._revision, params.capabilities)
         self._upstream_caps = translate.client_capabilities_for_upstream(self._client_kinds_caps)
-        if self._legacy is not None and self.options.protocol == "legacy":
-            self._pass_through(slot, request, None, None)
-            return
+        connect = self._connect
+        if self._legacy is not None and self.options.protocol in ("legacy", "auto"):
+            # None: the passthrough carries the connection, or initialize failed.
+            modern = self._pass_through(slot, request, None, None)
+            if modern is None:
+                return
+            connect = modern
         try:
-            client = self._connect(params.client_info, self._on_upstream_notification)
+            client = connect(params.client_info, self._on_upstream_notification)
         except McpError as exc:
             self._set_state(State.AWAITING)
             log_spawn_failed(self.drops, exc)
@@ -565,19 +569,23 @@ class Frontend:
 
     def _pass_through(
         self, slot: Slot, request: Request, probe: Client | None, probe_error: McpError | None
-    ) -> None:
-        """The upstream speaks the 2025 era: a LegacyPassthrough carries the connection from now on."""
+    ) -> Connect | None:
+        """Send the client's initialize upstream: when the server takes it, a LegacyPassthrough
+        carries the connection from now on; else the connect of server/discover, or None."""
         assert self._legacy is not None
         passthrough = LegacyPassthrough(
             self.output, self._legacy, self.options, lists=self.lists, drops=self.drops
         )
+        first = probe is None and self.options.protocol == "auto"
         try:
-            result = passthrough.open(request.params, probe, probe_error, slot.cancel)
+            result = passthrough.open(request.params, probe, probe_error, slot.cancel, first=first)
         except OpenFailed as failed:
             self._set_state(State.AWAITING)
             if failed.error is not None:
                 self.output.respond_error(slot, failed.error)
-            return
+            return None
+        if result is None:
+            return passthrough.modern_connect(self._connect)
         self._passthrough = passthrough
         with self._state_lock:
             closing = self._state is State.CLOSING
@@ -585,8 +593,9 @@ class Frontend:
                 self._state = State.READY
         if closing:
             passthrough.close(self.options.shutdown_grace)
-            return
+            return None
         self._write_initialize_result(slot, result)
+        return None
 
     # ------------------------------------------------------- notifications
 

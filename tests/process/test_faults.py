@@ -317,7 +317,7 @@ def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on
     with serving("--exit-at-start", "3", initialize=False) as bridge:
         response = bridge.initialize()
         assert error_of(response) in ((-32603, "closed"), (-32603, "upstream_exited"))
-        assert response["error"]["data"].get("detail") == "server/discover"
+        assert response["error"]["data"].get("detail") == "initialize"
         assert bridge.request("ping")["result"] == {}
         assert error_of(bridge.request("tools/list")) == (-32600, "not_initialized")
         assert error_of(bridge.initialize()) == error_of(response)  # a new initialize tries again
@@ -325,7 +325,7 @@ def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on
     # The client may try again and again: the second failure is counted, and told at the end.
     prefix = "mcp-bridge-vscode: bridge: error: "
     lines = stderr.splitlines()
-    assert lines.count(prefix + "the upstream server exited during server/discover (code 3)") == 1
+    assert lines.count(prefix + "the upstream server exited during initialize (code 3)") == 1
     assert prefix + "failed starts of the upstream server since the last such line: 1 more" in lines
 
 
@@ -333,7 +333,11 @@ def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on
     ("upstream", "options", "line"),
     [
         (bad_upstream("--discover", "exit"), (), "exited during server/discover (code 4)"),
-        (["sh", "-c", "kill -9 $$"], (), "exited during server/discover (signal 9)"),
+        (
+            ["sh", "-c", "kill -9 $$"],
+            ("--protocol", "2026-07-28"),
+            "exited during server/discover (signal 9)",
+        ),
         (["sh", "-c", "exit 3"], ("--protocol", "legacy"), "exited during initialize (code 3)"),
     ],
     ids=["exit-during-discover", "killed-during-discover", "exit-during-initialize"],
