@@ -170,8 +170,8 @@ def test_server_everything_on_stdio_starts_behind_the_bridge_with_three_stderr_l
         "era: found at the first initialize (--protocol auto, the default); log level: info (the default; "
         "--log-level sets it); host profile: picked at the first initialize (--host-profile auto, the "
         "default)\n",
-        # server-everything's own line, unchanged: it answers server/discover with -32601 and no more.
+        # server-everything's own line, unchanged: it gets VS Code's initialize first.
         "Starting default (STDIO) server...\n",
-        f"{prefix}bridge: info: the upstream server speaks MCP 2025-11-25, of the 2025 era: "
-        "the bridge passes its messages through\n",
+        f"{prefix}bridge: info: the upstream server speaks MCP 2025-11-25, the client's revision: "
+        "the bridge passes it through; --protocol 2026-07-28 translates instead\n",
     ]
