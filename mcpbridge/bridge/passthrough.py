@@ -28,7 +28,8 @@ carries the messages:
   resource updates, progress and log messages from the server;
   ``notifications/initialized`` and root changes from the client. Progress is
   limited to the rate of the front end (50 a second for each token) and reaches
-  the client only for a request in flight that asked for it.
+  the client only for a request in flight that asked for it; a list change reaches
+  it only once it asked for that list (:class:`~.listrules.AskedLists`).
 * A result goes to the client as the server wrote it, but for what VS Code needs of
   every server (:func:`~.translate.shape_legacy_result`): the schema repairs of
   ``tools/list``, a string-or-nothing ``nextCursor``, and the icon rule of the front
@@ -372,6 +373,7 @@ class LegacyPassthrough:
         """The work of a slot: carry one request of the client upstream and its answer back."""
         peer = self._peer
         assert peer is not None
+        self._lists.asked.sent(request.method)
         options = self._options
         timeout = time_limit(request.method, options.timeouts)
         params = request.params
@@ -508,7 +510,8 @@ class LegacyPassthrough:
                 )
             return
         if message.method != "notifications/cancelled":
-            self._host.write_notification(message.method, message.params)
+            if self._lists.asked.tells(message.method):
+                self._host.write_notification(message.method, message.params)
             return
         server_id = legacy.parse_cancelled(message.params)
         with self._lock:
