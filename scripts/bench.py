@@ -18,10 +18,11 @@ of this script, alternating, because the machine is shared and noisy:
 
 * ``direct``: the same client talking to the upstream server without the bridge (both
   upstream servers answer 2025-11-25 too);
-* ``bridge``: ``python -m mcpbridge`` in front of the upstream server, started with the
-  interpreter of a plain install of its dependencies (``scripts/.bench/bridge-venv``) and
-  the code of this checkout, as a user runs it (a development environment's editable
-  install costs every start more than 10 ms of its own);
+* ``bridge``: ``python -m mcpbridge --protocol 2026-07-28`` (the translation) in front of
+  the upstream server, started with the interpreter of a plain install of its
+  dependencies (``scripts/.bench/bridge-venv``) and the code of this checkout, as a user
+  runs it (a development environment's editable install costs every start more than 10 ms
+  of its own);
 * with ``--baseline REF``, ``bridge@<commit>``: the bridge of an earlier commit of this
   repository (its ``mcpbridge`` folder, taken with ``git archive`` into
   ``scripts/.bench/baseline``), with the same interpreter, so that a change is measured
@@ -571,13 +572,16 @@ def run_case(
 ) -> CaseResult:
     env = child_env()
     server: UrlUpstream | None = None
+    # Both upstream servers answer 2025-11-25 too, and the bridge would pass a command of both
+    # eras through: the benchmark measures the translation.
+    protocol = ("--protocol", "2026-07-28")
     if form == "stdio":
         command = upstream_argv(upstream)
-        bridge_args = bridge_argv("--", *command)
+        bridge_args = bridge_argv(*protocol, "--", *command)
         targets = [Target("direct", command, env=env), Target("bridge", bridge_args, env=env)]
     else:
         server = UrlUpstream(upstream)
-        bridge_args = bridge_argv(server.url)
+        bridge_args = bridge_argv(*protocol, server.url)
         targets = [Target("direct", url=server.url), Target("bridge", bridge_args, env=env)]
     if baseline is not None:
         name, folder = baseline

@@ -1,10 +1,13 @@
-"""A child process shared by the probe and the passthrough, and the quiet stderr of the probe.
+"""A child process shared by the two eras' clients, and the quiet stderr of the probe.
 
-A stdio child that answered the probe with an error usually keeps running
-(the Python SDK answers -32602, the TypeScript SDK -32601). :class:`StdioUpstream`
-gives the probe's :class:`~mcpbridge.mcp.client.Client` a *seat* on the child,
-and the passthrough takes the child over from that seat instead of starting
-the command again. A child that closed is started again.
+A stdio child that refused a request of one era usually keeps running and answers
+the other. :class:`StdioUpstream` gives each client a *seat* on the child: under
+``--protocol auto`` the passthrough sends the client's ``initialize`` from its seat,
+and after the refusal of a server of revision 2026-07-28 only, the modern
+:class:`~mcpbridge.mcp.client.Client` takes the child over for ``server/discover``
+(:meth:`StdioUpstream.modern_connect`). The other way round (``check``), the
+passthrough takes the child over from the seat of a refused ``server/discover``
+instead of starting the command again. A child that closed is started again.
 
 The probe is quiet: the Python SDK 1.x logs the validation error of every request
 type it knows for a method it does not know, about 95 lines on stderr whatever the
@@ -26,7 +29,7 @@ from ..mcp.errors import Closed, McpError
 from ..mcp.framing import TooLong
 from ..mcp.jsonrpc import ErrorResponse, FrameError, Message, Notification
 from ..mcp.transport import OnClosed, OnFrameError, OnMessage, Transport
-from .era import SignInGuard
+from .era import ModernConnect, SignInGuard
 from .upstream import _write_child_stderr
 
 __all__ = ["PROBE_STDERR_BYTES", "PROBE_STDERR_LINES", "Seat", "StdioUpstream"]
@@ -186,6 +189,11 @@ class Seat(Transport):
     def __init__(self, shared: _Shared) -> None:
         self._shared = shared
 
+    @property
+    def shared(self) -> _Shared:
+        """The child of this seat, which a new seat can take over."""
+        return self._shared
+
     def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
         self._shared.attach(self, (on_message, on_frame_error, on_closed))
 
@@ -230,6 +238,9 @@ class StdioUpstream:
 
     over_http = False
     sign_in: SignInGuard | None = None
+    #: Under ``--protocol auto`` the client's ``initialize`` goes first, as when the client
+    #: starts the command itself.
+    initialize_first = True
 
     def __init__(
         self,
@@ -291,4 +302,24 @@ class StdioUpstream:
         if shared is not None and not shared.inner.gone:
             log.debug("the bridge keeps the upstream process of server/discover")
             return shared.seat()
-        return self._child(self._stderr_sink)
+        # A seat, so that a modern client can take the child over after a refused initialize.
+        return _Shared(self._child(self._stderr_sink)).seat()
+
+    def modern_connect(self, refused: Transport, connect: ModernConnect) -> ModernConnect:
+        """The connect of the modern client on the child of ``refused`` while it runs, else
+        on a new child (the :meth:`connect` of this upstream; ``connect`` is not needed)."""
+
+        def on_child(client_info: dict[str, Any], on_notification: Callable[[Notification], None]) -> Client:
+            if not isinstance(refused, Seat) or refused.gone:
+                return self.connect(client_info, on_notification)
+            log.debug("the bridge keeps the upstream process of initialize for server/discover")
+            client = Client(
+                refused.shared.seat(),
+                client_info=client_info,
+                max_depth=DEFAULT_MAX_DEPTH,
+                on_notification=on_notification,
+            )
+            client.start()
+            return client
+
+        return on_child

@@ -1,11 +1,15 @@
 """Which era an upstream server speaks, and the seam between the front end and a 2025-era one.
 
-The front end probes the upstream server with ``server/discover``; a failure
-that shows a server of the 2025 era (:func:`means_legacy`) sends the bridge to
-the :class:`~.passthrough.LegacyPassthrough` (:func:`falls_back`). The
-passthrough reaches that server through a :class:`LegacyUpstream`: a
-:class:`LegacyTransports` for a URL, or a
-:class:`~.childshare.StdioUpstream` for a command.
+Under ``--protocol auto`` a command (:class:`~.childshare.StdioUpstream`) gets the
+client's own ``initialize`` first, in the client's revision, as when the client
+starts it itself: a server that answers it speaks that revision and the
+:class:`~.passthrough.LegacyPassthrough` carries the connection, as a direct
+connection would be; a refusal that shows a server of revision 2026-07-28 only
+(:func:`refuses_as_modern`) sends the bridge on to ``server/discover`` and the
+translation, on the same child. A URL (:class:`LegacyTransports`) gets
+``server/discover`` first; a failure that shows a server of the 2025 era
+(:func:`means_legacy`) sends the bridge to the passthrough (:func:`falls_back`).
+The passthrough reaches the server through a :class:`LegacyUpstream`.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from contextlib import AbstractContextManager
 from typing import Any, Final, Protocol
 
 from ..mcp.cancel import CancelToken
-from ..mcp.client import Client
+from ..mcp.client import Client, Connect
 from ..mcp.droplog import DropLog
 from ..mcp.errors import InvalidResponse, McpError, RequestTimeout, RpcError
 from ..mcp.jsonrpc import (
     HEADER_MISMATCH,
+    METHOD_NOT_FOUND,
     MISSING_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
     ErrorObject,
@@ -41,9 +46,13 @@ __all__ = [
     "log_spawn_failed",
     "means_legacy",
     "refused_legacy",
+    "refuses_as_modern",
     "stopped_during",
     "stopped_error",
 ]
+
+#: A started client of revision 2026-07-28 (the one type of it: :data:`~mcpbridge.mcp.client.Connect`).
+ModernConnect = Connect
 
 #: The values of ``--protocol`` (``Options.protocol``) besides :data:`~mcpbridge.mcp.protocol.MODERN`.
 AUTO: Final = "auto"
@@ -79,6 +88,23 @@ def means_legacy(exc: McpError, *, protocol: str, over_http: bool) -> bool:
     return isinstance(exc, RequestTimeout)
 
 
+def refuses_as_modern(error: ErrorObject) -> bool:
+    """Tell whether an error to the client's ``initialize`` shows a server of revision 2026-07-28 only.
+
+    Such a server answers ``initialize`` with an error of a code that only a modern
+    server sends (-32022 and its kin), with "method not found", or with a ``data.supported``
+    list that names no revision before 2026-07-28. Any other error is the refusal of a
+    server of the 2025 era, which the client gets as it is.
+    """
+    if error.code in MODERN_ERROR_CODES or error.code == METHOD_NOT_FOUND:
+        return True
+    data = error.data
+    supported = data.get("supported") if isinstance(data, dict) else None
+    return (
+        isinstance(supported, list)
+        and bool(supported)
+        and all(isinstance(version, str) and version >= MODERN for version in supported)
+    )
 #: What the log line of a server that stopped during the start says to do.
 _STOPPED_ADVICE: Final = "its own lines above say why; to see more, run its command in a terminal"
 
@@ -132,11 +158,14 @@ def log_spawn_failed(drops: DropLog, exc: McpError) -> None:
 def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None, drops: DropLog) -> bool:
     """Whether a failed ``server/discover`` sends the bridge to the 2025-era ``upstream``.
 
-    Never without such an upstream; see :func:`means_legacy`. The fallback writes one debug
+    Never without such an upstream, nor for an upstream that got the client's ``initialize``
+    before ``server/discover`` (its refusal led here); see :func:`means_legacy`. The fallback writes one debug
     line in ``drops``, the drop log of the connection; the era line of
     :meth:`~.passthrough.LegacyPassthrough.open` tells the user.
     """
-    if upstream is None or not means_legacy(exc, protocol=protocol, over_http=upstream.over_http):
+    if upstream is None or upstream.initialize_first:
+        return False
+    if not means_legacy(exc, protocol=protocol, over_http=upstream.over_http):
         return False
     detail = exc.error.message if isinstance(exc, RpcError) else exc.detail or exc.cause
     drops(
@@ -174,18 +203,33 @@ class LegacyUpstream(Protocol):
     over_http: bool
     #: The sign-in of a URL upstream, or ``None``.
     sign_in: SignInGuard | None
+    #: True: under ``--protocol auto`` the client's ``initialize`` goes first, and
+    #: ``server/discover`` only after a refusal of a modern server (a command); False:
+    #: ``server/discover`` goes first (a URL).
+    initialize_first: bool
 
     def transport(self, probe: Client | None) -> Transport:
         """An unstarted transport to the upstream server.
 
         ``probe`` is the client of the failed ``server/discover``, or ``None``
-        (``--protocol legacy``). The caller closes ``probe`` afterwards.
+        (``--protocol legacy``, or ``initialize`` first). The caller closes ``probe`` afterwards.
+        """
+        ...
+
+    def modern_connect(self, refused: Transport, connect: ModernConnect) -> ModernConnect:
+        """How to reach the server in revision 2026-07-28 after it refused ``initialize`` on ``refused``.
+
+        ``connect`` is the front end's own; a command takes over the child of ``refused``
+        while it runs instead of starting it again.
         """
         ...
 
 
 class LegacyTransports:
     """A :class:`LegacyUpstream` that makes a new transport each time (a URL)."""
+
+    #: A URL gets ``server/discover`` first.
+    initialize_first = False
 
     def __init__(
         self, make: Callable[[], Transport], *, over_http: bool = True, sign_in: SignInGuard | None = None
@@ -196,3 +240,6 @@ class LegacyTransports:
 
     def transport(self, probe: Client | None) -> Transport:
         return self._make()
+
+    def modern_connect(self, refused: Transport, connect: ModernConnect) -> ModernConnect:
+        return connect

@@ -315,11 +315,15 @@ class Initializer:
         )
         self._client_kinds_caps = revisions.client_capabilities(self._revision, params.capabilities)
         self._upstream_caps = translate.client_capabilities_for_upstream(self._client_kinds_caps)
-        if self._legacy is not None and self.options.protocol == "legacy":
-            self._pass_through(slot, request, None, None)
-            return
+        connect = self._connect
+        if self._legacy is not None and self.options.protocol in ("legacy", "auto"):
+            # None: the passthrough carries the connection, or the initialize failed.
+            modern = self._pass_through(slot, request, None, None)
+            if modern is None:
+                return
+            connect = modern
         try:
-            client = self._connect(params.client_info, self._on_upstream_notification)
+            client = connect(params.client_info, self._on_upstream_notification)
         except McpError as exc:
             log_spawn_failed(self.drops, exc)
             self._initialize_failed(slot, errortable.error_object(exc.cause))
@@ -394,22 +398,26 @@ class Initializer:
 
     def _pass_through(
         self, slot: Slot, request: Request, probe: Client | None, probe_error: McpError | None
-    ) -> None:
-        """The upstream speaks the 2025 era: a LegacyPassthrough carries the connection from now on."""
+    ) -> Connect | None:
+        """Send the client's initialize upstream: when the server takes it, a LegacyPassthrough
+        carries the connection from now on; else the connect of server/discover, or None."""
         assert self._legacy is not None
         passthrough = LegacyPassthrough(
             self.output, self._legacy, self.options, lists=self.lists, drops=self.drops
         )
+        first = probe is None and self.options.protocol == "auto"
         try:
-            result = passthrough.open(request.params, probe, probe_error, slot.cancel)
+            result = passthrough.open(request.params, probe, probe_error, slot.cancel, first=first)
         except OpenFailed as failed:
             self._initialize_failed(slot, failed.error)
-            return
+            return None
         except Exception:
             passthrough.close(self.options.shutdown_grace)
             if probe is not None:
                 probe.close(self.options.shutdown_grace)
             raise
+        if result is None:
+            return passthrough.modern_connect(self._connect)
         with self._state_lock:
             closing = self._state is State.LOST or self._upstream_taken
             if not closing:
@@ -417,9 +425,10 @@ class Initializer:
                 self._conclude_locked(slot, State.READY_2025)
         if closing:
             passthrough.close(self.options.shutdown_grace)
-            return
+            return None
         self._write_initialize_result(slot, result)
         self._release_held(State.READY_2025)
+        return None
 
     def _conclude_locked(self, slot: Slot, state: State) -> bool:
         """The initialize of ``slot`` ends in ``state`` (the caller holds the state lock).

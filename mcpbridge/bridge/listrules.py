@@ -31,7 +31,16 @@ from typing import Any, Final
 
 from ..mcp.droplog import DropLog
 from ..mcp.jsonrpc import dumps
-from .lists import CACHED_METHODS, ListCache, ListingWatch, Outcome, ToolFilter, ttl_ms, unknown_tool_error
+from .lists import (
+    CACHED_METHODS,
+    LIST_CHANGES,
+    ListCache,
+    ListingWatch,
+    Outcome,
+    ToolFilter,
+    ttl_ms,
+    unknown_tool_error,
+)
 
 log = logging.getLogger("mcpbridge.bridge")
 
@@ -83,6 +92,8 @@ class ListRules:
         #: tools that the filter keeps (see the module docstring); guarded by ``_lock``.
         self._app_tools: dict[str, str] = {}
         self._kept_views: set[str] = set()
+        #: The lists that the client asked for: a change of another tells it nothing.
+        self.asked = AskedLists(self._drops)
 
     def refuse_call(self, params: Any) -> dict[str, Any] | None:
         """The error for a ``tools/call`` with ``params`` of a hidden tool; ``None`` to forward it.
@@ -197,3 +208,47 @@ class ListRules:
             dropped = self._cache.clear()
         if dropped:
             log.debug("list cache dropped %d pages: %s", dropped, reason)
+
+
+class AskedLists:
+    """The lists that the client of one connection asked for, and the list changes that tell it something.
+
+    A ``notifications/<kind>/list_changed`` of a list that the client has not asked for
+    yet tells it nothing: it fetches the list at its first need in any case (VS Code
+    right after ``initialize``). Such a change is dropped, with one debug line of the drop
+    log; a server that registers its tools while it starts would else make the client
+    fetch them again for each. A list counts as asked for from the moment its first
+    request goes to the server (:meth:`sent`), not from its answer: a change that the
+    server sends before it reads that request is in the answer already. Safe from any thread.
+    """
+
+    def __init__(self, drops: DropLog) -> None:
+        self._drops = drops
+        self._lock = threading.Lock()
+        self._asked: set[str] = set()
+
+    def sent(self, method: str) -> None:
+        """A request of the client with ``method`` goes to the server (any method; lists count)."""
+        if method in CACHED_METHODS:
+            with self._lock:
+                self._asked.add(method)
+
+    def tells(self, notification_method: str) -> bool:
+        """Whether a notification of the server with ``notification_method`` goes to the client.
+
+        Every notification but a list change does; a list change does once the client asked
+        for one of the lists that it changes.
+        """
+        lists = LIST_CHANGES.get(notification_method)
+        if lists is None:
+            return True
+        with self._lock:
+            asked = any(method in self._asked for method in lists)
+        if not asked:
+            self._drops(
+                logging.DEBUG,
+                "dropped list changes of lists that the client has not asked for",
+                "dropped a %s: the client has not asked for that list yet",
+                notification_method,
+            )
+        return asked

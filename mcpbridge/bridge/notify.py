@@ -377,9 +377,11 @@ class Listener:
             stream.acked_at = time.monotonic()
             if stream.change is None:  # not one per subscription change: the client makes those
                 log.debug("the listen stream is open%s", " again" if stream.after_loss else "")
+        told: tuple[str, ...] = ()
         if not first or stream.after_loss:
             # A gap: the lists may have changed unseen. Dropped before the client learns of it.
             self._lists.clear("a gap of the listen stream")
+            told = self._gap_kinds()
 
         def frames() -> list[bytes]:
             out: list[bytes] = []
@@ -390,17 +392,25 @@ class Listener:
             if first and stream.change is not None:
                 out.append(response_frame_locked(stream.change.slot, {}))
             if gap:
-                out.extend(self._gap_frames(stream.uris))
+                out.extend(self._gap_frames(stream.uris, told))
             return out
 
         self._host.write_locked(frames)
 
-    def _gap_frames(self, uris: tuple[str, ...]) -> list[bytes]:
+    def _gap_kinds(self) -> tuple[str, ...]:
+        """The lists that a gap tells the client of: those declared that it asked for."""
         d = self._declared
+        declared = ((d.tools, "tools"), (d.prompts, "prompts"), (d.resources, "resources"))
+        return tuple(
+            kind
+            for listed, kind in declared
+            if listed and self._lists.asked.tells(f"notifications/{kind}/list_changed")
+        )
+
+    def _gap_frames(self, uris: tuple[str, ...], kinds: tuple[str, ...]) -> list[bytes]:
         out = []
-        for declared, kind in ((d.tools, "tools"), (d.prompts, "prompts"), (d.resources, "resources")):
-            if declared:
-                out.append(notification_frame(f"notifications/{kind}/list_changed", None))
+        for kind in kinds:
+            out.append(notification_frame(f"notifications/{kind}/list_changed", None))
         for uri in uris:
             out.append(notification_frame("notifications/resources/updated", {"uri": uri}))
         return out
@@ -425,6 +435,8 @@ class Listener:
             return
         method, params = translated
         self._lists.list_changed(method)  # before the client can ask for the list again
+        if not self._lists.asked.tells(method):
+            return
         data = notification_frame(method, params)
 
         def frames() -> list[bytes]:

@@ -3,13 +3,17 @@
 Theory of operation
 -------------------
 
-The front end probes the upstream server with ``server/discover``. When the
-answer says that the server is of the 2025 era (:func:`~.era.means_legacy`), or when
-``--protocol legacy`` skips the probe, the ``initialize`` slot of the front end
-hands the connection to a :class:`LegacyPassthrough`. It sends ``initialize``
+The ``initialize`` slot of the front end hands the connection to a
+:class:`LegacyPassthrough` first under ``--protocol auto`` for a command, and under
+``--protocol legacy``; for a URL, when the answer to ``server/discover`` says that the
+server is of the 2025 era (:func:`~.era.means_legacy`). It sends ``initialize``
 upstream with the client's own parameters and answers the client with the
-upstream's own result. From then on both sides speak the same era, and the
-bridge only carries the messages:
+upstream's own result: a server that speaks the client's revision is reached in it,
+as a direct connection reaches it. When a command refuses that ``initialize`` as a
+server of revision 2026-07-28 only does (:func:`~.era.refuses_as_modern`), the front
+end goes on with ``server/discover`` on the same child (:meth:`LegacyPassthrough.modern_connect`)
+and translates. From then on both sides speak the same era, and the bridge only
+carries the messages:
 
 * Each request of the client goes upstream from its slot, with an id of the
   bridge (1, 2, 3...); the answer goes back with the client's id. A canceled
@@ -24,7 +28,8 @@ bridge only carries the messages:
   resource updates, progress and log messages from the server;
   ``notifications/initialized`` and root changes from the client. Progress is
   limited to the rate of the front end (50 a second for each token) and reaches
-  the client only for a request in flight that asked for it.
+  the client only for a request in flight that asked for it; a list change reaches
+  it only once it asked for that list (:class:`~.listrules.AskedLists`).
 * A result goes to the client as the server wrote it, but for what VS Code needs of
   every server (:func:`~.translate.shape_legacy_result`): the schema repairs of
   ``tools/list``, a string-or-nothing ``nextCursor``, and the icon rule of the front
@@ -78,17 +83,20 @@ from ..mcp.jsonrpc import (
     Response,
 )
 from ..mcp.legacypeer import LegacyPeer
+from ..mcp.protocol import MODERN
 from ..mcp.rate import RateWindow
-from ..mcp.text import printable
+from ..mcp.text import format_duration, printable
+from ..mcp.transport import Transport
 from . import errortable, legacy, translate
-from .childshare import Seat
 from .dumptext import UpstreamState
 from .era import (
     FAILED_STARTS,
     LegacyUpstream,
+    ModernConnect,
     falls_back,
     log_spawn_failed,
     refused_legacy,
+    refuses_as_modern,
     stopped_during,
     stopped_error,
 )
@@ -220,6 +228,8 @@ class LegacyPassthrough:
         self._drops = drops if drops is not None else DropLog(log)
         #: The revision that the upstream server chose in its initialize result.
         self.protocol_version: str | None = None
+        #: The transport of an ``initialize`` that a modern server refused (see :meth:`modern_connect`).
+        self._refused: Transport | None = None
 
     # -------------------------------------------------------------- opening
 
@@ -229,11 +239,16 @@ class LegacyPassthrough:
         probe: Client | None,
         probe_error: McpError | None,
         cancel: CancelToken,
-    ) -> dict[str, Any]:
+        *,
+        first: bool = False,
+    ) -> dict[str, Any] | None:
         """Connect, send ``initialize`` with ``params`` and return the upstream's result.
 
         ``probe`` is the client of the failed ``server/discover`` (closed here),
-        ``probe_error`` its error.
+        ``probe_error`` its error. ``first``: ``--protocol auto`` before any ``server/discover``;
+        then ``None`` means that the front end goes on with ``server/discover`` through
+        :meth:`modern_connect`: the upstream gets ``server/discover`` first (a URL), or it
+        refused ``initialize`` as a server of revision 2026-07-28 only does.
 
         Raises:
             OpenFailed: with the error for the client, or ``None`` when the client canceled.
@@ -241,65 +256,102 @@ class LegacyPassthrough:
         options = self._options
         timeout = options.timeouts.discover
         grace = options.shutdown_grace
-        for attempt in (1, 2):
-            transport = self._upstream.transport(probe)
-            reused = isinstance(transport, Seat)
-            if probe is not None:
-                probe.close(grace)
-                probe = None
-            peer = LegacyPeer(
-                transport, on_request=self._on_server_request, on_notification=self._on_server_notification
+        if first and not self._upstream.initialize_first:
+            return None
+        transport = self._upstream.transport(probe)
+        if probe is not None:
+            probe.close(grace)
+        peer = LegacyPeer(
+            transport, on_request=self._on_server_request, on_notification=self._on_server_notification
+        )
+        self._peer = peer
+        try:
+            peer.start()
+            outcome = self._request(peer, "initialize", params, timeout=timeout, cancel=cancel)
+        except Cancelled as exc:
+            peer.close(grace)
+            raise OpenFailed(None) from exc
+        except Closed as exc:
+            peer.close(grace)
+            self._drops(logging.ERROR, FAILED_STARTS, "%s", stopped_during("initialize", peer.exit_status))
+            raise OpenFailed(stopped_error("initialize", peer.exit_status)) from exc
+        except RequestTimeout as exc:
+            peer.close(grace)
+            if isinstance(probe_error, RequestTimeout):
+                raise OpenFailed(discover_error(probe_error, timeout)) from exc
+            if first:
+                # One time limit, that of server/discover: a server silent on initialize
+                # gets no server/discover after it.
+                detail = f"initialize, no response in {format_duration(timeout)}"
+                self._drops(logging.ERROR, FAILED_STARTS, "initialize failed: %s", detail)
+                raise OpenFailed(errortable.error_object("timeout", detail)) from exc
+            raise OpenFailed(errortable.error_object("timeout", exc.detail)) from exc
+        except McpError as exc:
+            peer.close(grace)
+            raise OpenFailed(self._open_error(exc)) from exc
+        if isinstance(outcome, ErrorResponse):
+            if first and refuses_as_modern(outcome.error):
+                self._refused = transport
+                log.info(
+                    "the upstream server refused initialize of MCP %s, the client's revision (%s): "
+                    "it speaks MCP %s only, thus the bridge translates",
+                    printable(str((params or {}).get("protocolVersion"))),
+                    printable(outcome.error.message),
+                    MODERN,
+                )
+                return None
+            peer.close(grace)
+            refused = refused_legacy(outcome.error, protocol=options.protocol)
+            if refused is not None:
+                self._drops(logging.ERROR, FAILED_STARTS, "%s", refused[1])
+                raise OpenFailed(refused[0])
+            self._drops(
+                logging.ERROR, FAILED_STARTS, "initialize failed: %s", printable(outcome.error.message)
             )
-            self._peer = peer
-            try:
-                peer.start()
-                outcome = self._request(peer, "initialize", params, timeout=timeout, cancel=cancel)
-            except Cancelled as exc:
-                peer.close(grace)
-                raise OpenFailed(None) from exc
-            except Closed as exc:
-                peer.close(grace)
-                if reused and attempt == 1:
-                    self._drops(
-                        logging.INFO,
-                        "restarts of the upstream server after server/discover",
-                        "the upstream server closed after server/discover, thus the bridge starts it again",
-                    )
-                    continue
-                self._drops(
-                    logging.ERROR, FAILED_STARTS, "%s", stopped_during("initialize", peer.exit_status)
-                )
-                raise OpenFailed(stopped_error("initialize", peer.exit_status)) from exc
-            except RequestTimeout as exc:
-                peer.close(grace)
-                if isinstance(probe_error, RequestTimeout):
-                    raise OpenFailed(discover_error(probe_error, timeout)) from exc
-                raise OpenFailed(errortable.error_object("timeout", exc.detail)) from exc
-            except McpError as exc:
-                peer.close(grace)
-                raise OpenFailed(self._open_error(exc)) from exc
-            if isinstance(outcome, ErrorResponse):
-                peer.close(grace)
-                refused = refused_legacy(outcome.error, protocol=options.protocol)
-                if refused is not None:
-                    self._drops(logging.ERROR, FAILED_STARTS, "%s", refused[1])
-                    raise OpenFailed(refused[0])
-                self._drops(
-                    logging.ERROR, FAILED_STARTS, "initialize failed: %s", printable(outcome.error.message)
-                )
-                raise OpenFailed(outcome.error.to_obj())
-            result = outcome.result
-            version = result.get("protocolVersion") if isinstance(result, dict) else None
-            if not isinstance(result, dict) or not isinstance(version, str):
-                peer.close(grace)
-                raise OpenFailed(self._open_error(InvalidResponse("initialize: the result is not valid")))
-            self.protocol_version = version
+            raise OpenFailed(outcome.error.to_obj())
+        result = outcome.result
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if not isinstance(result, dict) or not isinstance(version, str):
+            peer.close(grace)
+            raise OpenFailed(self._open_error(InvalidResponse("initialize: the result is not valid")))
+        self.protocol_version = version
+        if first:
+            log.info(
+                "the upstream server speaks MCP %s, the client's revision: the bridge passes it "
+                "through; --protocol %s translates instead",
+                printable(version),
+                MODERN,
+            )
+        else:
             log.info(
                 "the upstream server speaks MCP %s, of the 2025 era: the bridge passes its messages through",
                 printable(version),
             )
-            return translate.initialize_icons(result, options.icon_rule)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return translate.initialize_icons(result, options.icon_rule)
+
+    def modern_connect(self, connect: ModernConnect) -> ModernConnect:
+        """After :meth:`open` returned ``None``: how the front end reaches the server in 2026-07-28.
+
+        ``connect`` is the front end's own. A command's modern client takes over the child
+        that refused ``initialize``; the passthrough lets go of it once that client started.
+        """
+        peer, refused = self._peer, self._refused
+        if peer is None or refused is None:
+            return connect
+        self._peer = self._refused = None
+        inner = self._upstream.modern_connect(refused, connect)
+        grace = self._options.shutdown_grace
+
+        def connect_after(
+            client_info: dict[str, Any], on_notification: Callable[[Notification], None]
+        ) -> Client:
+            try:
+                return inner(client_info, on_notification)
+            finally:
+                # Closes nothing but its own seat once the modern client owns the child.
+                peer.close(grace)
+
+        return connect_after
 
     def _request(
         self,
@@ -355,6 +407,7 @@ class LegacyPassthrough:
     def _forward(self, slot: Slot, request: Request) -> None:
         peer = self._peer
         assert peer is not None
+        self._lists.asked.sent(request.method)
         options = self._options
         timeout = time_limit(request.method, options.timeouts)
         params = request.params
@@ -506,7 +559,8 @@ class LegacyPassthrough:
                 )
             return
         if message.method != "notifications/cancelled":
-            self._host.write_notification(message.method, message.params)
+            if self._lists.asked.tells(message.method):
+                self._host.write_notification(message.method, message.params)
             return
         server_id = legacy.parse_cancelled(message.params)
         with self._lock:

@@ -295,6 +295,7 @@ class ModernSession:
         """
         if self._tasks is not None and self._tasks.augmented(request):
             return False  # the task of the client is made on a slot thread
+        self._host.lists.asked.sent(request.method)
         client = self.client
         method = request.method
         params, client_token, meta = translate.forward_params(request.params, self._host.host_profile)
@@ -417,6 +418,7 @@ class ModernSession:
         """
         from .input import ClientFailed, InputError  # imported here: the rules load at the first request
 
+        self._host.lists.asked.sent(request.method)
         client = self.client
         params, client_token, meta = translate.forward_params(request.params, self._host.host_profile)
         if progress is None and client_token is not None:

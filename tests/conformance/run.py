@@ -12,7 +12,8 @@ front of each stdio server:
     ``server --spec-version 2025-11-25``) against supergateway in stateful mode
     (one session = one child, reaped after an idle time) in front of
     ``python -m mcpbridge -- python tests/conformance/server.py``. This is what
-    VS Code sees of a 2026-07-28 server.
+    VS Code sees of a 2026-07-28 server: it refuses VS Code's ``initialize``, and
+    the bridge translates.
 
 ``embedded``
     The 2025-11-25 suite, as for ``bridge``, against the same server serving both
@@ -31,7 +32,7 @@ front of each stdio server:
     ``python -m mcpbridge -- <legacy python> tests/conformance/legacy_server.py``:
     a server of the 2025 era, written with the Python SDK ``mcp==1.30.0`` (in
     ``.venv-legacy``, made by ``make legacy-venv``; ``LEGACY_PYTHON`` names
-    another interpreter). Its ``server/discover`` gets an error, so the bridge
+    another interpreter). It answers VS Code's own ``initialize``, so the bridge
     passes the 2025 protocol through.
 
 ``legacy-direct``

@@ -136,9 +136,10 @@ def _run(command: list[str]) -> None:
         client = Client(bridge)
         answer = bridge.initialize()
         assert answer["result"]["serverInfo"]["name"] == "mcp-servers/everything"
-        # The tools it registers while it handles notifications/initialized. Over HTTP they go
-        # on the GET stream, which the bridge opens before it sends that notification.
-        client.until(_notification("notifications/tools/list_changed"))
+        # The lists, as VS Code fetches them. The changes of the tools that the server registers
+        # while it handles notifications/initialized, before, are dropped (test_everything_lists.py).
+        client.request("tools/list")
+        client.request("resources/list")
         # After initialized: the server's roots/list, and a log line of the roots it got.
         client.until(lambda f: f.get("method") == "roots/list" and "id" in f)
         client.until(_notification("notifications/message", "Roots updated: 1 root(s)"))
@@ -187,8 +188,8 @@ def test_server_everything_on_stdio_starts_behind_the_bridge_with_three_stderr_l
         "era: found at the first initialize (--protocol auto, the default); log level: info (the default; "
         "--log-level sets it); host profile: picked at the first initialize (--host-profile auto, the "
         "default)\n",
-        # server-everything's own line, unchanged: it answers server/discover with -32601 and no more.
+        # server-everything's own line, unchanged: it gets VS Code's initialize first.
         "Starting default (STDIO) server...\n",
-        f"{prefix}bridge: info: the upstream server speaks MCP 2025-11-25, of the 2025 era: "
-        "the bridge passes its messages through\n",
+        f"{prefix}bridge: info: the upstream server speaks MCP 2025-11-25, the client's revision: "
+        "the bridge passes it through; --protocol 2026-07-28 translates instead\n",
     ]

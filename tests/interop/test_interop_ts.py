@@ -153,8 +153,11 @@ def listen_run(node: NodePeers) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def peer_run(node: NodePeers) -> dict[str, Any]:
-    """One run of the TypeScript client through the bridge to the Python SDK server."""
-    return run_legacy_client(node, [sys.executable, str(PEER)], PEER_STEPS)
+    """One run of the TypeScript client through the bridge to the Python SDK server, which speaks
+    both eras: ``--protocol 2026-07-28`` makes the bridge translate (the default passes it through)."""
+    return run_legacy_client(
+        node, [sys.executable, str(PEER)], PEER_STEPS, options=("--protocol", "2026-07-28")
+    )
 
 
 def step(summary: dict[str, Any], step_id: str) -> dict[str, Any]:

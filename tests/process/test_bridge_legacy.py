@@ -110,10 +110,10 @@ def test_a_2025_era_server_gets_initialize_and_its_own_result_reaches_the_client
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
         assert "the upstream server speaks MCP 2025-11-25" in bridge.stderr_text
-        # The child that answered server/discover with -32602 is the one that serves.
         assert bridge.stderr_text.count("py-legacy-peer: started") == 1
-        # What the SDK writes about the unknown method, unchanged.
-        assert "Failed to validate request: " in bridge.stderr_text
+        # The client's initialize went first: the SDK saw no request of 2026-07-28, thus
+        # wrote no page about a method that it does not know.
+        assert "Failed to validate request: " not in bridge.stderr_text
 
 
 def test_a_2026_07_28_server_is_named_in_the_log_too() -> None:
@@ -140,7 +140,7 @@ def test_protocol_legacy_sends_no_discover() -> None:
         assert "server/discover" not in bridge.stderr_text
 
 
-def test_a_child_that_closes_after_discover_is_started_again() -> None:
+def test_a_2025_era_child_that_would_close_at_server_discover_never_gets_it() -> None:
     upstream = script(
         """
 if m.get('method') == 'server/discover':
@@ -156,7 +156,7 @@ if m.get('method') == 'initialize':
         assert result["serverInfo"] == {"name": "scripted", "version": "1"}
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
-        assert bridge.stderr_text.count("scripted: started") == 2
+        assert bridge.stderr_text.count("scripted: started") == 1
 
 
 def test_a_server_silent_on_discover_that_answers_initialize_is_passed_through() -> None:
@@ -406,8 +406,12 @@ START = (
     "host profile: picked at the first initialize (--host-profile auto, the default)\n"
 )
 ERA_2025 = (
-    PREFIX + "bridge: info: the upstream server speaks MCP {version}, of the 2025 era: "
-    "the bridge passes its messages through\n"
+    PREFIX + "bridge: info: the upstream server speaks MCP {version}, the client's revision: "
+    "the bridge passes it through; --protocol 2026-07-28 translates instead\n"
+)
+#: The start line with ``--protocol 2026-07-28``: server/discover goes first.
+START_MODERN = START.replace(
+    "found at the first initialize (--protocol auto, the default)", "2026-07-28 (--protocol)"
 )
 REFUSED = re.compile(
     re.escape(PREFIX) + r"bridge: info: the upstream server wrote (\d+) lines on stderr as it refused "
@@ -415,24 +419,27 @@ REFUSED = re.compile(
 )
 
 
-def stderr_of_a_start(command: list[str]) -> list[str]:
-    """The stderr lines of a bridge that answers initialize, then ends at the end of stdin."""
+def stderr_of_a_start(command: list[str], *, answered: bool = True) -> list[str]:
+    """The stderr lines of a bridge that answers initialize (with a result when ``answered``),
+    then ends at the end of stdin."""
     with Bridge(command) as bridge:
         response = bridge.initialize()
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
-        assert "result" in response, (response, bridge.stderr_text)
+        assert ("result" in response) is answered, (response, bridge.stderr_text)
         return [line.replace(f"; pid {bridge.proc.pid};", "; pid <pid>;") for line in bridge.stderr_lines]
 
 
 def test_the_pages_that_the_python_sdk_writes_for_server_discover_become_one_line_with_their_count() -> None:
-    first, refused, era = stderr_of_a_start(bridge_command(upstream=legacy_command()))
-    assert first == START.format(name="python")
+    # Only --protocol 2026-07-28 sends server/discover to a command first.
+    command = bridge_command("--protocol", "2026-07-28", upstream=legacy_command())
+    first, refused, failed = stderr_of_a_start(command, answered=False)
+    assert first == START_MODERN.format(name="python")
     found = REFUSED.fullmatch(refused)
     assert found is not None, refused
     # The start of the peer and the validation error of each request type of mcp 1.30.0.
     assert int(found.group(1)) > 50
-    assert era == ERA_2025.format(version="2025-11-25")
+    assert "server/discover failed" in failed
 
 
 def test_a_few_stderr_lines_of_a_2025_era_server_pass_as_they_are() -> None:
@@ -451,14 +458,14 @@ if m.get('method') == 'server/discover':
     send({{'jsonrpc': '2.0', 'id': m['id'], 'result': {DISCOVER_RESULT}}})
 """
     )
-    lines = stderr_of_a_start(bridge_command(upstream=upstream))
+    lines = stderr_of_a_start(bridge_command("--protocol", "2026-07-28", upstream=upstream))
     # The lines of the child in their order; the bridge's own lines come from other threads.
     assert [line for line in lines if not line.startswith(PREFIX)] == [
         "scripted: started\n",
         *(f"modern: line {n}\n" for n in range(40)),
     ]
     assert [line for line in lines if line.startswith(PREFIX)] == [
-        START.format(name=Path(sys.executable).name),
+        START_MODERN.format(name=Path(sys.executable).name),
         PREFIX + "bridge: info: the upstream server speaks MCP 2026-07-28; the client MCP 2025-11-25, "
         "with the host profile vscode\n",
     ]
@@ -473,7 +480,7 @@ if m.get('method') == 'server/discover':
     sys.exit(3)
 """
     )
-    with Bridge(bridge_command(upstream=upstream)) as bridge:
+    with Bridge(bridge_command("--protocol", "2026-07-28", upstream=upstream)) as bridge:
         assert "error" in bridge.initialize()
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
@@ -491,11 +498,9 @@ if m.get('method') == 'server/discover':
         sys.stderr.write(f'{n:04d} ' + 'x' * 95 + '\\n')
     sys.stderr.flush()
     send({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32601, 'message': 'Method not found'}})
-elif m.get('method') == 'initialize':
-    send({'jsonrpc': '2.0', 'id': m['id'], 'result': INIT})
 """
     )
-    lines = stderr_of_a_start(bridge_command(upstream=upstream))
+    lines = stderr_of_a_start(bridge_command("--protocol", "2026-07-28", upstream=upstream), answered=False)
     # 1000 lines of 100 bytes: more than the 64 KiB that wait, thus no line is counted away.
     assert [line[:4] for line in lines if line.endswith("x\n")] == [f"{n:04d}" for n in range(1000)]
     assert not any(REFUSED.fullmatch(line) for line in lines)
@@ -560,6 +565,8 @@ def test_a_roots_request_of_the_server_is_answered_by_the_client(legacy_bridge: 
 
 
 def test_a_tool_list_change_reaches_the_client(legacy_bridge: Bridge) -> None:
+    # Once the client asked for the list: a change of a list not asked for is dropped.
+    assert "toggled" not in {tool["name"] for tool in legacy_bridge.request("tools/list")["result"]["tools"]}
     assert text_of(call(legacy_bridge, "toggle", {"enabled": True})) == "toggled: enabled"
     frame(legacy_bridge, lambda f: f.get("method") == "notifications/tools/list_changed")
     names = {tool["name"] for tool in legacy_bridge.request("tools/list")["result"]["tools"]}

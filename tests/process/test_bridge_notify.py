@@ -18,9 +18,14 @@ OPEN = "the listen stream is open"
 
 
 def started_bridge() -> Bridge:
-    """A bridge after initialize, once its listen stream is open."""
+    """A bridge after initialize and the lists that VS Code fetches then, once its listen stream is open.
+
+    (A change of a list that the client has not asked for yet does not reach it.)
+    """
     bridge = Bridge(bridge_command("--log-level", "debug", upstream=fixture_command()))
     bridge.initialize()
+    for method in ("tools/list", "prompts/list", "resources/list"):
+        assert "result" in bridge.request(method)
     bridge.wait_stderr(OPEN)
     return bridge
 

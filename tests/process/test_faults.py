@@ -319,7 +319,7 @@ def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on
     with serving("--exit-at-start", "3", initialize=False) as bridge:
         response = bridge.initialize()
         assert error_of(response) == (-32603, "stopped_at_start")
-        assert response["error"]["data"]["detail"] == "server/discover: the upstream server exited (code 3)"
+        assert response["error"]["data"]["detail"] == "initialize: the upstream server exited (code 3)"
         assert bridge.request("ping")["result"] == {}
         assert error_of(bridge.request("tools/list")) == (-32603, "not_connected")
         assert error_of(bridge.initialize()) == error_of(response)  # a new initialize tries again
@@ -327,7 +327,7 @@ def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on
     # The client may try again and again: the second failure is counted, and told at the end.
     prefix = "mcp-bridge-vscode: bridge: error: "
     lines = stderr.splitlines()
-    stopped = "the upstream server exited during server/discover (code 3): " + ADVICE
+    stopped = "the upstream server exited during initialize (code 3): " + ADVICE
     assert lines.count(prefix + stopped) == 1
     assert prefix + "failed starts of the upstream server since the last such line: 1 more" in lines
 
@@ -336,7 +336,11 @@ def test_an_upstream_that_exits_at_start_fails_initialize_and_the_bridge_goes_on
     ("upstream", "options", "line"),
     [
         (bad_upstream("--discover", "exit"), (), "exited during server/discover (code 4)"),
-        (["sh", "-c", "kill -9 $$"], (), "exited during server/discover (signal 9)"),
+        (
+            ["sh", "-c", "kill -9 $$"],
+            ("--protocol", "2026-07-28"),
+            "exited during server/discover (signal 9)",
+        ),
         (["sh", "-c", "exit 3"], ("--protocol", "legacy"), "exited during initialize (code 3)"),
     ],
     ids=["exit-during-discover", "killed-during-discover", "exit-during-initialize"],

@@ -143,8 +143,12 @@ def peer_counts(bridge: Bridge) -> dict[str, int]:
     return counts
 
 
+#: The peer speaks both eras: the cache is of the translation, which this option makes the bridge use.
+TRANSLATE = ("--protocol", "2026-07-28")
+
+
 def test_the_cache_with_a_server_of_the_python_sdk() -> None:
-    with started(upstream=[sys.executable, str(LISTS_PEER), "--ttl-ms", LONG_TTL]) as bridge:
+    with started(*TRANSLATE, upstream=[sys.executable, str(LISTS_PEER), "--ttl-ms", LONG_TTL]) as bridge:
         first = list_result(bridge)
         assert list_result(bridge) == first
         assert peer_counts(bridge)["tools/list"] == 1
@@ -158,7 +162,7 @@ def test_the_cache_with_a_server_of_the_python_sdk() -> None:
 
 
 def test_the_python_sdk_server_without_a_ttl_is_asked_each_time() -> None:
-    with started(upstream=[sys.executable, str(LISTS_PEER)]) as bridge:
+    with started(*TRANSLATE, upstream=[sys.executable, str(LISTS_PEER)]) as bridge:
         list_result(bridge)
         list_result(bridge)
         assert peer_counts(bridge)["tools/list"] == 2

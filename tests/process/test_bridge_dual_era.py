@@ -1,0 +1,105 @@
+"""A command that speaks both eras is reached in the client's revision, as a direct connection reaches it.
+
+The peer is a server of the official Python SDK 2.x (``tests/peers/py_modern_stdio_server.py``),
+which answers both ``initialize`` and ``server/discover``. Its tool ``ask_name_2025`` asks
+the client the 2025 way (``ctx.elicit()``, a request in the middle of the call), which
+only a connection opened with ``initialize`` carries; its tool ``ask_name`` asks with an
+``input_required`` result, which only revision 2026-07-28 carries.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from conftest import REPO_ROOT
+from harness import Bridge, bridge_command, fixture_command, text_of
+
+DUAL_ERA_PEER = [sys.executable, str(REPO_ROOT / "tests" / "peers" / "py_modern_stdio_server.py")]
+
+
+def call_ask_name_2025(client: Bridge, name: str) -> dict[str, Any]:
+    """Call ``ask_name_2025``, answer its elicitation with ``name``, and return the response."""
+    call = client.request_async("tools/call", {"name": "ask_name_2025", "arguments": {}})
+    ask = client.wait_frame(lambda frame: frame.get("method") == "elicitation/create", timeout=30.0)
+    assert ask["params"]["message"] == "Your name?"
+    client.send(
+        {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": name}}}
+    )
+    return client.wait_response(call, timeout=30.0)
+
+
+def test_a_tool_that_asks_the_2025_way_works_directly() -> None:
+    """The reference: the server driven on its own stdio by a client of revision 2025-11-25."""
+    with Bridge(DUAL_ERA_PEER) as direct:
+        assert direct.initialize()["result"]["protocolVersion"] == "2025-11-25"
+        response = call_ask_name_2025(direct, "Ada")
+    assert text_of(response) == "Hello, Ada."
+
+
+def test_a_tool_that_asks_the_2025_way_works_through_the_bridge_with_the_default_options() -> None:
+    with Bridge(bridge_command(upstream=DUAL_ERA_PEER)) as bridge:
+        result = bridge.initialize()["result"]
+        assert result["protocolVersion"] == "2025-11-25"
+        assert result["serverInfo"]["name"] == "py-modern-peer"
+        response = call_ask_name_2025(bridge, "Ada")
+        assert text_of(response) == "Hello, Ada."
+        # The era line says which revision the server got, and why.
+        bridge.wait_stderr(
+            "the upstream server speaks MCP 2025-11-25, the client's revision: the bridge passes it "
+            "through; --protocol 2026-07-28 translates instead"
+        )
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+    assert "server/discover" not in bridge.stderr_text
+
+
+def test_protocol_2026_07_28_translates_for_a_server_of_both_eras() -> None:
+    with Bridge(bridge_command("--protocol", "2026-07-28", upstream=DUAL_ERA_PEER)) as bridge:
+        assert bridge.initialize()["result"]["protocolVersion"] == "2025-11-25"
+        bridge.wait_stderr("the upstream server speaks MCP 2026-07-28")
+        # An input_required result, which only the translation carries, reaches the client.
+        call = bridge.request_async("tools/call", {"name": "ask_name", "arguments": {}})
+        ask = bridge.wait_frame(lambda frame: frame.get("method") == "elicitation/create", timeout=30.0)
+        assert str(ask["id"]).startswith("b-")
+        bridge.send(
+            {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Bo"}}}
+        )
+        assert text_of(bridge.wait_response(call, timeout=30.0)) == "Hello, Bo."
+        # The request of the 2025 era has no channel in 2026-07-28: the SDK refuses it.
+        refused = bridge.request("tools/call", {"name": "ask_name_2025", "arguments": {}}, timeout=30.0)
+        assert refused["error"]["code"] == -32600 and "elicitation/create" in refused["error"]["message"]
+
+
+def test_a_server_of_2026_07_28_only_refuses_initialize_and_gets_server_discover_on_the_same_child() -> None:
+    with Bridge(bridge_command(upstream=fixture_command("--count-requests"))) as bridge:
+        result = bridge.initialize()["result"]
+        assert result["serverInfo"]["name"] == "bridge-fixture-server"
+        bridge.wait_stderr(
+            "the upstream server refused initialize of MCP 2025-11-25, the client's revision "
+            "(Unsupported protocol version): it speaks MCP 2026-07-28 only, thus the bridge translates"
+        )
+        # One child got both: the counts of the process that answers the call hold the initialize.
+        counts = bridge.request("tools/call", {"name": "requests", "arguments": {}})["result"]
+        assert counts["structuredContent"]["initialize"] == 1
+        assert counts["structuredContent"]["server/discover"] == 1
+        # The translation: an input_required result of the fixture reaches the client.
+        bridge.request_async("tools/call", {"name": "ask_form", "arguments": {}})
+        ask = bridge.wait_frame(lambda frame: frame.get("method") == "elicitation/create", timeout=30.0)
+        assert str(ask["id"]).startswith("b-")
+
+
+def test_a_silent_server_fails_initialize_after_one_time_limit() -> None:
+    silent = [sys.executable, "-c", "import sys\nfor line in sys.stdin: pass"]
+    limit = 2.0
+    with Bridge(bridge_command("--discover-timeout", "2", upstream=silent)) as bridge:
+        started = time.monotonic()
+        response = bridge.initialize()
+        elapsed = time.monotonic() - started
+        assert response["error"]["code"] == -32603
+        assert response["error"]["data"] == {"cause": "timeout", "detail": "initialize, no response in 2 s"}
+        bridge.wait_stderr("initialize failed: initialize, no response in 2 s")
+    # A hang detector, not a wall time: a second time limit (server/discover) would take 2x.
+    assert elapsed < 2 * limit, elapsed
+    assert "server/discover" not in bridge.stderr_text
