@@ -28,7 +28,15 @@ BAD_UPSTREAM = Path(__file__).resolve().parents[1] / "peers" / "bad_upstream.py"
 PREFIX = "mcp-bridge-vscode: "
 #: The first step of a start, with the options that make it: server/discover, or the
 #: initialize of the 2025 era for --protocol legacy.
-START_STEPS = [((), "server/discover"), (("--protocol", "legacy"), "initialize")]
+#: The first request of each choice of --protocol to a command: the client's own initialize
+#: (auto and legacy), or server/discover (2026-07-28).
+START_STEPS = [
+    ((), "initialize"),
+    (("--protocol", "2026-07-28"), "server/discover"),
+    (("--protocol", "legacy"), "initialize"),
+]
+#: The first request to a URL: server/discover, but with --protocol legacy.
+URL_STEPS = [((), "server/discover"), (("--protocol", "legacy"), "initialize")]
 
 
 def bad_upstream(*args: str) -> list[str]:
@@ -226,7 +234,7 @@ REFUSED = (
 )
 
 
-@pytest.mark.parametrize(("options", "step"), START_STEPS)
+@pytest.mark.parametrize(("options", "step"), URL_STEPS)
 def test_a_refused_connection_on_loopback_says_nothing_listens_there_and_no_word_of_a_proxy(
     options: tuple[str, ...], step: str
 ) -> None:
