@@ -18,7 +18,12 @@ this module narrows it to the revision of the client:
   takes them and the client is never asked for them.
 * What the revision does not define is left out where its schema forbids it: a content
   block of a kind that it does not have leaves a ``tools/call`` result, and a prompt
-  message of such a kind leaves a ``prompts/get`` result (:func:`shape_result`).
+  message of such a kind leaves a ``prompts/get`` result; a tool of ``tools/list`` keeps
+  only the members of the revision's ``Tool``, and a ``structuredContent`` that the
+  revision does not have reaches the client as the text of the content
+  (:func:`shape_result`). The initialize result keeps only the capabilities and the
+  members of ``serverInfo`` that the revision defines (:func:`shape_initialize_result`),
+  and a progress notification only its params (:func:`shape_notification`).
 * An input request that the capabilities cannot rule out but the revision cannot carry
   (a multi-select field of a form, a sampling message of several blocks) is refused
   (:func:`adapt_input_request` raises :class:`NotCarried`): the upstream server gets the
@@ -36,6 +41,7 @@ one. The revision is not part of a profile: every host gets the revision it aske
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -58,6 +64,8 @@ __all__ = [
     "choose_profile",
     "client_capabilities",
     "negotiate",
+    "shape_initialize_result",
+    "shape_notification",
     "shape_result",
 ]
 
@@ -86,6 +94,16 @@ class Revision:
     resource_links: bool = False
     #: ``audio`` content blocks (from 2025-03-26).
     audio: bool = False
+    #: ``capabilities.completions`` of the initialize result (from 2025-03-26).
+    completions: bool = False
+    #: ``message`` in the params of ``notifications/progress`` (from 2025-03-26).
+    progress_message: bool = False
+    #: ``structuredContent`` of a ``tools/call`` result (from 2025-06-18).
+    structured_content: bool = False
+    #: The members of ``serverInfo`` (an ``Implementation``); ``None``: every member.
+    server_info_keys: frozenset[str] | None = frozenset({"name", "version"})
+    #: The members of a tool of ``tools/list``; ``None``: every member.
+    tool_keys: frozenset[str] | None = frozenset({"name", "description", "inputSchema"})
 
     def __str__(self) -> str:
         return self.version
@@ -105,9 +123,32 @@ REVISIONS: Final[Mapping[str, Revision]] = MappingProxyType(
                 tasks=True,
                 resource_links=True,
                 audio=True,
+                completions=True,
+                progress_message=True,
+                structured_content=True,
+                server_info_keys=None,
+                tool_keys=None,
             ),
-            Revision("2025-06-18", form_elicitation=True, resource_links=True, audio=True),
-            Revision("2025-03-26", audio=True),
+            Revision(
+                "2025-06-18",
+                form_elicitation=True,
+                resource_links=True,
+                audio=True,
+                completions=True,
+                progress_message=True,
+                structured_content=True,
+                server_info_keys=frozenset({"name", "title", "version"}),
+                tool_keys=frozenset(
+                    {"name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"}
+                ),
+            ),
+            Revision(
+                "2025-03-26",
+                audio=True,
+                completions=True,
+                progress_message=True,
+                tool_keys=frozenset({"name", "description", "inputSchema", "annotations"}),
+            ),
             Revision("2024-11-05"),
         )
     }
@@ -214,20 +255,57 @@ def _carried_block(revision: Revision, block: Any) -> bool:
     return defined is None or defined(revision)
 
 
+def shape_initialize_result(revision: Revision, result: dict[str, Any]) -> dict[str, Any]:
+    """A 2025-11-25 result of ``initialize``, for a client of ``revision``.
+
+    ``capabilities.completions`` goes away for a revision without completions, and
+    ``serverInfo`` keeps only the members of an ``Implementation`` of the revision
+    (2025-06-18: ``name``, ``title``, ``version``; before it: ``name``, ``version``).
+    Returns ``result`` itself when nothing changes.
+    """
+    out = result
+    caps = result.get("capabilities")
+    if not revision.completions and isinstance(caps, dict) and "completions" in caps:
+        out = {**out, "capabilities": _without(caps, "completions")}
+    info = result.get("serverInfo")
+    keys = revision.server_info_keys
+    if keys is not None and isinstance(info, dict) and not info.keys() <= keys:
+        out = {**out, "serverInfo": {key: value for key, value in info.items() if key in keys}}
+    return out
+
+
+def shape_notification(revision: Revision, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The params of a notification of the bridge's own making, for a client of ``revision``.
+
+    ``notifications/progress``: without ``message`` for a revision that does not define it
+    (2024-11-05). Returns ``params`` itself when nothing changes.
+    """
+    if method == "notifications/progress" and not revision.progress_message and "message" in params:
+        return _without(params, "message")
+    return params
+
+
 def shape_result(
     revision: Revision, profile: Profile, method: str, result: dict[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
     """A complete 2025-11-25 result of ``method``, for a client of ``revision`` under ``profile``.
 
     * ``tools/call``: each content block of a kind the revision does not define goes
-      away; so does a ``structuredContent`` that is not an object, unless the profile
-      keeps it.
+      away. A revision without structured output (before 2025-06-18) gets no
+      ``structuredContent``: when no text block of the content already holds its JSON,
+      as a tool should give it, a text block with its JSON is added after the content,
+      so the client still gets the data. Else a ``structuredContent`` that is not an
+      object goes away, unless the profile keeps it.
+    * ``tools/list``: each tool keeps only the members that the revision defines
+      (2025-06-18: no ``icons`` or ``execution``; 2025-03-26: also no ``title``,
+      ``outputSchema`` or ``_meta``; 2024-11-05: also no ``annotations``).
     * ``prompts/get``: each message whose content is of such a kind goes away (a message
       has exactly one block).
 
     Returns the result (``result`` itself when nothing changes) and one line for each kind
     of thing that went away, without content, for example ``tools/call: left out content
-    blocks that MCP 2025-03-26 does not define (1 of 3)``.
+    blocks that MCP 2025-03-26 does not define (1 of 3)``. The members of a tool and a
+    ``structuredContent`` get no line: the client loses nothing that its revision can show.
     """
     notes: list[str] = []
     out = result
@@ -241,13 +319,17 @@ def shape_result(
                     f"tools/call: left out content blocks that MCP {revision} does not define "
                     f"({len(content) - len(kept)} of {len(content)})"
                 )
-        if (
+        if not revision.structured_content and "structuredContent" in result:
+            out = _structured_as_text(out)
+        elif (
             not profile.any_structured_content
             and "structuredContent" in result
             and not isinstance(result["structuredContent"], dict)
         ):
             out = _without(out, "structuredContent")
             notes.append("tools/call: left out a structuredContent that is not an object")
+    elif method == "tools/list":
+        out = _shape_tools(revision, result)
     elif method == "prompts/get":
         messages = result.get("messages")
         if isinstance(messages, list):
@@ -263,6 +345,42 @@ def shape_result(
                     f"({len(messages) - len(kept)} of {len(messages)})"
                 )
     return out, notes
+
+
+def _holds_json(block: Any, value: Any) -> bool:
+    """True when ``block`` is a text block whose text is the JSON of ``value``."""
+    if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
+        return False
+    try:
+        return bool(json.loads(block["text"]) == value)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _structured_as_text(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` without its ``structuredContent``, which a text block of the content holds."""
+    structured = result["structuredContent"]
+    out = _without(result, "structuredContent")
+    content = result.get("content")
+    blocks = content if isinstance(content, list) else []
+    if not any(_holds_json(block, structured) for block in blocks):
+        text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+        out["content"] = [*blocks, {"type": "text", "text": text}]
+    return out
+
+
+def _shape_tools(revision: Revision, result: dict[str, Any]) -> dict[str, Any]:
+    keys = revision.tool_keys
+    tools = result.get("tools")
+    if keys is None or not isinstance(tools, list):
+        return result
+    if all(not isinstance(tool, dict) or tool.keys() <= keys for tool in tools):
+        return result
+    shaped = [
+        {key: value for key, value in tool.items() if key in keys} if isinstance(tool, dict) else tool
+        for tool in tools
+    ]
+    return {**result, "tools": shaped}
 
 
 # --------------------------------------------------------------------------- input requests
