@@ -18,10 +18,10 @@ this module narrows it to the revision of the client:
   takes them and the client is never asked for them.
 * What the revision does not define is left out where its schema forbids it: a content
   block of a kind that it does not have leaves a ``tools/call`` result, and a prompt
-  message of such a kind leaves a ``prompts/get`` result; a tool of ``tools/list`` keeps
-  only the members of the revision's ``Tool``, and a ``structuredContent`` that the
-  revision does not have reaches the client as the text of the content
-  (:func:`shape_result`). The initialize result keeps only the capabilities and the
+  message of such a kind leaves a ``prompts/get`` result; a listed tool, prompt, resource
+  or template keeps only the members that the revision defines of it, and a
+  ``structuredContent`` that the revision does not have reaches the client as the text
+  of the content (:func:`shape_result`). The initialize result keeps only the capabilities and the
   members of ``serverInfo`` that the revision defines (:func:`shape_initialize_result`),
   and a progress notification only its params (:func:`shape_notification`).
 * An input request that the capabilities cannot rule out but the revision cannot carry
@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -102,11 +102,40 @@ class Revision:
     structured_content: bool = False
     #: The members of ``serverInfo`` (an ``Implementation``); ``None``: every member.
     server_info_keys: frozenset[str] | None = frozenset({"name", "version"})
-    #: The members of a tool of ``tools/list``; ``None``: every member.
-    tool_keys: frozenset[str] | None = frozenset({"name", "description", "inputSchema"})
+    #: The members of each item of a list result, by the name of the list in the result
+    #: (``tools``, ``prompts``, ``resources``, ``resourceTemplates``), and of each argument
+    #: of a prompt (``arguments``); ``None``: every member.
+    members: Mapping[str, frozenset[str]] | None = field(default=None, hash=False)
 
     def __str__(self) -> str:
         return self.version
+
+
+#: The members of the listed items that every served revision defines.
+_BASE_MEMBERS: Final = {
+    "tools": {"name", "description", "inputSchema"},
+    "prompts": {"name", "description", "arguments"},
+    "arguments": {"name", "description", "required"},
+    "resources": {"uri", "name", "description", "mimeType", "size", "annotations"},
+    "resourceTemplates": {"uriTemplate", "name", "description", "mimeType", "annotations"},
+}
+
+
+def _members(
+    tools: set[str] | None = None, *, titles: bool = False, meta: bool = False
+) -> Mapping[str, frozenset[str]]:
+    """The members of :attr:`Revision.members` for a revision before 2025-11-25.
+
+    ``tools``: the members of a tool beside those of every revision; ``titles``: a
+    ``title`` for prompts, their arguments, resources and templates; ``meta``: their
+    ``_meta``.
+    """
+    out = {name: set(keys) for name, keys in _BASE_MEMBERS.items()}
+    out["tools"] |= tools or set()
+    for name in ("prompts", "arguments", "resources", "resourceTemplates"):
+        out[name] |= {"title"} if titles else set()
+        out[name] |= {"_meta"} if meta and name != "arguments" else set()
+    return MappingProxyType({name: frozenset(keys) for name, keys in out.items()})
 
 
 #: The revisions that the bridge serves, newest first.
@@ -127,7 +156,6 @@ REVISIONS: Final[Mapping[str, Revision]] = MappingProxyType(
                 progress_message=True,
                 structured_content=True,
                 server_info_keys=None,
-                tool_keys=None,
             ),
             Revision(
                 "2025-06-18",
@@ -138,8 +166,8 @@ REVISIONS: Final[Mapping[str, Revision]] = MappingProxyType(
                 progress_message=True,
                 structured_content=True,
                 server_info_keys=frozenset({"name", "title", "version"}),
-                tool_keys=frozenset(
-                    {"name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"}
+                members=_members(
+                    tools={"title", "outputSchema", "annotations", "_meta"}, titles=True, meta=True
                 ),
             ),
             Revision(
@@ -147,9 +175,9 @@ REVISIONS: Final[Mapping[str, Revision]] = MappingProxyType(
                 audio=True,
                 completions=True,
                 progress_message=True,
-                tool_keys=frozenset({"name", "description", "inputSchema", "annotations"}),
+                members=_members(tools={"annotations"}),
             ),
-            Revision("2024-11-05"),
+            Revision("2024-11-05", members=_members()),
         )
     }
 )
@@ -299,12 +327,15 @@ def shape_result(
     * ``tools/list``: each tool keeps only the members that the revision defines
       (2025-06-18: no ``icons`` or ``execution``; 2025-03-26: also no ``title``,
       ``outputSchema`` or ``_meta``; 2024-11-05: also no ``annotations``).
+    * ``prompts/list``, ``resources/list``, ``resources/templates/list``: likewise for
+      each item (2025-06-18: no ``icons``; before it also no ``title`` or ``_meta``, and
+      no ``title`` of a prompt's argument).
     * ``prompts/get``: each message whose content is of such a kind goes away (a message
       has exactly one block).
 
     Returns the result (``result`` itself when nothing changes) and one line for each kind
     of thing that went away, without content, for example ``tools/call: left out content
-    blocks that MCP 2025-03-26 does not define (1 of 3)``. The members of a tool and a
+    blocks that MCP 2025-03-26 does not define (1 of 3)``. The members of a listed item and a
     ``structuredContent`` get no line: the client loses nothing that its revision can show.
     """
     notes: list[str] = []
@@ -329,7 +360,9 @@ def shape_result(
             out = _without(out, "structuredContent")
             notes.append("tools/call: left out a structuredContent that is not an object")
     elif method == "tools/list":
-        out = _shape_tools(revision, result)
+        out = _shape_list(revision, result, "tools")
+    elif method in _LISTS:
+        out = _shape_list(revision, result, _LISTS[method])
     elif method == "prompts/get":
         messages = result.get("messages")
         if isinstance(messages, list):
@@ -369,18 +402,45 @@ def _structured_as_text(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _shape_tools(revision: Revision, result: dict[str, Any]) -> dict[str, Any]:
-    keys = revision.tool_keys
-    tools = result.get("tools")
-    if keys is None or not isinstance(tools, list):
+#: The list results whose items the revision shapes, and the name of the list in them.
+_LISTS: Final = MappingProxyType(
+    {
+        "prompts/list": "prompts",
+        "resources/list": "resources",
+        "resources/templates/list": "resourceTemplates",
+    }
+)
+
+
+def _only(keys: frozenset[str], item: Any) -> Any:
+    if not isinstance(item, dict) or item.keys() <= keys:
+        return item
+    return {key: value for key, value in item.items() if key in keys}
+
+
+def _shape_list(revision: Revision, result: dict[str, Any], name: str) -> dict[str, Any]:
+    """``result`` with each item of its list ``name`` in the members of the revision."""
+    members = revision.members
+    items = result.get(name)
+    if members is None or not isinstance(items, list):
         return result
-    if all(not isinstance(tool, dict) or tool.keys() <= keys for tool in tools):
+    keys = members[name]
+    shaped = [_only(keys, item) for item in items]
+    if name == "prompts":
+        shaped = [_shape_arguments(members["arguments"], prompt) for prompt in shaped]
+    if all(new is old for new, old in zip(shaped, items, strict=True)):
         return result
-    shaped = [
-        {key: value for key, value in tool.items() if key in keys} if isinstance(tool, dict) else tool
-        for tool in tools
-    ]
-    return {**result, "tools": shaped}
+    return {**result, name: shaped}
+
+
+def _shape_arguments(keys: frozenset[str], prompt: Any) -> Any:
+    arguments = prompt.get("arguments") if isinstance(prompt, dict) else None
+    if not isinstance(arguments, list):
+        return prompt
+    shaped = [_only(keys, argument) for argument in arguments]
+    if all(new is old for new, old in zip(shaped, arguments, strict=True)):
+        return prompt
+    return {**prompt, "arguments": shaped}
 
 
 # --------------------------------------------------------------------------- input requests

@@ -322,6 +322,80 @@ def test_a_tool_of_tools_list_keeps_the_members_that_the_revision_defines(versio
         assert shaped is result
 
 
+ICONS = [{"src": "data:image/png;base64,iVBORw0KGgo="}]
+#: A listed item of each kind, with every member that 2025-11-25 defines.
+FULL_ITEMS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "prompts/list": (
+        "prompts",
+        "ListPromptsResult",
+        {
+            "name": "greet",
+            "title": "Greet",
+            "description": "Say hello.",
+            "arguments": [{"name": "who", "title": "Who", "description": "A name.", "required": True}],
+            "icons": ICONS,
+            "_meta": {"x.example/a": 1},
+        },
+    ),
+    "resources/list": (
+        "resources",
+        "ListResourcesResult",
+        {
+            "uri": "file:///notes.txt",
+            "name": "notes",
+            "title": "Notes",
+            "description": "The notes.",
+            "mimeType": "text/plain",
+            "size": 5,
+            "annotations": {"priority": 0.5},
+            "icons": ICONS,
+            "_meta": {"x.example/a": 1},
+        },
+    ),
+    "resources/templates/list": (
+        "resourceTemplates",
+        "ListResourceTemplatesResult",
+        {
+            "uriTemplate": "file:///{name}",
+            "name": "file",
+            "title": "File",
+            "description": "A file.",
+            "mimeType": "text/plain",
+            "annotations": {"priority": 0.5},
+            "icons": ICONS,
+            "_meta": {"x.example/a": 1},
+        },
+    ),
+}
+#: What each revision leaves out of a listed prompt, resource or template.
+ITEM_LEFT_OUT_OF = {
+    "2025-11-25": set(),
+    "2025-06-18": {"icons"},
+    "2025-03-26": {"icons", "title", "_meta"},
+    "2024-11-05": {"icons", "title", "_meta"},
+}
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+@pytest.mark.parametrize("method", FULL_ITEMS)
+def test_a_listed_prompt_resource_or_template_keeps_the_members_of_the_revision(
+    version: str, method: str
+) -> None:
+    name, definition, item = FULL_ITEMS[method]
+    result = {name: [copy.deepcopy(item)], "nextCursor": "2"}
+    before = copy.deepcopy(result)
+    shaped, notes = shape_result(REVISIONS[version], GENERIC, method, result)
+    assert result == before and notes == []
+    left_out = ITEM_LEFT_OUT_OF[version]
+    expected = {key: value for key, value in item.items() if key not in left_out}
+    if "arguments" in expected and "title" in left_out:
+        expected["arguments"] = [{"name": "who", "description": "A name.", "required": True}]
+    assert shaped == {name: [expected], "nextCursor": "2"}
+    validate(version, shaped, definition, strict=True)
+    if not left_out:
+        assert shaped is result
+
+
 @pytest.mark.parametrize("version", STRUCTURED_LATER)
 def test_structured_content_that_the_text_holds_leaves_an_older_result(version: str) -> None:
     content = [{"type": "text", "text": '{"length": 4, "text": "abcd"}'}, IMAGE]
