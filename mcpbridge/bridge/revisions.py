@@ -118,7 +118,17 @@ _BASE_MEMBERS: Final = {
     "arguments": {"name", "description", "required"},
     "resources": {"uri", "name", "description", "mimeType", "size", "annotations"},
     "resourceTemplates": {"uriTemplate", "name", "description", "mimeType", "annotations"},
+    # The content blocks, by their type, the contents of a resource, and the annotations.
+    "text": {"type", "text", "annotations"},
+    "image": {"type", "data", "mimeType", "annotations"},
+    "audio": {"type", "data", "mimeType", "annotations"},
+    "resource": {"type", "resource", "annotations"},
+    "resource_link": {"type", "uri", "name", "description", "mimeType", "size", "annotations"},
+    "contents": {"uri", "mimeType", "text", "blob"},
+    "annotations": {"audience", "priority"},
 }
+#: The items that have a ``_meta`` from 2025-06-18.
+_META_FROM_2025_06_18: Final = frozenset(_BASE_MEMBERS) - {"tools", "arguments", "annotations"}
 
 
 def _members(
@@ -127,14 +137,17 @@ def _members(
     """The members of :attr:`Revision.members` for a revision before 2025-11-25.
 
     ``tools``: the members of a tool beside those of every revision; ``titles``: a
-    ``title`` for prompts, their arguments, resources and templates; ``meta``: their
-    ``_meta``.
+    ``title`` for prompts, their arguments, resources, templates and resource links;
+    ``meta``: the ``_meta`` of those and of content blocks and resource contents, and the
+    ``lastModified`` of annotations (2025-06-18).
     """
     out = {name: set(keys) for name, keys in _BASE_MEMBERS.items()}
     out["tools"] |= tools or set()
-    for name in ("prompts", "arguments", "resources", "resourceTemplates"):
+    for name in ("prompts", "arguments", "resources", "resourceTemplates", "resource_link"):
         out[name] |= {"title"} if titles else set()
-        out[name] |= {"_meta"} if meta and name != "arguments" else set()
+    for name in _META_FROM_2025_06_18:
+        out[name] |= {"_meta"} if meta else set()
+    out["annotations"] |= {"lastModified"} if meta else set()
     return MappingProxyType({name: frozenset(keys) for name, keys in out.items()})
 
 
@@ -332,6 +345,11 @@ def shape_result(
       no ``title`` of a prompt's argument).
     * ``prompts/get``: each message whose content is of such a kind goes away (a message
       has exactly one block).
+    * Each content block that stays, of either result, keeps only the members that the
+      revision defines of it, of its annotations and of an embedded resource (before
+      2025-06-18: no ``_meta`` and no ``lastModified``; before 2025-11-25: no ``icons``
+      of a resource link); so do the contents of ``resources/read`` and the annotations of
+      a listed resource or template.
 
     Returns the result (``result`` itself when nothing changes) and one line for each kind
     of thing that went away, without content, for example ``tools/call: left out content
@@ -345,11 +363,13 @@ def shape_result(
         if isinstance(content, list):
             kept = [block for block in content if _carried_block(revision, block)]
             if len(kept) < len(content):
-                out = {**out, "content": kept}
                 notes.append(
                     f"tools/call: left out content blocks that MCP {revision} does not define "
                     f"({len(content) - len(kept)} of {len(content)})"
                 )
+            shaped = [_shape_block(revision, block) for block in kept]
+            if len(kept) < len(content) or _changed(shaped, kept):
+                out = {**out, "content": shaped}
         if not revision.structured_content and "structuredContent" in result:
             out = _structured_as_text(out)
         elif (
@@ -372,11 +392,20 @@ def shape_result(
                 if not isinstance(message, dict) or _carried_block(revision, message.get("content"))
             ]
             if len(kept) < len(messages):
-                out = {**out, "messages": kept}
                 notes.append(
                     f"prompts/get: left out messages whose content MCP {revision} does not define "
                     f"({len(messages) - len(kept)} of {len(messages)})"
                 )
+            shaped = [_shape_message(revision, message) for message in kept]
+            if len(kept) < len(messages) or _changed(shaped, kept):
+                out = {**out, "messages": shaped}
+    elif method == "resources/read":
+        contents = result.get("contents")
+        members = revision.members
+        if members is not None and isinstance(contents, list):
+            shaped = [_only(members["contents"], item) for item in contents]
+            if _changed(shaped, contents):
+                out = {**out, "contents": shaped}
     return out, notes
 
 
@@ -418,6 +447,41 @@ def _only(keys: frozenset[str], item: Any) -> Any:
     return {key: value for key, value in item.items() if key in keys}
 
 
+def _changed(shaped: list[Any], items: list[Any]) -> bool:
+    return any(new is not old for new, old in zip(shaped, items, strict=True))
+
+
+def _shape_block(revision: Revision, block: Any) -> Any:
+    """A content block with the members, annotations and resource contents of the revision."""
+    members = revision.members
+    kind = block.get("type") if isinstance(block, dict) else None
+    if members is None or not isinstance(kind, str) or kind not in members:
+        return block
+    out = _with_annotations(members, _only(members[kind], block))
+    resource = out.get("resource")
+    if kind == "resource" and isinstance(resource, dict):
+        contents = _only(members["contents"], resource)
+        if contents is not resource:
+            out = {**out, "resource": contents}
+    return out
+
+
+def _shape_message(revision: Revision, message: Any) -> Any:
+    if not isinstance(message, dict):
+        return message
+    content = _shape_block(revision, message.get("content"))
+    return message if content is message.get("content") else {**message, "content": content}
+
+
+def _with_annotations(members: Mapping[str, frozenset[str]], item: Any) -> Any:
+    """``item`` with only the members of ``annotations`` that the revision defines."""
+    annotations = item.get("annotations") if isinstance(item, dict) else None
+    if not isinstance(annotations, dict):
+        return item
+    shaped = _only(members["annotations"], annotations)
+    return item if shaped is annotations else {**item, "annotations": shaped}
+
+
 def _shape_list(revision: Revision, result: dict[str, Any], name: str) -> dict[str, Any]:
     """``result`` with each item of its list ``name`` in the members of the revision."""
     members = revision.members
@@ -426,6 +490,8 @@ def _shape_list(revision: Revision, result: dict[str, Any], name: str) -> dict[s
         return result
     keys = members[name]
     shaped = [_only(keys, item) for item in items]
+    if name in ("resources", "resourceTemplates"):  # a tool's annotations are of another kind
+        shaped = [_with_annotations(members, item) for item in shaped]
     if name == "prompts":
         shaped = [_shape_arguments(members["arguments"], prompt) for prompt in shaped]
     if all(new is old for new, old in zip(shaped, items, strict=True)):

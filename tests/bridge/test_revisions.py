@@ -396,6 +396,76 @@ def test_a_listed_prompt_resource_or_template_keeps_the_members_of_the_revision(
         assert shaped is result
 
 
+ANNOTATIONS = {"audience": ["user"], "priority": 0.5, "lastModified": "2025-01-01T00:00:00Z"}
+BLOCK_META = {"x.example/a": 1}
+#: The members of a block, its annotations and resource contents, that 2025-06-18 added.
+NEW_IN_2025_06_18 = ("_meta", "lastModified")
+
+
+def without(value: Any, keys: tuple[str, ...]) -> Any:
+    """``value`` without the members ``keys`` at any depth."""
+    if isinstance(value, dict):
+        return {key: without(item, keys) for key, item in value.items() if key not in keys}
+    if isinstance(value, list):
+        return [without(item, keys) for item in value]
+    return value
+
+
+def rich_blocks() -> list[dict[str, Any]]:
+    """A block of each kind, with every member that 2025-11-25 defines of it."""
+    return [
+        {"type": "text", "text": "hi", "annotations": dict(ANNOTATIONS), "_meta": dict(BLOCK_META)},
+        {**IMAGE, "annotations": dict(ANNOTATIONS), "_meta": dict(BLOCK_META)},
+        {**AUDIO, "annotations": dict(ANNOTATIONS), "_meta": dict(BLOCK_META)},
+        {
+            "type": "resource",
+            "resource": {"uri": "file:///notes.txt", "text": "notes", "_meta": dict(BLOCK_META)},
+            "annotations": dict(ANNOTATIONS),
+            "_meta": dict(BLOCK_META),
+        },
+        {**LINK, "title": "Notes", "icons": ICONS, "annotations": dict(ANNOTATIONS)}
+        | {"_meta": dict(BLOCK_META)},
+    ]
+
+
+def expected_blocks(version: str) -> list[dict[str, Any]]:
+    blocks = [block for block in rich_blocks() if block["type"] in BLOCKS_OF[version]]
+    if version == "2025-06-18":
+        return [{key: value for key, value in b.items() if key != "icons"} for b in blocks]
+    if version in STRUCTURED_LATER:
+        return [without(block, NEW_IN_2025_06_18) for block in blocks]
+    return blocks
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_a_content_block_keeps_the_members_its_revision_defines(version: str) -> None:
+    result = {"content": rich_blocks()}
+    shaped, _notes = shape_result(REVISIONS[version], GENERIC, "tools/call", result)
+    assert result == {"content": rich_blocks()}
+    assert shaped["content"] == expected_blocks(version)
+    validate(version, shaped, "CallToolResult", strict=True)
+    prompt = {"messages": [{"role": "user", "content": block} for block in rich_blocks()]}
+    shaped, _notes = shape_result(REVISIONS[version], GENERIC, "prompts/get", prompt)
+    assert [message["content"] for message in shaped["messages"]] == expected_blocks(version)
+    validate(version, shaped, "GetPromptResult", strict=True)
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_read_contents_and_listed_annotations_keep_the_members_of_the_revision(version: str) -> None:
+    contents = [
+        {"uri": "file:///a", "text": "a", "_meta": BLOCK_META},
+        {"uri": "file:///b", "blob": "AA==", "_meta": BLOCK_META},
+    ]
+    read, _notes = shape_result(REVISIONS[version], GENERIC, "resources/read", {"contents": contents})
+    older = version in STRUCTURED_LATER
+    assert read == {"contents": without(contents, NEW_IN_2025_06_18) if older else contents}
+    validate(version, read, "ReadResourceResult", strict=True)
+    listed = {"resources": [{"uri": "file:///a", "name": "a", "annotations": ANNOTATIONS}]}
+    shaped, _notes = shape_result(REVISIONS[version], GENERIC, "resources/list", listed)
+    assert shaped == (without(listed, NEW_IN_2025_06_18) if older else listed)
+    validate(version, shaped, "ListResourcesResult", strict=True)
+
+
 @pytest.mark.parametrize("version", STRUCTURED_LATER)
 def test_structured_content_that_the_text_holds_leaves_an_older_result(version: str) -> None:
     content = [{"type": "text", "text": '{"length": 4, "text": "abcd"}'}, IMAGE]
