@@ -18,7 +18,12 @@ this module narrows it to the revision of the client:
   takes them and the client is never asked for them.
 * What the revision does not define is left out where its schema forbids it: a content
   block of a kind that it does not have leaves a ``tools/call`` result, and a prompt
-  message of such a kind leaves a ``prompts/get`` result (:func:`shape_result`).
+  message of such a kind leaves a ``prompts/get`` result; a listed tool, prompt, resource
+  or template keeps only the members that the revision defines of it, and a
+  ``structuredContent`` that the revision does not have reaches the client as the text
+  of the content (:func:`shape_result`). The initialize result keeps only the capabilities and the
+  members of ``serverInfo`` that the revision defines (:func:`shape_initialize_result`),
+  and a progress notification only its params (:func:`shape_notification`).
 * An input request that the capabilities cannot rule out but the revision cannot carry
   (a multi-select field of a form, a sampling message of several blocks) is refused
   (:func:`adapt_input_request` raises :class:`NotCarried`): the upstream server gets the
@@ -36,8 +41,9 @@ one. The revision is not part of a profile: every host gets the revision it aske
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -58,6 +64,8 @@ __all__ = [
     "choose_profile",
     "client_capabilities",
     "negotiate",
+    "shape_initialize_result",
+    "shape_notification",
     "shape_result",
 ]
 
@@ -86,9 +94,61 @@ class Revision:
     resource_links: bool = False
     #: ``audio`` content blocks (from 2025-03-26).
     audio: bool = False
+    #: ``capabilities.completions`` of the initialize result (from 2025-03-26).
+    completions: bool = False
+    #: ``message`` in the params of ``notifications/progress`` (from 2025-03-26).
+    progress_message: bool = False
+    #: ``structuredContent`` of a ``tools/call`` result (from 2025-06-18).
+    structured_content: bool = False
+    #: The members of ``serverInfo`` (an ``Implementation``); ``None``: every member.
+    server_info_keys: frozenset[str] | None = frozenset({"name", "version"})
+    #: The members of each item of a list result, by the name of the list in the result
+    #: (``tools``, ``prompts``, ``resources``, ``resourceTemplates``), and of each argument
+    #: of a prompt (``arguments``); ``None``: every member.
+    members: Mapping[str, frozenset[str]] | None = field(default=None, hash=False)
 
     def __str__(self) -> str:
         return self.version
+
+
+#: The members of the listed items that every served revision defines.
+_BASE_MEMBERS: Final = {
+    "tools": {"name", "description", "inputSchema"},
+    "prompts": {"name", "description", "arguments"},
+    "arguments": {"name", "description", "required"},
+    "resources": {"uri", "name", "description", "mimeType", "size", "annotations"},
+    "resourceTemplates": {"uriTemplate", "name", "description", "mimeType", "annotations"},
+    # The content blocks, by their type, the contents of a resource, and the annotations.
+    "text": {"type", "text", "annotations"},
+    "image": {"type", "data", "mimeType", "annotations"},
+    "audio": {"type", "data", "mimeType", "annotations"},
+    "resource": {"type", "resource", "annotations"},
+    "resource_link": {"type", "uri", "name", "description", "mimeType", "size", "annotations"},
+    "contents": {"uri", "mimeType", "text", "blob"},
+    "annotations": {"audience", "priority"},
+}
+#: The items that have a ``_meta`` from 2025-06-18.
+_META_FROM_2025_06_18: Final = frozenset(_BASE_MEMBERS) - {"tools", "arguments", "annotations"}
+
+
+def _members(
+    tools: set[str] | None = None, *, titles: bool = False, meta: bool = False
+) -> Mapping[str, frozenset[str]]:
+    """The members of :attr:`Revision.members` for a revision before 2025-11-25.
+
+    ``tools``: the members of a tool beside those of every revision; ``titles``: a
+    ``title`` for prompts, their arguments, resources, templates and resource links;
+    ``meta``: the ``_meta`` of those and of content blocks and resource contents, and the
+    ``lastModified`` of annotations (2025-06-18).
+    """
+    out = {name: set(keys) for name, keys in _BASE_MEMBERS.items()}
+    out["tools"] |= tools or set()
+    for name in ("prompts", "arguments", "resources", "resourceTemplates", "resource_link"):
+        out[name] |= {"title"} if titles else set()
+    for name in _META_FROM_2025_06_18:
+        out[name] |= {"_meta"} if meta else set()
+    out["annotations"] |= {"lastModified"} if meta else set()
+    return MappingProxyType({name: frozenset(keys) for name, keys in out.items()})
 
 
 #: The revisions that the bridge serves, newest first.
@@ -105,10 +165,32 @@ REVISIONS: Final[Mapping[str, Revision]] = MappingProxyType(
                 tasks=True,
                 resource_links=True,
                 audio=True,
+                completions=True,
+                progress_message=True,
+                structured_content=True,
+                server_info_keys=None,
             ),
-            Revision("2025-06-18", form_elicitation=True, resource_links=True, audio=True),
-            Revision("2025-03-26", audio=True),
-            Revision("2024-11-05"),
+            Revision(
+                "2025-06-18",
+                form_elicitation=True,
+                resource_links=True,
+                audio=True,
+                completions=True,
+                progress_message=True,
+                structured_content=True,
+                server_info_keys=frozenset({"name", "title", "version"}),
+                members=_members(
+                    tools={"title", "outputSchema", "annotations", "_meta"}, titles=True, meta=True
+                ),
+            ),
+            Revision(
+                "2025-03-26",
+                audio=True,
+                completions=True,
+                progress_message=True,
+                members=_members(tools={"annotations"}),
+            ),
+            Revision("2024-11-05", members=_members()),
         )
     }
 )
@@ -214,20 +296,65 @@ def _carried_block(revision: Revision, block: Any) -> bool:
     return defined is None or defined(revision)
 
 
+def shape_initialize_result(revision: Revision, result: dict[str, Any]) -> dict[str, Any]:
+    """A 2025-11-25 result of ``initialize``, for a client of ``revision``.
+
+    ``capabilities.completions`` goes away for a revision without completions, and
+    ``serverInfo`` keeps only the members of an ``Implementation`` of the revision
+    (2025-06-18: ``name``, ``title``, ``version``; before it: ``name``, ``version``).
+    Returns ``result`` itself when nothing changes.
+    """
+    out = result
+    caps = result.get("capabilities")
+    if not revision.completions and isinstance(caps, dict) and "completions" in caps:
+        out = {**out, "capabilities": _without(caps, "completions")}
+    info = result.get("serverInfo")
+    keys = revision.server_info_keys
+    if keys is not None and isinstance(info, dict) and not info.keys() <= keys:
+        out = {**out, "serverInfo": {key: value for key, value in info.items() if key in keys}}
+    return out
+
+
+def shape_notification(revision: Revision, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The params of a notification of the bridge's own making, for a client of ``revision``.
+
+    ``notifications/progress``: without ``message`` for a revision that does not define it
+    (2024-11-05). Returns ``params`` itself when nothing changes.
+    """
+    if method == "notifications/progress" and not revision.progress_message and "message" in params:
+        return _without(params, "message")
+    return params
+
+
 def shape_result(
     revision: Revision, profile: Profile, method: str, result: dict[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
     """A complete 2025-11-25 result of ``method``, for a client of ``revision`` under ``profile``.
 
     * ``tools/call``: each content block of a kind the revision does not define goes
-      away; so does a ``structuredContent`` that is not an object, unless the profile
-      keeps it.
+      away. A revision without structured output (before 2025-06-18) gets no
+      ``structuredContent``: when no text block of the content already holds its JSON,
+      as a tool should give it, a text block with its JSON is added after the content,
+      so the client still gets the data. Else a ``structuredContent`` that is not an
+      object goes away, unless the profile keeps it.
+    * ``tools/list``: each tool keeps only the members that the revision defines
+      (2025-06-18: no ``icons`` or ``execution``; 2025-03-26: also no ``title``,
+      ``outputSchema`` or ``_meta``; 2024-11-05: also no ``annotations``).
+    * ``prompts/list``, ``resources/list``, ``resources/templates/list``: likewise for
+      each item (2025-06-18: no ``icons``; before it also no ``title`` or ``_meta``, and
+      no ``title`` of a prompt's argument).
     * ``prompts/get``: each message whose content is of such a kind goes away (a message
       has exactly one block).
+    * Each content block that stays, of either result, keeps only the members that the
+      revision defines of it, of its annotations and of an embedded resource (before
+      2025-06-18: no ``_meta`` and no ``lastModified``; before 2025-11-25: no ``icons``
+      of a resource link); so do the contents of ``resources/read`` and the annotations of
+      a listed resource or template.
 
     Returns the result (``result`` itself when nothing changes) and one line for each kind
     of thing that went away, without content, for example ``tools/call: left out content
-    blocks that MCP 2025-03-26 does not define (1 of 3)``.
+    blocks that MCP 2025-03-26 does not define (1 of 3)``. The members of a listed item and a
+    ``structuredContent`` get no line: the client loses nothing that its revision can show.
     """
     notes: list[str] = []
     out = result
@@ -236,18 +363,26 @@ def shape_result(
         if isinstance(content, list):
             kept = [block for block in content if _carried_block(revision, block)]
             if len(kept) < len(content):
-                out = {**out, "content": kept}
                 notes.append(
                     f"tools/call: left out content blocks that MCP {revision} does not define "
                     f"({len(content) - len(kept)} of {len(content)})"
                 )
-        if (
+            shaped = [_shape_block(revision, block) for block in kept]
+            if len(kept) < len(content) or _changed(shaped, kept):
+                out = {**out, "content": shaped}
+        if not revision.structured_content and "structuredContent" in result:
+            out = _structured_as_text(out)
+        elif (
             not profile.any_structured_content
             and "structuredContent" in result
             and not isinstance(result["structuredContent"], dict)
         ):
             out = _without(out, "structuredContent")
             notes.append("tools/call: left out a structuredContent that is not an object")
+    elif method == "tools/list":
+        out = _shape_list(revision, result, "tools")
+    elif method in _LISTS:
+        out = _shape_list(revision, result, _LISTS[method])
     elif method == "prompts/get":
         messages = result.get("messages")
         if isinstance(messages, list):
@@ -257,12 +392,121 @@ def shape_result(
                 if not isinstance(message, dict) or _carried_block(revision, message.get("content"))
             ]
             if len(kept) < len(messages):
-                out = {**out, "messages": kept}
                 notes.append(
                     f"prompts/get: left out messages whose content MCP {revision} does not define "
                     f"({len(messages) - len(kept)} of {len(messages)})"
                 )
+            shaped = [_shape_message(revision, message) for message in kept]
+            if len(kept) < len(messages) or _changed(shaped, kept):
+                out = {**out, "messages": shaped}
+    elif method == "resources/read":
+        contents = result.get("contents")
+        members = revision.members
+        if members is not None and isinstance(contents, list):
+            shaped = [_only(members["contents"], item) for item in contents]
+            if _changed(shaped, contents):
+                out = {**out, "contents": shaped}
     return out, notes
+
+
+def _holds_json(block: Any, value: Any) -> bool:
+    """True when ``block`` is a text block whose text is the JSON of ``value``."""
+    if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
+        return False
+    try:
+        return bool(json.loads(block["text"]) == value)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _structured_as_text(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` without its ``structuredContent``, which a text block of the content holds."""
+    structured = result["structuredContent"]
+    out = _without(result, "structuredContent")
+    content = result.get("content")
+    blocks = content if isinstance(content, list) else []
+    if not any(_holds_json(block, structured) for block in blocks):
+        text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+        out["content"] = [*blocks, {"type": "text", "text": text}]
+    return out
+
+
+#: The list results whose items the revision shapes, and the name of the list in them.
+_LISTS: Final = MappingProxyType(
+    {
+        "prompts/list": "prompts",
+        "resources/list": "resources",
+        "resources/templates/list": "resourceTemplates",
+    }
+)
+
+
+def _only(keys: frozenset[str], item: Any) -> Any:
+    if not isinstance(item, dict) or item.keys() <= keys:
+        return item
+    return {key: value for key, value in item.items() if key in keys}
+
+
+def _changed(shaped: list[Any], items: list[Any]) -> bool:
+    return any(new is not old for new, old in zip(shaped, items, strict=True))
+
+
+def _shape_block(revision: Revision, block: Any) -> Any:
+    """A content block with the members, annotations and resource contents of the revision."""
+    members = revision.members
+    kind = block.get("type") if isinstance(block, dict) else None
+    if members is None or not isinstance(kind, str) or kind not in members:
+        return block
+    out = _with_annotations(members, _only(members[kind], block))
+    resource = out.get("resource")
+    if kind == "resource" and isinstance(resource, dict):
+        contents = _only(members["contents"], resource)
+        if contents is not resource:
+            out = {**out, "resource": contents}
+    return out
+
+
+def _shape_message(revision: Revision, message: Any) -> Any:
+    if not isinstance(message, dict):
+        return message
+    content = _shape_block(revision, message.get("content"))
+    return message if content is message.get("content") else {**message, "content": content}
+
+
+def _with_annotations(members: Mapping[str, frozenset[str]], item: Any) -> Any:
+    """``item`` with only the members of ``annotations`` that the revision defines."""
+    annotations = item.get("annotations") if isinstance(item, dict) else None
+    if not isinstance(annotations, dict):
+        return item
+    shaped = _only(members["annotations"], annotations)
+    return item if shaped is annotations else {**item, "annotations": shaped}
+
+
+def _shape_list(revision: Revision, result: dict[str, Any], name: str) -> dict[str, Any]:
+    """``result`` with each item of its list ``name`` in the members of the revision."""
+    members = revision.members
+    items = result.get(name)
+    if members is None or not isinstance(items, list):
+        return result
+    keys = members[name]
+    shaped = [_only(keys, item) for item in items]
+    if name in ("resources", "resourceTemplates"):  # a tool's annotations are of another kind
+        shaped = [_with_annotations(members, item) for item in shaped]
+    if name == "prompts":
+        shaped = [_shape_arguments(members["arguments"], prompt) for prompt in shaped]
+    if all(new is old for new, old in zip(shaped, items, strict=True)):
+        return result
+    return {**result, name: shaped}
+
+
+def _shape_arguments(keys: frozenset[str], prompt: Any) -> Any:
+    arguments = prompt.get("arguments") if isinstance(prompt, dict) else None
+    if not isinstance(arguments, list):
+        return prompt
+    shaped = [_only(keys, argument) for argument in arguments]
+    if all(new is old for new, old in zip(shaped, arguments, strict=True)):
+        return prompt
+    return {**prompt, "arguments": shaped}
 
 
 # --------------------------------------------------------------------------- input requests

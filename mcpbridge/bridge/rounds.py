@@ -197,8 +197,12 @@ class Rounds:
 class ProgressForwarder:
     """Give the upstream progress of a request to the client's progress token, rate limited."""
 
-    def __init__(self, host: Host, token: Any, rate: int) -> None:
+    def __init__(
+        self, host: Host, token: Any, rate: int, revision: revisions.Revision = revisions.LATEST
+    ) -> None:
         self._host = host
+        #: The revision of the client, whose terms each notification follows.
+        self._revision = revision
         self._token = token
         self._window = RateWindow(rate)
         self._rate = rate
@@ -224,7 +228,9 @@ class ProgressForwarder:
                 "(a finite progress number is needed)",
             )
         elif self._window.admit():
-            self._host.write_notification("notifications/progress", translated)
+            method = "notifications/progress"
+            shaped = revisions.shape_notification(self._revision, method, translated)
+            self._host.write_notification(method, shaped)
         else:
             _drops(
                 logging.DEBUG,

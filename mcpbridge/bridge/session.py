@@ -300,7 +300,12 @@ class ModernSession:
         method = request.method
         params, client_token, meta = translate.forward_params(request.params, self._host.host_profile)
         progress = (
-            ProgressForwarder(self._host.output, client_token, self.options.max_progress_rate)
+            ProgressForwarder(
+                self._host.output,
+                client_token,
+                self.options.max_progress_rate,
+                self._host.client_revision,
+            )
             if client_token is not None
             else None
         )
@@ -422,7 +427,9 @@ class ModernSession:
         client = self.client
         params, client_token, meta = translate.forward_params(request.params, self._host.host_profile)
         if progress is None and client_token is not None:
-            progress = ProgressForwarder(self._host.output, client_token, self.options.max_progress_rate)
+            progress = ProgressForwarder(
+                self._host.output, client_token, self.options.max_progress_rate, self._host.client_revision
+            )
         rounds = Rounds(self._host, slot, request.method, params)
         # The long strings of the last answer's line: the result is written on with them.
         long_strings: list[jsonrpc.RawStrings] = []

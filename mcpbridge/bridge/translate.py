@@ -41,7 +41,7 @@ from ..mcp.protocol import (
     TASKS_EXTENSION,
 )
 from .legacy import LIST_METHODS
-from .revisions import VSCODE, Profile
+from .revisions import VSCODE, Profile, negotiate, shape_initialize_result
 
 #: A progress token of the client: each JSON scalar except ``null``.
 ProgressToken = str | int | float | bool
@@ -220,6 +220,9 @@ def initialize_result(
       profile name when ``fallback_name`` is empty.
     - ``instructions``: when it is a string.
 
+    A client of an older revision gets only what its revision defines
+    (:func:`~.revisions.shape_initialize_result`).
+
     Never ``resultType``, ``ttlMs``, ``cacheScope``, ``supportedVersions`` or ``_meta``.
     """
     discover = discover_result if isinstance(discover_result, dict) else {}
@@ -230,7 +233,7 @@ def initialize_result(
     }
     if isinstance(discover.get("instructions"), str):
         result["instructions"] = discover["instructions"]
-    return result
+    return shape_initialize_result(negotiate(protocol_version), result)
 
 
 # --------------------------------------------------------------------------- forwarded requests

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from mcpbridge.bridge.revisions import (
     negotiate,
     shape_result,
 )
+from mcpbridge.bridge.rounds import ProgressForwarder
 from schema import CLIENT_REVISIONS, methods, validate, validate_frame
 
 OLDER = CLIENT_REVISIONS[1:]
@@ -246,6 +248,287 @@ def test_an_object_structured_content_stays_for_every_profile() -> None:
 def test_the_other_results_pass_as_they_are(method: str) -> None:
     result = {"content": [LINK], "messages": [{"role": "user", "content": LINK}], "structuredContent": 1}
     assert shape_result(REVISIONS["2024-11-05"], GENERIC, method, result) == (result, [])
+
+
+#: The members of a tool that each revision defines.
+TOOL_KEYS_OF = {
+    "2025-11-25": {"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
+    | {"icons", "execution", "_meta"},
+    "2025-06-18": {"name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"},
+    "2025-03-26": {"name", "description", "inputSchema", "annotations"},
+    "2024-11-05": {"name", "description", "inputSchema"},
+}
+#: The members of ``serverInfo`` that each revision defines.
+SERVER_INFO_KEYS_OF = {
+    "2025-11-25": {"name", "title", "version", "icons", "description", "websiteUrl"},
+    "2025-06-18": {"name", "title", "version"},
+    "2025-03-26": {"name", "version"},
+    "2024-11-05": {"name", "version"},
+}
+FULL_TOOL: dict[str, Any] = {
+    "name": "count",
+    "title": "Count",
+    "description": "Count the letters.",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+    "outputSchema": {"type": "object", "properties": {"length": {"type": "integer"}}},
+    "annotations": {"readOnlyHint": True, "title": "Count"},
+    "icons": [{"src": "data:image/png;base64,iVBORw0KGgo=", "mimeType": "image/png"}],
+    "execution": {"taskSupport": "optional"},
+    "_meta": {"vscode.example/ui": 1},
+}
+STRUCTURED_LATER = ["2025-03-26", "2024-11-05"]
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_the_initialize_result_has_the_capabilities_and_server_info_of_the_revision(version: str) -> None:
+    info = {
+        "name": "fixture",
+        "title": "Fixture",
+        "version": "1.0",
+        "icons": [{"src": "data:image/png;base64,iVBORw0KGgo="}],
+        "description": "A server.",
+        "websiteUrl": "https://example.com",
+    }
+    caps = {"completions": {}, "logging": {}, "tools": {"listChanged": True}, "prompts": {}, "resources": {}}
+    discover = {"capabilities": caps, "serverInfo": info}
+    result = translate.initialize_result(
+        discover,
+        fallback_name="x",
+        version="0.1.0",
+        icon_rule=translate.IconRule.ALL,
+        protocol_version=version,
+    )
+    assert result["serverInfo"].keys() == SERVER_INFO_KEYS_OF[version]
+    assert ("completions" in result["capabilities"]) is (version != "2024-11-05")
+    assert result["capabilities"].keys() - {"completions"} == caps.keys() - {"completions"}
+    validate(version, result, "InitializeResult", strict=True)
+
+
+def test_the_initialize_result_of_the_latest_revision_is_left_as_it_is() -> None:
+    result = {"protocolVersion": LATEST.version, "capabilities": {"completions": {}}, "serverInfo": {"x": 1}}
+    assert revisions.shape_initialize_result(LATEST, result) is result
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_a_tool_of_tools_list_keeps_the_members_that_the_revision_defines(version: str) -> None:
+    result = {"tools": [copy.deepcopy(FULL_TOOL), {"name": "bare", "inputSchema": {"type": "object"}}]}
+    before = copy.deepcopy(result)
+    shaped, notes = shape_result(REVISIONS[version], GENERIC, "tools/list", result)
+    assert result == before and notes == []
+    assert shaped["tools"][0] == {key: FULL_TOOL[key] for key in TOOL_KEYS_OF[version]}
+    assert shaped["tools"][1] == before["tools"][1]
+    validate(version, shaped, "ListToolsResult", strict=True)
+    if version == LATEST.version:
+        assert shaped is result
+
+
+ICONS = [{"src": "data:image/png;base64,iVBORw0KGgo="}]
+#: A listed item of each kind, with every member that 2025-11-25 defines.
+FULL_ITEMS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "prompts/list": (
+        "prompts",
+        "ListPromptsResult",
+        {
+            "name": "greet",
+            "title": "Greet",
+            "description": "Say hello.",
+            "arguments": [{"name": "who", "title": "Who", "description": "A name.", "required": True}],
+            "icons": ICONS,
+            "_meta": {"x.example/a": 1},
+        },
+    ),
+    "resources/list": (
+        "resources",
+        "ListResourcesResult",
+        {
+            "uri": "file:///notes.txt",
+            "name": "notes",
+            "title": "Notes",
+            "description": "The notes.",
+            "mimeType": "text/plain",
+            "size": 5,
+            "annotations": {"priority": 0.5},
+            "icons": ICONS,
+            "_meta": {"x.example/a": 1},
+        },
+    ),
+    "resources/templates/list": (
+        "resourceTemplates",
+        "ListResourceTemplatesResult",
+        {
+            "uriTemplate": "file:///{name}",
+            "name": "file",
+            "title": "File",
+            "description": "A file.",
+            "mimeType": "text/plain",
+            "annotations": {"priority": 0.5},
+            "icons": ICONS,
+            "_meta": {"x.example/a": 1},
+        },
+    ),
+}
+#: What each revision leaves out of a listed prompt, resource or template.
+ITEM_LEFT_OUT_OF = {
+    "2025-11-25": set(),
+    "2025-06-18": {"icons"},
+    "2025-03-26": {"icons", "title", "_meta"},
+    "2024-11-05": {"icons", "title", "_meta"},
+}
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+@pytest.mark.parametrize("method", FULL_ITEMS)
+def test_a_listed_prompt_resource_or_template_keeps_the_members_of_the_revision(
+    version: str, method: str
+) -> None:
+    name, definition, item = FULL_ITEMS[method]
+    result = {name: [copy.deepcopy(item)], "nextCursor": "2"}
+    before = copy.deepcopy(result)
+    shaped, notes = shape_result(REVISIONS[version], GENERIC, method, result)
+    assert result == before and notes == []
+    left_out = ITEM_LEFT_OUT_OF[version]
+    expected = {key: value for key, value in item.items() if key not in left_out}
+    if "arguments" in expected and "title" in left_out:
+        expected["arguments"] = [{"name": "who", "description": "A name.", "required": True}]
+    assert shaped == {name: [expected], "nextCursor": "2"}
+    validate(version, shaped, definition, strict=True)
+    if not left_out:
+        assert shaped is result
+
+
+ANNOTATIONS = {"audience": ["user"], "priority": 0.5, "lastModified": "2025-01-01T00:00:00Z"}
+BLOCK_META = {"x.example/a": 1}
+#: The members of a block, its annotations and resource contents, that 2025-06-18 added.
+NEW_IN_2025_06_18 = ("_meta", "lastModified")
+
+
+def without(value: Any, keys: tuple[str, ...]) -> Any:
+    """``value`` without the members ``keys`` at any depth."""
+    if isinstance(value, dict):
+        return {key: without(item, keys) for key, item in value.items() if key not in keys}
+    if isinstance(value, list):
+        return [without(item, keys) for item in value]
+    return value
+
+
+def rich_blocks() -> list[dict[str, Any]]:
+    """A block of each kind, with every member that 2025-11-25 defines of it."""
+    return [
+        {"type": "text", "text": "hi", "annotations": dict(ANNOTATIONS), "_meta": dict(BLOCK_META)},
+        {**IMAGE, "annotations": dict(ANNOTATIONS), "_meta": dict(BLOCK_META)},
+        {**AUDIO, "annotations": dict(ANNOTATIONS), "_meta": dict(BLOCK_META)},
+        {
+            "type": "resource",
+            "resource": {"uri": "file:///notes.txt", "text": "notes", "_meta": dict(BLOCK_META)},
+            "annotations": dict(ANNOTATIONS),
+            "_meta": dict(BLOCK_META),
+        },
+        {**LINK, "title": "Notes", "icons": ICONS, "annotations": dict(ANNOTATIONS)}
+        | {"_meta": dict(BLOCK_META)},
+    ]
+
+
+def expected_blocks(version: str) -> list[dict[str, Any]]:
+    blocks = [block for block in rich_blocks() if block["type"] in BLOCKS_OF[version]]
+    if version == "2025-06-18":
+        return [{key: value for key, value in b.items() if key != "icons"} for b in blocks]
+    if version in STRUCTURED_LATER:
+        return [without(block, NEW_IN_2025_06_18) for block in blocks]
+    return blocks
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_a_content_block_keeps_the_members_its_revision_defines(version: str) -> None:
+    result = {"content": rich_blocks()}
+    shaped, _notes = shape_result(REVISIONS[version], GENERIC, "tools/call", result)
+    assert result == {"content": rich_blocks()}
+    assert shaped["content"] == expected_blocks(version)
+    validate(version, shaped, "CallToolResult", strict=True)
+    prompt = {"messages": [{"role": "user", "content": block} for block in rich_blocks()]}
+    shaped, _notes = shape_result(REVISIONS[version], GENERIC, "prompts/get", prompt)
+    assert [message["content"] for message in shaped["messages"]] == expected_blocks(version)
+    validate(version, shaped, "GetPromptResult", strict=True)
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_read_contents_and_listed_annotations_keep_the_members_of_the_revision(version: str) -> None:
+    contents = [
+        {"uri": "file:///a", "text": "a", "_meta": BLOCK_META},
+        {"uri": "file:///b", "blob": "AA==", "_meta": BLOCK_META},
+    ]
+    read, _notes = shape_result(REVISIONS[version], GENERIC, "resources/read", {"contents": contents})
+    older = version in STRUCTURED_LATER
+    assert read == {"contents": without(contents, NEW_IN_2025_06_18) if older else contents}
+    validate(version, read, "ReadResourceResult", strict=True)
+    listed = {"resources": [{"uri": "file:///a", "name": "a", "annotations": ANNOTATIONS}]}
+    shaped, _notes = shape_result(REVISIONS[version], GENERIC, "resources/list", listed)
+    assert shaped == (without(listed, NEW_IN_2025_06_18) if older else listed)
+    validate(version, shaped, "ListResourcesResult", strict=True)
+
+
+@pytest.mark.parametrize("version", STRUCTURED_LATER)
+def test_structured_content_that_the_text_holds_leaves_an_older_result(version: str) -> None:
+    content = [{"type": "text", "text": '{"length": 4, "text": "abcd"}'}, IMAGE]
+    result = {"content": content, "structuredContent": {"text": "abcd", "length": 4}}
+    shaped, notes = shape_result(REVISIONS[version], VSCODE, "tools/call", result)
+    assert shaped == {"content": content} and notes == []
+    assert "structuredContent" in result
+    validate(version, shaped, "CallToolResult", strict=True)
+
+
+@pytest.mark.parametrize("version", STRUCTURED_LATER)
+@pytest.mark.parametrize("structured", [{"text": "abcd", "length": 4}, [1, 2], "é"])
+def test_structured_content_that_the_text_lacks_reaches_an_older_client_as_text(
+    version: str, structured: Any
+) -> None:
+    content = [{"type": "text", "text": "4 bytes"}]
+    result = {"content": content, "structuredContent": structured, "isError": False}
+    shaped, notes = shape_result(REVISIONS[version], GENERIC, "tools/call", result)
+    assert notes == []
+    text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+    assert shaped == {"content": [*content, {"type": "text", "text": text}], "isError": False}
+    assert "structuredContent" not in shaped and result["content"] == content
+    validate(version, shaped, "CallToolResult", strict=True)
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
+def test_structured_content_stays_for_a_revision_that_defines_it(version: str) -> None:
+    result = {"content": [{"type": "text", "text": "4 bytes"}], "structuredContent": {"length": 4}}
+    assert shape_result(REVISIONS[version], GENERIC, "tools/call", result) == (result, [])
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_a_progress_notification_has_the_params_of_the_revision(version: str) -> None:
+    params = {"progressToken": "t", "progress": 1, "total": 3, "message": "Step 1 of 3"}
+    shaped = revisions.shape_notification(REVISIONS[version], "notifications/progress", params)
+    assert ("message" in shaped) is (version != "2024-11-05")
+    assert {key: shaped[key] for key in ("progressToken", "progress", "total")} == {
+        "progressToken": "t",
+        "progress": 1,
+        "total": 3,
+    }
+    assert "message" in params
+    frame = {"jsonrpc": "2.0", "method": "notifications/progress", "params": shaped}
+    assert "ProgressNotification" in validate_frame(version, frame)
+
+
+@pytest.mark.parametrize("version", CLIENT_REVISIONS)
+def test_the_progress_of_a_request_reaches_the_client_in_the_terms_of_its_revision(version: str) -> None:
+    written: list[tuple[str, dict[str, Any] | None]] = []
+
+    class Output:
+        def write_notification(self, method: str, params: dict[str, Any] | None = None) -> bool:
+            written.append((method, params))
+            return True
+
+    forwarder = ProgressForwarder(Output(), "t", 100, REVISIONS[version])  # type: ignore[arg-type]
+    forwarder({"progressToken": 7, "progress": 1, "message": "half"})
+    forwarder.status("working")
+    assert [method for method, _ in written] == ["notifications/progress"] * 2
+    for method, params in written:
+        frame = {"jsonrpc": "2.0", "method": method, "params": params}
+        assert "ProgressNotification" in validate_frame(version, frame)
+        assert params is not None and ("message" in params) is (version != "2024-11-05")
 
 
 # --------------------------------------------------------------------------- input requests
