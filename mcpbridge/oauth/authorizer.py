@@ -73,6 +73,7 @@ from .errors import (
     SignInError,
     SignInFailed,
     SignInTimeout,
+    problem_words,
 )
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
 from .receiver import PortBusy, Receiver, probe
@@ -354,7 +355,7 @@ class OAuthAuthorizer:
         current = self._records.current()
         if current is not None and current.usable(now) and current.access_token != used:
             return True
-        if urlsplit(self.config.url).scheme.lower() != "https":
+        if urlsplit(self.config.url).scheme.lower() != "https" and not urls.local_upstream(self.config.url):
             raise SignInFailed("InsecureEndpoint")
         try:
             resource, server = self._discover(challenge)
@@ -363,7 +364,7 @@ class OAuthAuthorizer:
                 logging.WARNING,
                 "sign-ins that could not start",
                 "the sign-in cannot start: the discovery of the authorization server failed (%s)",
-                exc.detail,
+                problem_words(exc.detail) if exc.detail else exc.detail,
             )
             raise
         key = RecordKey(server.issuer, resource.resource, self.config.identity)
@@ -427,7 +428,7 @@ class OAuthAuthorizer:
         with self._lock:
             server = self._servers.get(issuer)
         if server is None:
-            server = discovery.discover_server(self.web, issuer)
+            server = discovery.discover_server(self.web, issuer, local=urls.local_upstream(self.config.url))
             with self._lock:
                 self._servers[issuer] = server
         return server
@@ -716,7 +717,7 @@ class OAuthAuthorizer:
                 need, registration, fallback_state, fallback_verifier, None
             )
             fallback = (fallback_state, fallback_url)
-        redirect = attempt.wait(url, fallback=fallback)
+        redirect = attempt.wait(url, fallback=fallback, local=need.server.local)
         refusal = attempt.receiver.refusal
         if refusal is not None:
             resource.drop("authorization endpoint", f"error {flow.error_code(refusal.error) or 'unknown'}")
