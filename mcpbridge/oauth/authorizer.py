@@ -67,6 +67,7 @@ from .errors import (
     InvalidClientMetadataUrl,
     IssuerNotRegistered,
     RedirectPortUnavailable,
+    ResourceUnknown,
     Sandbox,
     SignInAuthorizationError,
     SignInDenied,
@@ -321,6 +322,16 @@ class OAuthAuthorizer:
                 yield scope
             except HttpStatusError as exc:
                 if exc.http_status in (401, 403) and scope.answered:
+                    if self._after_fallback():
+                        log.warning(
+                            "the upstream server refused the token (HTTP status %d) of a sign-in without "
+                            "the resource indicator, which the authorization server refused: it does not "
+                            "know the upstream server's address as a resource. Register it there as a "
+                            "resource (an API or audience), or give the resource it knows with "
+                            "--resource-indicator <uri>",
+                            exc.http_status,
+                        )
+                        raise ResourceUnknown(f"HTTP status {exc.http_status}") from exc
                     log.warning(
                         "the upstream server refused the request after the sign-in (HTTP status %d)",
                         exc.http_status,
@@ -333,6 +344,12 @@ class OAuthAuthorizer:
                     # request; it keeps its own cause.
                     raise scope.stopped from scope.stopped.__cause__
                 raise
+
+    def _after_fallback(self) -> bool:
+        """Whether the stored sign-in went without ``resource`` because the authorization
+        server refused it (``--resource-indicator auto``), not by ``--resource-indicator off``."""
+        record = self._records.current()
+        return self.config.resource_indicator == "auto" and record is not None and record.without_resource
 
     def interactive(self) -> bool:
         """Whether the next request can need a sign-in: no stored access token valid for 60 s more.

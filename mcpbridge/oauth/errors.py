@@ -32,6 +32,7 @@ __all__ = [
     "RedirectPortUnavailable",
     "RegistrationFailed",
     "RegistrationUnavailable",
+    "ResourceUnknown",
     "Sandbox",
     "SignInDenied",
     "SignInError",
@@ -200,6 +201,14 @@ class AccessRefused(SignInError):
     """The upstream server still refused the request after the sign-in or the step-up."""
 
     cause = "access_refused"
+
+
+class ResourceUnknown(AccessRefused):
+    """The upstream server refused the token of a sign-in that went without ``resource``
+    because the authorization server refused the upstream server's address as a resource
+    (the fallback of ``--resource-indicator auto``): the token is not for this server."""
+
+    cause = "resource_unknown"
 
 
 class ReauthorizationRequired(SignInError):

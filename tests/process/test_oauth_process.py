@@ -637,3 +637,38 @@ def test_an_authorization_server_that_refuses_resource_gets_one_more_round_in_th
     assert out.returncode == 0, out.stderr
     assert '"resourceIndicator": {"sends": "none"' in out.stdout
 
+
+@pytest.mark.parametrize("refuse_resource", [None, "invalid_target"])
+def test_a_token_refused_after_a_sign_in_without_resource_names_the_resource_not_the_permissions(
+    setup, refuse_resource
+):
+    setup.auth.switches.refuse_resource = refuse_resource
+    setup.auth.switches.refuse_all = True  # the server refuses the token the sign-in got
+    bridge = setup.bridge()
+    error = bridge.initialize()["error"]
+    bridge.close_stdin()
+    assert bridge.wait_exit() == 0
+    assert len(setup.browser) == 1
+    stderr = bridge.stderr_text
+    if refuse_resource is None:
+        # The sign-in sent the resource: the account is what the server refuses.
+        assert error["data"] == {"cause": "access_refused", "detail": "HTTP status 401"}
+        assert "resource indicator" not in stderr
+        return
+    assert [("resource" in q) for q in setup.auth.authorizations] == [True, False]
+    assert error["message"] == (
+        "The upstream server refused the token of the sign-in: the authorization server does not know the "
+        "upstream server's address as a resource, so the sign-in went without it and the token is not for "
+        "this server. Register the upstream server's address as a resource (an API or audience) at the "
+        "authorization server, or give the resource it knows with --resource-indicator <uri>. See the "
+        "Output channel of the server."
+    )
+    assert error["data"] == {"cause": "resource_unknown", "detail": "HTTP status 401"}
+    assert "permissions" not in error["message"]
+    assert (
+        "mcp-bridge-vscode: oauth: warning: the upstream server refused the token (HTTP status 401) of a "
+        "sign-in without the resource indicator, which the authorization server refused: it does not know "
+        "the upstream server's address as a resource. Register it there as a resource (an API or audience), "
+        "or give the resource it knows with --resource-indicator <uri>\n"
+    ) in stderr
+    assert setup.auth.url not in stderr
