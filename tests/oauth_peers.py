@@ -181,7 +181,8 @@ class Client:
 class AuthServer:
     """The authorization server and the protected MCP endpoint; see the module docstring."""
 
-    def __init__(self, ca: TestCA, switches: Switches | None = None) -> None:
+    def __init__(self, ca: TestCA, switches: Switches | None = None, *, tls: bool = True) -> None:
+        """``tls=False``: plain http on 127.0.0.1 (a local test of a sign-in)."""
         self.switches = switches or Switches()
         self.lock = threading.Lock()
         self.clients: dict[str, Client] = {}
@@ -212,8 +213,8 @@ class AuthServer:
         #: Set when a dribbled answer sent its first byte.
         self.dribble_started = threading.Event()
         self.dribble_ended = threading.Condition(self.lock)
-        self.server = ScriptedServer(self.handle, ssl_context=ca.server_context)
-        self.origin = f"https://127.0.0.1:{self.server.port}"
+        self.server = ScriptedServer(self.handle, ssl_context=ca.server_context if tls else None)
+        self.origin = f"{'https' if tls else 'http'}://127.0.0.1:{self.server.port}"
 
     # ---------------------------------------------------------------- helpers
 

@@ -239,6 +239,14 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             "The upstream server refused the access after the sign-in. The account possibly does not "
             f"have the necessary permissions. {_SEE_OUTPUT}",
         ),
+        "resource_unknown": (
+            INTERNAL_ERROR,
+            "The upstream server refused the token of the sign-in: the authorization server does not "
+            "know the upstream server's address as a resource, so the sign-in went without it and the "
+            "token is not for this server. Register the upstream server's address as a resource (an API "
+            "or audience) at the authorization server, or give the resource it knows with "
+            f"--resource-indicator <uri>. {_SEE_OUTPUT}",
+        ),
         "reauthorization_required": (
             INTERNAL_ERROR,
             "The upstream server needs a new sign-in, and the client did not open the URL of the "

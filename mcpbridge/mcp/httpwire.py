@@ -201,7 +201,8 @@ class HttpStatusError(InvalidResponse):
 
     ``http_status`` holds the status. ``retry_after`` holds the seconds of a
     ``Retry-After`` header (429 and 503 send one), else ``None``. ``media`` is the media
-    type of the body (``"text/html"`` for a web page), or ``""``.
+    type of the body (``"text/html"`` for a web page), or ``""``. ``www_authenticate`` is the
+    ``WWW-Authenticate`` header of a 401 or 403 (never in a message), else ``None``.
     """
 
     def __init__(
@@ -211,10 +212,12 @@ class HttpStatusError(InvalidResponse):
         retry_after: float | None = None,
         detail: str | None = None,
         media: str = "",
+        www_authenticate: str | None = None,
     ) -> None:
         super().__init__(detail or f"HTTP status {status}", http_status=status)
         self.retry_after = retry_after
         self.media = media
+        self.www_authenticate = www_authenticate
 
     @property
     def transient(self) -> bool:
@@ -363,7 +366,10 @@ def _date_wait(text: str, now: float) -> int | None:
 def status_error(response: Answer) -> HttpStatusError:
     """The error of an answer whose status carries no JSON-RPC message."""
     return HttpStatusError(
-        response.status, retry_after=retry_after(response.header("Retry-After")), media=media_type(response)
+        response.status,
+        retry_after=retry_after(response.header("Retry-After")),
+        media=media_type(response),
+        www_authenticate=response.header("WWW-Authenticate") if response.status in (401, 403) else None,
     )
 
 

@@ -67,12 +67,14 @@ from .errors import (
     InvalidClientMetadataUrl,
     IssuerNotRegistered,
     RedirectPortUnavailable,
+    ResourceUnknown,
     Sandbox,
     SignInAuthorizationError,
     SignInDenied,
     SignInError,
     SignInFailed,
     SignInTimeout,
+    problem_words,
 )
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
 from .receiver import PortBusy, Receiver, probe
@@ -320,6 +322,16 @@ class OAuthAuthorizer:
                 yield scope
             except HttpStatusError as exc:
                 if exc.http_status in (401, 403) and scope.answered:
+                    if self._after_fallback():
+                        log.warning(
+                            "the upstream server refused the token (HTTP status %d) of a sign-in without "
+                            "the resource indicator, which the authorization server refused: it does not "
+                            "know the upstream server's address as a resource. Register it there as a "
+                            "resource (an API or audience), or give the resource it knows with "
+                            "--resource-indicator <uri>",
+                            exc.http_status,
+                        )
+                        raise ResourceUnknown(f"HTTP status {exc.http_status}") from exc
                     log.warning(
                         "the upstream server refused the request after the sign-in (HTTP status %d)",
                         exc.http_status,
@@ -332,6 +344,12 @@ class OAuthAuthorizer:
                     # request; it keeps its own cause.
                     raise scope.stopped from scope.stopped.__cause__
                 raise
+
+    def _after_fallback(self) -> bool:
+        """Whether the stored sign-in went without ``resource`` because the authorization
+        server refused it (``--resource-indicator auto``), not by ``--resource-indicator off``."""
+        record = self._records.current()
+        return self.config.resource_indicator == "auto" and record is not None and record.without_resource
 
     def interactive(self) -> bool:
         """Whether the next request can need a sign-in: no stored access token valid for 60 s more.
@@ -354,7 +372,7 @@ class OAuthAuthorizer:
         current = self._records.current()
         if current is not None and current.usable(now) and current.access_token != used:
             return True
-        if urlsplit(self.config.url).scheme.lower() != "https":
+        if urlsplit(self.config.url).scheme.lower() != "https" and not urls.local_upstream(self.config.url):
             raise SignInFailed("InsecureEndpoint")
         try:
             resource, server = self._discover(challenge)
@@ -363,7 +381,7 @@ class OAuthAuthorizer:
                 logging.WARNING,
                 "sign-ins that could not start",
                 "the sign-in cannot start: the discovery of the authorization server failed (%s)",
-                exc.detail,
+                problem_words(exc.detail) if exc.detail else exc.detail,
             )
             raise
         key = RecordKey(server.issuer, resource.resource, self.config.identity)
@@ -427,7 +445,7 @@ class OAuthAuthorizer:
         with self._lock:
             server = self._servers.get(issuer)
         if server is None:
-            server = discovery.discover_server(self.web, issuer)
+            server = discovery.discover_server(self.web, issuer, local=urls.local_upstream(self.config.url))
             with self._lock:
                 self._servers[issuer] = server
         return server
@@ -716,7 +734,7 @@ class OAuthAuthorizer:
                 need, registration, fallback_state, fallback_verifier, None
             )
             fallback = (fallback_state, fallback_url)
-        redirect = attempt.wait(url, fallback=fallback)
+        redirect = attempt.wait(url, fallback=fallback, local=need.server.local)
         refusal = attempt.receiver.refusal
         if refusal is not None:
             resource.drop("authorization endpoint", f"error {flow.error_code(refusal.error) or 'unknown'}")

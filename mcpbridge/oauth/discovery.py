@@ -62,13 +62,14 @@ def discover_resource(web: WebClient, url: str, from_challenge: str | None) -> R
     """The protected resource metadata of the upstream server at ``url``.
 
     Raises:
-        SignInFailed: detail ``InsecureEndpoint`` (a candidate is not https),
+        SignInFailed: detail ``InsecureMetadataUrl`` (a candidate is not https, nor http on
+            loopback with an upstream server on loopback),
             ``ResourceMismatch``, ``NoResourceMetadata`` or a request failure.
         SignInTimeout: a request did not end in time.
     """
     found = _first_metadata(
         web,
-        _https_only(urls.resource_metadata_candidates(url, from_challenge)),
+        _https_only(urls.resource_metadata_candidates(url, from_challenge), local=urls.local_upstream(url)),
         lambda doc: flow.check_resource_metadata(doc, url),
         what="resource metadata",
         missing="NoResourceMetadata",
@@ -77,8 +78,10 @@ def discover_resource(web: WebClient, url: str, from_challenge: str | None) -> R
     return found
 
 
-def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
+def discover_server(web: WebClient, issuer: str, *, local: bool = False) -> ServerMetadata:
     """The metadata of the authorization server ``issuer``.
+
+    ``local``: the upstream server is on loopback (:func:`.urls.local_upstream`).
 
     Raises:
         SignInFailed: detail ``NoServerMetadata``, ``IssuerMismatch``, ``NoS256``,
@@ -88,7 +91,7 @@ def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
     found = _first_metadata(
         web,
         urls.server_metadata_candidates(issuer),
-        lambda doc: flow.check_server_metadata(doc, issuer),
+        lambda doc: flow.check_server_metadata(doc, issuer, local=local),
         what="authorization server metadata",
         missing="NoServerMetadata",
     )
@@ -96,15 +99,15 @@ def discover_server(web: WebClient, issuer: str) -> ServerMetadata:
     return found
 
 
-def _https_only(candidates: Iterable[str]) -> Iterator[str]:
+def _https_only(candidates: Iterable[str], *, local: bool) -> Iterator[str]:
     """The candidates in order; one that is not https stops the search when it is reached.
 
     Raises:
-        SignInFailed: detail ``InsecureEndpoint``.
+        SignInFailed: detail ``InsecureMetadataUrl``.
     """
     for candidate in candidates:
-        if not urls.https_endpoint(candidate):
-            raise SignInFailed("InsecureEndpoint")
+        if not urls.https_endpoint(candidate, local=local):
+            raise SignInFailed("InsecureMetadataUrl")
         yield candidate
 
 
@@ -149,7 +152,7 @@ def register(
         SignInTimeout: the request did not end in time.
     """
     endpoint = server.registration_endpoint
-    if endpoint is None or not urls.https_endpoint(endpoint):
+    if endpoint is None or not urls.https_endpoint(endpoint, local=server.local):
         raise RegistrationUnavailable(redirect_uri=redirect)
     try:
         answer = web.post_json(endpoint, tokens.registration_body(redirect, server, device=device))
@@ -225,7 +228,9 @@ class TokenClient:
         form = grants.device_authorization_form(resource=resource, scopes=scopes)
         answer = self._post(endpoint, form, "device authorization")
         try:
-            authorization = grants.parse_device_authorization(answer.status, answer.json)
+            authorization = grants.parse_device_authorization(
+                answer.status, answer.json, local=self.server.local
+            )
         except grants.InvalidVerificationUri as exc:
             log.warning("the verification URI is not valid (%s), thus the bridge does not show it", exc)
             raise SignInInvalidUrl(str(exc)) from exc

@@ -32,6 +32,7 @@ __all__ = [
     "RedirectPortUnavailable",
     "RegistrationFailed",
     "RegistrationUnavailable",
+    "ResourceUnknown",
     "Sandbox",
     "SignInDenied",
     "SignInError",
@@ -49,15 +50,25 @@ __all__ = [
 
 _OWNER_OF_SERVER = "ask the owner of the server to correct it"
 _OWNER_OF_AUTH = "ask the owner of the authorization server to correct it"
+_HTTPS_OR_LOOPBACK = (
+    "serve the authorization server over https, or run it and the upstream server both on loopback "
+    "(127.0.0.1, ::1 or localhost) for a local test"
+)
 
 #: The problems of the sign-in that an error names in its ``detail`` (a check of the
 #: metadata, of the redirect, of the device endpoint): problem -> (what happened, what to do).
 SIGN_IN_PROBLEMS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
     {
         "InsecureEndpoint": (
-            "an address of the sign-in metadata is not https",
-            "the bridge signs in only over https: ask the owner of the server or of its authorization "
-            "server to publish https addresses",
+            "an address of the authorization server is not a safe https URL, which the bridge refuses: "
+            "it allows http only when the address and the upstream server are both on loopback",
+            _HTTPS_OR_LOOPBACK,
+        ),
+        "InsecureMetadataUrl": (
+            "the protected resource metadata is at an http address, which the bridge refuses: it allows "
+            "http only when the address and the upstream server are both on loopback",
+            "serve the metadata over https, or run the upstream server and its authorization server both "
+            "on loopback (127.0.0.1, ::1 or localhost) for a local test",
         ),
         "NoResourceMetadata": (
             "the server publishes no protected resource metadata",
@@ -190,6 +201,14 @@ class AccessRefused(SignInError):
     """The upstream server still refused the request after the sign-in or the step-up."""
 
     cause = "access_refused"
+
+
+class ResourceUnknown(AccessRefused):
+    """The upstream server refused the token of a sign-in that went without ``resource``
+    because the authorization server refused the upstream server's address as a resource
+    (the fallback of ``--resource-indicator auto``): the token is not for this server."""
+
+    cause = "resource_unknown"
 
 
 class ReauthorizationRequired(SignInError):

@@ -29,6 +29,7 @@ from .errors import InvalidRecord, OAuthError
 from .urls import (
     covers,
     https_endpoint,
+    local_upstream,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -386,6 +387,8 @@ class ServerMetadata:
     openid_provider: bool = False
     #: ``prompt_values_supported``, or ``None`` when the server names none.
     prompt_values_supported: tuple[str, ...] | None = None
+    #: The upstream server is on loopback: an endpoint on loopback may be http (a local test).
+    local: bool = False
 
 
 def _str_list(value: Any) -> tuple[str, ...] | None:
@@ -411,13 +414,15 @@ def check_resource_metadata(doc: Any, url: str) -> ResourceMetadata:
     servers = _str_list(doc.get("authorization_servers"))
     if not servers:
         raise MetadataProblem("NoAuthorizationServer")
-    if not https_endpoint(servers[0]) or urlsplit(servers[0]).query:
+    if not https_endpoint(servers[0], local=local_upstream(url)) or urlsplit(servers[0]).query:
         raise MetadataProblem("InsecureEndpoint")
     return ResourceMetadata(resource, servers, _str_list(doc.get("scopes_supported")))
 
 
-def check_server_metadata(doc: Any, issuer: str) -> ServerMetadata:
+def check_server_metadata(doc: Any, issuer: str, *, local: bool = False) -> ServerMetadata:
     """Check RFC 8414 (or OpenID) metadata of ``issuer``.
+
+    ``local``: the upstream server is on loopback (:func:`.urls.local_upstream`).
 
     Raises:
         MetadataProblem: ``InvalidServerMetadata``, ``IssuerMismatch`` (not exactly
@@ -431,7 +436,7 @@ def check_server_metadata(doc: Any, issuer: str) -> ServerMetadata:
     token = doc.get("token_endpoint")
     if not isinstance(authorization, str) or not isinstance(token, str):
         raise MetadataProblem("InvalidServerMetadata")
-    if not https_endpoint(authorization) or not https_endpoint(token):
+    if not https_endpoint(authorization, local=local) or not https_endpoint(token, local=local):
         raise MetadataProblem("InsecureEndpoint")
     methods = _str_list(doc.get("code_challenge_methods_supported")) or ()
     if "S256" not in methods:
@@ -456,6 +461,7 @@ def check_server_metadata(doc: Any, issuer: str) -> ServerMetadata:
         grant_types_supported=_str_list(doc.get("grant_types_supported")),
         openid_provider="id_token_signing_alg_values_supported" in doc or "openid" in (scopes or ()),
         prompt_values_supported=_str_list(doc.get("prompt_values_supported")),
+        local=local,
     )
 
 

@@ -91,7 +91,7 @@ def device_endpoint_problem(server: ServerMetadata) -> str | None:
     endpoint = server.device_authorization_endpoint
     if endpoint is None:
         return "NoDeviceEndpoint"
-    if not https_endpoint(endpoint):
+    if not https_endpoint(endpoint, local=server.local):
         return "InsecureEndpoint"
     return None
 
@@ -196,8 +196,10 @@ class InvalidVerificationUri(OAuthError, PeerFault):
     """The ``verification_uri`` fails the URL checks; the message says why (no URL)."""
 
 
-def parse_device_authorization(status: int, doc: Any) -> DeviceAuthorization:
+def parse_device_authorization(status: int, doc: Any, *, local: bool = False) -> DeviceAuthorization:
     """The device authorization of an answer of the device endpoint.
+
+    ``local``: the upstream server is on loopback; a verification URI on loopback may be http.
 
     ``expires_in`` is a number of seconds from 1 to :data:`.tokens.MAX_EXPIRES_IN`.
     ``interval``, when the answer has it, is a number in :data:`INTERVAL_RANGE`: less than
@@ -215,12 +217,14 @@ def parse_device_authorization(status: int, doc: Any) -> DeviceAuthorization:
     uri = doc.get("verification_uri")
     if not isinstance(uri, str):
         raise TokenProblem(status, None, "no verification_uri")
-    problem = url_syntax_problem(uri)
+    problem = url_syntax_problem(uri, local=local)
     if problem is not None:
         raise InvalidVerificationUri(problem)
     complete = doc.get("verification_uri_complete")
     dropped = False
-    if complete is not None and (not isinstance(complete, str) or url_syntax_problem(complete) is not None):
+    if complete is not None and (
+        not isinstance(complete, str) or url_syntax_problem(complete, local=local) is not None
+    ):
         complete, dropped = None, True
     expires_in = token_seconds(status, doc, "expires_in", low=1, high=MAX_EXPIRES_IN)
     if expires_in is None:

@@ -443,12 +443,16 @@ class Attempt:
         self._succeeded = True
         self.receiver.finish(True)
 
-    def wait(self, authorization_url: str, *, fallback: tuple[str, str] | None = None) -> Redirect:
+    def wait(
+        self, authorization_url: str, *, fallback: tuple[str, str] | None = None, local: bool = False
+    ) -> Redirect:
         """Check the URL, write the sign-in line, deliver the URL and wait for the redirect.
 
         The URL is checked before anything writes, elicits or opens it; it must
         have a ``state`` and the redirect URI of the receiver.
 
+        :param local: the upstream server is on loopback: an authorization URL on loopback may
+            be http (:func:`.urls.local_upstream`).
         :param fallback: the ``state`` and the URL of the same authorization request without
             ``resource``, checked as well: the receiver sends the browser there when the
             server refuses ``resource`` (:meth:`.receiver.Receiver.set_fallback`).
@@ -460,7 +464,9 @@ class Attempt:
         """
         settings = self._sign_in.settings
         for url in [authorization_url] + ([fallback[1]] if fallback is not None else []):
-            problem = urls.authorization_url_problem(url, expected_redirect_uri=settings.redirect_uri)
+            problem = urls.authorization_url_problem(
+                url, expected_redirect_uri=settings.redirect_uri, local=local
+            )
             if problem is not None:
                 log.warning(
                     "the authorization URL is not valid (%s), thus the bridge does not open it", problem

@@ -1,6 +1,7 @@
 """The URL checks of the sign-in: the URLs the bridge calls, writes, elicits or opens.
 
-An endpoint of the authorization server must be https and a safe URL; the resource of
+An endpoint of the authorization server must be https and a safe URL (http only for a local
+test: the endpoint and the upstream server both on loopback); the resource of
 protected resource metadata must cover the URL of the upstream server; the well-known
 URLs of RFC 9728 and RFC 8414 (and OpenID discovery) are made here. This module does no
 I/O, starts no thread and reads no clock.
@@ -11,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
+
+from ..mcp.netloc import is_loopback
 
 #: The longest authorization URL the bridge writes, elicits or opens.
 MAX_AUTHORIZATION_URL_BYTES: Final = 8192
@@ -46,11 +49,15 @@ def _authority_problem(authority: str) -> str | None:
     return None
 
 
-def url_syntax_problem(url: str, *, max_bytes: int = MAX_AUTHORIZATION_URL_BYTES) -> str | None:
+def url_syntax_problem(
+    url: str, *, max_bytes: int = MAX_AUTHORIZATION_URL_BYTES, local: bool = False
+) -> str | None:
     """Why ``url`` is not a safe https URL (behaviour §7.6), or ``None``.
 
     Visible ASCII only, none of ``"<>\\^`{|}``, valid ``%XX`` escapes, https, a
-    host, no user information, no fragment, a valid port.
+    host, no user information, no fragment, a valid port. ``local``: the upstream
+    server is on loopback, so http is allowed too when the host of ``url`` is on
+    loopback (:func:`local_upstream`).
     """
     if not url:
         return "it is empty"
@@ -65,19 +72,36 @@ def url_syntax_problem(url: str, *, max_bytes: int = MAX_AUTHORIZATION_URL_BYTES
     if "#" in url:
         return "it has a fragment"
     scheme, sep, rest = url.partition("://")
-    if not sep or scheme.lower() != "https":
+    if not sep or scheme.lower() not in ("https", "http"):
         return "it does not use https"
     end = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
-    return _authority_problem(rest[:end])
+    problem = _authority_problem(rest[:end])
+    if problem is None and scheme.lower() == "http" and not (local and _loopback_host(url)):
+        return "it does not use https"
+    return problem
 
 
-def authorization_url_problem(url: str, *, expected_redirect_uri: str) -> str | None:
+def _loopback_host(url: str) -> bool:
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return False
+    return bool(host) and is_loopback(host or "")
+
+
+def local_upstream(url: str) -> bool:
+    """Whether the upstream server at ``url`` is on loopback: then an endpoint of its sign-in
+    that is on loopback too may be http (a local test of a sign-in)."""
+    return _loopback_host(url)
+
+
+def authorization_url_problem(url: str, *, expected_redirect_uri: str, local: bool = False) -> str | None:
     """Why the bridge must not write, elicit or open ``url``, or ``None``.
 
     :func:`url_syntax_problem`, then a non-empty ``state`` and the redirect URI of
     the receiver.
     """
-    problem = url_syntax_problem(url)
+    problem = url_syntax_problem(url, local=local)
     if problem is not None:
         return problem
     query = dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
@@ -88,9 +112,12 @@ def authorization_url_problem(url: str, *, expected_redirect_uri: str) -> str | 
     return None
 
 
-def https_endpoint(url: Any) -> bool:
-    """An endpoint of the authorization server that the bridge may call: https, a safe URL."""
-    return isinstance(url, str) and url_syntax_problem(url, max_bytes=4096) is None
+def https_endpoint(url: Any, *, local: bool = False) -> bool:
+    """An endpoint of the authorization server that the bridge may call: https, a safe URL.
+
+    ``local``: the upstream server is on loopback; an endpoint on loopback may then be http.
+    """
+    return isinstance(url, str) and url_syntax_problem(url, max_bytes=4096, local=local) is None
 
 
 def _origin(url: str) -> tuple[str, str, int] | None:

@@ -75,6 +75,7 @@ from .check_advice import (
     failure_text,
     predicted_renewal,
     sign_in_flows,
+    sign_in_problem_fix,
     sign_in_state,
 )
 from .check_report import (
@@ -217,6 +218,8 @@ class _Check:
         self.report = Report(upstream={}, host_profile=_host_profile(settings.host_profile))
         #: The server answered 401 or 403: the sign-in flows matter.
         self.asked_sign_in = False
+        #: The ``WWW-Authenticate`` header of that answer (it may name the metadata's address).
+        self.challenge: str | None = None
         #: The requests of a 2025-era server since the last clear (see :data:`SERVER_REQUESTS`).
         self.server_asked: set[str] = set()
         #: What the server answered the ``--call-tool`` call on a 2026-07-28 connection, when
@@ -814,7 +817,23 @@ class _Check:
             return {"state": "not checked", "note": "the server did not ask for sign-in"}, None
         if self._left() <= 0:
             return {"state": "not checked", "note": "no time left of --discover-timeout"}, None
-        return sign_in_flows(self.settings, self.env, context, deadline=self.deadline)
+        flows, server = sign_in_flows(
+            self.settings, self.env, context, deadline=self.deadline, challenge=self.challenge
+        )
+        self._sign_in_cannot_work(flows)
+        return flows, server
+
+    def _sign_in_cannot_work(self, flows: dict[str, Any]) -> None:
+        """When the sign-in cannot work (its metadata has a problem), the problem of the 401 or
+        403 says so with the fix of that problem, not the advice to start a sign-in."""
+        fix = sign_in_problem_fix(flows)
+        if fix is None:
+            return
+        for i, found in enumerate(self.report.problems):
+            if found.problem.startswith("the server needs a sign-in"):
+                self.report.problems[i] = Problem(
+                    f"{found.problem}, and the sign-in cannot work: {flows['note']}", fix
+                )
 
     # --------------------------------------------------------------- report
 
@@ -830,6 +849,7 @@ class _Check:
     def _failure(self, step: str, exc: McpError, started: float) -> None:
         if exc.http_status in (401, 403):
             self.asked_sign_in = True
+            self.challenge = getattr(exc, "www_authenticate", None) or self.challenge
         if isinstance(exc, RequestTimeout):
             status, outcome = TIMED_OUT, failure_text(exc)
             if self._left() <= 0:

@@ -17,7 +17,7 @@ from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.httpwire import ConnectError
 from ..mcp.protocol import MODERN
 from ..mcp.text import format_duration
-from ..oauth.errors import problem_words
+from ..oauth.errors import SIGN_IN_PROBLEMS, problem_words
 from . import settings as args
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "failure_text",
     "predicted_renewal",
     "sign_in_flows",
+    "sign_in_problem_fix",
     "sign_in_state",
     "stored_renewal",
 ]
@@ -119,23 +120,32 @@ def _resource_indicator(settings: args.Settings, record: Any) -> dict[str, str]:
 
 
 def sign_in_flows(
-    settings: args.Settings, env: dict[str, str], context: Any, *, deadline: float
+    settings: args.Settings,
+    env: dict[str, str],
+    context: Any,
+    *,
+    deadline: float,
+    challenge: str | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """Which sign-in flows the authorization server offers, which one the bridge would use, and why;
     and the metadata of the authorization server (``None`` when it was not found).
 
     It reads the metadata of the upstream server and of its authorization server until
     ``deadline`` (best effort: a failure gives ``"not checked"`` with the reason in
-    words); it never signs in.
+    words); it never signs in. ``challenge``: the ``WWW-Authenticate`` header of the server's
+    401 or 403, whose ``resource_metadata`` comes first, as for the bridge.
     """
-    from ..oauth import config, discovery, grants
+    from ..oauth import config, discovery, grants, urls
+    from ..oauth.challenge import parse_challenge
     from ..oauth.web import WebClient
 
     assert settings.url is not None
     web = WebClient(context, env, deadline=deadline)
     try:
-        resource = discovery.discover_resource(web, settings.url, None)
-        server = discovery.discover_server(web, resource.issuer)
+        parsed = parse_challenge(challenge)
+        from_challenge = parsed.resource_metadata if parsed is not None else None
+        resource = discovery.discover_resource(web, settings.url, from_challenge)
+        server = discovery.discover_server(web, resource.issuer, local=urls.local_upstream(settings.url))
     except Exception as exc:  # noqa: BLE001 - this part of the report is best effort
         detail = getattr(exc, "detail", None)
         if not isinstance(detail, str) or not detail:
@@ -163,6 +173,17 @@ def sign_in_flows(
     if config.in_sandbox(env):
         _sandbox_flows(found, settings.url, server.issuer)
     return found, server
+
+
+def sign_in_problem_fix(flows: dict[str, Any]) -> str | None:
+    """The fix of the problem of the sign-in's metadata that ``flows`` notes (the sign-in cannot
+    work), or ``None`` when the flows were checked or the note is of no such problem."""
+    if flows.get("state") != "not checked":
+        return None
+    for words, fix in SIGN_IN_PROBLEMS.values():
+        if flows.get("note") == words:
+            return fix[:1].upper() + fix[1:] + "."
+    return None
 
 
 def _sandbox_flows(found: dict[str, Any], url: str, issuer: str) -> None:

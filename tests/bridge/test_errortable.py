@@ -203,6 +203,13 @@ EXPECTED = {
         "The upstream server refused the access after the sign-in. The account possibly does not have "
         f"the necessary permissions. {SEE}",
     ),
+    "resource_unknown": (
+        INTERNAL_ERROR,
+        "The upstream server refused the token of the sign-in: the authorization server does not know the "
+        "upstream server's address as a resource, so the sign-in went without it and the token is not for "
+        "this server. Register the upstream server's address as a resource (an API or audience) at the "
+        f"authorization server, or give the resource it knows with --resource-indicator <uri>. {SEE}",
+    ),
     "reauthorization_required": (
         INTERNAL_ERROR,
         "The upstream server needs a new sign-in, and the client did not open the URL of the sign-in. "

@@ -365,7 +365,7 @@ def test_a_cancel_stops_the_polling(harness, auth):
     ("switch", "detail"),
     [
         ({"device": False}, "NoDeviceEndpoint"),
-        ({"device_endpoint": "http://127.0.0.1:9/device"}, "InsecureEndpoint"),
+        ({"device_endpoint": "http://auth.example.invalid/device"}, "InsecureEndpoint"),
     ],
 )
 def test_device_without_a_usable_endpoint_fails_with_a_message_that_names_the_option(
@@ -385,7 +385,7 @@ def test_device_without_a_usable_endpoint_fails_with_a_message_that_names_the_op
 
 
 def test_auto_in_a_remote_session_without_a_usable_device_endpoint_takes_the_browser(harness, auth, caplog):
-    auth.switches.device_endpoint = "http://127.0.0.1:9/device"
+    auth.switches.device_endpoint = "http://auth.example.invalid/device"
     h = harness(sign_in="auto", remote="SSH_CONNECTION is set", timeout=2)
     with pytest.raises(SignInTimeout):  # the browser program does not exist: nobody comes back
         h.discover()

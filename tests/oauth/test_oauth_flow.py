@@ -560,3 +560,48 @@ def test_an_openid_provider_is_asked_for_offline_access_with_a_consent_prompt_an
         metadata, client_id="c", redirect=REDIRECT, state="s", challenge="x", resource="r", scopes=scopes
     )
     assert ("prompt=consent" in url) is prompt
+
+
+# ------------------------------------------------------------------------- http on loopback
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "upstream", "allowed"),
+    [
+        ("http://127.0.0.1:9000/token", "http://127.0.0.1:8000/mcp", True),
+        ("http://localhost:9000/token", "https://[::1]:8000/mcp", True),
+        ("http://[::1]:9000/token", "http://localhost/mcp", True),
+        ("https://as.example.com/token", "http://127.0.0.1:8000/mcp", True),
+        # The endpoint is not on loopback, or the upstream server is not.
+        ("http://as.example.com/token", "http://127.0.0.1:8000/mcp", False),
+        ("http://127.0.0.1.example.com/token", "http://127.0.0.1:8000/mcp", False),
+        ("http://127.0.0.1:9000/token", "https://mcp.example.com/mcp", False),
+        # The rest of a safe URL holds on loopback too.
+        ("http://user@127.0.0.1:9000/token", "http://127.0.0.1:8000/mcp", False),
+        ("http://127.0.0.1:9000/token#x", "http://127.0.0.1:8000/mcp", False),
+        ("ftp://127.0.0.1:9000/token", "http://127.0.0.1:8000/mcp", False),
+    ],
+)
+def test_an_endpoint_may_be_http_only_when_it_and_the_upstream_server_are_on_loopback(
+    endpoint, upstream, allowed
+):
+    local = urls.local_upstream(upstream)
+    assert urls.https_endpoint(endpoint, local=local) is allowed
+    issuer = "http://127.0.0.1:9000"
+    doc = {
+        "issuer": issuer,
+        "authorization_endpoint": endpoint.replace("/token", "/authorize"),
+        "token_endpoint": endpoint,
+        "code_challenge_methods_supported": ["S256"],
+    }
+    if allowed:
+        assert flow.check_server_metadata(doc, issuer, local=local).local is local
+    else:
+        with pytest.raises(flow.MetadataProblem, match="InsecureEndpoint"):
+            flow.check_server_metadata(doc, issuer, local=local)
+    prm = {"resource": upstream, "authorization_servers": [endpoint.removesuffix("/token")]}
+    if allowed:
+        assert flow.check_resource_metadata(prm, upstream).issuer == endpoint.removesuffix("/token")
+    else:
+        with pytest.raises(flow.MetadataProblem, match="InsecureEndpoint"):
+            flow.check_resource_metadata(prm, upstream)

@@ -48,7 +48,8 @@ def test_the_metadata_keeps_the_device_endpoint_and_the_grant_types():
         (ISSUER + "/device", None),
         (None, "NoDeviceEndpoint"),
         ("http://auth.example.com/device", "InsecureEndpoint"),
-        ("http://127.0.0.1:8080/device", "InsecureEndpoint"),  # as every other endpoint: https only
+        # As every other endpoint: http on loopback only when the upstream server is on loopback too.
+        ("http://127.0.0.1:8080/device", "InsecureEndpoint"),
         ("https://auth.example.com/device#x", "InsecureEndpoint"),
         ("https://user@auth.example.com/device", "InsecureEndpoint"),
     ],

@@ -282,15 +282,22 @@ def test_check_of_a_refused_loopback_url_says_to_start_the_server_and_no_word_of
 # --------------------------------------------------------------------------- the problems of the sign-in
 
 INSECURE = (
-    "an address of the sign-in metadata is not https; the bridge signs in only over https: ask the owner "
-    "of the server or of its authorization server to publish https addresses"
+    "the protected resource metadata is at an http address, which the bridge refuses: it allows http only "
+    "when the address and the upstream server are both on loopback; serve the metadata over https, or run "
+    "the upstream server and its authorization server both on loopback (127.0.0.1, ::1 or localhost) for a "
+    "local test"
 )
 
 
 def http_metadata(ex: Exchange) -> None:
-    """A server that asks for a sign-in whose metadata is at an http address."""
+    """A server that asks for a sign-in whose metadata is at an http address off loopback."""
     ex.close()
-    ex.body(401, b"", "text/plain", [("WWW-Authenticate", 'Bearer resource_metadata="http://127.0.0.1/x"')])
+    ex.body(
+        401,
+        b"",
+        "text/plain",
+        [("WWW-Authenticate", 'Bearer resource_metadata="http://auth.example.invalid/x"')],
+    )
 
 
 def test_a_sign_in_whose_metadata_is_not_https_is_told_in_words_with_what_to_do() -> None:
@@ -305,7 +312,7 @@ def test_a_sign_in_whose_metadata_is_not_https_is_told_in_words_with_what_to_do(
     )
     assert error["data"] == {"cause": "sign_in_failed", "detail": INSECURE}
     assert f"{PREFIX}bridge: error: server/discover failed: {INSECURE}" in bridge_lines(stderr)
-    assert "InsecureEndpoint" not in stderr
+    assert "InsecureMetadataUrl" not in stderr
 
 
 # --------------------------------------------------------------------------- no unrelated causes

@@ -189,9 +189,11 @@ def test_a_refusal_and_an_expired_code_fail_initialize_with_their_cause(setup, s
     [
         ({"device": False}, "the authorization server offers no device sign-in; use --sign-in browser"),
         (
-            {"device_endpoint": "http://127.0.0.1:9/device"},
-            "an address of the sign-in metadata is not https; the bridge signs in only over https: ask "
-            "the owner of the server or of its authorization server to publish https addresses",
+            {"device_endpoint": "http://auth.example.invalid/device"},
+            "an address of the authorization server is not a safe https URL, which the bridge refuses: it "
+            "allows http only when the address and the upstream server are both on loopback; serve the "
+            "authorization server over https, or run it and the upstream server both on loopback "
+            "(127.0.0.1, ::1 or localhost) for a local test",
         ),
     ],
 )

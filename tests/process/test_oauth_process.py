@@ -26,13 +26,28 @@ import pytest
 from conftest import WAIT
 from mcpbridge.oauth.receiver import MAX_CONNECTIONS
 from tests.harness import ROOT, Bridge, bridge_command, text_of
-from tests.oauth_peers import AuthServer, TestCA, browser_calls, browser_script, free_port, query_of, visit
+from tests.oauth_peers import (
+    AuthServer,
+    Switches,
+    TestCA,
+    browser_calls,
+    browser_script,
+    free_port,
+    query_of,
+    visit,
+)
 from tests.peers.scripted_http import ScriptedServer
 
 TOKEN_KEY = "5e" * 32
 CLIENT_SECRET = "client-secret-93ab1c"
 HEADER_SECRET = "header-secret-77f0e2"
 NO_URL_ELICITATION = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {"form": {}}}
+INSECURE_METADATA = (
+    "the protected resource metadata is at an http address, which the bridge refuses: it allows http only "
+    "when the address and the upstream server are both on loopback; serve the metadata over https, or run "
+    "the upstream server and its authorization server both on loopback (127.0.0.1, ::1 or localhost) for a "
+    "local test"
+)
 SIGN_IN_LINE = re.compile(r"mcp-bridge-vscode: sign in at (https://\S+)\n")
 
 
@@ -298,27 +313,84 @@ def test_the_sandbox_fails_the_sign_in_at_once(setup):
     assert sign_in_lines(bridge) == [] and setup.browser == []
 
 
-def test_an_http_loopback_upstream_that_asks_for_a_sign_in_fails_and_the_bridge_keeps_running(setup):
+def test_an_upstream_and_an_authorization_server_both_on_loopback_sign_in_over_http(ca, tmp_path):
+    plain = AuthServer(ca, Switches(device=True), tls=False)
+    try:
+        setup = Setup(plain, ca, tmp_path)
+        bridge = setup.bridge("--sign-in", "browser")
+        assert bridge.initialize()["result"]["serverInfo"]["name"] == "oauth-peer"
+        assert (
+            text_of(bridge.request("tools/call", {"name": "whoami", "arguments": {}})) == "scopes: mcp:read"
+        )
+        # The browser sign-in: the authorization endpoint over http, then the token endpoint.
+        assert [a["response_type"] for a in plain.authorizations] == ["code"] and len(setup.browser) == 1
+        assert plain.registrations and plain.token_requests
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        assert "InsecureEndpoint" not in bridge.stderr_text
+        # check finds the flows of the local authorization server, the device sign-in too.
+        out = setup.run("check", *setup.options(), plain.url)
+        assert "the server needs a sign-in (HTTP status 401)" in out.stdout, out.stdout
+        assert "sign-in flows: the server offers browser, device;" in out.stdout, out.stdout
+    finally:
+        plain.close()
+
+
+def test_an_http_loopback_upstream_whose_metadata_is_at_an_http_address_off_loopback_fails_in_words(setup):
     def challenge(ex: Any) -> None:
         ex.close()
         ex.body(
-            401, b"", "text/plain", [("WWW-Authenticate", 'Bearer resource_metadata="http://127.0.0.1/x"')]
+            401,
+            b"",
+            "text/plain",
+            [("WWW-Authenticate", 'Bearer resource_metadata="http://auth.example.invalid/x"')],
         )
 
     with ScriptedServer(challenge) as plain:
         bridge = setup.bridge(url=plain.url())
         error = bridge.initialize()["error"]
-        assert error["data"] == {
-            "cause": "sign_in_failed",
-            "detail": "an address of the sign-in metadata is not https; the bridge signs in only over "
-            "https: ask the owner of the server or of its authorization server to publish https addresses",
-        }
+        assert error["data"] == {"cause": "sign_in_failed", "detail": INSECURE_METADATA}
         assert "result" not in bridge.initialize()
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
         # Only the first line names the port of the URL, with the host: the rest of the URL nowhere.
         [first] = [line for line in bridge.stderr_lines if str(plain.port) in line]
         assert f"upstream: Streamable HTTP (http) to the host 127.0.0.1, port {plain.port};" in first
+        assert_check_says_the_metadata_is_refused(setup.run("check", *setup.options(), plain.url()))
+
+
+def assert_check_says_the_metadata_is_refused(out: subprocess.CompletedProcess[str]) -> None:
+    """check names the refused address of the metadata, and gives its fix, not a sign-in to start."""
+    assert out.returncode == 1, out.stderr
+    words, fix = INSECURE_METADATA.split("; ")
+    assert f"sign-in flows: not checked ({words})" in out.stdout, out.stdout
+    assert (
+        f"  - the server needs a sign-in (HTTP status 401), and the sign-in cannot work: {words}\n"
+        f"    fix: {fix[0].upper()}{fix[1:]}.\n"
+    ) in out.stdout, out.stdout
+    assert "publishes no protected resource metadata" not in out.stdout
+    assert "opens the sign-in in a browser" not in out.stdout
+
+
+def test_an_https_upstream_whose_metadata_is_only_at_an_http_address_is_told_so(setup, ca):
+    def challenge(ex: Any) -> None:
+        ex.close()
+        ex.body(
+            401,
+            b"",
+            "text/plain",
+            [("WWW-Authenticate", 'Bearer resource_metadata="http://auth.example.invalid/prm"')],
+        )
+
+    with ScriptedServer(challenge, ssl_context=ca.server_context) as server:
+        url = f"https://127.0.0.1:{server.port}/mcp"
+        bridge = setup.bridge(url=url)
+        error = bridge.initialize()["error"]
+        assert error["data"] == {"cause": "sign_in_failed", "detail": INSECURE_METADATA}
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        assert f"bridge: error: server/discover failed: {INSECURE_METADATA}" in bridge.stderr_text
+        assert_check_says_the_metadata_is_refused(setup.run("check", *setup.options(), url))
 
 
 def test_the_end_of_stdin_while_the_browser_is_out_stops_the_bridge_quickly_twenty_times_on_one_port(setup):
@@ -564,3 +636,39 @@ def test_an_authorization_server_that_refuses_resource_gets_one_more_round_in_th
     out = setup.run("check", "--json", *setup.options("--token-store", "file"), setup.auth.url, env=env)
     assert out.returncode == 0, out.stderr
     assert '"resourceIndicator": {"sends": "none"' in out.stdout
+
+
+@pytest.mark.parametrize("refuse_resource", [None, "invalid_target"])
+def test_a_token_refused_after_a_sign_in_without_resource_names_the_resource_not_the_permissions(
+    setup, refuse_resource
+):
+    setup.auth.switches.refuse_resource = refuse_resource
+    setup.auth.switches.refuse_all = True  # the server refuses the token the sign-in got
+    bridge = setup.bridge()
+    error = bridge.initialize()["error"]
+    bridge.close_stdin()
+    assert bridge.wait_exit() == 0
+    assert len(setup.browser) == 1
+    stderr = bridge.stderr_text
+    if refuse_resource is None:
+        # The sign-in sent the resource: the account is what the server refuses.
+        assert error["data"] == {"cause": "access_refused", "detail": "HTTP status 401"}
+        assert "resource indicator" not in stderr
+        return
+    assert [("resource" in q) for q in setup.auth.authorizations] == [True, False]
+    assert error["message"] == (
+        "The upstream server refused the token of the sign-in: the authorization server does not know the "
+        "upstream server's address as a resource, so the sign-in went without it and the token is not for "
+        "this server. Register the upstream server's address as a resource (an API or audience) at the "
+        "authorization server, or give the resource it knows with --resource-indicator <uri>. See the "
+        "Output channel of the server."
+    )
+    assert error["data"] == {"cause": "resource_unknown", "detail": "HTTP status 401"}
+    assert "permissions" not in error["message"]
+    assert (
+        "mcp-bridge-vscode: oauth: warning: the upstream server refused the token (HTTP status 401) of a "
+        "sign-in without the resource indicator, which the authorization server refused: it does not know "
+        "the upstream server's address as a resource. Register it there as a resource (an API or audience), "
+        "or give the resource it knows with --resource-indicator <uri>\n"
+    ) in stderr
+    assert setup.auth.url not in stderr

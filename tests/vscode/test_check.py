@@ -559,10 +559,13 @@ def test_check_of_a_server_that_needs_a_sign_in_tells_how_to_sign_in(tls_server:
     code, report = check_json("--ca-file", str(tls_server.ca_file), tls_server.url + "/locked")
     assert code == 1
     [problem] = report["problems"]
-    assert problem["problem"] == "the server needs a sign-in (HTTP status 401)"
-    assert "--header-env" in problem["fix"]
     # The server asked for a sign-in, thus the check looked for its flows, and says in words
-    # why it found none.
+    # why it found none: the sign-in cannot work, and the fix is that of its problem.
+    assert problem["problem"] == (
+        "the server needs a sign-in (HTTP status 401), and the sign-in cannot work: the server publishes "
+        "no protected resource metadata"
+    )
+    assert problem["fix"] == "Check the URL, or send a token with --header-env Authorization=<variable>."
     assert report["signIn"]["flows"] == {
         "state": "not checked",
         "note": "the server publishes no protected resource metadata",
