@@ -447,8 +447,13 @@ def test_the_legacy_path_stops_in_bounded_time_with_a_call_a_form_and_a_listen_s
     assert c.client_request("elicitation/create")["id"] == "b-1"
     assert c.call(request(4, "ping"))["result"] == {}
     c.finish()
-    # The canceled requests got no response; the form of the bridge was withdrawn.
-    assert not [f for f in c.frames if "method" not in f and f.get("id") in (2, 3)]
+    # At the end of the input the requests in flight had the grace to finish; they did not, so
+    # each got input_ended, once; the form of the bridge was withdrawn.
+    answers = [f for f in c.frames if "method" not in f and f.get("id") in (2, 3)]
+    assert sorted((f["id"], f["error"]["data"]["cause"]) for f in answers) == [
+        (2, "input_ended"),
+        (3, "input_ended"),
+    ]
     cancelled = [f["params"] for f in c.frames if f.get("method") == "notifications/cancelled"]
     assert cancelled == [{"requestId": "b-1", "reason": "the client closed the connection"}]
     # The server has no connection left, so no listen stream.
@@ -742,7 +747,12 @@ def test_the_example_server_exits_0_in_bounded_time_at_eof_with_work_in_flight_o
         bridge.wait_frame(lambda f: f.get("method") == "elicitation/create")
         assert stop_process(bridge) == 0
         rest = bridge.drain()
-        assert not [f for f in bridge.seen if "method" not in f and f.get("id") in (remind, delete)]
+        # The calls in flight at the end of the input had the grace to finish; they did not, so
+        # each got input_ended, once.
+        answers = [f for f in bridge.seen if "method" not in f and f.get("id") in (remind, delete)]
+        assert sorted((f["id"], f["error"]["data"]["cause"]) for f in answers) == sorted(
+            [(remind, "input_ended"), (delete, "input_ended")]
+        )
         assert {
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",

@@ -94,7 +94,8 @@ class InputError(RoundFailed):
     """A check failed: the original request gets the bridge error of ``cause``.
 
     ``cause`` is one of ``invalid_input_request``, ``too_many_input_requests``,
-    ``undeclared_input_request``, ``invalid_client_answer`` and ``too_many_rounds``;
+    ``undeclared_input_request``, ``invalid_client_answer``, ``too_many_rounds`` and
+    ``input_ended`` (the end of the input while a round waits for the client);
     ``detail`` goes to ``data.detail`` (``None`` for ``too_many_rounds``).
     """
 

@@ -175,6 +175,10 @@ class Rounds:
                 raise Cancelled() from ended
             if ended.reason == "obsolete":
                 raise Obsolete() from ended
+            if not host.upstream_lost:
+                # The end of the input: the client can answer no more, and the request that
+                # waited for it is answered now, as every request asked before the end.
+                raise InputError("input_ended", "the client can answer the input requests no more") from ended
             raise Silent() from ended
         finally:
             self.slot.waiting_for = "upstream"
