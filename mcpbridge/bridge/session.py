@@ -489,30 +489,36 @@ class ModernSession:
                 self._refused_state(slot, request.method, exc)
                 return
             self._host.output.respond_error(slot, self._error_for(exc, request.method, request.params))
-        except ClientFailed as failure:
+        except (ClientFailed, InputError) as failure:
             rounds.failed()
+            self._input_failed(slot, request.method, failure)
+        except Silent:
+            rounds.failed()
+
+    def _input_failed(self, slot: Slot, method: str, failure: Exception) -> None:
+        """The input requests of a round failed: one drop line, and the error for the client."""
+        from .input import ClientFailed, InputError
+
+        if isinstance(failure, ClientFailed):
             _drops(
                 logging.INFO,
                 "requests whose input requests the client answered with an error",
                 "request %s (%s): the client answered an input request with an error: %s",
                 printable(slot.id),
-                request.method,
+                method,
                 printable(failure.error.get("message", "")),
             )
             self._host.output.respond_error(slot, failure.error)
-        except InputError as failure:
-            rounds.failed()
+        elif isinstance(failure, InputError):
             _drops(
                 logging.WARNING,
                 "requests whose input requests failed",
                 "request %s (%s): the input requests of the upstream server failed: %s",
                 printable(slot.id),
-                request.method,
+                method,
                 failure.detail or failure.cause,
             )
             self._host.output.respond_error(slot, errortable.error_object(failure.cause, failure.detail))
-        except Silent:
-            rounds.failed()
 
     def _refused_state(self, slot: Slot, method: str, exc: RpcError) -> None:
         """The upstream refused the requestState of a round (behaviour: refused state)."""
