@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import WAIT
+from conftest import REPO_ROOT, WAIT
 from schema import ClientFrames
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -416,3 +416,27 @@ class FrontendPair:
         self._from_frontend.close()
         self._frontend_in.close()
         return self.seen
+
+
+#: The longest run of a Node.js client script of the interop tests.
+NODE_RUN_TIMEOUT = 150.0
+
+
+def run_node_client(node: Any, script: Path, plan: dict[str, Any]) -> dict[str, Any]:
+    """Run the Node.js client ``script`` with ``plan`` (``node``: the NodePeers of conftest); its
+    summary, the last line it printed, which must say ``ok`` with the exit code 0."""
+    completed = subprocess.run(
+        node.command(script, json.dumps(plan)),
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=NODE_RUN_TIMEOUT,
+        check=False,
+    )
+    lines = completed.stdout.decode("utf-8", "replace").strip().splitlines()
+    assert lines, (
+        f"the script printed nothing (exit {completed.returncode}): {completed.stderr.decode()[-2000:]}"
+    )
+    summary: dict[str, Any] = json.loads(lines[-1])
+    assert summary.get("ok") is True and completed.returncode == 0, summary.get("error") or summary
+    return summary

@@ -7,8 +7,6 @@ answers the server's requests as VS Code does and prints what it saw.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -16,12 +14,12 @@ from typing import Any
 import pytest
 
 from conftest import REPO_ROOT, NodePeers
+from harness import run_node_client
 from peers.legacy import legacy_command, running_legacy_http_server
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
 SCRIPT = REPO_ROOT / "tests" / "interop" / "legacy_upstream_client.mjs"
-RUN_TIMEOUT = 150.0
 
 STEPS: list[dict[str, Any]] = [
     {"id": "add", "kind": "call", "name": "add", "arguments": {"a": 2, "b": 3}},
@@ -46,21 +44,7 @@ def run(node: NodePeers, bridge_args: list[str]) -> dict[str, Any]:
         "exitMs": 5000,
         "steps": STEPS,
     }
-    completed = subprocess.run(
-        node.command(SCRIPT, json.dumps(plan)),
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    lines = completed.stdout.decode("utf-8", "replace").strip().splitlines()
-    assert lines, (
-        f"the script printed nothing (exit {completed.returncode}): {completed.stderr.decode()[-2000:]}"
-    )
-    summary: dict[str, Any] = json.loads(lines[-1])
-    assert summary.get("ok") is True and completed.returncode == 0, summary.get("error") or summary
-    return summary
+    return run_node_client(node, SCRIPT, plan)
 
 
 @pytest.fixture(scope="module", params=["stdio", "http"])

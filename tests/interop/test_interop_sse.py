@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from conftest import REPO_ROOT, NodePeers
-from harness import Bridge, bridge_command
+from harness import Bridge, bridge_command, run_node_client
 from peers.legacy import legacy_python, running_legacy_sse_server
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
@@ -71,21 +71,7 @@ def through_bridge(node: NodePeers, bridge_args: list[str]) -> dict[str, Any]:
         "exitMs": 5000,
         "steps": STEPS,
     }
-    completed = subprocess.run(
-        node.command(SCRIPT, json.dumps(plan)),
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    lines = completed.stdout.decode("utf-8", "replace").strip().splitlines()
-    assert lines, (
-        f"the script printed nothing (exit {completed.returncode}): {completed.stderr.decode()[-2000:]}"
-    )
-    summary: dict[str, Any] = json.loads(lines[-1])
-    assert summary.get("ok") is True and completed.returncode == 0, summary.get("error") or summary
-    return summary
+    return run_node_client(node, SCRIPT, plan)
 
 
 def step(summary: dict[str, Any], step_id: str) -> dict[str, Any]:

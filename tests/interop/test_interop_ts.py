@@ -9,13 +9,13 @@ server, and a server written with the official Python SDK (``mcp==2.3.0``).
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from typing import Any
 
 import pytest
 
 from conftest import REPO_ROOT, NodePeers
+from harness import run_node_client
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -23,7 +23,6 @@ SCRIPT = REPO_ROOT / "tests" / "interop" / "legacy_client.mjs"
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "fixture_server.py"
 PEER = REPO_ROOT / "tests" / "peers" / "py_modern_stdio_server.py"
 #: The script stops itself after 100 s; this bounds the wait for it.
-RUN_TIMEOUT = 150.0
 MANY_TOOLS = 150
 #: How long the bridge may take to exit after the end of its stdin: the 2 s after which the SDK's
 #: close would stop it with SIGTERM (the wait of the script starts first, so it ends first).
@@ -103,21 +102,7 @@ def run_legacy_client(
         "listChanged": list_changed,
         "steps": steps,
     }
-    completed = subprocess.run(
-        node.command(SCRIPT, json.dumps(plan)),
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    lines = completed.stdout.decode("utf-8", "replace").strip().splitlines()
-    assert lines, (
-        f"the script printed nothing (exit {completed.returncode}): {completed.stderr.decode()[-2000:]}"
-    )
-    summary: dict[str, Any] = json.loads(lines[-1])
-    assert summary.get("ok") is True and completed.returncode == 0, summary.get("error") or summary
-    return summary
+    return run_node_client(node, SCRIPT, plan)
 
 
 @pytest.fixture(scope="module")
