@@ -45,7 +45,7 @@ class FrontendConsent:
                 url, message, elicitation_id, timeout=timeout, cancel=cancel
             )
         except WaitEnded as ended:
-            raise ConsentEnded(ended.reason) from ended
+            raise ConsentEnded(ended.reason.value) from ended
 
     def complete(self, elicitation_id: str) -> None:
         self._frontend.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})

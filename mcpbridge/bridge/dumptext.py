@@ -14,6 +14,7 @@ of :func:`time.monotonic`).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -30,11 +31,21 @@ __all__ = [
     "StackFrame",
     "ThreadStack",
     "UpstreamState",
+    "Waiting",
     "format_dump",
 ]
 
 #: The text of a part whose lock stayed held: the stacks show which thread holds it.
 HELD: Final = "not read: its lock stays held (the threads below show by whom)"
+
+
+class Waiting(str, enum.Enum):
+    """What a request of the client in flight waits for."""
+
+    #: The upstream server's answer.
+    UPSTREAM = "upstream"
+    #: The client's answers to the input requests of a round (or to a 2025-era server's request).
+    CLIENT = "client"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +55,7 @@ class RequestState:
     id: RequestId
     method: str
     started: float
-    #: ``"upstream"`` or ``"client"`` (the answers to the input requests of a round).
-    waiting_for: str
+    waiting_for: Waiting
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +168,7 @@ def _slots(slots: SlotsState | None, now: float) -> list[str]:
     for request in sorted(slots.requests, key=lambda request: request.started):
         lines.append(
             f"  request {printable(request.id)} ({printable(request.method)}) for "
-            f"{_age(request.started, now)}: waits for the {request.waiting_for}"
+            f"{_age(request.started, now)}: waits for the {request.waiting_for.value}"
         )
     return lines
 

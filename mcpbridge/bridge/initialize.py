@@ -57,7 +57,7 @@ from .passthrough import (
     log_spawn_failed,
     stopped_during,
 )
-from .pending import WaitEnded
+from .pending import WaitEnded, WaitReason
 from .session import (
     ModernSession,
     SessionHost,
@@ -465,7 +465,8 @@ def _named_error(exc: Exception) -> dict[str, Any] | None:
     if isinstance(exc, McpError):
         return errortable.error_from_mcp(exc)
     if isinstance(exc, WaitEnded):  # the consent of the client to a sign-in
-        return errortable.error_object("input_timeout" if exc.reason == "timeout" else "not_connected")
+        timed_out = exc.reason is WaitReason.TIMEOUT
+        return errortable.error_object("input_timeout" if timed_out else "not_connected")
     cause = getattr(exc, "cause", None)
     if isinstance(exc, BridgeError) and isinstance(cause, str) and cause in errortable.ERRORS:
         return errortable.error_object(cause)

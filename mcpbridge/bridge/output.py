@@ -104,7 +104,7 @@ from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
 from ..mcp.droplog import DROP_LOG_INTERVAL
 from ..mcp.jsonrpc import RequestId
-from .dumptext import OutputState
+from .dumptext import OutputState, Waiting
 
 __all__ = [
     "LARGE_FRAME_BYTES",
@@ -151,7 +151,7 @@ class Slot:
         #: The response is written (under the output lock).
         self.done = False
         #: What the slot waits for, for the watcher's log lines.
-        self.waiting_for = "upstream"
+        self.waiting_for = Waiting.UPSTREAM
         self.next_report = 10.0
         #: The batch of the client that the request came in (see :class:`Batch`).
         self.batch: Batch | None = None

@@ -88,7 +88,7 @@ from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..mcp.transport import Transport
 from . import errortable, legacy, translate
-from .dumptext import UpstreamState
+from .dumptext import UpstreamState, Waiting
 from .era import (
     FAILED_STARTS,
     LegacyUpstream,
@@ -534,7 +534,7 @@ class LegacyPassthrough:
             waiting = slots[0] if len(slots) == 1 and request.method != "ping" else None
             self._asked[client_id] = (time.monotonic(), waiting)
             if waiting is not None:
-                waiting.waiting_for = "client"
+                waiting.waiting_for = Waiting.CLIENT
         if self._host.write_request(client_id, request.method, request.params):
             return
         with self._lock:
@@ -614,7 +614,7 @@ class LegacyPassthrough:
         another request of the server waits for the client for it. Called under the lock."""
         _asked, slot = self._asked.pop(client_id, (0.0, None))
         if slot is not None and all(other is not slot for _when, other in self._asked.values()):
-            slot.waiting_for = "upstream"
+            slot.waiting_for = Waiting.UPSTREAM
 
     def describe(self, wait: float = 0.5) -> UpstreamState:
         """The upstream's state for a thread dump, with the server's requests that wait for the

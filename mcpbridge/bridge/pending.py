@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+import enum
 import itertools
 import threading
 import time
@@ -31,7 +32,7 @@ from .answers import BAD_LINE, ClientError
 from .dumptext import PendingState
 from .output import Host
 
-__all__ = ["BAD_LINE", "ClientError", "PendingAnswers", "WaitEnded"]
+__all__ = ["BAD_LINE", "ClientError", "PendingAnswers", "WaitEnded", "WaitReason"]
 
 PREFIX: Final = "b-"
 
@@ -39,11 +40,22 @@ PREFIX: Final = "b-"
 Answer = Any  # a result value, a ClientError, or BAD_LINE
 
 
-class WaitEnded(BridgeError):
-    """The wait for answers ended early; ``reason`` says why (``canceled``, ``timeout``, ``closed``)."""
+class WaitReason(str, enum.Enum):
+    """Why a wait for the client's answers ended early."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+    CANCELED = "canceled"
+    TIMEOUT = "timeout"
+    #: The table closed: the end of the connection.
+    CLOSED = "closed"
+    #: The caller no longer needs the answers (see :meth:`PendingAnswers.wait`'s ``still``).
+    OBSOLETE = "obsolete"
+
+
+class WaitEnded(BridgeError):
+    """The wait for answers ended early; ``reason`` says why."""
+
+    def __init__(self, reason: WaitReason) -> None:
+        super().__init__(reason.value)
         self.reason = reason
 
 
@@ -97,11 +109,11 @@ class PendingAnswers:
                     if all(self._entries.get(i) is not None for i in ids):
                         return {i: self._entries[i] for i in ids}
                     if cancel.cancelled:
-                        raise WaitEnded("canceled")
+                        raise WaitEnded(WaitReason.CANCELED)
                     if self._closed:
-                        raise WaitEnded("closed")
+                        raise WaitEnded(WaitReason.CLOSED)
                     if not deadline.wait(self._cond):
-                        raise WaitEnded("timeout")
+                        raise WaitEnded(WaitReason.TIMEOUT)
         finally:
             remove()
 
@@ -141,11 +153,11 @@ class PendingAnswers:
             try:
                 got = self._wait_while(ids, timeout=timeout, cancel=cancel, still=still)
             except WaitEnded as ended:
-                if ended.reason == "timeout":
+                if ended.reason is WaitReason.TIMEOUT:
                     text = "no answer in time"
-                elif ended.reason == "obsolete":
+                elif ended.reason is WaitReason.OBSOLETE:
                     text = "the answer is no longer needed"
-                elif ended.reason == "canceled":
+                elif ended.reason is WaitReason.CANCELED:
                     text = cancel.reason or "the client canceled the request"
                 elif closed_reason is not None:
                     text = closed_reason()
@@ -192,10 +204,10 @@ class PendingAnswers:
             try:
                 return self.wait(ids, timeout=deadline.at_most(every), cancel=cancel)
             except WaitEnded as ended:
-                if ended.reason != "timeout" or last:
+                if ended.reason is not WaitReason.TIMEOUT or last:
                     raise
             if not check():
-                raise WaitEnded("obsolete")
+                raise WaitEnded(WaitReason.OBSOLETE)
 
     def close(self) -> None:
         """Wake every waiter; no wait succeeds any more unless already answered."""

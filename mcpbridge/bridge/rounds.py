@@ -29,9 +29,10 @@ from ..mcp.protocol import ELICITATION_COMPLETE
 from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration
 from . import revisions, translate
+from .dumptext import Waiting
 from .options import Options
 from .output import Host, Slot
-from .pending import PendingAnswers, WaitEnded
+from .pending import PendingAnswers, WaitEnded, WaitReason
 
 if TYPE_CHECKING:
     from .input import Outgoing
@@ -152,7 +153,7 @@ class Rounds:
         from .input import InputError
 
         host = self.host
-        self.slot.waiting_for = "client"
+        self.slot.waiting_for = Waiting.CLIENT
         self.slot.next_report = time.monotonic() - self.slot.started + 10.0
         timeout = host.options.timeouts.input
         try:
@@ -165,15 +166,15 @@ class Rounds:
                 still=still,
             )
         except WaitEnded as ended:
-            if ended.reason == "timeout":
+            if ended.reason is WaitReason.TIMEOUT:
                 raise InputError(
                     "input_timeout",
                     f"no answers in {format_duration(timeout)} "
                     f"(input requests of the round: {len(outgoing)})",
                 ) from ended
-            if ended.reason == "canceled":
+            if ended.reason is WaitReason.CANCELED:
                 raise Cancelled() from ended
-            if ended.reason == "obsolete":
+            if ended.reason is WaitReason.OBSOLETE:
                 raise Obsolete() from ended
             if not host.upstream_lost:
                 # The end of the input: the client can answer no more, and the request that
@@ -181,7 +182,7 @@ class Rounds:
                 raise InputError("input_ended", "the client can answer the input requests no more") from ended
             raise Silent() from ended
         finally:
-            self.slot.waiting_for = "upstream"
+            self.slot.waiting_for = Waiting.UPSTREAM
         return {request.key: answer for request, answer in zip(outgoing, got, strict=True)}
 
     def _tagged(self, params: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -46,7 +46,7 @@ from ..mcp.protocol import INPUT_METHODS, MODERN, RESULT_INPUT_REQUIRED, RESULT_
 from ..mcp.text import format_duration, printable
 from ..oauth.errors import SignInError
 from . import errortable, revisions, translate
-from .dumptext import UpstreamState
+from .dumptext import UpstreamState, Waiting
 from .listrules import ListRules
 from .output import Host, Slot
 from .rounds import ProgressForwarder, Rounds, RoundsHost, Silent
@@ -436,7 +436,7 @@ class ModernSession:
         try:
             while True:
                 round_number = rounds.session.rounds + 1
-                slot.waiting_for = "upstream"
+                slot.waiting_for = Waiting.UPSTREAM
                 long_strings.clear()
                 if first is not None:
                     result, first = first(), None

@@ -41,7 +41,7 @@ from ..mcp.droplog import DropLog
 from ..mcp.jsonrpc import Request, RequestId
 from ..mcp.text import format_duration, printable
 from . import errortable
-from .dumptext import RequestState, SlotsState
+from .dumptext import RequestState, SlotsState, Waiting
 from .output import Output, Slot
 
 __all__ = ["Slots", "Work"]
@@ -220,7 +220,7 @@ class Slots:
             waited = now - slot.started
             if waited >= slot.next_report:
                 slot.next_report += _REPORT_EVERY
-                if slot.waiting_for == "client":
+                if slot.waiting_for is Waiting.CLIENT:
                     kind = "requests that wait long for the client"
                     text = (
                         "still waiting for the answers of the client to the input requests of %s "
