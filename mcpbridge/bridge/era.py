@@ -34,6 +34,7 @@ from ..mcp.protocol import MODERN
 from ..mcp.text import printable
 from ..mcp.transport import Transport
 from . import errortable
+from .options import UpstreamRevision
 
 __all__ = [
     "AUTO",
@@ -55,8 +56,8 @@ __all__ = [
 ModernConnect = Connect
 
 #: The values of ``--protocol`` (``Options.protocol``) besides :data:`~mcpbridge.mcp.protocol.MODERN`.
-AUTO: Final = "auto"
-LEGACY: Final = "legacy"
+AUTO: Final = UpstreamRevision.AUTO
+LEGACY: Final = UpstreamRevision.LEGACY
 
 #: The errors that only a server of revision 2026-07-28 sends: such a server is modern.
 MODERN_ERROR_CODES: Final = frozenset(

@@ -46,7 +46,7 @@ from ..mcp.jsonrpc import Notification, Request
 from ..mcp.protocol import MODERN
 from . import errortable, legacy, lifecycle, revisions, translate
 from .lifecycle import END_STATES, Action, State
-from .options import Connect
+from .options import Connect, UpstreamRevision
 from .output import Output, Slot, response_frame_locked
 from .passthrough import (
     FAILED_STARTS,
@@ -316,7 +316,8 @@ class Initializer:
         self._client_kinds_caps = revisions.client_capabilities(self._revision, params.capabilities)
         self._upstream_caps = translate.client_capabilities_for_upstream(self._client_kinds_caps)
         connect = self._connect
-        if self._legacy is not None and self.options.protocol in ("legacy", "auto"):
+        passes = self.options.protocol in (UpstreamRevision.LEGACY, UpstreamRevision.AUTO)
+        if self._legacy is not None and passes:
             # None: the passthrough carries the connection, or the initialize failed.
             modern = self._pass_through(slot, request, None, None)
             if modern is None:
@@ -405,7 +406,7 @@ class Initializer:
         passthrough = LegacyPassthrough(
             self.output, self._legacy, self.options, lists=self.lists, drops=self.drops
         )
-        first = probe is None and self.options.protocol == "auto"
+        first = probe is None and self.options.protocol is UpstreamRevision.AUTO
         try:
             result = passthrough.open(request.params, probe, probe_error, slot.cancel, first=first)
         except OpenFailed as failed:

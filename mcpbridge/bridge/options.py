@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from ..mcp.client import Connect
@@ -9,11 +10,42 @@ from . import translate
 from .lists import ToolFilter
 from .output import MAX_QUEUED_BYTES
 
-__all__ = ["OUTPUT_STALL_TIMEOUT", "Connect", "Options", "Timeouts"]
+__all__ = [
+    "OUTPUT_STALL_TIMEOUT",
+    "Connect",
+    "HostChoice",
+    "Options",
+    "TaskMode",
+    "Timeouts",
+    "UpstreamRevision",
+]
 
 #: The longest time the client may read nothing while output waits for it: then the
 #: bridge ends the connection as at the end of its input.
 OUTPUT_STALL_TIMEOUT = 60.0
+
+
+class UpstreamRevision(str, enum.Enum):
+    """``--protocol``: the revision that the bridge speaks to the upstream server."""
+
+    AUTO = "auto"
+    MODERN = "2026-07-28"
+    LEGACY = "legacy"
+
+
+class TaskMode(str, enum.Enum):
+    """``--tasks``: whether the bridge carries the tasks of the Tasks extension."""
+
+    AUTO = "auto"
+    OFF = "off"
+
+
+class HostChoice(str, enum.Enum):
+    """``--host-profile``: the profile of the host, or ``auto`` to pick it from its ``initialize``."""
+
+    AUTO = "auto"
+    VSCODE = "vscode"
+    GENERIC = "generic"
 
 
 @dataclass(frozen=True)
@@ -52,7 +84,7 @@ class Options:
     #: falls back to a 2025-era URL after a failed discover (module era); ``legacy`` skips
     #: the discover; ``2026-07-28`` always translates and never falls back.
     #: Without a ``legacy`` upstream for the front end, each acts as ``2026-07-28``.
-    protocol: str = "auto"
+    protocol: UpstreamRevision = UpstreamRevision.AUTO
     #: The upstream's send never waits long (a child process on stdio): the reader sends
     #: each forwarded request itself, and the thread that delivers the answer writes the
     #: response, so a call costs no hand-off to a slot thread
@@ -67,8 +99,14 @@ class Options:
     max_output_bytes: int = MAX_QUEUED_BYTES
     #: ``--tasks``: ``auto`` declares the Tasks extension on each upstream ``tools/call`` and
     #: carries the tasks of the server (module taskdriver); ``off`` declares nothing.
-    tasks: str = "auto"
+    tasks: TaskMode = TaskMode.AUTO
     #: ``--host-profile``: ``auto`` picks the profile of the host from its ``initialize``
     #: (:func:`~.revisions.choose_profile`); ``vscode`` and ``generic`` force one.
-    host_profile: str = "auto"
+    host_profile: HostChoice = HostChoice.AUTO
+
+    def __post_init__(self) -> None:
+        # The command line gives the words: each becomes its member here, once.
+        object.__setattr__(self, "protocol", UpstreamRevision(self.protocol))
+        object.__setattr__(self, "tasks", TaskMode(self.tasks))
+        object.__setattr__(self, "host_profile", HostChoice(self.host_profile))
 

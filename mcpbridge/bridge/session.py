@@ -48,6 +48,7 @@ from ..oauth.errors import SignInError
 from . import errortable, revisions, translate
 from .dumptext import UpstreamState, Waiting
 from .listrules import ListRules
+from .options import TaskMode
 from .output import Host, Slot
 from .rounds import ProgressForwarder, Rounds, RoundsHost, Silent
 from .slots import Work
@@ -209,7 +210,7 @@ class ModernSession:
         self.options = host.options
         #: The tasks of the Tasks extension that the session carries (``--tasks auto``).
         self._tasks: SessionTasks | None = None
-        if self.options.tasks == "auto":
+        if self.options.tasks is TaskMode.AUTO:
             from .sessiontasks import SessionTasks  # imported here: the tasks load after the discover
 
             self._tasks = SessionTasks(client, host, discover_result)

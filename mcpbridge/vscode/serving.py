@@ -77,16 +77,17 @@ def frontend_options(settings: Settings) -> Options:
     """The options of the front end that the command line sets, the same in both forms."""
     from ..bridge.frontend import Options, Timeouts
     from ..bridge.lists import ToolFilter
+    from ..bridge.options import HostChoice, TaskMode, UpstreamRevision
 
     return Options(
         fallback_name=settings.name,
         version=__version__,
         max_line_bytes=settings.max_line_bytes,
         timeouts=Timeouts(discover=settings.discover_timeout),
-        protocol=settings.protocol,
-        tasks=settings.tasks,
+        protocol=UpstreamRevision(settings.protocol),
+        tasks=TaskMode(settings.tasks),
         tool_filter=ToolFilter(settings.allow_tools, settings.deny_tools),
-        host_profile=settings.host_profile,
+        host_profile=HostChoice(settings.host_profile),
     )
 
 
