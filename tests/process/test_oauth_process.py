@@ -315,8 +315,8 @@ def test_the_sandbox_fails_the_sign_in_at_once(setup):
 
 def test_an_upstream_and_an_authorization_server_both_on_loopback_sign_in_over_http(ca, tmp_path):
     plain = AuthServer(ca, Switches(device=True), tls=False)
+    setup = Setup(plain, ca, tmp_path)
     try:
-        setup = Setup(plain, ca, tmp_path)
         bridge = setup.bridge("--sign-in", "browser")
         assert bridge.initialize()["result"]["serverInfo"]["name"] == "oauth-peer"
         assert (
@@ -333,6 +333,8 @@ def test_an_upstream_and_an_authorization_server_both_on_loopback_sign_in_over_h
         assert "the server needs a sign-in (HTTP status 401)" in out.stdout, out.stdout
         assert "sign-in flows: the server offers browser, device;" in out.stdout, out.stdout
     finally:
+        for made in setup.bridges:
+            made.stop()
         plain.close()
 
 
