@@ -41,7 +41,7 @@ old-venv: $(OLD_STAMP)
 $(PY):
 	$(PYTHON3) -m venv $(VENV)
 
-$(PY_STAMP): setup.cfg pyproject.toml | $(PY)
+$(PY_STAMP): setup.cfg pyproject.toml tests/constraints.txt | $(PY)
 	$(PY) -m pip install -c tests/constraints.txt -e '.[test]'
 	touch $@
 

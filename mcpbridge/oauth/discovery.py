@@ -4,7 +4,8 @@
   ``resource_metadata`` of the challenge, then the well-known URLs); its
   ``resource`` must cover the URL of the upstream server.
 * :func:`discover_server`: RFC 8414 and OpenID discovery; ``issuer`` must be the
-  issuer exactly, the endpoints https, and PKCE S256 offered.
+  issuer exactly, the endpoints https (or http when they and the upstream server are
+  both on loopback), and PKCE S256 offered.
 * :func:`register`: RFC 7591 dynamic registration of a public native client.
 * :class:`TokenClient`: the requests of one client at the token and device
   endpoints, with ``resource`` (RFC 8707): the code exchange and the refresh, the
