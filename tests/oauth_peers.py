@@ -204,7 +204,6 @@ class AuthServer:
         self.device_grants: dict[str, dict[str, Any]] = {}
         self.device_approved = threading.Event()
         #: Set at each answer of the device endpoint.
-        self.device_answered = threading.Event()
         #: Set when the server closes: a dribbled answer stops.
         self.closing = threading.Event()
         #: The dribbled answers that ended: the bytes each sent before the client closed it or
@@ -581,7 +580,6 @@ class AuthServer:
             answer["verification_uri_complete"] = f"{self.origin}/device/verify?user_code={user_code}"
         if sw.device_interval is not None:
             answer["interval"] = sw.device_interval
-        self.device_answered.set()
         self.answer(ex, "device", answer, raw=sw.device_raw)
 
     def device_approve(self, ex: Exchange) -> None:

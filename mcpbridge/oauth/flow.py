@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import hmac
 import json
 import re
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import quote, urlencode, urlsplit
@@ -632,13 +631,3 @@ def check_redirect(redirect: Redirect, *, issuer: str, iss_required: bool) -> st
     if not redirect.code:
         raise RedirectProblem("MissingCode")
     return redirect.code
-
-
-def same_secret(a: str, b: str) -> bool:
-    """Compare two secrets in constant time."""
-    return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
-
-
-def union(*groups: Iterable[str]) -> tuple[str, ...]:
-    """The scopes of all groups, in first-seen order."""
-    return tuple(dict.fromkeys(s for g in groups for s in g if s))
