@@ -121,6 +121,8 @@ from mcpbridge.mcp.transport import OnFrameError, OnMessage, OnServerClosed, Ser
 EXTENSION = protocol.TASKS_EXTENSION
 #: The longest wait of the tool ``events``.
 EVENTS_WAIT = 10.0
+#: The longest wait a test may ask of ``events``.
+MAX_EVENTS_WAIT = 60.0
 DEFAULT_POLL_MS = 100
 DEFAULT_TTL_MS = 600_000
 FAILURE = {"code": -32050, "message": "the job broke", "data": {"job": 7}}
@@ -250,9 +252,9 @@ class TaskStore:
             self._events.append(text)
             self._cond.notify_all()
 
-    def wait_events(self, name: str, count: int) -> list[str]:
+    def wait_events(self, name: str, count: int, wait: float = EVENTS_WAIT) -> list[str]:
         with self._cond:
-            self._cond.wait_for(lambda: sum(e.startswith(name) for e in self._events) >= count, EVENTS_WAIT)
+            self._cond.wait_for(lambda: sum(e.startswith(name) for e in self._events) >= count, wait)
             return list(self._events)
 
     # -- the tasks -----------------------------------------------------------------------
@@ -624,8 +626,8 @@ def build(store: Callable[[], TaskStore]) -> Server:
         return f"Hello, {name}!"
 
     @server.tool(description="Wait for events of the tasks and give them all")
-    def events(ctx: Context, name: str = "", count: int = 0) -> ToolResult:
-        seen = store().wait_events(name, count)
+    def events(ctx: Context, name: str = "", count: int = 0, wait: float = EVENTS_WAIT) -> ToolResult:
+        seen = store().wait_events(name, count, min(float(wait), MAX_EVENTS_WAIT))
         return ToolResult(json.dumps(seen), structured={"events": seen})
 
     def task_tool(ctx: Context, **arguments: Any) -> str:

@@ -27,8 +27,16 @@ TASKS_CAPABILITIES = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
 TOLERANCE = 0.05
 
 
+#: How long the server waits for the second read: when the listen stream of the task is
+#: acknowledged before the first read, the stream carries the task and the next read comes only
+#: after the bridge's long poll of a watched task (30 s).
+READS_WAIT = 40.0
+
+
 def server_events(bridge: Bridge, name: str, count: int) -> list[str]:
-    response = bridge.request("tools/call", {"name": "events", "arguments": {"name": name, "count": count}})
+    arguments = {"name": name, "count": count, "wait": READS_WAIT}
+    params = {"name": "events", "arguments": arguments}
+    response = bridge.request("tools/call", params, timeout=READS_WAIT + 10)
     seen: list[str] = response["result"]["structuredContent"]["events"]
     return seen
 
