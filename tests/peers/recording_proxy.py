@@ -152,6 +152,7 @@ class RecordingProxy:
     # ------------------------------------------------------------------ forwarding
 
     def _forward(self, handler: BaseHTTPRequestHandler) -> None:
+        threading.current_thread().name = "recording-proxy-exchange"
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else b""
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in HOP_BY_HOP}
