@@ -11,7 +11,11 @@ can be set against what the server wrote to its session.
 The server writes its notifications outside any request on the GET stream of the session:
 the log messages (the roots it got, the acknowledgement of a subscription), the resource
 update and the resource list change; the progress of ``trigger-long-running-operation``
-goes on the stream of its call. Both paths get each of them, each as often.
+goes on the stream of its call. Both paths get each of them, each as often. Some of them
+follow timers of the server (its ``roots/list`` 350 ms after ``notifications/initialized``,
+a resource update every 5 s until the tool is toggled off, none after the session ended):
+the steps wait for each notification and toggle the updates off at once, so that the server
+writes the same to both sessions whatever the time each run takes.
 
 One difference is the server's, and the bridge keeps it: while it handles
 ``notifications/initialized``, the server registers the tools of the client's capabilities
