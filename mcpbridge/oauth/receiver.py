@@ -284,8 +284,8 @@ class Receiver:
         )
         self._accepter.start()
 
-    def wait(self, deadline: float, cancel: CancelToken | None = None) -> Redirect:
-        """Wait for the redirect until ``deadline`` (``time.monotonic``).
+    def wait(self, deadline: Deadline, cancel: CancelToken | None = None) -> Redirect:
+        """Wait for the redirect until ``deadline``.
 
         Raises:
             StartReused: the start URL got a second request first.
@@ -301,17 +301,16 @@ class Receiver:
                     if self._start_reused:
                         self._ended = True
                         raise StartReused()
-                    reason = None
                     if cancel is not None and cancel.cancelled:
                         reason = "canceled"
                     elif self._stopping:
                         reason = "stopped"
-                    elif time.monotonic() >= deadline:
+                    elif deadline.wait(self._cond):
+                        continue
+                    else:
                         reason = "timeout"
-                    if reason is not None:
-                        self._ended = True
-                        raise WaitEnded(reason)
-                    self._cond.wait(max(0.0, deadline - time.monotonic()))
+                    self._ended = True
+                    raise WaitEnded(reason)
         finally:
             if remove is not None:
                 remove()

@@ -41,6 +41,7 @@ from types import TracebackType
 from typing import Final, Protocol
 
 from ..mcp.cancel import CancelToken
+from ..mcp.deadline import Deadline
 from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled
 from . import flow, urls
@@ -476,11 +477,8 @@ class Attempt:
         if fallback is not None:
             self.receiver.set_fallback(*fallback)
         self._sign_in.write_line(authorization_url)
-        started = time.monotonic()
-        deadline = started + settings.timeout
-        if self._request_deadline is not None:
-            deadline = min(deadline, self._request_deadline)
-        seconds = max(1, math.ceil(deadline - started - 1e-6))
+        deadline = Deadline(settings.timeout, until=self._request_deadline)
+        seconds = max(1, math.ceil(deadline.span - 1e-6))
         opened = True
         if self._delivery is _Delivery.BROWSER:
             if not settings.no_browser:
@@ -500,7 +498,7 @@ class Attempt:
             authorization_url,
             CONSENT_MESSAGE,
             elicitation_id,
-            timeout=max(0.0, deadline - time.monotonic()),
+            timeout=deadline.remaining,
             cancel=cancel,
         )
         if not accepted:
@@ -511,7 +509,7 @@ class Attempt:
         finally:
             consent.complete(elicitation_id)
 
-    def _wait_redirect(self, deadline: float, seconds: int, opened: bool) -> Redirect:
+    def _wait_redirect(self, deadline: Deadline, seconds: int, opened: bool) -> Redirect:
         try:
             return self.receiver.wait(deadline, self._cancel)
         except StartReused as exc:

@@ -34,12 +34,12 @@ import math
 import socket
 import ssl
 import threading
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from ..mcp.cancel import CancelToken
+from ..mcp.deadline import Deadline
 from ..mcp.errors import Cancelled
 from ..mcp.httpwire import Exchange, proxy_for
 from ..mcp.numbers import OutOfRange, peer_int
@@ -98,9 +98,8 @@ class _Call:
     wakes a read that a server keeps alive one byte at a time.
     """
 
-    def __init__(self, deadline: float, seconds: float, cancel: CancelToken | None) -> None:
+    def __init__(self, deadline: Deadline, cancel: CancelToken | None) -> None:
         self.deadline = deadline
-        self.seconds = seconds
         self.exchange = Exchange()
         self._cancel = cancel
         self._lock = threading.Lock()
@@ -130,7 +129,7 @@ class _Call:
                 log.warning("the watchdog of a sign-in request did not stop in %d s", JOIN_TIMEOUT)
 
     def _watch(self) -> None:
-        if not self._done.wait(max(0.0, self.deadline - time.monotonic())):
+        if not self.deadline.wait_event(self._done):
             self._stop("deadline")
 
     def _stop(self, why: str) -> None:
@@ -150,14 +149,15 @@ class _Call:
             if self.stopped is None:
                 if self._cancel is not None and self._cancel.cancelled:
                     self.stopped = "cancel"
-                elif time.monotonic() >= self.deadline:
+                elif self.deadline.expired:
                     self.stopped = "deadline"
             stopped = self.stopped
         if stopped == "cancel":
             assert self._cancel is not None
             raise Cancelled(self._cancel.reason or None)
         if stopped == "deadline":
-            raise WebTimeout(f"no complete answer in {_seconds_text(self.seconds)}", self.seconds)
+            seconds = self.deadline.span
+            raise WebTimeout(f"no complete answer in {_seconds_text(seconds)}", seconds)
 
 
 def _seconds_text(seconds: float) -> str:
@@ -277,21 +277,18 @@ class WebClient:
             WebTimeout: no time is left (detail ``no time left``).
             Cancelled: the cancel token has fired.
         """
-        now = time.monotonic()
-        deadline = now + self._call_timeout
-        for limit in (self._deadline, self._request_deadline):
-            if limit is not None:
-                deadline = min(deadline, limit)
+        limits = [limit for limit in (self._deadline, self._request_deadline) if limit is not None]
+        deadline = Deadline(self._call_timeout, until=min(limits, default=None))
         if self._cancel is not None and self._cancel.cancelled:
             raise Cancelled(self._cancel.reason or None)
-        left = deadline - now
+        left = deadline.span
         if left <= 0:
             raise WebTimeout("no time left", 0.0)
         connect, read = self._timeouts
         if self._deadline is not None:
-            half = (self._deadline - now) / 2
+            half = Deadline(None, until=self._deadline).span / 2
             connect, read = min(connect, half), min(read, half)
-        return _Call(deadline, left, self._cancel), (min(connect, left), min(read, left))
+        return _Call(deadline, self._cancel), (min(connect, left), min(read, left))
 
     def _send(self, method: str, url: str, *, headers: Mapping[str, str], data: Any = None) -> WebResponse:
         import requests
