@@ -102,6 +102,7 @@ from typing import Any, BinaryIO, Final, Protocol
 
 from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
+from ..mcp.deadline import Deadline
 from ..mcp.droplog import DROP_LOG_INTERVAL
 from ..mcp.jsonrpc import RequestId
 from .dumptext import OutputState, Waiting
@@ -324,13 +325,11 @@ class Output:
 
     def close(self, grace: float = 0.0) -> None:
         """Write nothing from now on, after at most ``grace`` seconds for the frames queued before."""
-        deadline = time.monotonic() + grace
+        deadline = Deadline(grace)
         with self._cond:
             while self._queue and not self._closed:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if not deadline.wait(self._cond):
                     break
-                self._cond.wait(remaining)
             if self._queue:
                 log.debug("dropped %d frames for the client at the close of the output", len(self._queue))
             self._closed = True
