@@ -68,7 +68,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, BinaryIO, Final, cast
@@ -76,6 +75,7 @@ from typing import IO, BinaryIO, Final, cast
 from .. import platform
 from . import jsonrpc
 from .cancel import NO_WAIT, CancelToken, WouldBlock
+from .deadline import Deadline
 from .droplog import DROP_LOG_INTERVAL, DropLog
 from .errors import Cancelled, Closed, InvalidRequest, McpError, NotConnected, SpawnFailed, TransportFailed
 from .framing import KEEP_BYTES, LineReader, TooLong
@@ -408,7 +408,7 @@ class StdioChildTransport(Transport):
             return
         remove = cancel.add_callback(self._wake_senders) if cancel is not None else None
         try:
-            deadline = time.monotonic() + self._write_timeout
+            deadline = Deadline(self._write_timeout)
             with self._queue_ready:
                 while True:
                     self._check_open_locked()
@@ -416,10 +416,8 @@ class StdioChildTransport(Transport):
                         raise Cancelled(cancel.reason or None)
                     if not self._queue or self._queued_bytes + len(data) <= self._max_queued:
                         break
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
+                    if not deadline.wait(self._queue_ready):
                         raise TransportFailed("the upstream server does not read its input")
-                    self._queue_ready.wait(remaining)
                 self._enqueue_locked(data)
         finally:
             if remove is not None:
