@@ -171,8 +171,13 @@ class Listener:
         self._stop.set()
         self._commands.put(_Stop())
         self._owner.join(timeout=self._shutdown_grace)
+        if self._owner.is_alive():
+            log.debug("the owner of the listen stream did not end in %g s", self._shutdown_grace)
         for thread in self._stream_threads:
             thread.join(timeout=0.5)
+        alive = sum(thread.is_alive() for thread in self._stream_threads)
+        if alive:
+            log.debug("%d listen stream threads did not end in 0.5 s", alive)
 
     def change(self, slot: Slot, uri: str, *, subscribe: bool) -> None:
         """Run on a slot: queue the change, wait for the owner to finish it.

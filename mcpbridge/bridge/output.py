@@ -338,6 +338,8 @@ class Output:
             writer, busy = self._writer, self._writing and self._handed_over
         if writer is not None and not busy:
             writer.join(JOIN_TIMEOUT)
+            if writer.is_alive():
+                log.debug("the output thread did not end in %g s", JOIN_TIMEOUT)
 
     def _drop_queue_locked(self) -> None:
         """Drop the frames that wait (the output closed); the caller holds the lock."""
@@ -393,7 +395,7 @@ class Output:
         if queue_only:
             return True
         while self._done < number and not self._closed:
-            self._cond.wait()
+            self._cond.wait()  # the holder of the pen writes it; the stall rule bounds the wait
         return self._done >= number and not self._failed
 
     def _hand_over_locked(self) -> None:
@@ -408,7 +410,7 @@ class Output:
         while True:
             with self._cond:
                 while not self._handed_over and not self._closed:
-                    self._cond.wait()
+                    self._cond.wait()  # idle until a hand-over; close() wakes it
                 if self._closed:
                     return
             self._write_queue(until=None)

@@ -232,6 +232,7 @@ class DeadlineTimer:
                     while self._heap and self._heap[0][2][0] is None:
                         heapq.heappop(self._heap)
                         self._removed -= 1
+                    # Each wait below is a slice: the loop looks at the heap again after it.
                     if not self._heap:
                         self._cond.wait(IDLE_WAIT)
                         continue

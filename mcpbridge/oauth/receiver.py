@@ -338,14 +338,15 @@ class Receiver:
             except OSError:
                 pass
         deadline = Deadline(STOP_WAIT)
-        if self._accepter is not None:
-            self._accepter.join(STOP_WAIT)
+        if self._accepter is not None and not Deadline(STOP_WAIT).join(self._accepter):
+            log.debug("the sign-in receiver's accepting thread did not end in %g s", STOP_WAIT)
         with self._cond:
             connections = dict(self._connections)
         for connection in connections:
             _interrupt(connection.sock)
-        for thread in connections.values():
-            deadline.join(thread)
+        alive = sum(not deadline.join(thread) for thread in connections.values())
+        if alive:
+            log.debug("%d connection threads of the sign-in receiver did not end in %g s", alive, STOP_WAIT)
         for sock_or_none in (self._listener, self._wake_r, self._wake_w):
             if sock_or_none is not None:
                 sock_or_none.close()
@@ -600,6 +601,7 @@ class Receiver:
             return
         deadline = Deadline(PROBE_HOLD)
         with self._cond:
+            # A hold that runs out is an answer too: the probe then hears "pending".
             deadline.wait_for(self._cond, lambda: self._outcome is not None or self._stopping)
             outcome = self._outcome
         word = "pending" if outcome is None else outcome.value
