@@ -28,6 +28,7 @@ No error and no log line holds a URL, a form value or a token.
 from __future__ import annotations
 
 import copy
+import enum
 import json
 import logging
 import math
@@ -90,6 +91,13 @@ class WebResponse:
                 self.json = None
 
 
+class _Stop(enum.Enum):
+    """Why a call was stopped (by its watchdog thread or the cancel token's callback)."""
+
+    DEADLINE = "deadline"
+    CANCEL = "cancel"
+
+
 class _Call:
     """One request in flight: its deadline, its cancel token, and the socket under it.
 
@@ -103,8 +111,8 @@ class _Call:
         self.exchange = Exchange()
         self._cancel = cancel
         self._lock = threading.Lock()
-        #: Why the call was stopped: ``deadline`` or ``cancel``; None while it may run.
-        self.stopped: str | None = None
+        #: Why the call was stopped; None while it may run.
+        self.stopped: _Stop | None = None
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self._remove_callback: Any = None
@@ -112,7 +120,7 @@ class _Call:
     def __enter__(self) -> _Call:
         self.check()
         if self._cancel is not None:
-            self._remove_callback = self._cancel.add_callback(lambda: self._stop("cancel"))
+            self._remove_callback = self._cancel.add_callback(lambda: self._stop(_Stop.CANCEL))
         self._thread = threading.Thread(target=self._watch, name=WATCHDOG_NAME, daemon=True)
         self._thread.start()
         return self
@@ -130,9 +138,9 @@ class _Call:
 
     def _watch(self) -> None:
         if not self.deadline.wait_event(self._done):
-            self._stop("deadline")
+            self._stop(_Stop.DEADLINE)
 
-    def _stop(self, why: str) -> None:
+    def _stop(self, why: _Stop) -> None:
         with self._lock:
             if self.stopped is None:
                 self.stopped = why
@@ -148,14 +156,14 @@ class _Call:
         with self._lock:
             if self.stopped is None:
                 if self._cancel is not None and self._cancel.cancelled:
-                    self.stopped = "cancel"
+                    self.stopped = _Stop.CANCEL
                 elif self.deadline.expired:
-                    self.stopped = "deadline"
+                    self.stopped = _Stop.DEADLINE
             stopped = self.stopped
-        if stopped == "cancel":
+        if stopped is _Stop.CANCEL:
             assert self._cancel is not None
             raise Cancelled(self._cancel.reason or None)
-        if stopped == "deadline":
+        if stopped is _Stop.DEADLINE:
             seconds = self.deadline.span
             raise WebTimeout(f"no complete answer in {_seconds_text(seconds)}", seconds)
 
