@@ -88,6 +88,7 @@ __all__ = [
     "PortBusy",
     "Receiver",
     "StartReused",
+    "WaitEnd",
     "WaitEnded",
 ]
 
@@ -151,11 +152,20 @@ class StartReused(OAuthError):
     """The start URL got a second request before the redirect."""
 
 
-class WaitEnded(OAuthError):
-    """The wait ended without a redirect; ``reason`` is ``timeout``, ``canceled`` or ``stopped``."""
+class WaitEnd(str, enum.Enum):
+    """Why the wait for the redirect ended without one."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+    TIMEOUT = "timeout"
+    CANCELED = "canceled"
+    #: The receiver stopped (the connection to the client closed).
+    STOPPED = "stopped"
+
+
+class WaitEnded(OAuthError):
+    """The wait ended without a redirect; ``reason`` says why."""
+
+    def __init__(self, reason: WaitEnd) -> None:
+        super().__init__(reason.value)
         self.reason = reason
 
 
@@ -302,13 +312,13 @@ class Receiver:
                         self._ended = True
                         raise StartReused()
                     if cancel is not None and cancel.cancelled:
-                        reason = "canceled"
+                        reason = WaitEnd.CANCELED
                     elif self._stopping:
-                        reason = "stopped"
+                        reason = WaitEnd.STOPPED
                     elif deadline.wait(self._cond):
                         continue
                     else:
-                        reason = "timeout"
+                        reason = WaitEnd.TIMEOUT
                     self._ended = True
                     raise WaitEnded(reason)
         finally:

@@ -56,11 +56,12 @@ from .errors import (
     SignInTimeout,
 )
 from .flow import Redirect
-from .receiver import ListenFailed, Receiver, StartReused, WaitEnded
+from .receiver import ListenFailed, Receiver, StartReused, WaitEnd, WaitEnded
 
 __all__ = [
     "Attempt",
     "Consent",
+    "ConsentEnd",
     "ConsentEnded",
     "Gate",
     "Opener",
@@ -168,11 +169,21 @@ def _reap() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-class ConsentEnded(OAuthError):
-    """The question to the client ended without an answer: ``canceled``, ``timeout`` or ``closed``."""
+class ConsentEnd(str, enum.Enum):
+    """Why the question to the client ended without an answer."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+    CANCELED = "canceled"
+    #: No answer in time.
+    TIMEOUT = "timeout"
+    #: The connection to the client closed.
+    CLOSED = "closed"
+
+
+class ConsentEnded(OAuthError):
+    """The question to the client ended without an answer; ``reason`` says why."""
+
+    def __init__(self, reason: ConsentEnd) -> None:
+        super().__init__(reason.value)
         self.reason = reason
 
 
@@ -188,10 +199,10 @@ def ask_consent(
     try:
         return consent.ask(url, message, elicitation_id, timeout=timeout, cancel=cancel)
     except ConsentEnded as ended:
-        if ended.reason == "canceled":
+        if ended.reason is ConsentEnd.CANCELED:
             log.info("the sign-in stopped: the client canceled the request")
             raise Cancelled(cancel.reason or None) from ended
-        if ended.reason == "closed":
+        if ended.reason is ConsentEnd.CLOSED:
             log.info("the sign-in stopped: the connection closed")
             raise SignInFailed("closed") from ended
         return False
@@ -518,11 +529,11 @@ class Attempt:
             )
             raise SignInStartReused() from exc
         except WaitEnded as ended:
-            if ended.reason == "canceled":
+            if ended.reason is WaitEnd.CANCELED:
                 reason = self._cancel.reason if self._cancel is not None else ""
                 log.info("the sign-in stopped: %s", reason or "the request was canceled")
                 raise Cancelled(reason or None) from ended
-            if ended.reason == "stopped":
+            if ended.reason is WaitEnd.STOPPED:
                 log.info("the sign-in stopped: the connection closed")
                 raise SignInFailed("closed") from ended
             text = f"The sign-in did not complete in {seconds} s."

@@ -20,6 +20,7 @@ from mcpbridge.oauth.receiver import (
     PortBusy,
     Receiver,
     StartReused,
+    WaitEnd,
     WaitEnded,
     probe,
 )
@@ -301,7 +302,7 @@ def test_a_callback_without_the_start_url_makes_the_start_path_404(receiver, por
 def test_after_the_time_limit_the_start_path_is_gone(receiver, port):
     with pytest.raises(WaitEnded) as ended:
         receiver.wait(Deadline(0.05))
-    assert ended.value.reason == "timeout"
+    assert ended.value.reason is WaitEnd.TIMEOUT
     assert get(port, f"/start/{token_of(receiver)}")[0] == 404
 
 
@@ -398,7 +399,7 @@ def test_a_cancel_ends_the_wait_at_once(receiver):
     threading.Timer(0.05, cancel.cancel, args=("stop",)).start()
     with pytest.raises(WaitEnded) as ended:
         bounded(lambda: receiver.wait(Deadline(6 * WAIT), cancel), "the end of the canceled wait")
-    assert ended.value.reason == "canceled"
+    assert ended.value.reason is WaitEnd.CANCELED
 
 
 def test_twenty_sign_ins_in_a_row_reuse_the_same_port(port):
