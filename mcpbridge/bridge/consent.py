@@ -9,18 +9,22 @@ the sign-in of the URL form.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..mcp.cancel import CancelToken
 from ..mcp.protocol import ELICITATION_COMPLETE
-from ..oauth.signin import ConsentEnded
-from .pending import WaitEnded
+from ..oauth.signin import ConsentEnd, ConsentEnded
+from .pending import WaitEnded, WaitReason
 
 if TYPE_CHECKING:
     from ..oauth.session import OAuthSession
     from .frontend import Frontend
 
 __all__ = ["FrontendConsent", "attach"]
+
+#: The end of the wait for the client's answer, as the sign-in knows it. Any other end
+#: (the client's answer no longer wanted) is no answer in time to the sign-in.
+_CONSENT_ENDS: Final = {WaitReason.CANCELED: ConsentEnd.CANCELED, WaitReason.CLOSED: ConsentEnd.CLOSED}
 
 
 class FrontendConsent:
@@ -45,7 +49,7 @@ class FrontendConsent:
                 url, message, elicitation_id, timeout=timeout, cancel=cancel
             )
         except WaitEnded as ended:
-            raise ConsentEnded(ended.reason.value) from ended
+            raise ConsentEnded(_CONSENT_ENDS.get(ended.reason, ConsentEnd.TIMEOUT)) from ended
 
     def complete(self, elicitation_id: str) -> None:
         self._frontend.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})

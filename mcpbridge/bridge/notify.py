@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..mcp.client import Client
+from ..mcp.deadline import Deadline
 from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled, Closed, McpError, RpcError
 from ..mcp.jsonrpc import Notification
@@ -147,7 +148,8 @@ class Listener:
         self._current: _Stream | None = None
         self._generation = 0
         self._backoff = FIRST_BACKOFF
-        self._reopen_at: float | None = None
+        #: When the next stream opens after a loss; None while none is due.
+        self._reopen: Deadline | None = None
         self._stopped_reopening = False
         # Read and written only under the output lock:
         self._active = 0
@@ -169,8 +171,13 @@ class Listener:
         self._stop.set()
         self._commands.put(_Stop())
         self._owner.join(timeout=self._shutdown_grace)
+        if self._owner.is_alive():
+            log.debug("the owner of the listen stream did not end in %g s", self._shutdown_grace)
         for thread in self._stream_threads:
             thread.join(timeout=0.5)
+        alive = sum(thread.is_alive() for thread in self._stream_threads)
+        if alive:
+            log.debug("%d listen stream threads did not end in 0.5 s", alive)
 
     def change(self, slot: Slot, uri: str, *, subscribe: bool) -> None:
         """Run on a slot: queue the change, wait for the owner to finish it.
@@ -195,14 +202,12 @@ class Listener:
         if self.lists:
             self._open(self._uris, after_loss=False)
         while not self._stop.is_set():
-            timeout = None
-            if self._reopen_at is not None:
-                timeout = max(0.0, self._reopen_at - time.monotonic())
+            timeout = self._reopen.remaining if self._reopen is not None else 3600.0
             try:
-                command = self._commands.get(timeout=timeout if timeout is not None else 3600.0)
+                command = self._commands.get(timeout=timeout)
             except queue.Empty:
-                if self._reopen_at is not None and time.monotonic() >= self._reopen_at:
-                    self._reopen_at = None
+                if self._reopen is not None and self._reopen.expired:
+                    self._reopen = None
                     self._open(self._uris, after_loss=True)
                 continue
             if isinstance(command, _Stop):
@@ -281,7 +286,7 @@ class Listener:
             old = self._current
             self._current = None
             self._uris = ()
-            self._reopen_at = None
+            self._reopen = None
             generation = self._generation = self._generation + 1
 
             def activate() -> list[bytes]:
@@ -310,7 +315,7 @@ class Listener:
         self._current = stream
         self._uris = new
         self._stopped_reopening = False
-        self._reopen_at = None
+        self._reopen = None
         if old is not None:
             self._cancel(old, "the bridge replaced the listen stream")
         change.done.set()
@@ -358,7 +363,7 @@ class Listener:
             )
         self._current = None
         self._backoff = min(self._backoff * 2, MAX_BACKOFF)
-        self._reopen_at = time.monotonic() + wait
+        self._reopen = Deadline(wait)
 
     def _cancel(self, stream: _Stream, reason: str) -> None:
         stream.canceled_by_us = True

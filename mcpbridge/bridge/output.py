@@ -102,6 +102,7 @@ from typing import Any, BinaryIO, Final, Protocol
 
 from ..mcp import jsonrpc
 from ..mcp.cancel import CancelToken
+from ..mcp.deadline import Deadline
 from ..mcp.droplog import DROP_LOG_INTERVAL
 from ..mcp.jsonrpc import RequestId
 from .dumptext import OutputState, Waiting
@@ -324,13 +325,11 @@ class Output:
 
     def close(self, grace: float = 0.0) -> None:
         """Write nothing from now on, after at most ``grace`` seconds for the frames queued before."""
-        deadline = time.monotonic() + grace
+        deadline = Deadline(grace)
         with self._cond:
             while self._queue and not self._closed:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if not deadline.wait(self._cond):
                     break
-                self._cond.wait(remaining)
             if self._queue:
                 log.debug("dropped %d frames for the client at the close of the output", len(self._queue))
             self._closed = True
@@ -339,6 +338,8 @@ class Output:
             writer, busy = self._writer, self._writing and self._handed_over
         if writer is not None and not busy:
             writer.join(JOIN_TIMEOUT)
+            if writer.is_alive():
+                log.debug("the output thread did not end in %g s", JOIN_TIMEOUT)
 
     def _drop_queue_locked(self) -> None:
         """Drop the frames that wait (the output closed); the caller holds the lock."""
@@ -394,7 +395,7 @@ class Output:
         if queue_only:
             return True
         while self._done < number and not self._closed:
-            self._cond.wait()
+            self._cond.wait()  # the holder of the pen writes it; the stall rule bounds the wait
         return self._done >= number and not self._failed
 
     def _hand_over_locked(self) -> None:
@@ -409,7 +410,7 @@ class Output:
         while True:
             with self._cond:
                 while not self._handed_over and not self._closed:
-                    self._cond.wait()
+                    self._cond.wait()  # idle until a hand-over; close() wakes it
                 if self._closed:
                     return
             self._write_queue(until=None)

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..mcp.deadline import Deadline
 from ..mcp.droplog import DropLog
 from ..mcp.jsonrpc import Request, RequestId
 from ..mcp.text import format_duration, printable
@@ -186,10 +187,8 @@ class Slots:
             self._used = False
         # No slot is in flight: each thread is idle or ends its last task's bookkeeping now.
         retired.shutdown(wait=False)
-        deadline = time.monotonic() + JOIN_TIMEOUT
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        alive = sum(thread.is_alive() for thread in threads)
+        deadline = Deadline(JOIN_TIMEOUT)
+        alive = sum(not deadline.join(thread) for thread in threads)
         if alive:
             log.warning("%d slot threads did not end in %s", alive, format_duration(JOIN_TIMEOUT))
         log.debug("the slot threads ended after %d s without a request", int(quiet))

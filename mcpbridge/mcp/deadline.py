@@ -26,14 +26,32 @@ class Deadline:
     """A point in time ``seconds`` from now on the monotonic clock.
 
     ``seconds`` of ``None`` is no deadline: :attr:`remaining` is infinite and every
-    wait waits until it is woken. ``clock`` is :func:`time.monotonic` but for tests.
+    wait waits until it is woken. ``until``, a time of ``clock``, ends the deadline
+    sooner when it comes first: the deadline of a caller that gives it as a time
+    (``Deadline(None, until=t)`` is that time alone). ``clock`` is
+    :func:`time.monotonic` but for tests.
     """
 
-    __slots__ = ("_at", "_clock")
+    __slots__ = ("_at", "_clock", "_span")
 
-    def __init__(self, seconds: float | None, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        seconds: float | None,
+        *,
+        until: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._clock = clock
-        self._at = _INFINITE if seconds is None else clock() + seconds
+        now = clock()
+        at = _INFINITE if seconds is None else now + seconds
+        self._at = at if until is None else min(at, until)
+        self._span = max(0.0, self._at - now)
+
+    @property
+    def span(self) -> float:
+        """The seconds the deadline had when it was made, never below 0 (infinite without a
+        deadline): the time limit that an error message names."""
+        return self._span
 
     @property
     def remaining(self) -> float:

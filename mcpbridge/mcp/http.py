@@ -60,7 +60,6 @@ import enum
 import itertools
 import logging
 import re
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass
@@ -68,6 +67,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from . import jsonrpc
 from .cancel import CancelToken
+from .deadline import Deadline
 from .errorbase import PeerFault
 from .errors import Cancelled, Closed, McpError, NotConnected
 from .httpbase import Headers, HttpTransportBase, json_body
@@ -393,14 +393,12 @@ class HttpTransport(HttpTransportBase):
             return
         for exchange in self._refuse_all():
             exchange.abort(Why.CLOSE)
-        deadline = time.monotonic() + grace
+        deadline = Deadline(grace)
         with self._idle:
             while self._in_flight:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if not deadline.wait(self._idle):
                     log.debug("%d requests did not stop in %s", len(self._in_flight), seconds_text(grace))
                     break
-                self._idle.wait(remaining)
         self._wire.close()
         self._drops.flush()
         on_closed = self._on_closed

@@ -652,6 +652,7 @@ class WireReading:
             stopped = self._closed
         try:
             if not stopped:
+                # Woken early by the cancel token or the close, which are looked at below.
                 woken.wait(seconds)
         finally:
             with self._lock:

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
 from .cancel import NO_WAIT, CancelToken, WouldBlock
+from .deadline import Deadline
 from .droplog import DropLog
 from .errors import InvalidResponse, McpError, ResponseTooLarge, RpcError
 from .framing import TooLong
@@ -231,6 +232,7 @@ class DeadlineTimer:
                     while self._heap and self._heap[0][2][0] is None:
                         heapq.heappop(self._heap)
                         self._removed -= 1
+                    # Each wait below is a slice: the loop looks at the heap again after it.
                     if not self._heap:
                         self._cond.wait(IDLE_WAIT)
                         continue
@@ -386,13 +388,10 @@ class Peer:
                 finally:
                     self._local.entry = outer
             with self._cond:
-                if sent:
-                    ready.wait_for(
-                        lambda: entry.outcome is not None or entry.interrupted is not None,
-                        max(0.0, deadline - time.monotonic()),
-                    )
-                    if entry.outcome is None and entry.interrupted is None:
-                        entry.interrupted = Interrupt.TIMEOUT
+                if sent and not Deadline(None, until=deadline).wait_for(
+                    ready, lambda: entry.outcome is not None or entry.interrupted is not None
+                ):
+                    entry.interrupted = Interrupt.TIMEOUT
                 if self._pending.get(entry.id) is entry:
                     del self._pending[entry.id]
                 outcome, why, reason = entry.outcome, entry.interrupted, entry.reason

@@ -55,6 +55,8 @@ class PostQueue:
         """Wait until what is queued now is posted, or ``closed()``, at most :data:`ORDER_WAIT`."""
         with self._ready:
             before = self._queued
+            # Past ORDER_WAIT the request goes out all the same: a post that hangs ends by
+            # its own time limit and must not hold every request after it.
             self._ready.wait_for(lambda: self._posted >= before or closed(), ORDER_WAIT)
 
     def drain(self, grace: float) -> bool:
@@ -70,6 +72,7 @@ class PostQueue:
     def _run(self) -> None:
         while True:
             with self._ready:
+                # Unbounded: an idle thread waits for work, and stop() sets the event and wakes it.
                 self._ready.wait_for(lambda: bool(self._queue) or self._stopped.is_set())
                 if self._stopped.is_set():
                     self._queue.clear()

@@ -68,7 +68,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, BinaryIO, Final, cast
@@ -76,6 +75,7 @@ from typing import IO, BinaryIO, Final, cast
 from .. import platform
 from . import jsonrpc
 from .cancel import NO_WAIT, CancelToken, WouldBlock
+from .deadline import Deadline
 from .droplog import DROP_LOG_INTERVAL, DropLog
 from .errors import Cancelled, Closed, InvalidRequest, McpError, NotConnected, SpawnFailed, TransportFailed
 from .framing import KEEP_BYTES, LineReader, TooLong
@@ -361,6 +361,8 @@ class StdioChildTransport(Transport):
                 self._closing = True
             raise SpawnFailed(f"the upstream command did not start in {SPAWN_TIMEOUT:g} s")
         if self._spawn_error is not None:
+            # The reaper ends once it has reported the failed start; a join that runs out
+            # changes nothing (the thread is a daemon, and the error is the same).
             reaper.join(JOIN_TIMEOUT)
             raise self._spawn_error
         proc = self._proc
@@ -408,7 +410,7 @@ class StdioChildTransport(Transport):
             return
         remove = cancel.add_callback(self._wake_senders) if cancel is not None else None
         try:
-            deadline = time.monotonic() + self._write_timeout
+            deadline = Deadline(self._write_timeout)
             with self._queue_ready:
                 while True:
                     self._check_open_locked()
@@ -416,10 +418,8 @@ class StdioChildTransport(Transport):
                         raise Cancelled(cancel.reason or None)
                     if not self._queue or self._queued_bytes + len(data) <= self._max_queued:
                         break
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
+                    if not deadline.wait(self._queue_ready):
                         raise TransportFailed("the upstream server does not read its input")
-                    self._queue_ready.wait(remaining)
                 self._enqueue_locked(data)
         finally:
             if remove is not None:
@@ -484,7 +484,9 @@ class StdioChildTransport(Transport):
             self._close_started = True
             self._closing = True
         if not first:
-            self._close_done.wait(2 * grace + KILL_WAIT + 4 * JOIN_TIMEOUT)
+            limit = 2 * grace + KILL_WAIT + 4 * JOIN_TIMEOUT
+            if not self._close_done.wait(limit):
+                log.debug("the first close of the upstream server did not end in %g s", limit)
             return
         try:
             self._shut_down(grace)
@@ -553,7 +555,8 @@ class StdioChildTransport(Transport):
             error = TransportFailed(f"reading from the upstream server failed ({type(exc).__name__})")
         self._output_ended.set()
         self._drops.flush()
-        # The output ends when the child exits; its exit status follows a moment later.
+        # The output ends when the child exits; its exit status follows a moment later. Past
+        # the wait, the error of the end says that the child closed its output, without a status.
         self._exited.wait(EXIT_STATUS_WAIT)
         if error is None and not self._closing:
             error = self._exit_error()
@@ -625,7 +628,7 @@ class StdioChildTransport(Transport):
             while True:
                 with self._queue_ready:
                     while not self._queue and not self._stopping:
-                        self._queue_ready.wait(IDLE_WAIT)
+                        self._queue_ready.wait(IDLE_WAIT)  # an idle slice: the loop looks again
                     if self._stopping:
                         return
                     frame = self._queue[0]
@@ -674,6 +677,7 @@ class StdioChildTransport(Transport):
     def _shut_down(self, grace: float) -> None:
         if not self._spawned.is_set() and not self._threads:
             return
+        # A start still under way after this wait sees the close and kills its child at once.
         self._spawned.wait(SPAWN_TIMEOUT)
         with self._queue_ready:
             self._stopping = True
@@ -684,6 +688,7 @@ class StdioChildTransport(Transport):
         # The writer closes the child's stdin when it stops.
         for thread in self._threads:
             if thread.name == "mcpbridge-upstream-writer" and thread is not current:
+                # A writer still running is joined and reported with the other threads below.
                 thread.join(POLL_SLICE * 4 + JOIN_TIMEOUT)
         if self._proc is not None:
             if not self._exited.wait(grace):
@@ -799,6 +804,8 @@ class StdioServerTransport(ServerTransport):
         # not ours to close); one past the end of the input is joined.
         if thread is not None and thread is not threading.current_thread() and self._eof.is_set():
             thread.join(JOIN_TIMEOUT)
+            if thread.is_alive():
+                server_log.debug("the reader of the input did not end in %g s", JOIN_TIMEOUT)
 
     def _read(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnServerClosed) -> None:
         reader = LineReader(self._stdin, self._max_line)

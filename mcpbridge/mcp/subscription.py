@@ -76,15 +76,16 @@ class Subscription:
         """
         cond = self._client._cond
         with cond:
-            cond.wait_for(lambda: self._honored is not None or self._ended, timeout)
-            honored, ended, error = self._honored, self._ended, self._error
+            answered = cond.wait_for(lambda: self._honored is not None or self._ended, timeout)
+            honored, error = self._honored, self._error
+        if not answered:
+            raise RequestTimeout(f"subscriptions/listen: no acknowledgment in {format_duration(timeout)}")
         if honored is not None:
             return dict(honored)
-        if ended:
-            if error is not None:
-                raise fresh(error)
-            raise InvalidResponse("subscriptions/listen: the stream ended before its acknowledgment")
-        raise RequestTimeout(f"subscriptions/listen: no acknowledgment in {format_duration(timeout)}")
+        # Not honored, thus ended.
+        if error is not None:
+            raise fresh(error)
+        raise InvalidResponse("subscriptions/listen: the stream ended before its acknowledgment")
 
     def wait_ended(self, timeout: float | None) -> None:
         """Wait for the end of the stream; ``None`` waits as long as it takes.

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from ..mcp.cancel import CancelToken
+from ..mcp.deadline import Deadline
 from ..mcp.errors import Cancelled
 from .errors import SignInFailed
 
@@ -29,6 +29,7 @@ class OneAtATime:
             Cancelled: ``cancel`` fired while it waited.
             SignInFailed: the deadline passed (``another sign-in did not end in time``).
         """
+        limit = Deadline(None, until=deadline)
         remove = cancel.add_callback(self._wake) if cancel is not None else None
         try:
             with self._cond:
@@ -38,10 +39,8 @@ class OneAtATime:
                     if deadline is None:
                         # A listen stream does not wait for a sign-in: it waits for the next request.
                         return False
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
+                    if not limit.wait(self._cond):
                         raise SignInFailed("another sign-in did not end in time")
-                    self._cond.wait(remaining)
                 self._busy = True
                 return True
         finally:

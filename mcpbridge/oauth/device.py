@@ -34,6 +34,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ..mcp.cancel import CancelToken
+from ..mcp.deadline import Deadline
 from ..mcp.errors import Cancelled
 from . import flow, grants
 from .errors import ReauthorizationRequired, SignInDenied, SignInFailed, SignInTimeout
@@ -105,10 +106,12 @@ class DeviceFlow:
         ask = self._sign_in.needs_consent()
         started = self._clock()
         authorization = resource.send(partial(client.request_device_code, scopes=scopes), "device endpoint")
-        limit = started + min(self._sign_in.settings.timeout, authorization.expires_in)
+        # The time limit counts from before the answer of the device endpoint, which names the code's life.
+        end = started + min(self._sign_in.settings.timeout, authorization.expires_in)
         if deadline is not None:
-            limit = min(limit, deadline)
-        seconds = max(1, math.ceil(limit - started - 1e-6))
+            end = min(end, deadline)
+        seconds = max(1, math.ceil(end - started - 1e-6))
+        limit = Deadline(None, until=end, clock=self._clock)
         self._write(grants.device_sign_in_line(authorization))
         log.info("the sign-in waits for the person to enter the code at the page of the authorization server")
         token = cancel if cancel is not None else CancelToken()
@@ -122,7 +125,7 @@ class DeviceFlow:
             authorization.page,
             grants.device_message(authorization),
             elicitation_id,
-            timeout=max(0.0, limit - self._clock()),
+            timeout=limit.remaining,
             cancel=token,
         )
         if not accepted:
@@ -151,18 +154,17 @@ class DeviceFlow:
         authorization: DeviceAuthorization,
         resource: ResourceParameter,
         cancel: CancelToken,
-        limit: float,
+        limit: Deadline,
         seconds: int,
         now: Callable[[], float],
     ) -> TokenResponse:
         interval = authorization.interval
         polls = 0
         while True:
-            due = self._clock() + interval
-            if due > limit:
+            if limit.remaining < interval:  # the next poll would come after the time limit
                 log.warning("the sign-in did not complete in %d s", seconds)
                 raise SignInTimeout(seconds=seconds, name=flow.PROGRAM)
-            if cancel.wait(max(0.0, due - self._clock())):
+            if cancel.wait(interval):
                 log.info("the sign-in stopped: %s", cancel.reason or "the request was canceled")
                 raise Cancelled(cancel.reason or None)
             polls += 1

@@ -55,7 +55,8 @@ def _bounded(call: Callable[[], T], timeout: float) -> T:
     worker.start()
     if not done.wait(timeout):
         raise StoreError("KeychainUnavailable", f"the keychain did not answer in {int(timeout)} s")
-    # The call has returned; the thread only has its last step left.
+    # The call has returned and its outcome is in: the thread only has its last step left, and a
+    # join that runs out changes nothing (the thread is a daemon).
     worker.join(timeout=1.0)
     ok, value = outcome[0]
     if ok:

@@ -88,6 +88,7 @@ __all__ = [
     "PortBusy",
     "Receiver",
     "StartReused",
+    "WaitEnd",
     "WaitEnded",
 ]
 
@@ -151,11 +152,20 @@ class StartReused(OAuthError):
     """The start URL got a second request before the redirect."""
 
 
-class WaitEnded(OAuthError):
-    """The wait ended without a redirect; ``reason`` is ``timeout``, ``canceled`` or ``stopped``."""
+class WaitEnd(str, enum.Enum):
+    """Why the wait for the redirect ended without one."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+    TIMEOUT = "timeout"
+    CANCELED = "canceled"
+    #: The receiver stopped (the connection to the client closed).
+    STOPPED = "stopped"
+
+
+class WaitEnded(OAuthError):
+    """The wait ended without a redirect; ``reason`` says why."""
+
+    def __init__(self, reason: WaitEnd) -> None:
+        super().__init__(reason.value)
         self.reason = reason
 
 
@@ -284,8 +294,8 @@ class Receiver:
         )
         self._accepter.start()
 
-    def wait(self, deadline: float, cancel: CancelToken | None = None) -> Redirect:
-        """Wait for the redirect until ``deadline`` (``time.monotonic``).
+    def wait(self, deadline: Deadline, cancel: CancelToken | None = None) -> Redirect:
+        """Wait for the redirect until ``deadline``.
 
         Raises:
             StartReused: the start URL got a second request first.
@@ -301,17 +311,16 @@ class Receiver:
                     if self._start_reused:
                         self._ended = True
                         raise StartReused()
-                    reason = None
                     if cancel is not None and cancel.cancelled:
-                        reason = "canceled"
+                        reason = WaitEnd.CANCELED
                     elif self._stopping:
-                        reason = "stopped"
-                    elif time.monotonic() >= deadline:
-                        reason = "timeout"
-                    if reason is not None:
-                        self._ended = True
-                        raise WaitEnded(reason)
-                    self._cond.wait(max(0.0, deadline - time.monotonic()))
+                        reason = WaitEnd.STOPPED
+                    elif deadline.wait(self._cond):
+                        continue
+                    else:
+                        reason = WaitEnd.TIMEOUT
+                    self._ended = True
+                    raise WaitEnded(reason)
         finally:
             if remove is not None:
                 remove()
@@ -339,14 +348,15 @@ class Receiver:
             except OSError:
                 pass
         deadline = Deadline(STOP_WAIT)
-        if self._accepter is not None:
-            self._accepter.join(STOP_WAIT)
+        if self._accepter is not None and not Deadline(STOP_WAIT).join(self._accepter):
+            log.debug("the sign-in receiver's accepting thread did not end in %g s", STOP_WAIT)
         with self._cond:
             connections = dict(self._connections)
         for connection in connections:
             _interrupt(connection.sock)
-        for thread in connections.values():
-            deadline.join(thread)
+        alive = sum(not deadline.join(thread) for thread in connections.values())
+        if alive:
+            log.debug("%d connection threads of the sign-in receiver did not end in %g s", alive, STOP_WAIT)
         for sock_or_none in (self._listener, self._wake_r, self._wake_w):
             if sock_or_none is not None:
                 sock_or_none.close()
@@ -601,6 +611,7 @@ class Receiver:
             return
         deadline = Deadline(PROBE_HOLD)
         with self._cond:
+            # A hold that runs out is an answer too: the probe then hears "pending".
             deadline.wait_for(self._cond, lambda: self._outcome is not None or self._stopping)
             outcome = self._outcome
         word = "pending" if outcome is None else outcome.value

@@ -41,6 +41,7 @@ from types import TracebackType
 from typing import Final, Protocol
 
 from ..mcp.cancel import CancelToken
+from ..mcp.deadline import Deadline
 from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled
 from . import flow, urls
@@ -55,11 +56,12 @@ from .errors import (
     SignInTimeout,
 )
 from .flow import Redirect
-from .receiver import ListenFailed, Receiver, StartReused, WaitEnded
+from .receiver import ListenFailed, Receiver, StartReused, WaitEnd, WaitEnded
 
 __all__ = [
     "Attempt",
     "Consent",
+    "ConsentEnd",
     "ConsentEnded",
     "Gate",
     "Opener",
@@ -167,11 +169,21 @@ def _reap() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-class ConsentEnded(OAuthError):
-    """The question to the client ended without an answer: ``canceled``, ``timeout`` or ``closed``."""
+class ConsentEnd(str, enum.Enum):
+    """Why the question to the client ended without an answer."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+    CANCELED = "canceled"
+    #: No answer in time.
+    TIMEOUT = "timeout"
+    #: The connection to the client closed.
+    CLOSED = "closed"
+
+
+class ConsentEnded(OAuthError):
+    """The question to the client ended without an answer; ``reason`` says why."""
+
+    def __init__(self, reason: ConsentEnd) -> None:
+        super().__init__(reason.value)
         self.reason = reason
 
 
@@ -187,10 +199,10 @@ def ask_consent(
     try:
         return consent.ask(url, message, elicitation_id, timeout=timeout, cancel=cancel)
     except ConsentEnded as ended:
-        if ended.reason == "canceled":
+        if ended.reason is ConsentEnd.CANCELED:
             log.info("the sign-in stopped: the client canceled the request")
             raise Cancelled(cancel.reason or None) from ended
-        if ended.reason == "closed":
+        if ended.reason is ConsentEnd.CLOSED:
             log.info("the sign-in stopped: the connection closed")
             raise SignInFailed("closed") from ended
         return False
@@ -476,11 +488,8 @@ class Attempt:
         if fallback is not None:
             self.receiver.set_fallback(*fallback)
         self._sign_in.write_line(authorization_url)
-        started = time.monotonic()
-        deadline = started + settings.timeout
-        if self._request_deadline is not None:
-            deadline = min(deadline, self._request_deadline)
-        seconds = max(1, math.ceil(deadline - started - 1e-6))
+        deadline = Deadline(settings.timeout, until=self._request_deadline)
+        seconds = max(1, math.ceil(deadline.span - 1e-6))
         opened = True
         if self._delivery is _Delivery.BROWSER:
             if not settings.no_browser:
@@ -500,7 +509,7 @@ class Attempt:
             authorization_url,
             CONSENT_MESSAGE,
             elicitation_id,
-            timeout=max(0.0, deadline - time.monotonic()),
+            timeout=deadline.remaining,
             cancel=cancel,
         )
         if not accepted:
@@ -511,7 +520,7 @@ class Attempt:
         finally:
             consent.complete(elicitation_id)
 
-    def _wait_redirect(self, deadline: float, seconds: int, opened: bool) -> Redirect:
+    def _wait_redirect(self, deadline: Deadline, seconds: int, opened: bool) -> Redirect:
         try:
             return self.receiver.wait(deadline, self._cancel)
         except StartReused as exc:
@@ -520,11 +529,11 @@ class Attempt:
             )
             raise SignInStartReused() from exc
         except WaitEnded as ended:
-            if ended.reason == "canceled":
+            if ended.reason is WaitEnd.CANCELED:
                 reason = self._cancel.reason if self._cancel is not None else ""
                 log.info("the sign-in stopped: %s", reason or "the request was canceled")
                 raise Cancelled(reason or None) from ended
-            if ended.reason == "stopped":
+            if ended.reason is WaitEnd.STOPPED:
                 log.info("the sign-in stopped: the connection closed")
                 raise SignInFailed("closed") from ended
             text = f"The sign-in did not complete in {seconds} s."

@@ -96,6 +96,7 @@ class TokenStoreContract:
             thread.start()
         for thread in threads:
             thread.join(10.0)
+        assert not any(thread.is_alive() for thread in threads), "a writer of the store did not end in 10 s"
         assert not failures
         for record in records:
             data = store.get(record.key)

@@ -28,18 +28,19 @@ No error and no log line holds a URL, a form value or a token.
 from __future__ import annotations
 
 import copy
+import enum
 import json
 import logging
 import math
 import socket
 import ssl
 import threading
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from ..mcp.cancel import CancelToken
+from ..mcp.deadline import Deadline
 from ..mcp.errors import Cancelled
 from ..mcp.httpwire import Exchange, proxy_for
 from ..mcp.numbers import OutOfRange, peer_int
@@ -90,6 +91,13 @@ class WebResponse:
                 self.json = None
 
 
+class _Stop(enum.Enum):
+    """Why a call was stopped (by its watchdog thread or the cancel token's callback)."""
+
+    DEADLINE = "deadline"
+    CANCEL = "cancel"
+
+
 class _Call:
     """One request in flight: its deadline, its cancel token, and the socket under it.
 
@@ -98,14 +106,13 @@ class _Call:
     wakes a read that a server keeps alive one byte at a time.
     """
 
-    def __init__(self, deadline: float, seconds: float, cancel: CancelToken | None) -> None:
+    def __init__(self, deadline: Deadline, cancel: CancelToken | None) -> None:
         self.deadline = deadline
-        self.seconds = seconds
         self.exchange = Exchange()
         self._cancel = cancel
         self._lock = threading.Lock()
-        #: Why the call was stopped: ``deadline`` or ``cancel``; None while it may run.
-        self.stopped: str | None = None
+        #: Why the call was stopped; None while it may run.
+        self.stopped: _Stop | None = None
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self._remove_callback: Any = None
@@ -113,7 +120,7 @@ class _Call:
     def __enter__(self) -> _Call:
         self.check()
         if self._cancel is not None:
-            self._remove_callback = self._cancel.add_callback(lambda: self._stop("cancel"))
+            self._remove_callback = self._cancel.add_callback(lambda: self._stop(_Stop.CANCEL))
         self._thread = threading.Thread(target=self._watch, name=WATCHDOG_NAME, daemon=True)
         self._thread.start()
         return self
@@ -130,10 +137,10 @@ class _Call:
                 log.warning("the watchdog of a sign-in request did not stop in %d s", JOIN_TIMEOUT)
 
     def _watch(self) -> None:
-        if not self._done.wait(max(0.0, self.deadline - time.monotonic())):
-            self._stop("deadline")
+        if not self.deadline.wait_event(self._done):
+            self._stop(_Stop.DEADLINE)
 
-    def _stop(self, why: str) -> None:
+    def _stop(self, why: _Stop) -> None:
         with self._lock:
             if self.stopped is None:
                 self.stopped = why
@@ -149,15 +156,16 @@ class _Call:
         with self._lock:
             if self.stopped is None:
                 if self._cancel is not None and self._cancel.cancelled:
-                    self.stopped = "cancel"
-                elif time.monotonic() >= self.deadline:
-                    self.stopped = "deadline"
+                    self.stopped = _Stop.CANCEL
+                elif self.deadline.expired:
+                    self.stopped = _Stop.DEADLINE
             stopped = self.stopped
-        if stopped == "cancel":
+        if stopped is _Stop.CANCEL:
             assert self._cancel is not None
             raise Cancelled(self._cancel.reason or None)
-        if stopped == "deadline":
-            raise WebTimeout(f"no complete answer in {_seconds_text(self.seconds)}", self.seconds)
+        if stopped is _Stop.DEADLINE:
+            seconds = self.deadline.span
+            raise WebTimeout(f"no complete answer in {_seconds_text(seconds)}", seconds)
 
 
 def _seconds_text(seconds: float) -> str:
@@ -277,21 +285,18 @@ class WebClient:
             WebTimeout: no time is left (detail ``no time left``).
             Cancelled: the cancel token has fired.
         """
-        now = time.monotonic()
-        deadline = now + self._call_timeout
-        for limit in (self._deadline, self._request_deadline):
-            if limit is not None:
-                deadline = min(deadline, limit)
+        limits = [limit for limit in (self._deadline, self._request_deadline) if limit is not None]
+        deadline = Deadline(self._call_timeout, until=min(limits, default=None))
         if self._cancel is not None and self._cancel.cancelled:
             raise Cancelled(self._cancel.reason or None)
-        left = deadline - now
+        left = deadline.span
         if left <= 0:
             raise WebTimeout("no time left", 0.0)
         connect, read = self._timeouts
         if self._deadline is not None:
-            half = (self._deadline - now) / 2
+            half = Deadline(None, until=self._deadline).span / 2
             connect, read = min(connect, half), min(read, half)
-        return _Call(deadline, left, self._cancel), (min(connect, left), min(read, left))
+        return _Call(deadline, self._cancel), (min(connect, left), min(read, left))
 
     def _send(self, method: str, url: str, *, headers: Mapping[str, str], data: Any = None) -> WebResponse:
         import requests

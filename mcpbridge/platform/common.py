@@ -25,12 +25,12 @@ import logging
 import os
 import subprocess
 import threading
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from ..mcp.deadline import Deadline
 from ..mcp.errorbase import LocalFault
 from ..mcp.text import format_duration
 
@@ -228,13 +228,13 @@ class FileLock:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
-                deadline = time.monotonic() + self._timeout
+                deadline = Deadline(self._timeout)
                 waiter = threading.Event()
                 while not self._try_lock(fd):
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
+                    if deadline.expired:
                         raise LockTimeout(f"the lock {self.path.name} stayed taken for {self._timeout:g} s")
-                    waiter.wait(min(LOCK_RETRY, remaining))
+                    # Nothing sets the waiter: its wait is the pause before the next try of the lock.
+                    waiter.wait(deadline.at_most(LOCK_RETRY))
             except BaseException:
                 os.close(fd)
                 raise

@@ -148,7 +148,7 @@ class Guardian:
             try:
                 self.proc.wait(GUARDIAN_WAIT)
             except subprocess.TimeoutExpired:
-                pass
+                log.warning("the guardian of the upstream server did not exit after SIGKILL")
 
 
 class PosixTree(ProcessTree):

@@ -502,6 +502,8 @@ def on_terminate(callback: Callable[[], None], *, api: Win32 | None = None) -> b
 
         threading.Thread(target=run, name="mcpbridge-ctrl-event", daemon=True).start()
         if event in _ENDING_EVENTS:
+            # Windows ends the process when the handler returns: the wait only gives the
+            # callback its time, and the handler returns the same either way.
             done.wait(ENDING_WAIT)
         return True
 

@@ -196,7 +196,7 @@ class Watchdog:
             self._thread.start()
 
     def _run(self) -> None:
-        threading.Event().wait(self._seconds)
+        threading.Event().wait(self._seconds)  # nothing sets it: the watchdog's time limit
         logger.warning(
             "the bridge did not stop in %d s after the end of stdin, thus it stops now", int(self._seconds)
         )

@@ -71,3 +71,26 @@ def test_a_thread_that_outlives_the_deadline_is_reported() -> None:
     finally:
         release.set()
         worker.join()
+
+
+def test_a_time_of_the_caller_ends_the_deadline_when_it_comes_first() -> None:
+    clock = Clock()
+    sooner = Deadline(5.0, until=clock.now + 2.0, clock=clock)
+    assert sooner.span == 2.0 and sooner.remaining == 2.0
+    later = Deadline(5.0, until=clock.now + 9.0, clock=clock)
+    assert later.span == 5.0 and later.remaining == 5.0
+    alone = Deadline(None, until=clock.now + 3.0, clock=clock)
+    assert alone.span == 3.0
+    clock.now += 3.0
+    assert alone.expired and sooner.expired and not later.expired
+    assert sooner.span == 2.0  # the time limit it had, not the time left
+
+
+def test_a_time_of_the_caller_already_past_leaves_no_time() -> None:
+    clock = Clock()
+    past = Deadline(5.0, until=clock.now - 1.0, clock=clock)
+    assert past.span == 0.0 and past.remaining == 0.0 and past.expired
+
+
+def test_no_deadline_has_an_infinite_span() -> None:
+    assert Deadline(None).span == float("inf")

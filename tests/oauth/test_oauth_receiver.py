@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 import socket
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from conftest import WAIT, bounded
 from mcpbridge.mcp.cancel import CancelToken
+from mcpbridge.mcp.deadline import Deadline
 from mcpbridge.oauth import receiver as receiver_module
 from mcpbridge.oauth.receiver import (
     HEAD_LIMIT,
@@ -20,6 +20,7 @@ from mcpbridge.oauth.receiver import (
     PortBusy,
     Receiver,
     StartReused,
+    WaitEnd,
     WaitEnded,
     probe,
 )
@@ -105,14 +106,14 @@ def test_a_callback_with_the_state_and_a_code_ends_the_wait_with_a_page_that_ech
     assert headers["connection"] == "close" and int(headers["content-length"]) == len(body)
     assert b"SECRET-CODE-77" not in body and STATE.encode() not in body
     assert b"You can close this page." in body
-    redirect = receiver.wait(time.monotonic() + WAIT)
+    redirect = receiver.wait(Deadline(WAIT))
     assert redirect.code == "SECRET-CODE-77" and redirect.iss == "https://as" and redirect.error is None
 
 
 def test_only_the_first_matching_callback_claims_the_sign_in(receiver, port):
     assert get(port, f"/callback?code=one&state={STATE}")[0] == 200
     assert get(port, f"/callback?code=two&state={STATE}")[0] == 400
-    assert receiver.wait(time.monotonic() + WAIT).code == "one"
+    assert receiver.wait(Deadline(WAIT)).code == "one"
 
 
 @pytest.mark.parametrize(
@@ -129,7 +130,7 @@ def test_a_callback_without_the_state_and_a_code_gets_400_and_the_wait_goes_on(r
     status, _headers, body = get(port, target)
     assert status == 400 and body == b"bad request\n"
     with pytest.raises(WaitEnded):
-        receiver.wait(time.monotonic() + 0.05)
+        receiver.wait(Deadline(0.05))
 
 
 def test_other_paths_get_404_and_other_methods_or_versions_get_400(receiver, port):
@@ -156,7 +157,7 @@ def assert_the_sign_in_completes(r: Receiver, port: int) -> None:
     """The start URL is still unused and the callback still unclaimed: the sign-in completes."""
     assert get(port, f"/start/{token_of(r)}")[0] == 303
     assert get(port, f"/callback?code=real&state={STATE}")[0] == 200
-    assert r.wait(time.monotonic() + WAIT).code == "real"
+    assert r.wait(Deadline(WAIT)).code == "real"
 
 
 @pytest.mark.parametrize(
@@ -240,7 +241,7 @@ def test_refused_hosts_give_one_warning_that_names_no_host(receiver, port, caplo
 
 def test_an_error_redirect_ends_the_wait_with_the_error(receiver, port):
     assert get(port, f"/callback?error=access_denied&state={STATE}")[0] == 200
-    redirect = receiver.wait(time.monotonic() + WAIT)
+    redirect = receiver.wait(Deadline(WAIT))
     assert redirect.error == "access_denied" and redirect.code is None
 
 
@@ -258,7 +259,7 @@ def test_a_second_get_of_the_start_url_stops_the_sign_in(receiver, port):
     status, _headers, body = get(port, f"/start/{token}")
     assert status == 410 and b"Start the sign-in again" in body and b"--no-browser" in body
     with pytest.raises(StartReused):
-        receiver.wait(time.monotonic() + WAIT)
+        receiver.wait(Deadline(WAIT))
     assert get(port, f"/callback?code=late&state={STATE}")[0] == 400
 
 
@@ -270,7 +271,7 @@ def test_a_second_get_after_the_redirect_gets_the_late_page_and_a_warning(receiv
         status, _headers, body = get(port, f"/start/{token}")
     assert status == 410 and b"already used" in body
     assert "received a second request after the redirect" in caplog.text
-    assert receiver.wait(time.monotonic() + WAIT).code == "c"
+    assert receiver.wait(Deadline(WAIT)).code == "c"
 
 
 def test_guessed_start_tokens_get_404_and_the_sign_in_completes(receiver, port):
@@ -290,7 +291,7 @@ def test_guessed_start_tokens_get_404_and_the_sign_in_completes(receiver, port):
     assert get(port, f"/start/{token}", method="POST")[0] == 400
     assert get(port, f"/start/{token}")[0] == 303
     assert get(port, f"/callback?code=c&state={STATE}")[0] == 200
-    assert receiver.wait(time.monotonic() + WAIT).code == "c"
+    assert receiver.wait(Deadline(WAIT)).code == "c"
 
 
 def test_a_callback_without_the_start_url_makes_the_start_path_404(receiver, port):
@@ -300,8 +301,8 @@ def test_a_callback_without_the_start_url_makes_the_start_path_404(receiver, por
 
 def test_after_the_time_limit_the_start_path_is_gone(receiver, port):
     with pytest.raises(WaitEnded) as ended:
-        receiver.wait(time.monotonic() + 0.05)
-    assert ended.value.reason == "timeout"
+        receiver.wait(Deadline(0.05))
+    assert ended.value.reason is WaitEnd.TIMEOUT
     assert get(port, f"/start/{token_of(receiver)}")[0] == 404
 
 
@@ -397,8 +398,8 @@ def test_a_cancel_ends_the_wait_at_once(receiver):
     cancel = CancelToken()
     threading.Timer(0.05, cancel.cancel, args=("stop",)).start()
     with pytest.raises(WaitEnded) as ended:
-        bounded(lambda: receiver.wait(time.monotonic() + 6 * WAIT, cancel), "the end of the canceled wait")
-    assert ended.value.reason == "canceled"
+        bounded(lambda: receiver.wait(Deadline(6 * WAIT), cancel), "the end of the canceled wait")
+    assert ended.value.reason is WaitEnd.CANCELED
 
 
 def test_twenty_sign_ins_in_a_row_reuse_the_same_port(port):
@@ -408,7 +409,7 @@ def test_twenty_sign_ins_in_a_row_reuse_the_same_port(port):
         try:
             assert get(port, f"/start/{token_of(r)}")[0] == 303
             assert get(port, f"/callback?code=c{n}&state={STATE}")[0] == 200
-            assert r.wait(time.monotonic() + WAIT).code == f"c{n}"
+            assert r.wait(Deadline(WAIT)).code == f"c{n}"
         finally:
             r.stop()
 
@@ -447,12 +448,12 @@ def test_a_refusal_of_resource_sends_the_browser_once_to_the_fallback_whose_stat
     # The state of the first request counts no more; a second refusal ends the wait: no loop.
     assert get(port, f"/callback?code=x&state={STATE}")[0] == 400
     assert get(port, f"/callback?error=invalid_target&state={FALLBACK_STATE}")[0] == 200
-    redirect = receiver.wait(time.monotonic() + WAIT)
+    redirect = receiver.wait(Deadline(WAIT))
     assert redirect.error == "invalid_target" and redirect.refuses_resource
 
 
 def test_another_error_never_goes_to_the_fallback(receiver, port):
     receiver.set_fallback(FALLBACK_STATE, FALLBACK_URL)
     assert get(port, f"/callback?error=access_denied&state={STATE}")[0] == 200
-    assert receiver.wait(time.monotonic() + WAIT).error == "access_denied"
+    assert receiver.wait(Deadline(WAIT)).error == "access_denied"
     assert receiver.refusal is None

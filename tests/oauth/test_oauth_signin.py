@@ -43,7 +43,7 @@ from mcpbridge.oauth.errors import (
 from mcpbridge.oauth.filestore import EncryptedFileStore
 from mcpbridge.oauth.keychain import KeyringStore
 from mcpbridge.oauth.session import SignInHook
-from mcpbridge.oauth.signin import ConsentEnded, Gate, Opener, SignIn, SignInSettings
+from mcpbridge.oauth.signin import ConsentEnd, ConsentEnded, Gate, Opener, SignIn, SignInSettings
 from mcpbridge.oauth.store import IndexedStore
 from mcpbridge.oauth.tokenstore import MemoryStore, TokenStore
 from tests.oauth_keyring import FileKeyring
@@ -98,8 +98,8 @@ class FakeConsent:
         self.asking.set()
         if self.answer == "wait":
             if cancel.wait(timeout):
-                raise ConsentEnded("canceled")
-            raise ConsentEnded("timeout")
+                raise ConsentEnded(ConsentEnd.CANCELED)
+            raise ConsentEnded(ConsentEnd.TIMEOUT)
         if self.answer == "accept":
             threading.Thread(target=visit, args=(url, self.ca), name="test-consent-browser").start()
             return True
