@@ -66,6 +66,7 @@ from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
 from ..mcp.text import format_duration
 from . import settings as args
 from .check_advice import (
+    check_problem,
     failure_text,
     predicted_renewal,
     sign_in_flows,
@@ -226,13 +227,7 @@ class _Check(ToolSteps):
             # Nothing reached the server: the report judges the option, not the server.
             self.report.ca = {"state": "not used", "note": f"the --ca-file cannot be used ({exc.detail})"}
             self.report.not_checked = "the CA certificates of --ca-file cannot be used"
-            self._problem(
-                "the check did not contact the server: the CA certificates of --ca-file cannot be "
-                f"used: {exc.detail}",
-                "Give a readable PEM file of CA certificates with --ca-file, or leave the option out "
-                "(the bridge always trusts the CA certificates of the system); see "
-                f'"{args.PROGRAM} check --help".',
-            )
+            self._problem(*check_problem("ca_file_unusable", detail=exc.detail))
             raise CaFileUnusable(exc.detail) from exc
         headers = [(header.name, header.value) for header in settings.headers]
         if token is not None:
@@ -331,12 +326,7 @@ class _Check(ToolSteps):
                 self._step(step, started, OK, outcome)
                 return _LEGACY_ERA
             self._step(step, started, FAILED, outcome)
-            self._problem(
-                f"the server is not a server of revision {MODERN}: it answered "
-                f"server/discover with {failure_text(exc)}",
-                "Remove --protocol 2026-07-28: with --protocol auto (the default) the "
-                "bridge passes a 2025-era server through.",
-            )
+            self._problem(*check_problem("not_modern", failure=failure_text(exc)))
             return None
         self._step(step, started, OK, "a DiscoverResult")
         return result
@@ -397,10 +387,7 @@ class _Check(ToolSteps):
             version = result.get("protocolVersion")
             if not isinstance(version, str):
                 self._step("initialize", started, FAILED, "a result that is not valid")
-                self._problem(
-                    "the server answered initialize with a result that is not valid",
-                    "Examine the server: it is neither of revision 2026-07-28 nor of 2025-11-25.",
-                )
+                self._problem(*check_problem("invalid_initialize"))
                 return
             self._step("initialize", started, OK, f"MCP {version}")
             peer.notify("notifications/initialized")

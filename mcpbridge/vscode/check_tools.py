@@ -12,7 +12,7 @@ from typing import Any, Final
 from ..mcp.errors import McpError, RpcError
 from ..mcp.jsonrpc import METHOD_NOT_FOUND
 from ..mcp.protocol import MODERN
-from .check_advice import closest_names, closest_pattern, failure_text
+from .check_advice import check_problem, closest_names, closest_pattern, failure_text
 from .check_report import (
     FAILED,
     LISTS,
@@ -113,13 +113,7 @@ class ToolSteps(CheckRun):
         tasks = self.report.tasks
         if tasks is None or tasks["mode"] != "off" or not (tasks["offered"] or tasks["required"]):
             return
-        self.report.notes.append(
-            Problem(
-                "the server runs tools as tasks (the Tasks extension), and --tasks off declares none: "
-                "a tool that needs them fails with -32021 (missing client capability)",
-                "Remove --tasks off: with --tasks auto (the default) the bridge carries the tasks.",
-            )
-        )
+        self.report.notes.append(Problem(*check_problem("tasks_off")))
 
     def _filter_tools(self, names: list[Any]) -> int:
         """Report what the tool filter does to the full tool list ``names``; the tools it shows."""
@@ -137,12 +131,7 @@ class ToolSteps(CheckRun):
             if pattern in tool_filter.allow:
                 self._problem(*_unmatched_allow(pattern, strings))
         if shown == 0 and names:
-            self._problem(
-                f"VS Code sees none of the {len(names)} tools of the server: the tool filter hides "
-                "each of them",
-                "Give --allow-tool patterns that match the names of the tools (the Tools line lists "
-                "them), or remove the --deny-tool pattern that hides them all.",
-            )
+            self._problem(*check_problem("filter_hides_all", count=len(names)))
         return shown
 
     def _call_tool(self, fetch: Callable[[str, dict[str, Any] | None], dict[str, Any]]) -> None:
@@ -181,10 +170,7 @@ class ToolSteps(CheckRun):
             if self._needs_2025_era(text, started) or self._unknown_tool(started, f"an error result: {text}"):
                 return
             self._step(step, started, FAILED, f"{shown}: an error result: {text}")
-            self._problem(
-                f"the tool {shown} answered with an error result: {text}",
-                "Examine the arguments of --call-arguments and the log of the server.",
-            )
+            self._problem(*check_problem("tool_error_result", tool=shown, text=text))
             return
         outcome = f"{shown}: a result ({first_text(result)})"
         if self.server_asked:
@@ -204,12 +190,9 @@ class ToolSteps(CheckRun):
         self._step("tools/call", started, FAILED, f"{shown}: {answer}")
         close = closest_names(name, self.tool_names)
         if close:
-            fix = f"Did you mean {_names(close)}? Give --call-tool the name of a tool of the server."
+            self._problem(*check_problem("unknown_tool_close", tool=shown, names=_names(close)))
         else:
-            fix = "Give --call-tool the name of a tool of the server (the Tools line lists them)."
-        self._problem(
-            f"the server has no tool {shown}: its tool list does not name it, and the call failed", fix
-        )
+            self._problem(*check_problem("unknown_tool", tool=shown))
         return True
 
     def _needs_2025_era(self, answer: str, started: float) -> bool:
@@ -255,11 +238,7 @@ class ToolSteps(CheckRun):
         self.report.stray_lines = count
         if count:
             lines = "1 line that is not" if count == 1 else f"{count} lines that are not"
-            self._problem(
-                f"the server wrote {lines} JSON-RPC to stdout: log to stderr instead",
-                "Write the log lines and debug prints of the server to stderr: its stdout carries "
-                "the messages of the protocol only, and the bridge drops every other line.",
-            )
+            self._problem(*check_problem("stray_lines", lines=lines))
 
 
 def _names(names: list[str]) -> str:
@@ -270,16 +249,14 @@ def _names(names: list[str]) -> str:
 
 def _unmatched_allow(pattern: str, names: list[str]) -> tuple[str, str]:
     """The problem of an ``--allow-tool`` pattern that matches no tool, and its fix."""
-    shown = printable(pattern)
-    problem = (
-        f"--allow-tool {shown!r} matches no tool of the server, so it lets no tool through "
-        "(a pattern is case-sensitive and matches the whole name)"
-    )
+    shown = repr(printable(pattern))
     close = closest_pattern(pattern, names)
     if close is None:
-        return problem, "Give a pattern that matches the name of a tool (the Tools line lists them)."
+        return check_problem("allow_matches_nothing", pattern=shown)
     better, tool = close
-    return (
-        problem,
-        f"Did you mean --allow-tool {printable(better)!r}? It matches the tool {printable(tool)!r}.",
+    return check_problem(
+        "allow_matches_nothing_close",
+        pattern=shown,
+        better=repr(printable(better)),
+        tool=repr(printable(tool)),
     )
