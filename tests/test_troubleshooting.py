@@ -3,20 +3,25 @@
 Each cause of the error table of the bridge (:data:`mcpbridge.bridge.errortable.ERRORS`)
 has its message, with its fix, in its entry on ``docs/troubleshooting.rst``, as VS Code
 shows it; each problem of the sign-in (:data:`mcpbridge.oauth.errors.SIGN_IN_PROBLEMS`)
-is there with its words and what to do, as the ``detail`` of a sign-in error says it. A
-cause that is missing, or worded otherwise than the code words it, fails here.
+is there with its words and what to do, as the ``detail`` of a sign-in error says it; and
+each problem that ``mcp-bridge-vscode check`` names
+(:data:`mcpbridge.vscode.check_advice.CHECK_PROBLEMS`) is there with its fix, as the text
+report of the check shows them. A cause that is missing, or worded otherwise than the code
+words it, fails here.
 """
 
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Mapping
 
 from conftest import REPO_ROOT
-from mcpbridge.bridge.errortable import ERRORS, INTERNAL_CAUSE, internal_error
+from mcpbridge.bridge.errortable import ERRORS, INTERNAL_CAUSE, connect_fix, internal_error
 from mcpbridge.mcp.protocol import MODERN
 from mcpbridge.oauth import flow
 from mcpbridge.oauth.errors import SIGN_IN_PROBLEMS, problem_text
+from mcpbridge.vscode.check_advice import CHECK_PROBLEMS
 from mcpbridge.vscode.options import DEFAULT_SIGN_IN_TIMEOUT
 
 PAGE = REPO_ROOT / "docs" / "troubleshooting.rst"
@@ -117,3 +122,42 @@ def test_each_problem_of_the_sign_in_is_on_the_page_with_its_words_and_what_to_d
     missing = [key for key in SIGN_IN_PROBLEMS if problem_text(key) not in problems]
     assert missing == []
     assert not any(key in words(page()) for key in SIGN_IN_PROBLEMS), "an internal name of a problem"
+
+
+def with_marks(template: str) -> str:
+    """A problem or a fix of the check as the page shows it: each placeholder as ``<name>``."""
+    names = [name for _text, name, _spec, _conversion in string.Formatter().parse(template) if name]
+    return template.format(**{name: f"<{name}>" for name in names})
+
+
+def check_entries() -> list[str]:
+    """Each problem of the check with its fix, as the text report shows them: ``- problem fix: fix``.
+
+    The fix of a failed connection is one of :func:`connect_fix`, so that problem comes
+    once with each of them.
+    """
+    entries = []
+    for problem, fix in CHECK_PROBLEMS.values():
+        fixes = [fix]
+        if fix == "{fix}":
+            fixes = [connect_fix(refused=r, loopback=lo) for r in (True, False) for lo in (True, False)]
+        entries.extend(f"- {with_marks(problem)} fix: {with_marks(each)}" for each in fixes)
+    return entries
+
+
+def test_each_problem_of_the_check_is_on_the_page_with_its_fix() -> None:
+    shown = section(page(), "Check the server from a terminal")
+    entries = check_entries()
+    assert len(entries) == len(CHECK_PROBLEMS) + 3
+    assert [entry for entry in entries if words(entry) not in shown] == []
+
+
+def test_the_check_entries_pair_each_problem_with_its_own_fix() -> None:
+    text = page()
+    problem, fix = CHECK_PROBLEMS["not_trusted"]
+    assert f"- {problem} fix: {fix}" in check_entries()
+    other_fix = CHECK_PROBLEMS["wrong_host_name"][1]
+    swapped = text.replace(f"fix: {fix}", f"fix: {other_fix}")
+    assert swapped != text
+    shown = section(swapped, "Check the server from a terminal")
+    assert words(f"- {problem} fix: {fix}") not in shown
