@@ -68,6 +68,7 @@ from . import settings as args
 from .check_advice import (
     check_problem,
     failure_text,
+    legacy_refused,
     predicted_renewal,
     sign_in_flows,
     sign_in_problem_fix,
@@ -381,7 +382,12 @@ class _Check(ToolSteps):
                 self._failure("initialize", exc, started)
                 return
             if isinstance(answer, ErrorResponse):
-                self._failure("initialize", RpcError(answer.error), started)
+                refused = legacy_refused(answer.error, self.settings.protocol)
+                if refused is None:
+                    self._failure("initialize", RpcError(answer.error), started)
+                    return
+                self._step("initialize", started, FAILED, failure_text(RpcError(answer.error)))
+                self._problem(*refused)
                 return
             result = answer.result if isinstance(answer.result, dict) else {}
             version = result.get("protocolVersion")

@@ -17,16 +17,19 @@ from typing import Any, Final
 from ..bridge.errortable import connect_fix
 from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.httpwire import ConnectError
+from ..mcp.jsonrpc import ErrorObject
 from ..mcp.protocol import LEGACY, MODERN
 from ..mcp.text import format_duration
 from ..oauth.errors import SIGN_IN_PROBLEMS, problem_words
 from . import settings as args
+from .check_report import printable
 
 __all__ = [
     "CHECK_PROBLEMS",
     "check_problem",
     "diagnose",
     "failure_text",
+    "legacy_refused",
     "predicted_renewal",
     "sign_in_flows",
     "sign_in_problem_fix",
@@ -330,6 +333,11 @@ CHECK_PROBLEMS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             f"Remove --protocol {MODERN}: with --protocol auto (the default) the bridge passes a 2025-era "
             "server through.",
         ),
+        "legacy_refused": (
+            "the server speaks only MCP {versions}, thus --protocol legacy, which passes servers of the 2025 "
+            "era through, cannot work with it: it answered initialize with {failure}",
+            "Remove --protocol legacy from the arguments of the server, or use --protocol auto.",
+        ),
         "invalid_initialize": (
             "the server answered initialize with a result that is not valid",
             f"Examine the server: it is neither of revision {MODERN} nor of {LEGACY}.",
@@ -381,6 +389,24 @@ def check_problem(key: str, **values: object) -> tuple[str, str]:
     return problem.format(**values), fix.format(**values)
 
 
+def legacy_refused(error: ErrorObject, protocol: str) -> tuple[str, str] | None:
+    """The problem of an ``initialize`` of ``--protocol legacy`` that a server of revision
+    2026-07-28 only refused, naming the revisions it speaks (the error's ``data.supported``),
+    as the bridge does; ``None`` for any other error."""
+    from ..bridge.era import refused_legacy
+
+    if refused_legacy(error, protocol=protocol) is None:
+        return None
+    supported = error.data.get("supported") if isinstance(error.data, dict) else None
+    named = (
+        [printable(v[:32]) for v in supported[:8] if isinstance(v, str)]
+        if isinstance(supported, list)
+        else []
+    )
+    failure = failure_text(RpcError(error))
+    return check_problem("legacy_refused", versions=", ".join(named) or MODERN, failure=failure)
+
+
 def diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, str]:
     """The problem of a failed step, and the option that fixes it."""
     seconds = format_duration(settings.discover_timeout)
@@ -418,7 +444,10 @@ def diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, st
     if status in (400, 404, 405) and settings.transport == "streamable-http":
         # What --transport auto takes for the sign of the HTTP+SSE transport of 2024-11-05.
         return check_problem("not_streamable_http", status=status)
-    if status in (404, 405):
+    from ..bridge.session import NOT_MCP_STATUSES
+
+    if status in NOT_MCP_STATUSES:
+        # A web server without an MCP server there: no such path, or no POST (the bridge's rule).
         return check_problem("not_mcp_endpoint", status=status)
     return check_problem("step_failed", step=step, detail=detail)
 
