@@ -349,6 +349,18 @@ def test_a_sign_in_whose_metadata_is_not_https_is_told_in_words_with_what_to_do(
     assert "InsecureMetadataUrl" not in stderr
 
 
+def test_a_url_that_needs_no_sign_in_writes_no_word_of_a_sign_in() -> None:
+    with ScriptedServer(default_script) as server:
+        with Bridge(bridge_command(server.url())) as bridge:
+            assert "result" in bridge.initialize()
+            assert "result" in call(bridge, "ok", {})
+            stderr = finish(bridge)
+    lines = bridge_lines(stderr)
+    assert [line.split(": ")[1:3] for line in lines] == [["vscode", "info"], ["bridge", "info"]], lines
+    for word in ("sign-in", "sign in", "oauth", "token", "keychain", "authoriz"):
+        assert word not in stderr.lower(), word
+
+
 # --------------------------------------------------------------------------- no unrelated causes
 
 
