@@ -197,7 +197,7 @@ class ToolSteps(CheckRun):
 
     def _needs_2025_era(self, answer: str, started: float) -> bool:
         """Whether the answer of a 2026-07-28 call says that the tool needs the requests of the
-        2025 era; then the step failed, and :meth:`_era_advice` tells what to do."""
+        2025 era; then the step failed, and :meth:`.check._Check._era_advice` tells what to do."""
         if self.report.era != MODERN or not any(m in answer.lower() for m in ERA_2025_ONLY_MARKERS):
             return False
         self.needs_2025_era = printable(answer, MAX_ANSWER_CHARS)
