@@ -10,19 +10,26 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 from ..bridge.errortable import connect_fix
 from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
 from ..mcp.httpwire import ConnectError
-from ..mcp.protocol import MODERN
+from ..mcp.jsonrpc import ErrorObject
+from ..mcp.protocol import LEGACY, MODERN
 from ..mcp.text import format_duration
 from ..oauth.errors import SIGN_IN_PROBLEMS, problem_words
 from . import settings as args
+from .check_report import printable
 
 __all__ = [
+    "CHECK_PROBLEMS",
+    "check_problem",
     "diagnose",
     "failure_text",
+    "legacy_refused",
     "predicted_renewal",
     "sign_in_flows",
     "sign_in_problem_fix",
@@ -238,82 +245,211 @@ def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[
     return {"state": "none", "note": "no stored sign-in", "store": opened.line}, None
 
 
-def diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, str]:
-    """The problem of a failed step, and the option that fixes it."""
-    seconds = format_duration(settings.discover_timeout)
-    if isinstance(exc, SpawnFailed):
-        return (
-            f"the command did not start: {exc.detail or exc.cause}",
+#: The start of the fix of a step that did not answer in time.
+_MORE_TIME: Final = (
+    "Give the server more time with --discover-timeout (now {seconds}): it bounds the whole check."
+)
+
+#: The problems that ``check`` names, each with its fix: key -> (problem, fix). Their
+#: placeholders (``{step}``, ``{detail}``, ``{seconds}``, ...) take what the run found; the
+#: troubleshooting page lists each problem with the same words.
+CHECK_PROBLEMS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
+    {
+        # A failed step (:func:`diagnose`).
+        "spawn_failed": (
+            "the command did not start: {detail}",
             'Examine the command after "--": the program must exist and be executable.',
-        )
-    if isinstance(exc, RequestTimeout):
-        fix = f"Give the server more time with --discover-timeout (now {seconds}): it bounds the whole check."
-        if settings.protocol == MODERN:
-            fix += " A 2025-era server needs --protocol auto or legacy."
-        elif step == "server/discover" and settings.command:
-            fix += " A 2025-era server that never answers server/discover needs --protocol legacy."
-        return f"the server did not answer {step} within the {seconds} of --discover-timeout", fix
-    if isinstance(exc, Closed):
-        return (
-            f"the server stopped during {step}: {exc.detail or 'the connection closed'}",
+        ),
+        "timeout": (
+            "the server did not answer {step} within the {seconds} of --discover-timeout",
+            _MORE_TIME,
+        ),
+        "timeout_modern": (
+            "the server did not answer {step} within the {seconds} of --discover-timeout",
+            f"{_MORE_TIME} A 2025-era server needs --protocol auto or legacy.",
+        ),
+        "timeout_discover_command": (
+            "the server did not answer {step} within the {seconds} of --discover-timeout",
+            f"{_MORE_TIME} A 2025-era server that never answers server/discover needs --protocol legacy.",
+        ),
+        "stopped": (
+            "the server stopped during {step}: {detail}",
             "Run the command in a terminal to see why it stops; its stderr lines are above.",
-        )
-    if isinstance(exc, RpcError):
-        return (
-            f"the server answered {step} with {failure_text(exc)}",
+        ),
+        "rpc": (
+            "the server answered {step} with {failure}",
             "Examine the server and its log; with --protocol, choose the revision it speaks.",
-        )
-    detail = exc.detail or exc.cause
-    status = exc.http_status
-    if "not trusted" in detail:
-        return (
+        ),
+        "not_trusted": (
             "the certificate of the server is not trusted",
             "Give the CA certificate that signed it with --ca-file <PEM file>.",
-        )
-    if "host name" in detail and "certificate" in detail:
-        return (
+        ),
+        "wrong_host_name": (
             "the certificate of the server is not for the host name of the URL",
             "Use the host name of the certificate in the URL.",
-        )
-    if detail.startswith("proxy"):
-        return (
-            f"the proxy failed: {detail}",
+        ),
+        "proxy_failed": (
+            "the proxy failed: {detail}",
             "Examine HTTPS_PROXY, ALL_PROXY and NO_PROXY (the user and the password go into the proxy URL).",
-        )
-    if detail.startswith("TLS"):
-        return f"the TLS connection failed: {detail}", "Examine the URL: the server must speak https."
-    if detail.startswith("connect"):
-        refused, loopback = (exc.refused, exc.loopback) if isinstance(exc, ConnectError) else (False, False)
-        return (
-            f"no connection to the server: {detail}",
-            connect_fix(refused=refused, loopback=loopback),
-        )
-    if status == 401:
-        return (
+        ),
+        "tls_failed": (
+            "the TLS connection failed: {detail}",
+            "Examine the URL: the server must speak https.",
+        ),
+        "no_connection": ("no connection to the server: {detail}", "{fix}"),
+        "sign_in_needed": (
             "the server needs a sign-in (HTTP status 401)",
             "Start the server in VS Code: the bridge opens the sign-in in a browser. Or send a token "
             "with --header-env Authorization=<variable>.",
-        )
-    if status == 403:
-        return (
+        ),
+        "access_refused": (
             "the server refused the access (HTTP status 403)",
             "Examine the token or the account of the sign-in (--account, --header-env).",
-        )
-    if status in (400, 404, 405) and settings.transport == "streamable-http":
-        # What --transport auto takes for the sign of the HTTP+SSE transport of 2024-11-05.
-        return (
-            f"the URL refused the POST of Streamable HTTP (HTTP status {status}): it is not a Streamable "
+        ),
+        "not_streamable_http": (
+            "the URL refused the POST of Streamable HTTP (HTTP status {status}): it is not a Streamable "
             "HTTP endpoint, and may be one of the older HTTP+SSE transport (2024-11-05)",
             "Remove --transport streamable-http: with --transport auto (the default) the bridge falls back "
             "to HTTP+SSE (--transport sse forces it; its URL often ends in /sse). Else examine the path of "
             "the URL (often /mcp).",
-        )
-    if status in (404, 405):
-        return (
-            f"the URL is not an MCP endpoint (HTTP status {status})",
+        ),
+        "not_mcp_endpoint": (
+            "the URL is not an MCP endpoint (HTTP status {status})",
             "Examine the path of the URL (often /mcp).",
-        )
-    return f"{step} failed: {detail}", "Examine the server and its log; run with --log-level debug for more."
+        ),
+        "step_failed": (
+            "{step} failed: {detail}",
+            "Examine the server and its log; run with --log-level debug for more.",
+        ),
+        # The options, the era and the answers of the server.
+        "ca_file_unusable": (
+            "the check did not contact the server: the CA certificates of --ca-file cannot be used: {detail}",
+            "Give a readable PEM file of CA certificates with --ca-file, or leave the option out "
+            "(the bridge always trusts the CA certificates of the system); see "
+            f'"{args.PROGRAM} check --help".',
+        ),
+        "not_modern": (
+            f"the server is not a server of revision {MODERN}: it answered server/discover with {{failure}}",
+            f"Remove --protocol {MODERN}: with --protocol auto (the default) the bridge passes a 2025-era "
+            "server through.",
+        ),
+        "legacy_refused": (
+            "the server speaks only MCP {versions}, thus --protocol legacy, which passes servers of the 2025 "
+            "era through, cannot work with it: it answered initialize with {failure}",
+            "Remove --protocol legacy from the arguments of the server, or use --protocol auto.",
+        ),
+        "invalid_initialize": (
+            "the server answered initialize with a result that is not valid",
+            f"Examine the server: it is neither of revision {MODERN} nor of {LEGACY}.",
+        ),
+        "tasks_off": (
+            "the server runs tools as tasks (the Tasks extension), and --tasks off declares none: "
+            "a tool that needs them fails with -32021 (missing client capability)",
+            "Remove --tasks off: with --tasks auto (the default) the bridge carries the tasks.",
+        ),
+        "allow_matches_nothing": (
+            "--allow-tool {pattern} matches no tool of the server, so it lets no tool through "
+            "(a pattern is case-sensitive and matches the whole name)",
+            "Give a pattern that matches the name of a tool (the Tools line lists them).",
+        ),
+        "allow_matches_nothing_close": (
+            "--allow-tool {pattern} matches no tool of the server, so it lets no tool through "
+            "(a pattern is case-sensitive and matches the whole name)",
+            "Did you mean --allow-tool {better}? It matches the tool {tool}.",
+        ),
+        "filter_hides_all": (
+            "VS Code sees none of the {count} tools of the server: the tool filter hides each of them",
+            "Give --allow-tool patterns that match the names of the tools (the Tools line lists "
+            "them), or remove the --deny-tool pattern that hides them all.",
+        ),
+        "tool_error_result": (
+            "the tool {tool} answered with an error result: {text}",
+            "Examine the arguments of --call-arguments and the log of the server.",
+        ),
+        "unknown_tool": (
+            "the server has no tool {tool}: its tool list does not name it, and the call failed",
+            "Give --call-tool the name of a tool of the server (the Tools line lists them).",
+        ),
+        "unknown_tool_close": (
+            "the server has no tool {tool}: its tool list does not name it, and the call failed",
+            "Did you mean {names}? Give --call-tool the name of a tool of the server.",
+        ),
+        "stray_lines": (
+            "the server wrote {lines} JSON-RPC to stdout: log to stderr instead",
+            "Write the log lines and debug prints of the server to stderr: its stdout carries "
+            "the messages of the protocol only, and the bridge drops every other line.",
+        ),
+    }
+)
+
+
+def check_problem(key: str, **values: object) -> tuple[str, str]:
+    """The problem ``key`` of :data:`CHECK_PROBLEMS` and its fix, with ``values`` in their placeholders."""
+    problem, fix = CHECK_PROBLEMS[key]
+    return problem.format(**values), fix.format(**values)
+
+
+def legacy_refused(error: ErrorObject, protocol: str) -> tuple[str, str] | None:
+    """The problem of an ``initialize`` of ``--protocol legacy`` that a server of revision
+    2026-07-28 only refused, naming the revisions it speaks (the error's ``data.supported``),
+    as the bridge does; ``None`` for any other error."""
+    from ..bridge.era import refused_legacy
+
+    if refused_legacy(error, protocol=protocol) is None:
+        return None
+    supported = error.data.get("supported") if isinstance(error.data, dict) else None
+    named = (
+        [printable(v[:32]) for v in supported[:8] if isinstance(v, str)]
+        if isinstance(supported, list)
+        else []
+    )
+    failure = failure_text(RpcError(error))
+    return check_problem("legacy_refused", versions=", ".join(named) or MODERN, failure=failure)
+
+
+def diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, str]:
+    """The problem of a failed step, and the option that fixes it."""
+    seconds = format_duration(settings.discover_timeout)
+    if isinstance(exc, SpawnFailed):
+        return check_problem("spawn_failed", detail=exc.detail or exc.cause)
+    if isinstance(exc, RequestTimeout):
+        key = "timeout"
+        if settings.protocol == MODERN:
+            key = "timeout_modern"
+        elif step == "server/discover" and settings.command:
+            key = "timeout_discover_command"
+        return check_problem(key, step=step, seconds=seconds)
+    if isinstance(exc, Closed):
+        return check_problem("stopped", step=step, detail=exc.detail or "the connection closed")
+    if isinstance(exc, RpcError):
+        return check_problem("rpc", step=step, failure=failure_text(exc))
+    detail = exc.detail or exc.cause
+    status = exc.http_status
+    if "not trusted" in detail:
+        return check_problem("not_trusted")
+    if "host name" in detail and "certificate" in detail:
+        return check_problem("wrong_host_name")
+    if detail.startswith("proxy"):
+        return check_problem("proxy_failed", detail=detail)
+    if detail.startswith("TLS"):
+        return check_problem("tls_failed", detail=detail)
+    if detail.startswith("connect"):
+        refused, loopback = (exc.refused, exc.loopback) if isinstance(exc, ConnectError) else (False, False)
+        fix = connect_fix(refused=refused, loopback=loopback)
+        return check_problem("no_connection", detail=detail, fix=fix)
+    if status == 401:
+        return check_problem("sign_in_needed")
+    if status == 403:
+        return check_problem("access_refused")
+    if status in (400, 404, 405) and settings.transport == "streamable-http":
+        # What --transport auto takes for the sign of the HTTP+SSE transport of 2024-11-05.
+        return check_problem("not_streamable_http", status=status)
+    from ..bridge.session import NOT_MCP_STATUSES
+
+    if status in NOT_MCP_STATUSES:
+        # A web server without an MCP server there: no such path, or no POST (the bridge's rule).
+        return check_problem("not_mcp_endpoint", status=status)
+    return check_problem("step_failed", step=step, detail=detail)
 
 
 def failure_text(exc: McpError) -> str:

@@ -158,6 +158,29 @@ def test_protocol_legacy_in_front_of_a_server_of_2026_07_28_only_says_to_remove_
     ) in bridge_lines(stderr)
 
 
+def run_check(*arguments: str) -> subprocess.CompletedProcess[str]:
+    """``mcp-bridge-vscode check`` in its own process, without proxy variables."""
+    return subprocess.run(
+        [sys.executable, "-m", "mcpbridge", "check", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        env={**os.environ, "HTTPS_PROXY": "", "HTTP_PROXY": ""},
+    )
+
+
+def test_check_with_protocol_legacy_in_front_of_a_server_of_2026_07_28_only_names_the_revision() -> None:
+    run = run_check("--protocol", "legacy", "--", *fixture_command())
+    assert run.returncode == 1
+    assert (
+        "  - the server speaks only MCP 2026-07-28, thus --protocol legacy, which passes servers of the "
+        "2025 era through, cannot work with it: it answered initialize with error -32022 (Unsupported "
+        "protocol version)\n"
+        "    fix: Remove --protocol legacy from the arguments of the server, or use --protocol auto.\n"
+    ) in run.stdout
+    assert "Traceback" not in run.stderr
+
+
 # --------------------------------------------------------------------------- a URL that serves no MCP
 
 NOT_MCP = (
@@ -203,6 +226,17 @@ def test_a_url_of_a_plain_web_server_that_refuses_post_is_not_an_mcp_endpoint() 
     assert error["data"] == {"cause": "not_mcp_endpoint", "detail": detail}
     line = f"{PREFIX}bridge: error: server/discover failed: HTTP status 501, a web page: {NOT_MCP_ADVICE}"
     assert line in bridge_lines(stderr)
+
+
+def test_check_of_a_url_of_a_plain_web_server_says_it_is_not_an_mcp_endpoint() -> None:
+    with plain_web_server() as url:
+        run = run_check(url)
+    assert run.returncode == 1
+    assert (
+        "  - the URL is not an MCP endpoint (HTTP status 501)\n"
+        "    fix: Examine the path of the URL (often /mcp).\n"
+    ) in run.stdout
+    assert "Traceback" not in run.stderr
 
 
 def not_found(ex: Exchange) -> None:
@@ -313,6 +347,18 @@ def test_a_sign_in_whose_metadata_is_not_https_is_told_in_words_with_what_to_do(
     assert error["data"] == {"cause": "sign_in_failed", "detail": INSECURE}
     assert f"{PREFIX}bridge: error: server/discover failed: {INSECURE}" in bridge_lines(stderr)
     assert "InsecureMetadataUrl" not in stderr
+
+
+def test_a_url_that_needs_no_sign_in_writes_no_word_of_a_sign_in() -> None:
+    with ScriptedServer(default_script) as server:
+        with Bridge(bridge_command(server.url())) as bridge:
+            assert "result" in bridge.initialize()
+            assert "result" in call(bridge, "ok", {})
+            stderr = finish(bridge)
+    lines = bridge_lines(stderr)
+    assert [line.split(": ")[1:3] for line in lines] == [["vscode", "info"], ["bridge", "info"]], lines
+    for word in ("sign-in", "sign in", "oauth", "token", "keychain", "authoriz"):
+        assert word not in stderr.lower(), word
 
 
 # --------------------------------------------------------------------------- no unrelated causes

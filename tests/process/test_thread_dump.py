@@ -62,6 +62,9 @@ def test_sigusr1_dumps_the_threads_and_the_call_waiting_for_the_client_which_the
         assert "upstream: command, MCP 2026-07-28, alive" in lines
         names = thread_names(lines)
         assert set(SERVING_THREADS) | {"mcpbridge-upstream-reader", "mcpbridge-upstream-timer"} <= names
+        # No stack starts with the frames of threading that start every thread.
+        assert not [line for line in lines if line.endswith((" in _bootstrap", " in _bootstrap_inner"))]
+        assert sum(line.startswith("  File ") for line in lines) > len(names)
         assert any(name.startswith("mcpbridge-slot") for name in names)
         dumped = "\n".join(lines)
         assert CONTENT_MARKER not in dumped and "Tell us about you" not in dumped

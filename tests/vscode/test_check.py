@@ -757,3 +757,4 @@ def test_a_command_that_floods_stdout_is_closed_within_the_time_limit_without_it
     code, _out, err = run_check("--discover-timeout", "3", "--", sys.executable, "-c", FLOOD)
     assert code == 1
     assert "threads still running after the close" not in err
+    assert "mcpbridge-" not in err  # no thread name of the bridge reaches the user
