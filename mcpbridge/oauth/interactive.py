@@ -20,12 +20,12 @@ from __future__ import annotations
 import logging
 import math
 import secrets
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
+from ..mcp.deadline import Deadline
 from ..mcp.errors import Cancelled
 from . import flow
 from .clients import Clients
@@ -55,6 +55,10 @@ if TYPE_CHECKING:
 __all__ = ["InteractiveSignIn", "Need"]
 
 log = logging.getLogger("mcpbridge.oauth")
+
+#: How much longer than the sign-in time limit a process waits for the sign-in of another one.
+FOLLOW_GRACE = 10.0
+
 
 @dataclass(frozen=True)
 class Need:
@@ -288,11 +292,11 @@ class InteractiveSignIn:
         if answer is None:
             return False
         log.info("another bridge process signs in to the same account: this process waits for it")
-        limit = min(scope.deadline, time.monotonic() + self.sign_in.settings.timeout + 10.0)
+        limit = Deadline(scope.limit.at_most(self.sign_in.settings.timeout + FOLLOW_GRACE))
         while answer == "pending":
             if scope.cancel is not None and scope.cancel.cancelled:
                 raise Cancelled(scope.cancel.reason or None)
-            if time.monotonic() >= limit:
+            if limit.expired:
                 seconds = max(1, math.ceil(self.sign_in.settings.timeout))
                 raise SignInTimeout(seconds=seconds, name=flow.PROGRAM)
             answer = probe(self.config.port, digest)
