@@ -42,8 +42,7 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from contextlib import closing
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -60,12 +59,7 @@ from .errors import (
 )
 from .httpbase import HttpTransportBase, _without_value, json_body
 from .httpwire import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_MAX_DEPTH,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_POOL_SIZE,
     METHOD_READ_LIMITS,
-    Authorizer,
     Exchange,
     Why,
     media_type,
@@ -167,42 +161,13 @@ class SseTransport(HttpTransportBase):
 
     PASS_OTHER_ANSWERS = True
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        headers: Sequence[tuple[str, str]] = (),
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        ca_file: str | None = None,
-        ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        read_timeout: float | None = None,
-        authorizer: Authorizer | None = None,
-        env: Mapping[str, str] | None = None,
-        max_depth: int = DEFAULT_MAX_DEPTH,
-        pool_size: int = DEFAULT_POOL_SIZE,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def _tls(
+        self, ca_file: str | None, ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None
+    ) -> tuple[str | None, ssl.SSLContext | Callable[[], ssl.SSLContext] | None]:
         if ssl_context is None:
             # Both wires share one context (the trust store of the system costs time and memory).
             ssl_context = tls_context(ca_file) if ca_file is not None else _SharedContext()
-        self._ssl_context = ssl_context
-        self._env = env
-        self._pool_size = pool_size
-        self._clock = clock
-        super().__init__(
-            url,
-            headers=headers,
-            max_response_bytes=max_response_bytes,
-            ssl_context=ssl_context,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            authorizer=authorizer,
-            env=env,
-            max_depth=max_depth,
-            pool_size=pool_size,
-            clock=clock,
-        )
+        return None, ssl_context
 
     def _own_state(self) -> None:
         self._stopped = threading.Event()
@@ -480,18 +445,7 @@ class SseTransport(HttpTransportBase):
         if self._endpoint_wire is not None:
             log.debug("the upstream server sent one more endpoint event; the first one stays")
             return
-        url = endpoint_url(self._url, data)
-        from .httppool import open_wire
-
-        wire = open_wire(
-            url,
-            ssl_context=self._ssl_context,
-            env=self._env,
-            pool_size=self._pool_size,
-            connect_timeout=self._connect_timeout,
-            read_timeout=self._read_timeout,
-            clock=self._clock,
-        )
+        wire = self._open_wire(endpoint_url(self._url, data))
         with self._endpoint_changed:
             self._endpoint_wire = wire
             self._endpoint_changed.notify_all()
