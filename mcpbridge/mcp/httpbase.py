@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeAlias
 from . import jsonrpc
 from .cancel import CancelToken
 from .droplog import DropLog
-from .errors import InvalidRequest, InvalidResponse, ResponseTooLarge, TransportFailed
+from .errors import InvalidRequest, InvalidResponse, McpError, ResponseTooLarge, TransportFailed
 from .httpwire import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_DEPTH,
@@ -222,6 +222,19 @@ class HttpTransportBase(WireReading, Transport):
                 return False
             self._close_started = True
             return True
+
+    def _unsent(self, what: str, exc: McpError) -> None:
+        """The drop line of a queued message, ``what``, that did not reach the server; none
+        after the close."""
+        if not self._closed:
+            self._drops(
+                logging.WARNING,
+                "dropped messages that did not reach the upstream server",
+                "%s was not sent to the upstream server: %s",
+                what[:128],
+                exc.detail or exc.cause,
+                exc_info=exc,
+            )
 
     # -------------------------------------------------------------- exchange
 

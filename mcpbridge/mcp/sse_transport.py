@@ -354,16 +354,7 @@ class SseTransport(HttpTransportBase):
         try:
             self._post(message, None)
         except McpError as exc:
-            if not self._closed:
-                what = message.method if isinstance(message, Notification) else "an answer"
-                self._drops(
-                    logging.WARNING,
-                    "dropped messages that did not reach the upstream server",
-                    "%s was not sent to the upstream server: %s",
-                    what[:128],
-                    exc.detail or exc.cause,
-                    exc_info=exc,
-                )
+            self._unsent(message.method if isinstance(message, Notification) else "an answer", exc)
 
     # --------------------------------------------------------------- stream
 
