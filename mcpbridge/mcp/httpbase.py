@@ -278,22 +278,25 @@ class HttpTransportBase(WireReading, Transport):
         cancel: CancelToken | None,
         *,
         method: str,
+        wire: Wire | None = None,
+        read_timeout: float | None = None,
     ) -> WireResponse:
         """Send one request of ``method`` and read the head of its answer.
+
+        ``wire``: the wire of the request, by default that of the URL. ``read_timeout``: the
+        longest wait for the next bytes, by default that of ``method``.
 
         Raises:
             Cancelled, Closed: the exchange was aborted.
             InvalidRequest: a header cannot be sent over HTTP.
             McpError: the exchange failed (:func:`~.httppool.edge_error`).
         """
+        if read_timeout is None:
+            read_timeout = read_limit(method, self._read_timeout)
         try:
             with self._abort_named(exchange, cancel):
-                return self._wire.request(
-                    verb,
-                    headers.items(),
-                    body,
-                    exchange=exchange,
-                    read_timeout=read_limit(method, self._read_timeout),
+                return (self._wire if wire is None else wire).request(
+                    verb, headers.items(), body, exchange=exchange, read_timeout=read_timeout
                 )
         except ValueError as exc:
             # The inner error quotes the header's value, which may be a token: the cause keeps

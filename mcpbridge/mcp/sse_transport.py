@@ -40,9 +40,10 @@ No log line and no error holds a URL, a header value or a token.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -51,20 +52,18 @@ from .cancel import CancelToken
 from .errors import (
     Cancelled,
     Closed,
-    InvalidRequest,
     InvalidResponse,
     McpError,
     NotConnected,
     TransportFailed,
 )
-from .httpbase import HttpTransportBase, _without_value, json_body
+from .httpbase import HttpTransportBase, json_body
 from .httpwire import (
     METHOD_READ_LIMITS,
     Exchange,
     Why,
     media_type,
     parse_event,
-    read_limit,
     status_error,
     tls_context,
 )
@@ -315,37 +314,51 @@ class SseTransport(HttpTransportBase):
         wire = self._endpoint(cancel)
         method = message.method if isinstance(message, (Request, Notification)) else ""
         body = json_body(message)
-        challenged = False
         waited = False
         while True:
+            header = {"Content-Type": "application/json"}
+            with self._answered("POST", header, body, cancel, method, wire=wire) as (response, _exchange):
+                status = response.status
+                log.debug("%s: HTTP status %d", (method or "an answer")[:128], status)
+                if 200 <= status < 300:
+                    return
+                error = status_error(response)
+            if not isinstance(message, Request) or not self._wait_busy(method, error, cancel, waited=waited):
+                raise error
+            waited = True
+
+    @contextlib.contextmanager
+    def _answered(
+        self,
+        verb: str,
+        header: Mapping[str, str],
+        body: bytes | None,
+        cancel: CancelToken | None,
+        method: str,
+        *,
+        wire: Wire | None = None,
+        read_timeout: float | None = None,
+    ) -> Iterator[tuple[WireResponse, Exchange]]:
+        """The answer to one request (with ``header`` after the user's and the authorizer's
+        headers) and its exchange; sent once more after a 401 or 403 that the authorizer handled.
+
+        Raises:
+            HttpStatusError: the authorizer cannot handle the challenge.
+        """
+        challenged = False
+        while True:
             headers = self._base_headers()
-            headers["Content-Type"] = "application/json"
+            headers.update(header)
             with self._tracked(cancel) as exchange:
-                try:
-                    with self._abort_named(exchange, cancel):
-                        response = wire.request(
-                            "POST",
-                            headers.items(),
-                            body,
-                            exchange=exchange,
-                            read_timeout=read_limit(method, self._read_timeout),
-                        )
-                except ValueError as exc:
-                    raise InvalidRequest(
-                        "a header of the request cannot be sent over HTTP"
-                    ) from _without_value(exc)
+                response = self._send(
+                    verb, headers, body, exchange, cancel, method=method, wire=wire, read_timeout=read_timeout
+                )
                 with closing(response):
                     if self._challenged(response, challenged):
                         challenged = True
                         continue
-                    status = response.status
-                    log.debug("%s: HTTP status %d", (method or "an answer")[:128], status)
-                    if 200 <= status < 300:
-                        return
-                    error = status_error(response)
-            if not isinstance(message, Request) or not self._wait_busy(method, error, cancel, waited=waited):
-                raise error
-            waited = True
+                    yield response, exchange
+                    return
 
     # ---------------------------------------------------------------- queue
 
@@ -378,36 +391,20 @@ class SseTransport(HttpTransportBase):
         self._closed_with(StreamEnded(error.detail or error.cause))
 
     def _read_stream(self) -> None:
-        challenged = False
-        while True:
-            headers = self._base_headers()
-            headers["Accept"] = "text/event-stream"
-            with self._tracked(None) as exchange:
-                try:
-                    with self._abort_named(exchange, None):
-                        response = self._wire.request(
-                            "GET",
-                            headers.items(),
-                            None,
-                            exchange=exchange,
-                            read_timeout=self._read_timeout or STREAM_READ_LIMIT,
-                        )
-                except ValueError as exc:
-                    raise InvalidRequest(
-                        "a header of the request cannot be sent over HTTP"
-                    ) from _without_value(exc)
-                with closing(response):
-                    if self._challenged(response, challenged):
-                        challenged = True
-                        continue
-                    if response.status != 200:
-                        raise status_error(response)
-                    if media_type(response) != "text/event-stream":
-                        raise InvalidResponse(
-                            "the stream of the server is not an event stream", http_status=200
-                        )
-                    self._events_of(response, exchange)
-                    return
+        stream = self._answered(
+            "GET",
+            {"Accept": "text/event-stream"},
+            None,
+            None,
+            "",
+            read_timeout=self._read_timeout or STREAM_READ_LIMIT,
+        )
+        with stream as (response, exchange):
+            if response.status != 200:
+                raise status_error(response)
+            if media_type(response) != "text/event-stream":
+                raise InvalidResponse("the stream of the server is not an event stream", http_status=200)
+            self._events_of(response, exchange)
 
     def _events_of(self, response: WireResponse, exchange: Exchange) -> None:
         parser = SseParser(self._max_bytes)
