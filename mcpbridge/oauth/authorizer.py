@@ -30,10 +30,11 @@ then use its token. A second bridge process that finds the redirect port busy
 with a sign-in of the same record asks that receiver, waits for its end and
 reuses the stored tokens.
 
-The authorizer answers; each job has its own module: :mod:`.requestscope` (the request
-on each thread), :mod:`.metadata` (the discovered servers and the chosen flow),
-:mod:`.clients` (the client registration), :mod:`.tokenrequests` (the refresh, the
-client credentials, the stored tokens) and :mod:`.interactive` (a person's sign-in).
+The authorizer decides which of these steps a challenge needs; each step has a module
+of its own: :mod:`.requestscope` (the request on each thread), :mod:`.metadata` (the
+discovered servers and the chosen flow), :mod:`.clients` (the client registration),
+:mod:`.tokenrequests` (the refresh, the client credentials, the stored tokens) and
+:mod:`.interactive` (a person's sign-in).
 
 The transport retries a request once after a challenge. The request's own
 cancel token and deadline reach the sign-in through :meth:`request_scope`,
