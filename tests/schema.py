@@ -34,7 +34,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,22 +167,24 @@ _SCHEMA_VALUES = frozenset(
 )
 
 
+def _objects(node: Any) -> Iterator[dict[str, Any]]:
+    """Every object in ``node``: itself first, then those inside it, depth first."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _objects(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _objects(value)
+
+
 def _allof_parts(root: Mapping[str, Any]) -> set[str]:
     """The definitions that some ``allOf`` refers to: each names only part of the members."""
     found: set[str] = set()
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for part in node.get("allOf", []):
-                if isinstance(part, dict) and isinstance(part.get("$ref"), str):
-                    found.add(part["$ref"].rsplit("/", 1)[-1])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(root)
+    for node in _objects(root):
+        for part in node.get("allOf", []):
+            if isinstance(part, dict) and isinstance(part.get("$ref"), str):
+                found.add(part["$ref"].rsplit("/", 1)[-1])
     return found
 
 
@@ -191,33 +193,20 @@ def _documents_definitions(root: Mapping[str, Any], definitions_key: str) -> set
     definitions = root[definitions_key]
     found: set[str] = set()
 
-    def refs(node: Any) -> None:
-        if isinstance(node, dict):
+    def refs(schema: Any) -> None:
+        for node in _objects(schema):
             ref = node.get("$ref")
             if isinstance(ref, str):
                 name = ref.rsplit("/", 1)[-1]
                 if name not in found and name in definitions:
                     found.add(name)
                     refs(definitions[name])
-            for value in node.values():
-                refs(value)
-        elif isinstance(node, list):
-            for value in node:
-                refs(value)
 
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            members = node.get("properties")
-            if isinstance(members, dict):
-                for name in SCHEMA_DOCUMENTS & members.keys():
-                    refs(members[name])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(root)
+    for node in _objects(root):
+        members = node.get("properties")
+        if isinstance(members, dict):
+            for name in SCHEMA_DOCUMENTS & members.keys():
+                refs(members[name])
     return found
 
 
@@ -225,20 +214,11 @@ def _meta_definitions(root: Mapping[str, Any], definitions_key: str) -> set[str]
     """The definitions of a ``_meta`` (``MetaObject`` and its kinds in 2026-07-28): each names some
     reserved keys, and any other key is allowed."""
     found = {name for name in root[definitions_key] if name.endswith("MetaObject")}
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            members = node.get("properties")
-            meta = members.get("_meta") if isinstance(members, dict) else None
-            if isinstance(meta, dict) and isinstance(meta.get("$ref"), str):
-                found.add(meta["$ref"].rsplit("/", 1)[-1])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(root)
+    for node in _objects(root):
+        members = node.get("properties")
+        meta = members.get("_meta") if isinstance(members, dict) else None
+        if isinstance(meta, dict) and isinstance(meta.get("$ref"), str):
+            found.add(meta["$ref"].rsplit("/", 1)[-1])
     return found
 
 

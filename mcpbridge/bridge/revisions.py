@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -359,17 +360,9 @@ def shape_result(
     notes: list[str] = []
     out = result
     if method == "tools/call":
-        content = result.get("content")
-        if isinstance(content, list):
-            kept = [block for block in content if _carried_block(revision, block)]
-            if len(kept) < len(content):
-                notes.append(
-                    f"tools/call: left out content blocks that MCP {revision} does not define "
-                    f"({len(content) - len(kept)} of {len(content)})"
-                )
-            shaped = [_shape_block(revision, block) for block in kept]
-            if len(kept) < len(content) or _changed(shaped, kept):
-                out = {**out, "content": shaped}
+        left_out = f"tools/call: left out content blocks that MCP {revision} does not define"
+        carried, shape = partial(_carried_block, revision), partial(_shape_block, revision)
+        out = _kept_and_shaped(out, "content", carried, shape, left_out, notes)
         if not revision.structured_content and "structuredContent" in result:
             out = _structured_as_text(out)
         elif (
@@ -384,21 +377,9 @@ def shape_result(
     elif method in _LISTS:
         out = _shape_list(revision, result, _LISTS[method])
     elif method == "prompts/get":
-        messages = result.get("messages")
-        if isinstance(messages, list):
-            kept = [
-                message
-                for message in messages
-                if not isinstance(message, dict) or _carried_block(revision, message.get("content"))
-            ]
-            if len(kept) < len(messages):
-                notes.append(
-                    f"prompts/get: left out messages whose content MCP {revision} does not define "
-                    f"({len(messages) - len(kept)} of {len(messages)})"
-                )
-            shaped = [_shape_message(revision, message) for message in kept]
-            if len(kept) < len(messages) or _changed(shaped, kept):
-                out = {**out, "messages": shaped}
+        left_out = f"prompts/get: left out messages whose content MCP {revision} does not define"
+        carried, shape = partial(_carried_message, revision), partial(_shape_message, revision)
+        out = _kept_and_shaped(out, "messages", carried, shape, left_out, notes)
     elif method == "resources/read":
         contents = result.get("contents")
         members = revision.members
@@ -445,6 +426,33 @@ def _only(keys: frozenset[str], item: Any) -> Any:
     if not isinstance(item, dict) or item.keys() <= keys:
         return item
     return {key: value for key, value in item.items() if key in keys}
+
+
+def _carried_message(revision: Revision, message: Any) -> bool:
+    """Whether a message of ``prompts/get`` stays: its content is of a kind that ``revision`` defines."""
+    return not isinstance(message, dict) or _carried_block(revision, message.get("content"))
+
+
+def _kept_and_shaped(
+    out: dict[str, Any],
+    member: str,
+    carried: Callable[[Any], bool],
+    shape: Callable[[Any], Any],
+    left_out: str,
+    notes: list[str],
+) -> dict[str, Any]:
+    """``out`` with the items of its list ``member`` that ``carried`` keeps, each shaped (``out``
+    itself when nothing changes); the note ``left_out`` counts the items that went away."""
+    items = out.get(member)
+    if not isinstance(items, list):
+        return out
+    kept = [item for item in items if carried(item)]
+    if len(kept) < len(items):
+        notes.append(f"{left_out} ({len(items) - len(kept)} of {len(items)})")
+    shaped = [shape(item) for item in kept]
+    if len(kept) < len(items) or _changed(shaped, kept):
+        return {**out, member: shaped}
+    return out
 
 
 def _changed(shaped: list[Any], items: list[Any]) -> bool:

@@ -9,8 +9,9 @@ wire with the errors it can end in, the answer to a 401 or 403 that goes to the
 SSE stream of messages that ends with the response.
 
 What differs stays in each transport as a small override: which user headers go
-into the wire's fixed part (:meth:`HttpTransportBase._fixed_headers`), the state
-that only one transport has (:meth:`HttpTransportBase._own_state`), what passes of
+into the wire's fixed part (:meth:`HttpTransportBase._fixed_headers`), the TLS context
+of its wires (:meth:`HttpTransportBase._tls`), the state that only one transport has
+(:meth:`HttpTransportBase._own_state`), what passes of
 a response (:meth:`HttpTransportBase._passing`), and whether an answer to another
 request on the stream of a request goes on (:attr:`HttpTransportBase.PASS_OTHER_ANSWERS`).
 """
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeAlias
 from . import jsonrpc
 from .cancel import CancelToken
 from .droplog import DropLog
-from .errors import InvalidRequest, InvalidResponse, ResponseTooLarge, TransportFailed
+from .errors import InvalidRequest, InvalidResponse, McpError, ResponseTooLarge, TransportFailed
 from .httpwire import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_DEPTH,
@@ -50,7 +51,7 @@ from .transport import OnClosed, OnMessage, Transport
 if TYPE_CHECKING:
     import ssl
 
-    from .httppool import WireResponse
+    from .httppool import Wire, WireResponse
 
 __all__ = ["Headers", "HttpTransportBase", "json_body"]
 
@@ -151,19 +152,11 @@ class HttpTransportBase(WireReading, Transport):
         self._read_timeout = read_timeout
         self._authorizer = authorizer
         self._max_depth = max_depth
-        from .httppool import open_wire  # loads urllib3 and ssl: at the first transport
-
-        self._wire = open_wire(
-            url,
-            ca_file=ca_file,
-            ssl_context=ssl_context,
-            env=env,
-            pool_size=pool_size,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            headers=fixed,
-            clock=clock,
-        )
+        self._ca_file, self._ssl_context = self._tls(ca_file, ssl_context)
+        self._env = env
+        self._pool_size = pool_size
+        self._clock = clock
+        self._wire = self._open_wire(url, headers=fixed)
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._in_flight: set[Exchange] = set()
@@ -186,6 +179,32 @@ class HttpTransportBase(WireReading, Transport):
     def _own_state(self) -> None:
         """Set up the state that only this transport has, at the end of ``__init__``."""
 
+    def _tls(
+        self, ca_file: str | None, ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None
+    ) -> tuple[str | None, ssl.SSLContext | Callable[[], ssl.SSLContext] | None]:
+        """The ``ca_file`` and ``ssl_context`` of the wires; by default as given."""
+        return ca_file, ssl_context
+
+    def _open_wire(self, url: str, *, headers: Sequence[tuple[str, str | bytes]] = ()) -> Wire:
+        """A wire to ``url`` with the options of the transport; ``headers`` go into every request.
+
+        Raises:
+            ConnectFailed, CaFileError: as :func:`~.httppool.open_wire`.
+        """
+        from .httppool import open_wire  # loads urllib3 and ssl: at the first transport
+
+        return open_wire(
+            url,
+            ca_file=self._ca_file,
+            ssl_context=self._ssl_context,
+            env=self._env,
+            pool_size=self._pool_size,
+            connect_timeout=self._connect_timeout,
+            read_timeout=self._read_timeout,
+            headers=headers,
+            clock=self._clock,
+        )
+
     @property
     def form(self) -> str:
         return "url"
@@ -203,6 +222,19 @@ class HttpTransportBase(WireReading, Transport):
                 return False
             self._close_started = True
             return True
+
+    def _unsent(self, what: str, exc: McpError) -> None:
+        """The drop line of a queued message, ``what``, that did not reach the server; none
+        after the close."""
+        if not self._closed:
+            self._drops(
+                logging.WARNING,
+                "dropped messages that did not reach the upstream server",
+                "%s was not sent to the upstream server: %s",
+                what[:128],
+                exc.detail or exc.cause,
+                exc_info=exc,
+            )
 
     # -------------------------------------------------------------- exchange
 
@@ -246,22 +278,25 @@ class HttpTransportBase(WireReading, Transport):
         cancel: CancelToken | None,
         *,
         method: str,
+        wire: Wire | None = None,
+        read_timeout: float | None = None,
     ) -> WireResponse:
         """Send one request of ``method`` and read the head of its answer.
+
+        ``wire``: the wire of the request, by default that of the URL. ``read_timeout``: the
+        longest wait for the next bytes, by default that of ``method``.
 
         Raises:
             Cancelled, Closed: the exchange was aborted.
             InvalidRequest: a header cannot be sent over HTTP.
             McpError: the exchange failed (:func:`~.httppool.edge_error`).
         """
+        if read_timeout is None:
+            read_timeout = read_limit(method, self._read_timeout)
         try:
             with self._abort_named(exchange, cancel):
-                return self._wire.request(
-                    verb,
-                    headers.items(),
-                    body,
-                    exchange=exchange,
-                    read_timeout=read_limit(method, self._read_timeout),
+                return (self._wire if wire is None else wire).request(
+                    verb, headers.items(), body, exchange=exchange, read_timeout=read_timeout
                 )
         except ValueError as exc:
             # The inner error quotes the header's value, which may be a token: the cause keeps

@@ -457,15 +457,7 @@ class LegacyHttpTransport(HttpTransportBase):
                 what[:128],
             )
         except McpError as exc:
-            if not self._closed:
-                self._drops(
-                    logging.WARNING,
-                    "dropped messages that did not reach the upstream server",
-                    "%s was not sent to the upstream server: %s",
-                    what[:128],
-                    exc.detail or exc.cause,
-                    exc_info=exc,
-                )
+            self._unsent(what, exc)
 
     # --------------------------------------------------------------- stream
 

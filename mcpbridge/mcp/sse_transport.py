@@ -40,10 +40,10 @@ No log line and no error holds a URL, a header value or a token.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -52,25 +52,18 @@ from .cancel import CancelToken
 from .errors import (
     Cancelled,
     Closed,
-    InvalidRequest,
     InvalidResponse,
     McpError,
     NotConnected,
     TransportFailed,
 )
-from .httpbase import HttpTransportBase, _without_value, json_body
+from .httpbase import HttpTransportBase, json_body
 from .httpwire import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_MAX_DEPTH,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_POOL_SIZE,
     METHOD_READ_LIMITS,
-    Authorizer,
     Exchange,
     Why,
     media_type,
     parse_event,
-    read_limit,
     status_error,
     tls_context,
 )
@@ -167,42 +160,13 @@ class SseTransport(HttpTransportBase):
 
     PASS_OTHER_ANSWERS = True
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        headers: Sequence[tuple[str, str]] = (),
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        ca_file: str | None = None,
-        ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        read_timeout: float | None = None,
-        authorizer: Authorizer | None = None,
-        env: Mapping[str, str] | None = None,
-        max_depth: int = DEFAULT_MAX_DEPTH,
-        pool_size: int = DEFAULT_POOL_SIZE,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def _tls(
+        self, ca_file: str | None, ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None
+    ) -> tuple[str | None, ssl.SSLContext | Callable[[], ssl.SSLContext] | None]:
         if ssl_context is None:
             # Both wires share one context (the trust store of the system costs time and memory).
             ssl_context = tls_context(ca_file) if ca_file is not None else _SharedContext()
-        self._ssl_context = ssl_context
-        self._env = env
-        self._pool_size = pool_size
-        self._clock = clock
-        super().__init__(
-            url,
-            headers=headers,
-            max_response_bytes=max_response_bytes,
-            ssl_context=ssl_context,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            authorizer=authorizer,
-            env=env,
-            max_depth=max_depth,
-            pool_size=pool_size,
-            clock=clock,
-        )
+        return None, ssl_context
 
     def _own_state(self) -> None:
         self._stopped = threading.Event()
@@ -350,37 +314,51 @@ class SseTransport(HttpTransportBase):
         wire = self._endpoint(cancel)
         method = message.method if isinstance(message, (Request, Notification)) else ""
         body = json_body(message)
-        challenged = False
         waited = False
         while True:
+            header = {"Content-Type": "application/json"}
+            with self._answered("POST", header, body, cancel, method, wire=wire) as (response, _exchange):
+                status = response.status
+                log.debug("%s: HTTP status %d", (method or "an answer")[:128], status)
+                if 200 <= status < 300:
+                    return
+                error = status_error(response)
+            if not isinstance(message, Request) or not self._wait_busy(method, error, cancel, waited=waited):
+                raise error
+            waited = True
+
+    @contextlib.contextmanager
+    def _answered(
+        self,
+        verb: str,
+        header: Mapping[str, str],
+        body: bytes | None,
+        cancel: CancelToken | None,
+        method: str,
+        *,
+        wire: Wire | None = None,
+        read_timeout: float | None = None,
+    ) -> Iterator[tuple[WireResponse, Exchange]]:
+        """The answer to one request (with ``header`` after the user's and the authorizer's
+        headers) and its exchange; sent once more after a 401 or 403 that the authorizer handled.
+
+        Raises:
+            HttpStatusError: the authorizer cannot handle the challenge.
+        """
+        challenged = False
+        while True:
             headers = self._base_headers()
-            headers["Content-Type"] = "application/json"
+            headers.update(header)
             with self._tracked(cancel) as exchange:
-                try:
-                    with self._abort_named(exchange, cancel):
-                        response = wire.request(
-                            "POST",
-                            headers.items(),
-                            body,
-                            exchange=exchange,
-                            read_timeout=read_limit(method, self._read_timeout),
-                        )
-                except ValueError as exc:
-                    raise InvalidRequest(
-                        "a header of the request cannot be sent over HTTP"
-                    ) from _without_value(exc)
+                response = self._send(
+                    verb, headers, body, exchange, cancel, method=method, wire=wire, read_timeout=read_timeout
+                )
                 with closing(response):
                     if self._challenged(response, challenged):
                         challenged = True
                         continue
-                    status = response.status
-                    log.debug("%s: HTTP status %d", (method or "an answer")[:128], status)
-                    if 200 <= status < 300:
-                        return
-                    error = status_error(response)
-            if not isinstance(message, Request) or not self._wait_busy(method, error, cancel, waited=waited):
-                raise error
-            waited = True
+                    yield response, exchange
+                    return
 
     # ---------------------------------------------------------------- queue
 
@@ -389,16 +367,7 @@ class SseTransport(HttpTransportBase):
         try:
             self._post(message, None)
         except McpError as exc:
-            if not self._closed:
-                what = message.method if isinstance(message, Notification) else "an answer"
-                self._drops(
-                    logging.WARNING,
-                    "dropped messages that did not reach the upstream server",
-                    "%s was not sent to the upstream server: %s",
-                    what[:128],
-                    exc.detail or exc.cause,
-                    exc_info=exc,
-                )
+            self._unsent(message.method if isinstance(message, Notification) else "an answer", exc)
 
     # --------------------------------------------------------------- stream
 
@@ -422,36 +391,20 @@ class SseTransport(HttpTransportBase):
         self._closed_with(StreamEnded(error.detail or error.cause))
 
     def _read_stream(self) -> None:
-        challenged = False
-        while True:
-            headers = self._base_headers()
-            headers["Accept"] = "text/event-stream"
-            with self._tracked(None) as exchange:
-                try:
-                    with self._abort_named(exchange, None):
-                        response = self._wire.request(
-                            "GET",
-                            headers.items(),
-                            None,
-                            exchange=exchange,
-                            read_timeout=self._read_timeout or STREAM_READ_LIMIT,
-                        )
-                except ValueError as exc:
-                    raise InvalidRequest(
-                        "a header of the request cannot be sent over HTTP"
-                    ) from _without_value(exc)
-                with closing(response):
-                    if self._challenged(response, challenged):
-                        challenged = True
-                        continue
-                    if response.status != 200:
-                        raise status_error(response)
-                    if media_type(response) != "text/event-stream":
-                        raise InvalidResponse(
-                            "the stream of the server is not an event stream", http_status=200
-                        )
-                    self._events_of(response, exchange)
-                    return
+        stream = self._answered(
+            "GET",
+            {"Accept": "text/event-stream"},
+            None,
+            None,
+            "",
+            read_timeout=self._read_timeout or STREAM_READ_LIMIT,
+        )
+        with stream as (response, exchange):
+            if response.status != 200:
+                raise status_error(response)
+            if media_type(response) != "text/event-stream":
+                raise InvalidResponse("the stream of the server is not an event stream", http_status=200)
+            self._events_of(response, exchange)
 
     def _events_of(self, response: WireResponse, exchange: Exchange) -> None:
         parser = SseParser(self._max_bytes)
@@ -480,18 +433,7 @@ class SseTransport(HttpTransportBase):
         if self._endpoint_wire is not None:
             log.debug("the upstream server sent one more endpoint event; the first one stays")
             return
-        url = endpoint_url(self._url, data)
-        from .httppool import open_wire
-
-        wire = open_wire(
-            url,
-            ssl_context=self._ssl_context,
-            env=self._env,
-            pool_size=self._pool_size,
-            connect_timeout=self._connect_timeout,
-            read_timeout=self._read_timeout,
-            clock=self._clock,
-        )
+        wire = self._open_wire(endpoint_url(self._url, data))
         with self._endpoint_changed:
             self._endpoint_wire = wire
             self._endpoint_changed.notify_all()

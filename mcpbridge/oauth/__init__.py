@@ -2,7 +2,8 @@
 
 Modules:
 
-* :mod:`.config`: the options of the sign-in and the kinds of client registration.
+* :mod:`.config`: the options of the sign-in, the kinds of client registration, the
+  options of one upstream URL.
 * :mod:`.flow`: pure rules (identity, PKCE, records, metadata checks, scopes, the redirect).
 * :mod:`.urls`: pure URL checks and the well-known URLs of the metadata.
 * :mod:`.challenge`: the pure reading of the ``WWW-Authenticate`` challenge.
@@ -21,6 +22,12 @@ Modules:
 * :mod:`.store`: which token store opens, the fallback between them, and their index.
 * :mod:`.records`: the sign-in in use and its records in the token store.
 * :mod:`.busy`: one sign-in or refresh at a time.
+* :mod:`.requestscope`: the request on each thread of the authorizer, and the sign-in's HTTP
+  client within it.
+* :mod:`.metadata`: the discovered servers of an upstream URL and the flow chosen for each.
+* :mod:`.clients`: the client of a sign-in and its secret.
+* :mod:`.tokenrequests`: the refresh, the client credentials grant, the storing of new tokens.
+* :mod:`.interactive`: a person's sign-in, in the browser or with the device flow.
 * :mod:`.authorizer`: the :class:`~mcpbridge.mcp.http.Authorizer` of the HTTP transport.
 * :mod:`.session`: the client of the bridge whose requests carry their scope, and the setup.
 

@@ -2,16 +2,20 @@
 
 This module is pure. The command line builds a :class:`SignInOptions` from its settings, and
 :func:`~mcpbridge.oauth.session.start_oauth` takes it; the sign-in thus works without the
-command line. The fields that can hold a secret are left out of the ``repr``.
+command line. The fields that can hold a secret are left out of the ``repr``. The authorizer
+reads the options of its upstream URL as an :class:`OAuthConfig`.
 :func:`remote_session` reads from the environment whether the browser may be far from the
 bridge, for the choice of the flow (:func:`.grants.choose_flow`).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
+
+from . import flow
 
 __all__ = [
     "CLIENT_SECRET_VARIABLE",
@@ -24,6 +28,7 @@ __all__ = [
     "TOKEN_KEY_VARIABLE",
     "ClientMetadataDocument",
     "DynamicRegistration",
+    "OAuthConfig",
     "PreRegistered",
     "Registration",
     "SignInOptions",
@@ -142,3 +147,55 @@ def remote_session(
         if not _set(env, "DISPLAY") and not _set(env, "WAYLAND_DISPLAY"):
             return "no DISPLAY or WAYLAND_DISPLAY"
     return None
+
+
+@dataclass(frozen=True)
+class OAuthConfig:
+    """The sign-in options of one upstream URL."""
+
+    url: str
+    account: str
+    port: int
+    registration: Registration
+    #: ``--sign-in``: ``auto``, ``browser``, ``device`` or ``client-credentials``.
+    sign_in: str = "auto"
+    #: Why the bridge seems to run far from the browser (:func:`remote_session`).
+    remote: str | None = None
+    #: ``--resource-indicator``: ``auto``, ``off`` or the URI to send as ``resource``.
+    resource_indicator: str = "auto"
+
+    @classmethod
+    def of(cls, options: SignInOptions, env: Mapping[str, str]) -> OAuthConfig:
+        """The config of the sign-in options of a command line, in the environment ``env``."""
+        return cls(
+            options.url,
+            options.account,
+            options.redirect_port,
+            options.registration,
+            sign_in=options.sign_in,
+            remote=remote_session(env, platform=sys.platform),
+            resource_indicator=options.resource_indicator,
+        )
+
+    @property
+    def redirect_uri(self) -> str:
+        return flow.redirect_uri(self.port)
+
+    @property
+    def client_credentials(self) -> bool:
+        return self.sign_in == "client-credentials"
+
+    @property
+    def identity(self) -> str:
+        """The ``client`` of the record keys of this account and client.
+
+        The tokens of the client credentials grant are the client's own, not a
+        person's: they are kept apart from the sign-ins of the same client ID.
+        """
+        choice = self.registration
+        if isinstance(choice, PreRegistered):
+            identity = flow.storage_identity(self.account, self.redirect_uri, client_id=choice.client_id)
+            return identity + "|grant=client_credentials" if self.client_credentials else identity
+        if isinstance(choice, ClientMetadataDocument) and choice.explicit:
+            return flow.storage_identity(self.account, self.redirect_uri, metadata_url=choice.url)
+        return flow.storage_identity(self.account, self.redirect_uri)

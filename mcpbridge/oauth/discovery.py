@@ -187,7 +187,6 @@ class TokenClient:
         Raises:
             tokens.TokenProblem: the server refused.
             SignInFailed: the request failed.
-        SignInTimeout: the request did not end in time.
             SignInTimeout: the request did not end in time.
         """
         form = {
@@ -206,7 +205,6 @@ class TokenClient:
         Raises:
             tokens.TokenProblem: the server refused.
             SignInFailed: the request failed.
-        SignInTimeout: the request did not end in time.
             SignInTimeout: the request did not end in time.
         """
         form = {"grant_type": "refresh_token", "refresh_token": refresh_token}
@@ -221,7 +219,6 @@ class TokenClient:
             tokens.TokenProblem: the server refused, or its answer cannot be used.
             SignInInvalidUrl: the verification URI is not a safe https URL.
             SignInFailed: the request failed.
-        SignInTimeout: the request did not end in time.
             SignInTimeout: the request did not end in time.
         """
         endpoint = self.server.device_authorization_endpoint
@@ -249,7 +246,6 @@ class TokenClient:
             grants.DeviceExpired: the device code expired.
             tokens.TokenProblem: another error.
             SignInFailed: the request failed.
-        SignInTimeout: the request did not end in time.
             SignInTimeout: the request did not end in time.
         """
         form = grants.device_token_form(authorization, resource=resource)
@@ -262,7 +258,6 @@ class TokenClient:
         Raises:
             tokens.TokenProblem: the server refused.
             SignInFailed: the request failed.
-        SignInTimeout: the request did not end in time.
             SignInTimeout: the request did not end in time.
         """
         form = grants.client_credentials_form(resource=resource, scopes=scopes)

@@ -16,8 +16,8 @@ from ..mcp.cancel import CancelToken
 from ..mcp.client import DEFAULT_MAX_DEPTH, Client, Connect
 from ..mcp.jsonrpc import Notification
 from ..mcp.transport import Transport
-from .authorizer import OAuthAuthorizer, OAuthConfig
-from .config import SignInOptions, in_sandbox
+from .authorizer import OAuthAuthorizer
+from .config import OAuthConfig, SignInOptions, in_sandbox
 from .signin import Consent, SignIn
 from .store import IndexedStore, OpenedStore
 

@@ -36,6 +36,8 @@ class OldServer:
 
     ``endpoint`` is the data of the endpoint event (``None``: the stream sends none);
     ``end_after`` ends the stream after that many answers; ``stream_status`` refuses the GET.
+    ``tokens``, by verb: the bearer token that the GET or a POST must carry, else 401 with
+    the challenge ``Bearer scope="<verb>"``.
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class OldServer:
         self.endpoint = endpoint
         self.end_after = end_after
         self.stream_status = stream_status
+        self.tokens: dict[str, str] = {}
         #: The messages for the stream of each session (the endpoint names its session).
         self.outboxes: dict[str, queue.Queue[dict[str, Any] | None]] = {}
         self.posts: list[tuple[str, Any]] = []
@@ -60,7 +63,19 @@ class OldServer:
             def log_message(self, *args: object) -> None:
                 pass
 
+            def challenged(self, verb: str) -> bool:
+                token = server.tokens.get(verb)
+                if token is None or self.headers.get("Authorization") == f"Bearer {token}":
+                    return False
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", f'Bearer scope="{verb}"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return True
+
             def do_GET(self) -> None:  # noqa: N802 - the name of http.server
+                if self.challenged("GET"):
+                    return
                 if server.stream_status != 200:
                     self.send_response(server.stream_status)
                     self.send_header("Content-Length", "0")
@@ -93,6 +108,8 @@ class OldServer:
 
             def do_POST(self) -> None:  # noqa: N802 - the name of http.server
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                if self.challenged("POST"):
+                    return
                 server.posts.append((self.path, body))
                 if self.path == "/sse":  # the stream takes no POST: Streamable HTTP is refused
                     self.send_response(405)
@@ -202,6 +219,52 @@ def test_a_refused_stream_fails_the_request_with_its_status() -> None:
         finally:
             peer.close(1.0)
         assert caught.value.http_status == 405
+
+
+class ScopeAuthorizer:
+    """Sends the token of the scope of the last challenge; ``retry``: whether it asks for a retry."""
+
+    def __init__(self, retry: bool = True) -> None:
+        self.retry = retry
+        self.token = "none"
+        self.challenges: list[tuple[int, str | None]] = []
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def on_challenge(self, status: int, www_authenticate: str | None) -> bool:
+        self.challenges.append((status, www_authenticate))
+        self.token = (www_authenticate or "").partition('scope="')[2].rstrip('"') + "-token"
+        return self.retry
+
+
+def test_the_stream_and_a_post_go_once_more_after_a_challenge_that_the_authorizer_answered() -> None:
+    with OldServer() as server:
+        server.tokens = {"GET": "GET-token", "POST": "POST-token"}
+        authorizer = ScopeAuthorizer()
+        peer = peer_of(SseTransport(server.url, authorizer=authorizer))
+        try:
+            answer = peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+        finally:
+            peer.close(1.0)
+        assert answer.result["serverInfo"] == {"name": "old", "version": "1"}  # type: ignore[union-attr]
+        assert authorizer.challenges == [(401, 'Bearer scope="GET"'), (401, 'Bearer scope="POST"')]
+        assert [body["method"] for _path, body in server.posts] == ["initialize"]
+
+
+def test_a_post_refused_again_after_its_challenge_fails_with_the_status() -> None:
+    with OldServer() as server:
+        server.tokens = {"POST": "other-token"}
+        authorizer = ScopeAuthorizer()
+        peer = peer_of(SseTransport(server.url, authorizer=authorizer))
+        try:
+            with pytest.raises(HttpStatusError) as caught:
+                peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+        finally:
+            peer.close(1.0)
+        assert caught.value.http_status == 401
+        assert authorizer.challenges == [(401, 'Bearer scope="POST"')]
+        assert server.posts == []
 
 
 def test_the_end_of_the_stream_ends_the_connection() -> None:

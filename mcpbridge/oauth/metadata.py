@@ -1,0 +1,119 @@
+"""What the authorizer learned of the servers of its upstream URL, kept for the next sign-in.
+
+The metadata of the protected resource (by the ``resource_metadata`` of a challenge)
+and of each authorization server is fetched once (:mod:`.discovery`), and the flow of
+a sign-in at each authorization server is chosen once (:func:`.grants.choose_flow`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from . import urls
+from .challenge import Challenge
+from .config import OAuthConfig
+from .errors import DeviceSignInUnavailable
+from .flow import ResourceMetadata, ServerMetadata
+
+if TYPE_CHECKING:
+    from .grants import FlowChoice
+    from .web import WebClient
+
+__all__ = ["Metadata"]
+
+log = logging.getLogger("mcpbridge.oauth")
+
+
+class Metadata:
+    """The discovered metadata of one upstream URL and the flow chosen for each authorization server.
+
+    :param web: the HTTP client of the sign-in for the request on this thread.
+    """
+
+    def __init__(self, config: OAuthConfig, web: Callable[[], WebClient]) -> None:
+        self.config = config
+        self._web = web
+        self._lock = threading.Lock()
+        # Guarded by _lock:
+        self._resources: dict[str | None, ResourceMetadata] = {}
+        self._servers: dict[str, ServerMetadata] = {}
+        self._choices: dict[str, FlowChoice] = {}
+
+    def discover(self, challenge: Challenge | None) -> tuple[ResourceMetadata, ServerMetadata]:
+        """The protected resource of ``challenge`` (or of the upstream URL) and its authorization server."""
+        from . import discovery
+
+        source = challenge.resource_metadata if challenge is not None else None
+        with self._lock:
+            resource = self._resources.get(source)
+        if resource is None:
+            resource = discovery.discover_resource(self._web(), self.config.url, source)
+            with self._lock:
+                self._resources[source] = resource
+        return resource, self.server(resource.issuer)
+
+    def server(self, issuer: str) -> ServerMetadata:
+        """The metadata of the authorization server ``issuer``."""
+        from . import discovery
+
+        with self._lock:
+            server = self._servers.get(issuer)
+        if server is None:
+            local = urls.local_upstream(self.config.url)
+            server = discovery.discover_server(self._web(), issuer, local=local)
+            with self._lock:
+                self._servers[issuer] = server
+        return server
+
+    def flow_choice(self, server: ServerMetadata) -> FlowChoice:
+        """The flow of a sign-in at ``server`` and why; logged once per authorization server.
+
+        Raises:
+            DeviceSignInUnavailable: ``--sign-in device`` and ``server`` offers no device sign-in.
+        """
+        from . import grants
+
+        with self._lock:
+            known = self._choices.get(server.issuer)
+        if known is not None:
+            return known
+        try:
+            choice = grants.choose_flow(self.config.sign_in, remote=self.config.remote, server=server)
+        except grants.DeviceUnavailable as exc:
+            log.warning("the authorization server offers no device sign-in (%s): use --sign-in browser", exc)
+            raise DeviceSignInUnavailable(str(exc)) from exc
+        with self._lock:
+            self._choices[server.issuer] = choice
+        log.info("the sign-in uses the %s flow: %s", choice.flow, choice.reason)
+        return choice
+
+    def device_after_sandbox(self, server: ServerMetadata) -> bool:
+        """Whether a browser sign-in that the sandbox of VS Code blocks goes on with the device
+        flow: with ``--sign-in auto``, when ``server`` offers it. Logs the hosts that the
+        sandbox must allow either way."""
+        from . import grants
+
+        upstream = urlsplit(self.config.url).hostname or "?"
+        issuer = urlsplit(server.issuer).hostname or "?"
+        log.warning(
+            "the sandbox of VS Code blocks the browser and the redirect port of the sign-in; the sandbox "
+            "must allow the hosts %s (the upstream server) and %s (the authorization server)",
+            upstream,
+            issuer,
+        )
+        if self.config.sign_in != "auto" or grants.device_endpoint_problem(server) is not None:
+            log.warning(
+                "the sign-in needs --sign-in device, which the authorization server must offer, "
+                "or a server entry without sandboxEnabled"
+            )
+            return False
+        log.info("the sign-in uses the device flow: the sandbox of VS Code blocks the browser")
+        with self._lock:
+            self._choices[server.issuer] = grants.FlowChoice(
+                "device", "the sandbox of VS Code blocks the browser"
+            )
+        return True
