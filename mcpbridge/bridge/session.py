@@ -71,10 +71,6 @@ class UpstreamSession(Protocol):
     :class:`ModernSession` and :class:`~.passthrough.LegacyPassthrough` are the two.
     """
 
-    def forward(self, slot: Slot, request: Request) -> None:
-        """The work of a slot: carry one request of the client upstream and answer the slot."""
-        ...
-
     @property
     def gone(self) -> bool:
         """True once the upstream process is gone for good."""
@@ -190,19 +186,6 @@ class ModernSession:
     def request_run(self, slot: Slot, request: Request) -> RequestRun:
         """A new run of a forwarded request of the client on ``slot`` (module ``run``)."""
         return RequestRun(self.client, self._host, self._tasks, slot, request)
-
-    def begin_forward(self, slot: Slot, request: Request) -> bool:
-        """The fast path: :meth:`~.run.RequestRun.send_first_round` of a new run."""
-        return self.request_run(slot, request).send_first_round()
-
-    def answer_from_cache(self, slot: Slot, request: Request, result: dict[str, Any]) -> bool:
-        """Answer a list request with a page of the list cache, on the reader (it never waits)."""
-        self.request_run(slot, request).answer_from_cache(result)
-        return True
-
-    def forward(self, slot: Slot, request: Request) -> None:
-        """The work of a slot: :meth:`~.run.RequestRun.on_slot` of a new run."""
-        self.request_run(slot, request).on_slot()
 
 
 #: The HTTP statuses of a start that show a URL where no MCP server answers: a plain web
