@@ -18,7 +18,8 @@ on the reader thread (``Frontend._forward`` in module ``frontend``). A
    (the upstream reader for an answer, the timer at the deadline, the thread that
    canceled) runs :meth:`RequestRun.first_round_done`: a complete result or an
    error is answered there. What may block (an input round, a task, telling the
-   upstream of a cancellation when it has no room) goes on on a slot thread.
+   upstream that the time limit passed, or of a cancellation when it has no room)
+   goes on on a slot thread.
 3. **Slot thread.** :meth:`RequestRun.on_slot` runs the rounds, each one a
    :meth:`Client.request <mcpbridge.mcp.client.Client.request>`: an
    ``input_required`` result asks the client (:class:`~.rounds.Rounds`), and the
