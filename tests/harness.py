@@ -9,11 +9,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from conftest import REPO_ROOT, WAIT
 from schema import ClientFrames
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "fixture_server.py"
@@ -291,6 +294,17 @@ class Bridge:
                 self.next_frame(0)
             except (EOFError, queue.Empty):
                 return
+
+
+def reachable(table: Mapping[T, Iterable[T]], start: T) -> set[T]:
+    """The states that follow ``start`` after zero or more steps of the transition ``table``."""
+    seen, todo = {start}, [start]
+    while todo:
+        for following in table[todo.pop()]:
+            if following not in seen:
+                seen.add(following)
+                todo.append(following)
+    return seen
 
 
 def text_of(response: dict[str, Any]) -> str:

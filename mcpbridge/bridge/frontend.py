@@ -25,10 +25,12 @@ the output lock as one line and is flushed. After the output closes nothing is
 written.
 
 A forwarded request goes to the :class:`~.session.UpstreamSession` of the
-connection: a :class:`~.session.ModernSession` (its **fast path** sends the
-first round from the reader thread, see ``Options.forward_on_reader``) or the
-2025-era :class:`~.passthrough.LegacyPassthrough`. Both write to the client only
-through the :class:`~.output.Output` (module ``output``).
+connection. For a :class:`~.session.ModernSession` it becomes a
+:class:`~.run.RequestRun` (module ``run`` follows a ``tools/call`` from the
+reader thread to the upstream client and back; its **fast path** sends the first
+round from the reader thread, see ``Options.forward_on_reader``); the 2025-era
+:class:`~.passthrough.LegacyPassthrough` forwards it on a slot thread. Both
+write to the client only through the :class:`~.output.Output` (module ``output``).
 
 The **list rules** of the connection (:class:`~.listrules.ListRules`) come first:
 the reader answers a ``tools/call`` of a tool that ``--allow-tool`` and
@@ -68,7 +70,6 @@ requests that wait for a long time.
 from __future__ import annotations
 
 import enum
-import functools
 import logging
 import threading
 import time
@@ -379,18 +380,20 @@ class Frontend:
         return refused is not None
 
     def _forward(self, request: Request, slot: Slot | None) -> None:
+        """A request for the 2026-07-28 server: a run carries it (module ``run`` says its way)."""
         session = self._init.session
         assert session is not None
         if self._refused_call(request, slot):
             return
         cached = self.lists.lookup(request.method, request.params)
-        if cached is not None:
-            # Answered at once on the reader; the slot keeps the id in use until then.
-            answer = functools.partial(session.answer_from_cache, result=cached)
-            self._admit(request, session.forward, answer, slot=slot)
+        slot = self._slot_for(request, slot)
+        if slot is None:
             return
-        on_reader = session.begin_forward if self.options.forward_on_reader else None
-        self._admit(request, session.forward, on_reader, slot=slot)
+        run = session.request_run(slot, request)
+        if cached is not None:
+            run.answer_from_cache(cached)  # at once on the reader; the slot kept the id in use until then
+        elif not (self.options.forward_on_reader and run.send_first_round()):
+            self.slots.submit(slot, request, lambda _slot, _request: run.on_slot())
 
     def _subscribe(self, request: Request, kind: legacy.MethodClass, slot: Slot | None) -> None:
         listener = self._listener
@@ -411,25 +414,21 @@ class Frontend:
         self,
         request: Request,
         work: Work,
-        on_reader: Callable[[Slot, Request], bool] | None = None,
         *,
         slot: Slot | None = None,
     ) -> None:
-        """Give the request a slot (unless it has one) and run ``work`` on it; ``on_reader`` may
-        start it here first.
+        """Give the request a slot (unless it has one) and run ``work`` on a slot thread."""
+        slot = self._slot_for(request, slot)
+        if slot is not None:
+            self.slots.submit(slot, request, work)
 
-        ``on_reader`` must not block (it runs on the reader, or on the slot thread of
-        initialize for a request that was held); it returns False when ``work`` must run on
-        a slot thread after all.
-        """
+    def _slot_for(self, request: Request, slot: Slot | None) -> Slot | None:
+        """``slot``, or a new slot for ``request``; ``None`` when it was refused (and answered)."""
         if slot is None:
             slot = self.slots.admit(request)
-            if slot is None:
-                return
-            self._lines.join(slot)
-        if on_reader is not None and on_reader(slot, request):
-            return
-        self.slots.submit(slot, request, work)
+            if slot is not None:
+                self._lines.join(slot)
+        return slot
 
     def submit(self, slot: Slot, request: Request, work: Work) -> None:
         """Run ``work`` on a slot thread; the slot is released when it ends."""

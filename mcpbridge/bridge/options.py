@@ -88,7 +88,7 @@ class Options:
     #: The upstream's send never waits long (a child process on stdio): the reader sends
     #: each forwarded request itself, and the thread that delivers the answer writes the
     #: response, so a call costs no hand-off to a slot thread
-    #: (see :meth:`~.session.ModernSession.begin_forward`).
+    #: (see :meth:`~.run.RequestRun.send_first_round`).
     forward_on_reader: bool = False
     #: ``--allow-tool`` and ``--deny-tool``: the tools that the client never sees.
     tool_filter: ToolFilter = ToolFilter()

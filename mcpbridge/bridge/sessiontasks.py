@@ -35,10 +35,11 @@ from ..mcp.errorbase import BridgeError
 from ..mcp.errors import Cancelled, Closed, McpError
 from ..mcp.jsonrpc import Request
 from ..mcp.text import format_duration, printable
-from . import errortable, tasks, translate
+from . import errortable, tasks
 from .legacy import InvalidParams
 from .output import Host, Slot
 from .rounds import ProgressForwarder, Silent
+from .run import RequestRun, RunState
 from .taskdriver import DriverHost, TaskDriver, TaskEnded, TaskWatch, created_task
 from .tasks import Task
 
@@ -163,14 +164,19 @@ class SessionTasks:
             and (isinstance(params.get("task"), dict))
         )
 
-    def adopt(self, slot: Slot, created: dict[str, Any], progress: ProgressForwarder | None) -> None:
+    def adopt(self, run: RequestRun, created: dict[str, Any]) -> RunState:
         """A task-augmented call made a task upstream: answer the client's task at once, then
-        drive the task on this slot and keep its record up to date until it ends."""
+        drive the task on the run's slot and keep its record up to date until it ends.
+
+        Returns how the run ends: ``RESPONDED`` when the record has the task's result,
+        ``FAILED`` when it has an error, ``CANCELLED`` when the task was canceled.
+        """
+        slot, progress = run.slot, run.progress
         try:
             task = created_task(created)
         except TaskEnded as invalid:
             self._host.output.respond_error(slot, errortable.error_object(invalid.cause, invalid.detail))
-            return
+            return RunState.FAILED
         records = self._client_tasks
         records.add(task, slot)
         self._host.output.respond(slot, tasks.create_task_result(task))
@@ -183,20 +189,22 @@ class SessionTasks:
         try:
             ended = self._driver(slot, on_task=on_task, related=True).run(task)
         except Exception as exc:  # noqa: BLE001 - each failure ends the task of the client
-            records.fail(task.task_id, self._failure(slot, exc))
-            return
+            failure = self._failure(slot, exc)
+            records.fail(task.task_id, failure)
+            return RunState.FAILED if failure is not None else RunState.CANCELLED
         error = self._end_error(slot, ended)
-        if error is None:
-            assert ended.result is not None
-            shaped, _notes = translate.shape_result(
-                "tools/call", ended.result, icon_rule=self._host.options.icon_rule
-            )
-            records.complete(ended, shaped)
-        else:
+        if error is not None:
             records.fail(task.task_id, error, ended)
+            return RunState.FAILED
+        assert ended.result is not None
+        records.complete(ended, run.shape_for_client(ended.result, task_record=True))
+        return RunState.RESPONDED
 
     def complete(self, slot: Slot, result: dict[str, Any]) -> None:
-        """A task-augmented call that the server answered at once: a task that has completed."""
+        """A task-augmented call that the server answered at once: a task that has completed.
+
+        ``result``: as :meth:`~.run.RequestRun.shape_for_client` shapes it for a task record.
+        """
         now = tasks.timestamp(time.time())
         task = Task(uuid.uuid4().hex, "completed", now, now, None)
         self._client_tasks.add(task, None, result)

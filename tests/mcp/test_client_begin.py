@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import harness
 from conftest import WAIT
 from mcpbridge.mcp.call import CALL_TRANSITIONS, Call, CallState
 from mcpbridge.mcp.cancel import NO_WAIT, CancelToken, WouldBlock
@@ -109,13 +110,7 @@ def test_a_closed_connection_ends_the_calls_in_flight(client: Client) -> None:
 
 def reachable(start: CallState, end: CallState) -> bool:
     """Whether ``end`` follows ``start`` after zero or more steps of the transition table."""
-    seen, todo = {start}, [start]
-    while todo:
-        for following in CALL_TRANSITIONS[todo.pop()]:
-            if following not in seen:
-                seen.add(following)
-                todo.append(following)
-    return end in seen
+    return end in harness.reachable(CALL_TRANSITIONS, start)
 
 
 def test_the_transition_table_leads_from_new_to_taken_and_ends_there() -> None:
