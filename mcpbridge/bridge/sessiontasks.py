@@ -186,12 +186,20 @@ class SessionTasks:
             if progress is not None:
                 progress.status(snapshot.status_message)
 
-        try:
-            ended = self._driver(slot, on_task=on_task, related=True).run(task)
-        except Exception as exc:  # noqa: BLE001 - each failure ends the task of the client
-            failure = self._failure(slot, exc)
+        stopped: list[RunState] = []
+
+        def on_stopped(exc: BaseException) -> None:
+            # The record ends before the driver tells the server, so that the client finds it ended.
+            failure = self._failure(slot, exc) if isinstance(exc, Exception) else None
             records.fail(task.task_id, failure)
-            return RunState.FAILED if failure is not None else RunState.CANCELLED
+            stopped.append(RunState.FAILED if failure is not None else RunState.CANCELLED)
+
+        try:
+            ended = self._driver(slot, on_task=on_task, related=True).run(task, on_stopped)
+        except Exception as exc:  # noqa: BLE001 - each failure ends the task of the client
+            if not stopped:  # the driver stopped before it drove the task
+                on_stopped(exc)
+            return stopped[0]
         error = self._end_error(slot, ended)
         if error is not None:
             records.fail(task.task_id, error, ended)

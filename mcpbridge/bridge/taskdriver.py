@@ -126,8 +126,12 @@ class TaskDriver:
         #: The moment (monotonic) of the last ``tasks/get``: the next one waits its poll interval.
         self._last_get: float | None = None
 
-    def run(self, created: Task) -> Task:
+    def run(self, created: Task, on_stopped: Callable[[BaseException], None] | None = None) -> Task:
         """Drive ``created`` until it ends; return the terminal task.
+
+        ``on_stopped`` hears why the driver stopped before the task ended, before the
+        server is told (``tasks/cancel``): the client that asks at once finds the task
+        ended, never still working.
 
         Raises:
             Cancelled: the slot was canceled (the client canceled, the connection ends).
@@ -169,6 +173,8 @@ class TaskDriver:
             # The server no longer knows a lost task: nothing to cancel.
             ended = isinstance(exc, TaskEnded) and exc.cause == "task_lost"
             rounds.failed()
+            if on_stopped is not None:
+                on_stopped(exc)
             raise
         finally:
             remove_wake()
