@@ -4,15 +4,15 @@ Theory of operation
 -------------------
 
 The ``initialize`` slot of the front end hands the connection to a
-:class:`LegacyPassthrough` first under ``--protocol auto`` for a command, and under
-``--protocol legacy``; for a URL, when the answer to ``server/discover`` says that the
-server is of the 2025 era (:func:`~.era.means_legacy`). It sends ``initialize``
-upstream with the client's own parameters and answers the client with the
-upstream's own result: a server that speaks the client's revision is reached in it,
-as a direct connection reaches it. When a command refuses that ``initialize`` as a
-server of revision 2026-07-28 only does (:func:`~.era.refuses_as_modern`), the front
-end goes on with ``server/discover`` on the same child (:meth:`LegacyPassthrough.modern_connect`)
-and translates. From then on both sides speak the same era, and the bridge only
+:class:`LegacyPassthrough` first under ``--protocol auto`` (a command or a URL), and
+under ``--protocol legacy``. It sends ``initialize`` upstream with the client's own
+parameters (for a URL within the sign-in, whose 401 it may get first) and answers the
+client with the upstream's own result: a server that speaks the client's revision is
+reached in it, as a direct connection reaches it. When the server refuses that
+``initialize`` as a server of revision 2026-07-28 only does
+(:func:`~.era.refuses_as_modern`), the front end goes on with ``server/discover``
+(:meth:`LegacyPassthrough.modern_connect`: on the same child for a command) and
+translates. From then on both sides speak the same era, and the bridge only
 carries the messages:
 
 * Each request of the client goes upstream from its slot, with an id of the
@@ -87,6 +87,7 @@ from ..mcp.protocol import MODERN
 from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..mcp.transport import Transport
+from ..oauth.errors import SignInError
 from . import errortable, legacy, translate
 from .dumptext import UpstreamState, Waiting
 from .era import (
@@ -395,6 +396,13 @@ class LegacyPassthrough:
         if words is not None:
             self._drops(logging.ERROR, FAILED_STARTS, "initialize failed: %s", words[1], exc_info=exc)
             return words[0]
+        if isinstance(exc, SignInError):
+            # The sign-in of a URL ran in initialize, the first request of --protocol auto.
+            error = errortable.error_from_sign_in(exc)
+            self._drops(
+                logging.ERROR, FAILED_STARTS, "initialize failed: %s", error["data"].get("detail", exc.cause)
+            )
+            return error
         detail = "initialize"
         if exc.http_status is not None:
             detail += f", HTTP status {exc.http_status}"
