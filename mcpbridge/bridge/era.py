@@ -40,7 +40,7 @@ from ..mcp.jsonrpc import (
 from ..mcp.protocol import MODERN
 from ..mcp.text import printable
 from ..mcp.transport import Transport
-from . import errortable
+from . import errortable, translate
 from .options import UpstreamRevision
 
 __all__ = [
@@ -57,7 +57,10 @@ __all__ = [
     "refuses_as_modern",
     "stopped_during",
     "stopped_error",
+    "translated_error",
 ]
+
+log = logging.getLogger("mcpbridge.bridge")
 
 #: A started client of revision 2026-07-28 (the one type of it: :data:`~mcpbridge.mcp.client.Connect`).
 ModernConnect = Connect
@@ -161,6 +164,28 @@ def log_spawn_failed(drops: DropLog, exc: McpError) -> None:
         exc.detail or exc.cause,
         exc_info=exc,
     )
+
+
+def translated_error(method: str, error: dict[str, Any], *, protocol: str) -> dict[str, Any]:
+    """The client's error for the JSON-RPC ``error`` of the upstream to ``method`` in the translation.
+
+    The error in the terms of 2025-11-25 (:func:`~.translate.legacy_error`). Under
+    ``--protocol 2026-07-28``, the error of a server without a channel for its request in
+    the middle of a call (:func:`~.errortable.no_back_channel`) names the cause and the fix,
+    in the error and in a warning line: a server of both eras gets the client's revision
+    without that option.
+    """
+    error = translate.legacy_error(method, error)
+    if protocol != MODERN or not errortable.no_back_channel(error):
+        return error
+    log.warning(
+        "%s: the upstream server answered that it cannot send its request in the middle of the call "
+        "(%s). %s",
+        printable(method),
+        printable(error.get("message", "")),
+        errortable.BACK_CHANNEL_FIX,
+    )
+    return errortable.with_back_channel_fix(error)
 
 
 def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None, drops: DropLog) -> bool:

@@ -47,6 +47,7 @@ from ..mcp.text import format_duration, printable
 from ..oauth.errors import SignInError
 from . import errortable, revisions, translate
 from .dumptext import UpstreamState, Waiting
+from .era import translated_error
 from .listrules import ListRules
 from .options import TaskMode
 from .output import Host, Slot
@@ -543,7 +544,7 @@ class ModernSession:
             log_too_large(exc)
         error = errortable.error_from_mcp(exc)
         if isinstance(exc, RpcError):
-            return translate.legacy_error(method, error)
+            return translated_error(method, error, protocol=self._host.options.protocol)
         return error
 
 

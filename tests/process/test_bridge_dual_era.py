@@ -49,6 +49,25 @@ def call_ask_name_2025(client: Bridge, name: str) -> dict[str, Any]:
     return client.wait_response(call, timeout=30.0)
 
 
+def assert_names_the_back_channel_fix(bridge: Bridge, refused: dict[str, Any]) -> None:
+    """The SDK's error of a request in the middle of a call under ``--protocol 2026-07-28`` keeps its
+    code and words, and names the cause and the fix, there and in the log line."""
+    error = refused["error"]
+    assert error["code"] == -32600
+    assert error["message"].startswith(
+        "Cannot send 'elicitation/create': this transport context has no back-channel for "
+        "server-initiated requests. The tool sends a request of MCP 2025-11-25 in the middle of its call"
+    )
+    assert error["message"].endswith(
+        "then remove --protocol 2026-07-28 from the arguments of the server, and the bridge passes it "
+        "through."
+    )
+    bridge.wait_stderr(
+        "warning: tools/call: the upstream server answered that it cannot send its request in the middle "
+        "of the call (Cannot send 'elicitation/create'"
+    )
+
+
 def test_a_tool_that_asks_the_2025_way_works_directly() -> None:
     """The reference: the server driven on its own stdio by a client of revision 2025-11-25."""
     with Bridge(DUAL_ERA_PEER) as direct:
@@ -88,7 +107,7 @@ def test_protocol_2026_07_28_translates_for_a_server_of_both_eras() -> None:
         assert text_of(bridge.wait_response(call, timeout=30.0)) == "Hello, Bo."
         # The request of the 2025 era has no channel in 2026-07-28: the SDK refuses it.
         refused = bridge.request("tools/call", {"name": "ask_name_2025", "arguments": {}}, timeout=30.0)
-        assert refused["error"]["code"] == -32600 and "elicitation/create" in refused["error"]["message"]
+        assert_names_the_back_channel_fix(bridge, refused)
 
 
 def test_a_server_of_2026_07_28_only_refuses_initialize_and_gets_server_discover_on_the_same_child() -> None:
@@ -183,4 +202,4 @@ def test_protocol_2026_07_28_translates_for_a_url_of_both_eras(dual_url: str) ->
         )
         assert text_of(bridge.wait_response(call, timeout=30.0)) == "hello Bo"
         refused = bridge.request("tools/call", {"name": "ask_name_2025", "arguments": {}}, timeout=30.0)
-        assert refused["error"]["code"] == -32600 and "elicitation/create" in refused["error"]["message"]
+        assert_names_the_back_channel_fix(bridge, refused)
