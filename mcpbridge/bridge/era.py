@@ -1,14 +1,21 @@
 """Which era an upstream server speaks, and the seam between the front end and a 2025-era one.
 
-Under ``--protocol auto`` a command (:class:`~.childshare.StdioUpstream`) gets the
-client's own ``initialize`` first, in the client's revision, as when the client
-starts it itself: a server that answers it speaks that revision and the
-:class:`~.passthrough.LegacyPassthrough` carries the connection, as a direct
-connection would be; a refusal that shows a server of revision 2026-07-28 only
-(:func:`refuses_as_modern`) sends the bridge on to ``server/discover`` and the
-translation, on the same child. A URL (:class:`LegacyTransports`) gets
-``server/discover`` first; a failure that shows a server of the 2025 era
-(:func:`means_legacy`) sends the bridge to the passthrough (:func:`falls_back`).
+Under ``--protocol auto`` an upstream server gets the client's own ``initialize``
+first, in the client's revision, as when the client reaches it itself: a command
+(:class:`~.childshare.StdioUpstream`) on its stdio, a URL (:class:`LegacyTransports`)
+over the Streamable HTTP of 2025-11-25, within the sign-in when the server asks for
+one. A server that answers it speaks that revision (a server of the 2025 era, or one
+of both eras) and the :class:`~.passthrough.LegacyPassthrough` carries the
+connection, as a direct connection would be; a refusal that shows a server of
+revision 2026-07-28 only (:func:`refuses_as_modern`) sends the bridge on to
+``server/discover`` and the translation, on the same child for a command, with the
+token of that sign-in for a URL. No other failure of that ``initialize`` is followed
+by ``server/discover``: a request that the server may have got is not sent again in
+another form. ``--protocol 2026-07-28`` sends ``server/discover`` alone and
+translates; ``--protocol legacy`` sends ``initialize`` alone. A failed
+``server/discover`` of an upstream that did not get ``initialize`` first and that
+shows a server of the 2025 era (:func:`means_legacy`) sends the bridge to the
+passthrough (:func:`falls_back`).
 The passthrough reaches the server through a :class:`LegacyUpstream`.
 """
 
@@ -33,7 +40,7 @@ from ..mcp.jsonrpc import (
 from ..mcp.protocol import MODERN
 from ..mcp.text import printable
 from ..mcp.transport import Transport
-from . import errortable
+from . import errortable, translate
 from .options import UpstreamRevision
 
 __all__ = [
@@ -50,7 +57,10 @@ __all__ = [
     "refuses_as_modern",
     "stopped_during",
     "stopped_error",
+    "translated_error",
 ]
+
+log = logging.getLogger("mcpbridge.bridge")
 
 #: A started client of revision 2026-07-28 (the one type of it: :data:`~mcpbridge.mcp.client.Connect`).
 ModernConnect = Connect
@@ -156,6 +166,28 @@ def log_spawn_failed(drops: DropLog, exc: McpError) -> None:
     )
 
 
+def translated_error(method: str, error: dict[str, Any], *, protocol: str) -> dict[str, Any]:
+    """The client's error for the JSON-RPC ``error`` of the upstream to ``method`` in the translation.
+
+    The error in the terms of 2025-11-25 (:func:`~.translate.legacy_error`). Under
+    ``--protocol 2026-07-28``, the error of a server without a channel for its request in
+    the middle of a call (:func:`~.errortable.no_back_channel`) names the cause and the fix,
+    in the error and in a warning line: a server of both eras gets the client's revision
+    without that option.
+    """
+    error = translate.legacy_error(method, error)
+    if protocol != MODERN or not errortable.no_back_channel(error):
+        return error
+    log.warning(
+        "%s: the upstream server answered that it cannot send its request in the middle of the call "
+        "(%s). %s",
+        printable(method),
+        printable(error.get("message", "")),
+        errortable.BACK_CHANNEL_FIX,
+    )
+    return errortable.with_back_channel_fix(error)
+
+
 def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None, drops: DropLog) -> bool:
     """Whether a failed ``server/discover`` sends the bridge to the 2025-era ``upstream``.
 
@@ -205,8 +237,8 @@ class LegacyUpstream(Protocol):
     #: The sign-in of a URL upstream, or ``None``.
     sign_in: SignInGuard | None
     #: True: under ``--protocol auto`` the client's ``initialize`` goes first, and
-    #: ``server/discover`` only after a refusal of a modern server (a command); False:
-    #: ``server/discover`` goes first (a URL).
+    #: ``server/discover`` only after a refusal of a modern server (a command, a URL);
+    #: False: ``server/discover`` goes first.
     initialize_first: bool
 
     def transport(self, probe: Client | None) -> Transport:
@@ -229,8 +261,8 @@ class LegacyUpstream(Protocol):
 class LegacyTransports:
     """A :class:`LegacyUpstream` that makes a new transport each time (a URL)."""
 
-    #: A URL gets ``server/discover`` first.
-    initialize_first = False
+    #: A URL gets the client's ``initialize`` first too, over the Streamable HTTP of 2025-11-25.
+    initialize_first = True
 
     def __init__(
         self, make: Callable[[], Transport], *, over_http: bool = True, sign_in: SignInGuard | None = None

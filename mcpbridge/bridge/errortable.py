@@ -12,6 +12,10 @@ Rules:
   data unchanged, and without a ``cause``. The one exception is -32042 (URL elicitation
   required): VS Code opens each URL in its ``data``, so it becomes -32603 with the
   upstream message and no data.
+* The other exception: the error of a server that has no channel for its requests in the
+  middle of a call (:func:`no_back_channel`, the Python SDK's ``NoBackChannelError``) under
+  ``--protocol 2026-07-28`` keeps its code and data, and its message gets
+  :data:`BACK_CHANNEL_FIX` (:func:`with_back_channel_fix`): the cause, and the option to drop.
 * Every message ends with a period, except the one of ``too_many_requests``, which is
   the text of the stdio server of the upstream SDK.
 * ``canceled`` has a row so that every cause of the upstream client has one, but a
@@ -347,6 +351,31 @@ def upstream_error(code: int, message: str, data: Any = NO_DATA) -> dict[str, An
     if data is not NO_DATA:
         error["data"] = data
     return error
+
+
+#: The words of an upstream error that says the server cannot send its request in the middle
+#: of a call: a connection of 2026-07-28 carries none (the Python SDK's ``NoBackChannelError``).
+NO_BACK_CHANNEL: Final = "no back-channel for server-initiated requests"
+#: What the client's error and the log line add to such an error under ``--protocol 2026-07-28``.
+BACK_CHANNEL_FIX: Final = (
+    "The tool sends a request of MCP 2025-11-25 in the middle of its call (such as ctx.elicit()), "
+    "which a connection of MCP 2026-07-28 does not carry, and --protocol 2026-07-28 makes the bridge "
+    "translate. The server speaks MCP 2025-11-25 too when it answers initialize: then remove "
+    "--protocol 2026-07-28 from the arguments of the server, and the bridge passes it through."
+)
+
+
+def no_back_channel(error: Mapping[str, Any]) -> bool:
+    """Whether the upstream error object ``error`` says that the server has no channel for a
+    request in the middle of a call."""
+    message = error.get("message")
+    return isinstance(message, str) and NO_BACK_CHANNEL in message.lower()
+
+
+def with_back_channel_fix(error: Mapping[str, Any]) -> dict[str, Any]:
+    """``error`` with :data:`BACK_CHANNEL_FIX` after its message; code and data stay."""
+    message = str(error.get("message", "")).rstrip()
+    return {**error, "message": f"{message} {BACK_CHANNEL_FIX}" if message else BACK_CHANNEL_FIX}
 
 
 def error_from_mcp(exc: McpError) -> dict[str, Any]:

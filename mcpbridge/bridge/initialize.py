@@ -8,12 +8,14 @@ work runs on the slot of the initialize (:meth:`Initializer._initialize`). It
 needs of the front end only what :class:`InitializeHost` says: what a session
 needs, and what the lifecycle table does with a request.
 
-The slot asks the upstream server ``server/discover``
-(:meth:`Initializer._start_upstream`): a 2026-07-28 server gets a
-:class:`~.session.ModernSession`; a 2025-era one (the discover failed in a way
-that :func:`~.passthrough.falls_back` accepts, or ``--protocol legacy``) gets a
-:class:`~.passthrough.LegacyPassthrough` that carries the connection from then
-on (:meth:`Initializer._pass_through`).
+The slot starts the upstream server (:meth:`Initializer._start_upstream`). Under
+``--protocol auto`` it sends the client's ``initialize`` first (module era): a server
+that answers it, and each server under ``--protocol legacy``, gets a
+:class:`~.passthrough.LegacyPassthrough` that carries the connection from then on
+(:meth:`Initializer._pass_through`); one that refuses it as a 2026-07-28 server does,
+and each server under ``--protocol 2026-07-28``, gets ``server/discover`` and a
+:class:`~.session.ModernSession`. A failed discover of an upstream that got no
+``initialize`` first may still lead to the passthrough (:func:`~.passthrough.falls_back`).
 
 The rules of the state that the lifecycle table does not show:
 

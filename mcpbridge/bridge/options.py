@@ -79,10 +79,10 @@ class Options:
     max_progress_rate: int = 50
     timeouts: Timeouts = field(default_factory=Timeouts)
     icon_rule: translate.IconRule = translate.IconRule.ALL
-    #: ``--protocol``: ``auto`` passes through a command that answers the client's own
-    #: ``initialize`` and translates one that refuses it as a server of 2026-07-28 only, and
-    #: falls back to a 2025-era URL after a failed discover (module era); ``legacy`` skips
-    #: the discover; ``2026-07-28`` always translates and never falls back.
+    #: ``--protocol``: ``auto`` passes through a command or a URL that answers the client's
+    #: own ``initialize`` and translates one that refuses it as a server of 2026-07-28 only
+    #: (module era); ``legacy`` skips the discover; ``2026-07-28`` always translates and never
+    #: falls back.
     #: Without a ``legacy`` upstream for the front end, each acts as ``2026-07-28``.
     protocol: UpstreamRevision = UpstreamRevision.AUTO
     #: The upstream's send never waits long (a child process on stdio): the reader sends

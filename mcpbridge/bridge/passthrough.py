@@ -4,15 +4,15 @@ Theory of operation
 -------------------
 
 The ``initialize`` slot of the front end hands the connection to a
-:class:`LegacyPassthrough` first under ``--protocol auto`` for a command, and under
-``--protocol legacy``; for a URL, when the answer to ``server/discover`` says that the
-server is of the 2025 era (:func:`~.era.means_legacy`). It sends ``initialize``
-upstream with the client's own parameters and answers the client with the
-upstream's own result: a server that speaks the client's revision is reached in it,
-as a direct connection reaches it. When a command refuses that ``initialize`` as a
-server of revision 2026-07-28 only does (:func:`~.era.refuses_as_modern`), the front
-end goes on with ``server/discover`` on the same child (:meth:`LegacyPassthrough.modern_connect`)
-and translates. From then on both sides speak the same era, and the bridge only
+:class:`LegacyPassthrough` first under ``--protocol auto`` (a command or a URL), and
+under ``--protocol legacy``. It sends ``initialize`` upstream with the client's own
+parameters (for a URL within the sign-in, whose 401 it may get first) and answers the
+client with the upstream's own result: a server that speaks the client's revision is
+reached in it, as a direct connection reaches it. When the server refuses that
+``initialize`` as a server of revision 2026-07-28 only does
+(:func:`~.era.refuses_as_modern`), the front end goes on with ``server/discover``
+(:meth:`LegacyPassthrough.modern_connect`: on the same child for a command) and
+translates. From then on both sides speak the same era, and the bridge only
 carries the messages:
 
 * Each request of the client goes upstream from its slot, with an id of the
@@ -87,6 +87,7 @@ from ..mcp.protocol import MODERN
 from ..mcp.rate import RateWindow
 from ..mcp.text import format_duration, printable
 from ..mcp.transport import Transport
+from ..oauth.errors import SignInError
 from . import errortable, legacy, translate
 from .dumptext import UpstreamState, Waiting
 from .era import (
@@ -253,9 +254,7 @@ class LegacyPassthrough:
         Raises:
             OpenFailed: with the error for the client, or ``None`` when the client canceled.
         """
-        options = self._options
-        timeout = options.timeouts.discover
-        grace = options.shutdown_grace
+        grace = self._options.shutdown_grace
         if first and not self._upstream.initialize_first:
             return None
         transport = self._upstream.transport(probe)
@@ -267,28 +266,12 @@ class LegacyPassthrough:
         self._peer = peer
         try:
             peer.start()
-            outcome = self._request(peer, "initialize", params, timeout=timeout, cancel=cancel)
-        except Cancelled as exc:
-            peer.close(grace)
-            raise OpenFailed(None) from exc
-        except Closed as exc:
-            peer.close(grace)
-            self._drops(logging.ERROR, FAILED_STARTS, "%s", stopped_during("initialize", peer.exit_status))
-            raise OpenFailed(stopped_error("initialize", peer.exit_status)) from exc
-        except RequestTimeout as exc:
-            peer.close(grace)
-            if isinstance(probe_error, RequestTimeout):
-                raise OpenFailed(discover_error(probe_error, timeout)) from exc
-            if first:
-                # One time limit, that of server/discover: a server silent on initialize
-                # gets no server/discover after it.
-                detail = f"initialize, no response in {format_duration(timeout)}"
-                self._drops(logging.ERROR, FAILED_STARTS, "initialize failed: %s", detail)
-                raise OpenFailed(errortable.error_object("timeout", detail)) from exc
-            raise OpenFailed(errortable.error_object("timeout", exc.detail)) from exc
+            outcome = self._request(
+                peer, "initialize", params, timeout=self._options.timeouts.discover, cancel=cancel
+            )
         except McpError as exc:
             peer.close(grace)
-            raise OpenFailed(self._open_error(exc)) from exc
+            raise OpenFailed(self._start_error(exc, probe_error, first=first)) from exc
         if isinstance(outcome, ErrorResponse):
             if first and refuses_as_modern(outcome.error):
                 self._refused = transport
@@ -301,18 +284,47 @@ class LegacyPassthrough:
                 )
                 return None
             peer.close(grace)
-            refused = refused_legacy(outcome.error, protocol=options.protocol)
-            if refused is not None:
-                self._drops(logging.ERROR, FAILED_STARTS, "%s", refused[1])
-                raise OpenFailed(refused[0])
-            self._drops(
-                logging.ERROR, FAILED_STARTS, "initialize failed: %s", printable(outcome.error.message)
-            )
-            raise OpenFailed(outcome.error.to_obj())
-        result = outcome.result
+            raise OpenFailed(self._refusal(outcome.error))
+        return self._opened(peer, outcome.result, first=first)
+
+    def _start_error(
+        self, exc: McpError, probe_error: McpError | None, *, first: bool
+    ) -> dict[str, Any] | None:
+        """The error for the client of an ``initialize`` that failed with ``exc``; ``None``: canceled."""
+        timeout = self._options.timeouts.discover
+        if isinstance(exc, Cancelled):
+            return None
+        if isinstance(exc, Closed):
+            peer = self._peer
+            status = peer.exit_status if peer is not None else None
+            self._drops(logging.ERROR, FAILED_STARTS, "%s", stopped_during("initialize", status))
+            return stopped_error("initialize", status)
+        if not isinstance(exc, RequestTimeout):
+            return self._open_error(exc)
+        if isinstance(probe_error, RequestTimeout):
+            return discover_error(probe_error, timeout)
+        if first:
+            # One time limit, that of server/discover: a server silent on initialize
+            # gets no server/discover after it.
+            detail = f"initialize, no response in {format_duration(timeout)}"
+            self._drops(logging.ERROR, FAILED_STARTS, "initialize failed: %s", detail)
+            return errortable.error_object("timeout", detail)
+        return errortable.error_object("timeout", exc.detail)
+
+    def _refusal(self, error: ErrorObject) -> dict[str, Any]:
+        """The error for the client of an ``initialize`` that the server refused with ``error``."""
+        refused = refused_legacy(error, protocol=self._options.protocol)
+        if refused is not None:
+            self._drops(logging.ERROR, FAILED_STARTS, "%s", refused[1])
+            return refused[0]
+        self._drops(logging.ERROR, FAILED_STARTS, "initialize failed: %s", printable(error.message))
+        return error.to_obj()
+
+    def _opened(self, peer: LegacyPeer, result: Any, *, first: bool) -> dict[str, Any]:
+        """The result of ``initialize`` for the client, once the server took it; its era line."""
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if not isinstance(result, dict) or not isinstance(version, str):
-            peer.close(grace)
+            peer.close(self._options.shutdown_grace)
             raise OpenFailed(self._open_error(InvalidResponse("initialize: the result is not valid")))
         self.protocol_version = version
         if first:
@@ -327,7 +339,7 @@ class LegacyPassthrough:
                 "the upstream server speaks MCP %s, of the 2025 era: the bridge passes its messages through",
                 printable(version),
             )
-        return translate.initialize_icons(result, options.icon_rule)
+        return translate.initialize_icons(result, self._options.icon_rule)
 
     def modern_connect(self, connect: ModernConnect) -> ModernConnect:
         """After :meth:`open` returned ``None``: how the front end reaches the server in 2026-07-28.
@@ -384,6 +396,13 @@ class LegacyPassthrough:
         if words is not None:
             self._drops(logging.ERROR, FAILED_STARTS, "initialize failed: %s", words[1], exc_info=exc)
             return words[0]
+        if isinstance(exc, SignInError):
+            # The sign-in of a URL ran in initialize, the first request of --protocol auto.
+            error = errortable.error_from_sign_in(exc)
+            self._drops(
+                logging.ERROR, FAILED_STARTS, "initialize failed: %s", error["data"].get("detail", exc.cause)
+            )
+            return error
         detail = "initialize"
         if exc.http_status is not None:
             detail += f", HTTP status {exc.http_status}"

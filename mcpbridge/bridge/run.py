@@ -87,6 +87,7 @@ from ..mcp.text import printable
 from ..oauth.errors import SignInError
 from . import errortable, revisions, translate
 from .dumptext import Waiting
+from .era import translated_error
 from .listrules import ListRules
 from .output import Slot
 from .rounds import ProgressForwarder, Rounds, RoundsHost, Silent
@@ -589,5 +590,5 @@ class RequestRun:
             log_too_large(exc)
         error = errortable.error_from_mcp(exc)
         if isinstance(exc, RpcError):
-            return translate.legacy_error(method, error)
+            return translated_error(method, error, protocol=self._options.protocol)
         return error

@@ -21,10 +21,12 @@ a person in a terminal what it found:
   ``tasks`` of 2025-11-25), the tools whose entry says that they need them, and what
   ``--tasks`` makes of them;
 * with ``--call-tool``, one call of that tool; a call that fails because the tool
-  sends a request of the 2025 era in the middle of it is a problem, which
-  ``--protocol legacy`` fixes for a server that speaks both eras;
+  sends a request of the 2025 era in the middle of it is a problem, unless the server
+  speaks both eras and the bridge passes it through (then a note), and removing
+  ``--protocol 2026-07-28`` fixes it for such a server;
 * for a 2026-07-28 server, whether it speaks the 2025 era too (an ``initialize``
-  on a second connection), and what that means for ``--protocol``;
+  on a second connection): the bridge then reaches it in 2025-11-25 and passes it
+  through, unless ``--protocol 2026-07-28`` forces the translation;
 * the lines that a command wrote to stdout that are not messages;
 * the sign-in state, the sign-in flows (only when the server asked for a sign-in),
   the proxy and the CA certificates in use;
@@ -470,40 +472,49 @@ class _Check(ToolSteps):
     def _era_advice(self) -> None:
         """What the eras that the server speaks, and the ``--call-tool`` call, mean for ``--protocol``.
 
-        A tool that needs the requests of the 2025 era in the middle of a call is a
-        problem, which ``--protocol legacy`` fixes when the server speaks that era
-        too; a server of both eras without such evidence gets a note.
+        The bridge reaches a server of both eras in the 2025 era and passes it through, unless
+        ``--protocol 2026-07-28`` forces the translation. A tool that needs the requests of the
+        2025 era in the middle of a call is a problem on a translated connection (removing that
+        option fixes it for a server of both eras); a server of both eras gets a note.
         """
         both = self.report.also_speaks
         failed = self.needs_2025_era
+        translated = both is None or self.settings.protocol == MODERN
         if failed is not None:
             problem = (
                 f"the tool {printable(self.settings.call_tool or '')} sends a request of the 2025 era "
                 "in the middle of "
                 f"its call, which a {MODERN} connection does not carry (the server answered: {failed})"
             )
-            if both is not None:
-                fix = (
-                    "Start the bridge with --protocol legacy: the server speaks the 2025 era too, and "
-                    "the bridge then passes it through, requests in the middle of a call included."
-                )
-            else:
+            if both is None:
                 fix = (
                     f"The server speaks only {MODERN} to the bridge: its tool must ask for input with "
                     "an input_required result instead."
                 )
-            self._problem(problem, fix)
-        elif both is not None:
-            self.report.notes.append(
-                Problem(
-                    f"the server speaks both eras ({MODERN} and {both}); with --protocol "
-                    f"auto (the default) the bridge speaks {MODERN} to it, and a tool written for the "
-                    "requests of the 2025 era in the middle of a call (such as FastMCP's ctx.elicit()) "
-                    f"answers that they are unavailable on {MODERN} connections",
-                    "If such a tool fails so, start the bridge with --protocol legacy: it then passes "
-                    "the 2025 era through. check --call-tool <name> tells.",
+            elif translated:
+                fix = (
+                    f"Remove --protocol {MODERN}: the server speaks {both} too, and the bridge then "
+                    "passes it through, requests in the middle of a call included."
                 )
+            else:
+                fix = (
+                    f"Nothing: with --protocol auto (the default) the bridge reaches the server in {both} "
+                    f"and passes it through, where the tool works; --protocol {MODERN} would make it fail so."
+                )
+            (self._problem if translated else self._note)(problem, fix)
+        elif both is not None:
+            words = "translates" if translated else f"reaches it in {both}, the revision of VS Code"
+            self._note(
+                f"the server speaks both eras ({MODERN} and {both}); the bridge {words}. A tool written "
+                "for the requests of the 2025 era in the middle of a call (such as FastMCP's ctx.elicit()) "
+                f"works only in {both}, one that asks with an input_required result only in {MODERN}",
+                f"Remove --protocol {MODERN} to pass it through. check --call-tool <name> tells."
+                if translated
+                else f"--protocol {MODERN} forces the translation. check --call-tool <name> tells.",
             )
+
+    def _note(self, note: str, fix: str) -> None:
+        self.report.notes.append(Problem(note, fix))
 
     def _sign_in_flows(self, context: Any, *, stored: bool) -> tuple[dict[str, Any], Any]:
         """The sign-in flows when they matter (the server asked for a sign-in, or one is stored),

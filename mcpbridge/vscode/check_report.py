@@ -127,11 +127,22 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     #: The 2025-era revision that a 2026-07-28 server speaks too, if it does.
     also_speaks: str | None = None
+    #: ``--protocol``: with ``auto`` or ``legacy`` the bridge reaches a server of both eras in
+    #: the 2025 era and passes it through; ``2026-07-28`` translates.
+    protocol: str = "auto"
     #: What a user should know although nothing failed, each with what to do.
     notes: list[Problem] = field(default_factory=list)
     #: Why the check did not contact the server at all (then it judges the options only),
     #: or ``None`` when it tried.
     not_checked: str | None = None
+
+    @property
+    def reached_in(self) -> str | None:
+        """The revision that the bridge speaks to the server: that of a 2025-era server, the
+        2025-era one of a server of both eras unless ``--protocol 2026-07-28``, else 2026-07-28."""
+        if self.era == MODERN and self.also_speaks is not None and self.protocol != MODERN:
+            return self.also_speaks
+        return self.protocol_version
 
     @property
     def ok(self) -> bool:
@@ -161,6 +172,7 @@ class Report:
             "strayStdoutLines": self.stray_lines,
             "problems": [{"problem": p.problem, "fix": p.fix} for p in self.problems],
             "alsoSpeaks": self.also_speaks,
+            "reachedIn": self.reached_in,
             "notChecked": self.not_checked,
             "notes": [{"note": n.problem, "fix": n.fix} for n in self.notes],
         }
@@ -274,7 +286,15 @@ _TRANSPORT_TEXT: Final = {"streamable-http": "Streamable HTTP", "sse": "HTTP+SSE
 def _describe_era(report: Report) -> str:
     if report.era == MODERN and report.also_speaks is not None:
         see = " (see the notes)" if report.notes else ""
-        return f"MCP {MODERN} and {report.also_speaks}: the bridge translates {MODERN} for VS Code{see}"
+        if report.reached_in == MODERN:
+            return (
+                f"MCP {MODERN} and {report.also_speaks}: the bridge translates {MODERN} for VS Code, "
+                f"as --protocol {MODERN} forces{see}"
+            )
+        return (
+            f"MCP {report.also_speaks} and {MODERN}: the bridge reaches it in {report.also_speaks}, the "
+            f"revision of VS Code, and passes it through; --protocol {MODERN} forces the translation{see}"
+        )
     if report.era == MODERN:
         return f"MCP {MODERN}: the bridge translates it for VS Code"
     if report.era is not None:

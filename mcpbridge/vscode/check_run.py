@@ -39,7 +39,9 @@ class CheckRun:
         self.tool_filter = ToolFilter(settings.allow_tools, settings.deny_tools)
         #: The one time limit of the whole run (a :func:`time.monotonic` time).
         self.deadline = started + settings.discover_timeout
-        self.report = Report(upstream={}, host_profile=_host_profile(settings.host_profile))
+        self.report = Report(
+            upstream={}, host_profile=_host_profile(settings.host_profile), protocol=str(settings.protocol)
+        )
         #: The server answered 401 or 403: the sign-in flows matter.
         self.asked_sign_in = False
         #: The ``WWW-Authenticate`` header of that answer (it may name the metadata's address).

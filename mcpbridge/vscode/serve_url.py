@@ -28,6 +28,8 @@ from . import settings as args
 if TYPE_CHECKING:
     import ssl
 
+    from ..mcp.transport import Transport
+
 logger = logging.getLogger("mcpbridge.vscode")
 
 #: The exit code for a ``--ca-file`` that the bridge cannot use.
@@ -103,7 +105,13 @@ def serve_url(settings: args.Settings) -> int:
 
     options = dataclasses.replace(frontend_options(settings), icon_rule=IconRule.DATA_ONLY)
     connect = oauth.connector(make_transport) if oauth is not None else transport_connector(make_transport)
-    legacy = LegacyTransports(make_legacy_transport, sign_in=authorizer)
+    def make_first() -> Transport:
+        # The first request is the client's initialize: the store opens while it is prepared.
+        if oauth is not None:
+            oauth.authorizer.store.open_early()
+        return make_legacy_transport()
+
+    legacy = LegacyTransports(make_first, sign_in=authorizer)
     frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options, legacy=legacy)
     if oauth is not None:
         from ..bridge import consent

@@ -8,12 +8,14 @@ tool calls to make)::
     node <conformance>/dist/index.js client --command "python tests/conformance/client_driver.py" \\
         --scenario http-custom-headers --spec-version 2026-07-28
 
-The script starts ``python -m mcpbridge <url>`` (the bridge is the client under
-test) and speaks MCP 2025-11-25 to it over its stdin and stdout the way VS Code
-does: ``initialize`` with VS Code's capabilities, ``notifications/initialized``,
-``tools/list``, then the calls the scenario expects. It answers the bridge's
-``elicitation/create`` requests like a user who accepts the form. Then it
-closes the bridge's stdin and waits for the bridge to exit.
+The script starts ``python -m mcpbridge --protocol 2026-07-28 <url>`` (the bridge is
+the client under test, a client of 2026-07-28 by that option: by default it sends the
+client's ``initialize`` of 2025-11-25 first, which these checks count as a request
+without the version header and ``_meta`` of 2026-07-28) and speaks MCP 2025-11-25 to
+it over its stdin and stdout the way VS Code does: ``initialize`` with VS Code's
+capabilities, ``notifications/initialized``, ``tools/list``, then the calls the scenario
+expects. It answers the bridge's ``elicitation/create`` requests like a user who accepts
+the form. Then it closes the bridge's stdin and waits for the bridge to exit.
 
 Exit status: 0 when every step got an answer and every call that should succeed
 did; 1 otherwise (the reason is on stderr, which the suite saves).
@@ -94,7 +96,7 @@ class Bridge:
 
     def __init__(self, url: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpbridge", url],
+            [sys.executable, "-m", "mcpbridge", "--protocol", "2026-07-28", url],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,  # the bridge's log goes to our stderr

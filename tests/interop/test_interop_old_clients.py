@@ -7,7 +7,8 @@ refuse a server that answers ``initialize`` with a revision they do not know, so
 shows that the bridge negotiates 2025-06-18: it lists the tools and calls one.
 
 The forms: the command form in front of the fixture server, and the URL form in front of
-a 2026-07-28 server of the Python SDK on Streamable HTTP.
+a server of the Python SDK on Streamable HTTP, which speaks both eras: ``--protocol
+2026-07-28`` makes the bridge translate for it.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ def bridge(form: str, request: pytest.FixtureRequest) -> list[str]:
     """The command of the bridge in ``form`` (its own log lines at debug on its stderr)."""
     if form == "command":
         return bridge_command("--log-level", "debug", upstream=fixture_command())
-    return bridge_command("--log-level", "debug", request.getfixturevalue("http_upstream"))
+    # The server speaks both eras: --protocol 2026-07-28 makes the bridge translate for it.
+    url = request.getfixturevalue("http_upstream")
+    return bridge_command("--protocol", "2026-07-28", "--log-level", "debug", url)
 
 
 def client_command(client: str, node: NodePeers) -> list[str]:

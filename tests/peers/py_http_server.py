@@ -17,6 +17,9 @@ Tools:
   ``x-mcp-header`` markings, so the server checks the ``Mcp-Param-*`` headers.
 * ``ask_name()``: asks for a name with an input request (``input_required``), and
   greets it on the retry.
+* ``ask_name_2025()``: asks for the name the 2025 way (``ctx.elicit()``, a request to the
+  client in the middle of the call, which only a connection opened with ``initialize``
+  carries): "Hello, <name>." or "No name: <action>.".
 * ``change_tools()``: publishes a tool list change to the listen streams.
 * ``big(size)``: a text of ``size`` characters.
 """
@@ -40,7 +43,7 @@ from mcp.types import (
     InputRequiredResult,
     TextContent,
 )
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 #: One icon that a remote server may show (``data:``) and one it may not (``https:``).
 ICONS = [Icon(src="https://icons.example/peer.png"), Icon(src="data:image/png;base64,iVBORw0KGgo=")]
@@ -122,6 +125,19 @@ def ask_name(ctx: Context) -> CallToolResult | InputRequiredResult:
         )
     )
     return InputRequiredResult(input_requests={"name": request}, request_state="round-1")
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool()
+async def ask_name_2025(ctx: Context) -> str:
+    """Ask for a name in the middle of the call (2025 era), then greet the person."""
+    answer = await ctx.elicit("Your name?", Name)
+    if answer.action == "accept":
+        return f"Hello, {answer.data.name}."
+    return f"No name: {answer.action}."
 
 
 @server.tool()

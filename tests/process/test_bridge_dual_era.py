@@ -1,22 +1,41 @@
-"""A command that speaks both eras is reached in the client's revision, as a direct connection reaches it.
+"""A server that speaks both eras is reached in the client's revision, as a direct connection reaches it.
 
-The peer is a server of the official Python SDK 2.x (``tests/peers/py_modern_stdio_server.py``),
-which answers both ``initialize`` and ``server/discover``. Its tool ``ask_name_2025`` asks
+The peers are servers of the official Python SDK 2.x, which answer both ``initialize``
+and ``server/discover``: a command (``tests/peers/py_modern_stdio_server.py``) and a URL
+(``tests/peers/py_http_server.py``, Streamable HTTP). Their tool ``ask_name_2025`` asks
 the client the 2025 way (``ctx.elicit()``, a request in the middle of the call), which
-only a connection opened with ``initialize`` carries; its tool ``ask_name`` asks with an
+only a connection opened with ``initialize`` carries; their tool ``ask_name`` asks with an
 ``input_required`` result, which only revision 2026-07-28 carries.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import REPO_ROOT
 from harness import Bridge, bridge_command, fixture_command, text_of
+from peers import running_py_http_server
+from peers.legacy import legacy_python
 
 DUAL_ERA_PEER = [sys.executable, str(REPO_ROOT / "tests" / "peers" / "py_modern_stdio_server.py")]
+#: The client of revision 2025-11-25 of the Python SDK ``mcp==1.30.0``, straight to a URL.
+DIRECT_URL_CLIENT = REPO_ROOT / "tests" / "interop" / "elicit_py_client.py"
+#: The limit of a run of that client (a hang detector; its own whole run is 60 s).
+RUN_TIMEOUT = 120.0
+
+
+@pytest.fixture(scope="module")
+def dual_url() -> Iterator[str]:
+    """The URL of a server of both eras (the Python SDK ``mcp==2.3.0`` on Streamable HTTP)."""
+    with running_py_http_server() as url:
+        yield url
 
 
 def call_ask_name_2025(client: Bridge, name: str) -> dict[str, Any]:
@@ -28,6 +47,25 @@ def call_ask_name_2025(client: Bridge, name: str) -> dict[str, Any]:
         {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": name}}}
     )
     return client.wait_response(call, timeout=30.0)
+
+
+def assert_names_the_back_channel_fix(bridge: Bridge, refused: dict[str, Any]) -> None:
+    """The SDK's error of a request in the middle of a call under ``--protocol 2026-07-28`` keeps its
+    code and words, and names the cause and the fix, there and in the log line."""
+    error = refused["error"]
+    assert error["code"] == -32600
+    assert error["message"].startswith(
+        "Cannot send 'elicitation/create': this transport context has no back-channel for "
+        "server-initiated requests. The tool sends a request of MCP 2025-11-25 in the middle of its call"
+    )
+    assert error["message"].endswith(
+        "then remove --protocol 2026-07-28 from the arguments of the server, and the bridge passes it "
+        "through."
+    )
+    bridge.wait_stderr(
+        "warning: tools/call: the upstream server answered that it cannot send its request in the middle "
+        "of the call (Cannot send 'elicitation/create'"
+    )
 
 
 def test_a_tool_that_asks_the_2025_way_works_directly() -> None:
@@ -69,7 +107,7 @@ def test_protocol_2026_07_28_translates_for_a_server_of_both_eras() -> None:
         assert text_of(bridge.wait_response(call, timeout=30.0)) == "Hello, Bo."
         # The request of the 2025 era has no channel in 2026-07-28: the SDK refuses it.
         refused = bridge.request("tools/call", {"name": "ask_name_2025", "arguments": {}}, timeout=30.0)
-        assert refused["error"]["code"] == -32600 and "elicitation/create" in refused["error"]["message"]
+        assert_names_the_back_channel_fix(bridge, refused)
 
 
 def test_a_server_of_2026_07_28_only_refuses_initialize_and_gets_server_discover_on_the_same_child() -> None:
@@ -112,3 +150,56 @@ def test_a_silent_server_fails_initialize_after_one_time_limit(tmp_path: Path) -
     # server/discover to wait for.
     assert heard.read_text(encoding="utf-8").split() == ["initialize", "notifications/cancelled"]
     assert "server/discover" not in bridge.stderr_text
+
+
+def test_a_tool_of_a_url_that_asks_the_2025_way_works_directly(dual_url: str) -> None:
+    """The reference: the server at its URL driven by a client of revision 2025-11-25 of its own."""
+    plan = {"url": dual_url, "tool": "ask_name_2025", "name": "Ada"}
+    completed = subprocess.run(
+        [legacy_python(), str(DIRECT_URL_CLIENT), json.dumps(plan)],
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    summary = json.loads(completed.stdout.decode().strip().splitlines()[-1])
+    assert summary["ok"] is True, summary.get("error")
+    assert summary["protocolVersion"] == "2025-11-25"
+    assert summary["asked"] == ["Your name?"]
+    assert (summary["text"], summary["isError"]) == ("Hello, Ada.", False)
+
+
+def test_a_tool_of_a_url_that_asks_the_2025_way_works_through_the_bridge_with_the_default_options(
+    dual_url: str,
+) -> None:
+    with Bridge(bridge_command(dual_url)) as bridge:
+        result = bridge.initialize()["result"]
+        assert result["protocolVersion"] == "2025-11-25"
+        assert result["serverInfo"]["name"] == "py-http-peer"
+        # The first call reaches the client as an elicitation/create, and its answer returns the result.
+        response = call_ask_name_2025(bridge, "Ada")
+        assert text_of(response) == "Hello, Ada."
+        assert response["result"].get("isError") is not True
+        bridge.wait_stderr(
+            "the upstream server speaks MCP 2025-11-25, the client's revision: the bridge passes it "
+            "through; --protocol 2026-07-28 translates instead"
+        )
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+    assert "server/discover" not in bridge.stderr_text
+
+
+def test_protocol_2026_07_28_translates_for_a_url_of_both_eras(dual_url: str) -> None:
+    with Bridge(bridge_command("--protocol", "2026-07-28", dual_url)) as bridge:
+        assert bridge.initialize()["result"]["protocolVersion"] == "2025-11-25"
+        bridge.wait_stderr("the upstream server speaks MCP 2026-07-28")
+        call = bridge.request_async("tools/call", {"name": "ask_name", "arguments": {}})
+        ask = bridge.wait_frame(lambda frame: frame.get("method") == "elicitation/create", timeout=30.0)
+        assert str(ask["id"]).startswith("b-")
+        bridge.send(
+            {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Bo"}}}
+        )
+        assert text_of(bridge.wait_response(call, timeout=30.0)) == "hello Bo"
+        refused = bridge.request("tools/call", {"name": "ask_name_2025", "arguments": {}}, timeout=30.0)
+        assert_names_the_back_channel_fix(bridge, refused)

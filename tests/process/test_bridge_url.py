@@ -1,7 +1,9 @@
 """The URL form: the real executable in front of the Python SDK server over Streamable HTTP.
 
 ``python -m mcpbridge http://127.0.0.1:<port>/mcp`` is driven over its stdin and stdout as
-VS Code drives it, in front of ``mcp==2.3.0`` under uvicorn.
+VS Code drives it, in front of ``mcp==2.3.0`` under uvicorn. That server speaks both eras:
+the bridge reaches it in the client's revision by default (tests/process/test_bridge_dual_era.py),
+so these tests give ``--protocol 2026-07-28`` (:data:`TRANSLATED`) to drive the translation.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from tests.peers.scripted_http import Exchange, ScriptedServer, default_script
 SECRET = "marker-7f3a9c-secret"
 SECRET_VARIABLE = "MCPBRIDGE_TEST_API_KEY"
 QUERY_SECRET = "tenant-q-55d1"
+#: The option that makes the bridge translate for the server of both eras.
+TRANSLATED = ("--protocol", "2026-07-28")
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +43,7 @@ def every_frame(bridge: Bridge) -> str:
 
 
 def test_initialize_list_and_call_through_the_url_form(sdk_url):
-    with Bridge(bridge_command(sdk_url)) as bridge:
+    with Bridge(bridge_command(*TRANSLATED, sdk_url)) as bridge:
         init = bridge.initialize()
         result = init["result"]
         assert result["protocolVersion"] == "2025-11-25"
@@ -59,7 +63,7 @@ def test_initialize_list_and_call_through_the_url_form(sdk_url):
 
 
 def test_a_remote_server_keeps_only_its_data_icons(sdk_url):
-    with Bridge(bridge_command(sdk_url)) as bridge:
+    with Bridge(bridge_command(*TRANSLATED, sdk_url)) as bridge:
         init = bridge.initialize()
         icons = init["result"]["serverInfo"].get("icons", [])
         assert [icon["src"][:5] for icon in icons] == ["data:"]
@@ -68,7 +72,7 @@ def test_a_remote_server_keeps_only_its_data_icons(sdk_url):
 
 
 def test_progress_of_an_sse_answer_reaches_the_client_before_the_result(sdk_url):
-    with Bridge(bridge_command(sdk_url)) as bridge:
+    with Bridge(bridge_command(*TRANSLATED, sdk_url)) as bridge:
         bridge.initialize()
         params: dict[str, Any] = {
             "name": "steps",
@@ -84,7 +88,7 @@ def test_progress_of_an_sse_answer_reaches_the_client_before_the_result(sdk_url)
 
 
 def test_log_messages_of_a_call_reach_the_client_at_its_level(sdk_url):
-    with Bridge(bridge_command(sdk_url)) as bridge:
+    with Bridge(bridge_command(*TRANSLATED, sdk_url)) as bridge:
         bridge.initialize(initialized=False)
         assert bridge.request("logging/setLevel", {"level": "info"})["result"] == {}
         response = bridge.request("tools/call", {"name": "steps", "arguments": {"count": 2}})
@@ -94,7 +98,7 @@ def test_log_messages_of_a_call_reach_the_client_at_its_level(sdk_url):
 
 
 def test_a_tool_list_change_on_the_listen_stream_reaches_the_client(sdk_url):
-    with Bridge(bridge_command("--log-level", "debug", sdk_url)) as bridge:
+    with Bridge(bridge_command(*TRANSLATED, "--log-level", "debug", sdk_url)) as bridge:
         bridge.initialize()
         assert "result" in bridge.request("tools/list")  # a change of a list not asked for is dropped
         bridge.wait_stderr("the listen stream is open")
@@ -115,7 +119,7 @@ def test_a_tool_list_change_on_the_listen_stream_reaches_the_client(sdk_url):
 
 def test_the_secret_of_header_env_never_reaches_stderr_or_an_error(sdk_url):
     url = f"{sdk_url}?tenant={QUERY_SECRET}"
-    with secret_bridge(url, "--log-level", "debug") as bridge:
+    with secret_bridge(url, *TRANSLATED, "--log-level", "debug") as bridge:
         bridge.initialize()
         bridge.request("tools/list")
         bridge.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
@@ -148,10 +152,11 @@ def test_an_unreachable_url_fails_initialize_without_the_url_or_the_secret_and_e
         # The port is named with the host, never beside the path: in the first line, and where
         # nothing listens.
         where = f"nothing listens at the host 127.0.0.1, port {port} (the connection was refused)"
-        assert error["data"]["detail"] == f"server/discover: {where}"
+        # The first request of --protocol auto is the client's initialize.
+        assert error["data"]["detail"] == f"initialize: {where}"
         first, refused = [line for line in bridge.stderr_lines if str(port) in line]
         assert f"upstream: Streamable HTTP (http) to the host 127.0.0.1, port {port};" in first
-        assert f"bridge: error: server/discover failed: {where}" in refused
+        assert f"bridge: error: initialize failed: {where}" in refused
 
 
 def test_an_unusable_ca_file_exits_2_naming_the_option(tmp_path, sdk_url):
@@ -180,7 +185,9 @@ def test_32_concurrent_calls_through_the_bridge_reuse_the_pooled_connections():
         for _wave in range(3):
             ids = [bridge.request_async("tools/call", {"name": "ok", "arguments": {}}) for _ in range(32)]
             assert all(text_of(bridge.wait_response(i)) == "ok" for i in ids)
-        assert server.connections == 32
+        # 32 pooled for the calls, and the one of the initialize of 2025-11-25 that the server
+        # refused, whose transport closed with its pool.
+        assert server.connections == 33
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
 

@@ -35,8 +35,12 @@ START_STEPS = [
     (("--protocol", "2026-07-28"), "server/discover"),
     (("--protocol", "legacy"), "initialize"),
 ]
-#: The first request to a URL: server/discover, but with --protocol legacy.
-URL_STEPS = [((), "server/discover"), (("--protocol", "legacy"), "initialize")]
+#: The first request to a URL: the client's own initialize too (auto and legacy).
+URL_STEPS = [
+    ((), "initialize"),
+    (("--protocol", "2026-07-28"), "server/discover"),
+    (("--protocol", "legacy"), "initialize"),
+]
 
 
 def bad_upstream(*args: str) -> list[str]:
@@ -222,9 +226,9 @@ def test_a_url_of_a_plain_web_server_that_refuses_post_is_not_an_mcp_endpoint() 
             stderr = finish(bridge)
     error = error_of(response)
     assert error["message"] == NOT_MCP
-    detail = "server/discover: HTTP status 501, a web page"
+    detail = "initialize: HTTP status 501, a web page"
     assert error["data"] == {"cause": "not_mcp_endpoint", "detail": detail}
-    line = f"{PREFIX}bridge: error: server/discover failed: HTTP status 501, a web page: {NOT_MCP_ADVICE}"
+    line = f"{PREFIX}bridge: error: initialize failed: HTTP status 501, a web page: {NOT_MCP_ADVICE}"
     assert line in bridge_lines(stderr)
 
 
@@ -248,10 +252,11 @@ def test_a_url_without_an_mcp_server_is_worded_after_every_fallback_was_tried() 
         with Bridge(bridge_command(server.url())) as bridge:
             response = bridge.initialize()
             stderr = finish(bridge)
-        # Every fallback ran: server/discover, the initialize of the 2025 era over Streamable
-        # HTTP, then the stream of the HTTP+SSE transport.
-        requests = [(request.method, request.rpc_method) for request in server.wait_requests(3)]
-    assert requests[:3] == [("POST", "server/discover"), ("POST", "initialize"), ("GET", None)]
+        # Every fallback ran: the initialize of the 2025 era over Streamable HTTP, then the
+        # stream of the HTTP+SSE transport. A 404 without a JSON-RPC error is no refusal of a
+        # server of 2026-07-28, thus no server/discover follows.
+        requests = [(request.method, request.rpc_method) for request in server.wait_requests(2)]
+    assert requests == [("POST", "initialize"), ("GET", None)]
     error = error_of(response)
     assert error["message"] == NOT_MCP
     assert error["data"]["cause"] == "not_mcp_endpoint"
@@ -345,7 +350,7 @@ def test_a_sign_in_whose_metadata_is_not_https_is_told_in_words_with_what_to_do(
         "the server."
     )
     assert error["data"] == {"cause": "sign_in_failed", "detail": INSECURE}
-    assert f"{PREFIX}bridge: error: server/discover failed: {INSECURE}" in bridge_lines(stderr)
+    assert f"{PREFIX}bridge: error: initialize failed: {INSECURE}" in bridge_lines(stderr)
     assert "InsecureMetadataUrl" not in stderr
 
 
@@ -356,7 +361,10 @@ def test_a_url_that_needs_no_sign_in_writes_no_word_of_a_sign_in() -> None:
             assert "result" in call(bridge, "ok", {})
             stderr = finish(bridge)
     lines = bridge_lines(stderr)
-    assert [line.split(": ")[1:3] for line in lines] == [["vscode", "info"], ["bridge", "info"]], lines
+    # The start line, the refused initialize that tells the era, and the revisions of the connection.
+    kinds = [line.split(": ")[1:3] for line in lines]
+    assert kinds == [["vscode", "info"], ["bridge", "info"], ["bridge", "info"]], lines
+    assert "refused initialize" in lines[1] and "speaks MCP 2026-07-28" in lines[2], lines
     for word in ("sign-in", "sign in", "oauth", "token", "keychain", "authoriz"):
         assert word not in stderr.lower(), word
 
@@ -377,9 +385,9 @@ def test_an_http_status_whose_body_is_no_json_rpc_message_names_no_parse_failure
         with Bridge(command, env={"H10_TOKEN": "Bearer tok-5be1c0"}) as bridge:
             response = bridge.initialize()
             stderr = finish(bridge)
-    assert error_of(response)["data"]["detail"] == "server/discover, HTTP status 401"
-    [line] = [line for line in bridge_lines(stderr) if "server/discover failed" in line]
-    assert line.endswith("server/discover, HTTP status 401 - HttpStatusError: HTTP status 401")
+    assert error_of(response)["data"]["detail"] == "initialize, HTTP status 401"
+    [line] = [line for line in bridge_lines(stderr) if "initialize failed" in line]
+    assert line.endswith("initialize failed: HTTP status 401 - HttpStatusError: HTTP status 401")
     assert "FrameError" not in stderr and "jsonrpc is not 2.0" not in stderr
     assert "tok-5be1c0" not in stderr
 

@@ -205,12 +205,14 @@ def minor_faults(pid: int) -> int:
 
 @contextlib.contextmanager
 def bridge_of(form: str) -> Iterator[Bridge]:
-    """A bridge in ``form``: a command (the fixture server) or a URL (the Python SDK under uvicorn)."""
+    """A bridge in ``form``: a command (the fixture server) or a URL (the Python SDK under uvicorn,
+    which speaks both eras: ``--protocol 2026-07-28`` makes the bridge translate for it, as for the
+    fixture)."""
     if form == "command":
         with Bridge(bridge_command(upstream=fixture_command())) as bridge:
             yield bridge
         return
-    with running_py_http_server() as url, Bridge(bridge_command(url)) as bridge:
+    with running_py_http_server() as url, Bridge(bridge_command("--protocol", "2026-07-28", url)) as bridge:
         yield bridge
 
 

@@ -78,7 +78,8 @@ def test_the_debug_log_shows_the_certificate_failure_and_no_secret() -> None:
         response, output = run_bridge(port, "debug")
     error = response["error"]
     assert isinstance(error, dict) and error["data"]["cause"] == "transport_failed", response
-    lines = [line for line in output.splitlines() if "server/discover failed" in line]
+    # The first request of --protocol auto is the client's initialize.
+    lines = [line for line in output.splitlines() if "initialize failed" in line]
     assert len(lines) == 1, output
     line = lines[0]
     assert "caused by: " in line and "SSLCertVerificationError: " in line, line
@@ -93,11 +94,9 @@ def test_the_info_log_keeps_the_failure_line_short() -> None:
     with untrusted_tls_server() as port:
         response, output = run_bridge(port, "info")
     assert "error" in response, response
-    lines = [line for line in output.splitlines() if "server/discover failed" in line]
+    lines = [line for line in output.splitlines() if "initialize failed" in line]
     assert len(lines) == 1, output
     assert "caused by" not in lines[0] and "SSL" not in lines[0], lines[0]
     # The line still says what failed, in the words of the bridge.
-    assert lines[0].endswith(
-        "server/discover failed: server/discover: TLS: the certificate of the server is not trusted"
-    ), lines[0]
+    assert lines[0].endswith("initialize failed: TLS: the certificate of the server is not trusted"), lines[0]
     assert [secret for secret in SECRETS if secret in output] == [], output

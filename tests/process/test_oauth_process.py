@@ -176,6 +176,10 @@ def test_the_url_form_signs_in_during_initialize_and_the_browser_gets_only_the_s
     assert text_of(bridge.request("tools/call", {"name": "whoami", "arguments": {}})) == "scopes: mcp:read"
     lines = sign_in_lines(bridge)
     assert len(lines) == 1
+    # One sign-in, in the first request: the client's initialize, refused with a 401 and sent
+    # again with the token; the server of 2026-07-28 only refuses it, and server/discover
+    # goes with the same token.
+    assert setup.auth.mcp_calls[:4] == ["initialize", "initialize", "server/discover", "tools/call"]
     assert query_of(lines[0])["redirect_uri"] == f"http://127.0.0.1:{setup.port}/callback"
     (call,) = setup.browser
     assert len(call["argv"]) == 1
@@ -391,7 +395,7 @@ def test_an_https_upstream_whose_metadata_is_only_at_an_http_address_is_told_so(
         assert error["data"] == {"cause": "sign_in_failed", "detail": INSECURE_METADATA}
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
-        assert f"bridge: error: server/discover failed: {INSECURE_METADATA}" in bridge.stderr_text
+        assert f"bridge: error: initialize failed: {INSECURE_METADATA}" in bridge.stderr_text
         assert_check_says_the_metadata_is_refused(setup.run("check", *setup.options(), url))
 
 
@@ -436,8 +440,9 @@ def test_a_2025_era_server_at_a_url_signs_in_during_initialize_and_again_when_it
     bridge.close_stdin()
     assert bridge.wait_exit() == 0
     assert "the upstream server speaks MCP 2025-11-25" in bridge.stderr_text
-    if protocol == "legacy":
-        assert "server/discover" not in setup.auth.mcp_calls
+    # The client's initialize goes first under either option: a 401, then again with the token.
+    assert setup.auth.mcp_calls[:3] == ["initialize", "initialize", "notifications/initialized"]
+    assert "server/discover" not in setup.auth.mcp_calls
 
 
 # ---------------------------------------------------------------------- stores and logout

@@ -167,6 +167,18 @@ class Upstream(http.server.BaseHTTPRequestHandler):
         elif mode == "drop":
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
+        elif method == "initialize":
+            # A server of 2026-07-28 only, as the revision says it refuses initialize.
+            refusal = {
+                "code": -32022,
+                "message": "Unsupported protocol version",
+                "data": {"supported": ["2026-07-28"]},
+            }
+            self._send(
+                400,
+                json.dumps({"jsonrpc": "2.0", "id": request_id, "error": refusal}).encode(),
+                "application/json",
+            )
         elif method == "server/discover":
             result: dict[str, Any] = {
                 "resultType": "complete",

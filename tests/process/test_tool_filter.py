@@ -212,9 +212,9 @@ def sdk_url() -> Iterator[str]:
 
 
 def test_filters_in_the_url_form(sdk_url: str) -> None:
-    with Bridge(
-        bridge_command("--deny-tool", "located", "--deny-tool", "nothing_like_this", sdk_url)
-    ) as bridge:
+    # The server speaks both eras: --protocol 2026-07-28 makes the bridge translate for it.
+    options = ("--protocol", "2026-07-28", "--deny-tool", "located", "--deny-tool", "nothing_like_this")
+    with Bridge(bridge_command(*options, sdk_url)) as bridge:
         assert "result" in bridge.initialize()
         visible = [name for page in walk_tools(bridge) for name in page]
         assert "echo" in visible and "located" not in visible

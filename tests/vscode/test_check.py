@@ -184,27 +184,49 @@ def test_check_declares_what_vs_code_declares_and_counts_what_vs_code_would_see(
     assert report["counts"] == {"tools": 5, "resources": 0, "resourceTemplates": 1}
 
 
-def test_check_names_protocol_legacy_for_a_server_of_both_eras() -> None:
+def test_check_says_that_the_bridge_passes_a_server_of_both_eras_through_in_2025_11_25() -> None:
     code, report = check_json("--", sys.executable, str(DUAL_ERA_PEER))
     assert code == 0 and report["ok"] is True
     assert report["era"] == "2026-07-28" and report["alsoSpeaks"] == "2025-11-25"
+    assert report["reachedIn"] == "2025-11-25"
     assert report["steps"][-1]["step"] == "initialize (2025 era)"
     assert report["counts"]["resourceTemplates"] == 0 and report["problems"] == []
     [note] = report["notes"]
-    assert "both eras" in note["note"] and "ctx.elicit()" in note["note"]
-    assert "--protocol legacy" in note["fix"]
+    assert note["note"].startswith(
+        "the server speaks both eras (2026-07-28 and 2025-11-25); the bridge reaches it in 2025-11-25, "
+        "the revision of VS Code."
+    )
+    assert "ctx.elicit()" in note["note"] and "translates" not in note["note"]
+    assert note["fix"].startswith("--protocol 2026-07-28 forces the translation.")
 
     code, out, _err = run_check("--", sys.executable, str(DUAL_ERA_PEER))
     assert code == 0
-    assert "Era:        MCP 2026-07-28 and 2025-11-25: the bridge translates 2026-07-28 for VS Code " in out
-    assert "Notes:" in out and "--protocol legacy" in out
+    assert (
+        "Era:        MCP 2025-11-25 and 2026-07-28: the bridge reaches it in 2025-11-25, the revision of "
+        "VS Code, and passes it through; --protocol 2026-07-28 forces the translation (see the notes)"
+    ) in out
+    assert "translates 2026-07-28 for VS Code" not in out
 
 
-def test_check_names_protocol_legacy_for_a_url_of_both_eras() -> None:
+def test_check_of_a_server_of_both_eras_under_protocol_2026_07_28_says_that_the_bridge_translates() -> None:
+    code, report = check_json("--protocol", "2026-07-28", "--", sys.executable, str(DUAL_ERA_PEER))
+    assert code == 0 and report["reachedIn"] == "2026-07-28"
+    [note] = report["notes"]
+    assert "; the bridge translates." in note["note"]
+    assert note["fix"].startswith("Remove --protocol 2026-07-28 to pass it through.")
+    code, out, _err = run_check("--protocol", "2026-07-28", "--", sys.executable, str(DUAL_ERA_PEER))
+    assert (
+        "Era:        MCP 2026-07-28 and 2025-11-25: the bridge translates 2026-07-28 for VS Code, as "
+        "--protocol 2026-07-28 forces (see the notes)"
+    ) in out
+
+
+def test_check_says_that_the_bridge_passes_a_url_of_both_eras_through_in_2025_11_25() -> None:
     with running_py_http_server() as url:
         code, report = check_json(url)
     assert code == 0 and report["era"] == "2026-07-28" and report["alsoSpeaks"] == "2025-11-25"
-    assert "--protocol legacy" in report["notes"][0]["fix"]
+    assert report["reachedIn"] == "2025-11-25"
+    assert report["notes"][0]["fix"].startswith("--protocol 2026-07-28 forces the translation.")
 
 
 def test_check_of_a_server_of_2026_07_28_only_has_no_note() -> None:
@@ -216,20 +238,32 @@ def test_check_of_a_server_of_2026_07_28_only_has_no_note() -> None:
     assert last["outcome"].endswith(": 2026-07-28 only")
 
 
-def test_check_calls_a_tool_and_names_protocol_legacy_when_it_needs_the_2025_era() -> None:
+def test_check_calls_a_tool_that_needs_the_2025_era_and_names_what_protocol_2026_07_28_does() -> None:
+    # By default the bridge passes the server through in 2025-11-25, where the tool works: a note.
     code, report = check_json("--call-tool", "ask_name_2025", "--", sys.executable, str(DUAL_ERA_PEER))
-    assert code == 1 and report["ok"] is False
+    assert code == 0 and report["ok"] is True and report["problems"] == []
     assert report["era"] == "2026-07-28" and report["alsoSpeaks"] == "2025-11-25"
     [call] = [step for step in report["steps"] if step["step"] == "tools/call"]
     assert call["status"] == "failed"
     assert call["outcome"].startswith("ask_name_2025: it needs a request of the 2025 era: ")
-    [problem] = report["problems"]
-    assert problem["problem"].startswith(
+    [note] = report["notes"]
+    assert note["note"].startswith(
         "the tool ask_name_2025 sends a request of the 2025 era in the middle of its call, "
         "which a 2026-07-28 connection does not carry (the server answered: "
     )
+    assert note["fix"].startswith(
+        "Nothing: with --protocol auto (the default) the bridge reaches the server in 2025-11-25"
+    )
+
+    # --protocol 2026-07-28 makes the bridge translate: a problem, which removing the option fixes.
+    code, report = check_json(
+        "--protocol", "2026-07-28", "--call-tool", "ask_name_2025", "--", sys.executable, str(DUAL_ERA_PEER)
+    )
+    assert code == 1 and report["ok"] is False
+    [problem] = report["problems"]
+    assert problem["problem"] == note["note"]
     assert "elicitation/create" in problem["problem"]
-    assert problem["fix"].startswith("Start the bridge with --protocol legacy:")
+    assert problem["fix"].startswith("Remove --protocol 2026-07-28: the server speaks 2025-11-25 too")
     # The problem says it: no note that it might be so.
     assert report["notes"] == []
 
@@ -248,7 +282,7 @@ def test_check_calls_a_tool_and_names_protocol_legacy_when_it_needs_the_2025_era
 
 
 def test_check_tells_a_2026_07_28_only_server_to_ask_with_input_required() -> None:
-    """A server that speaks no 2025 era: --protocol legacy cannot help, the tool must change."""
+    """A server that speaks no 2025 era: no --protocol can help, the tool must change."""
     message = (
         "Cannot send 'elicitation/create': this transport context has no back-channel for "
         "server-initiated requests."
@@ -260,7 +294,7 @@ def test_check_tells_a_2026_07_28_only_server_to_ask_with_input_required() -> No
     assert code == 1 and report["alsoSpeaks"] is None
     [problem] = report["problems"]
     assert problem["problem"].endswith(f"(the server answered: {message})")
-    assert "input_required" in problem["fix"] and "--protocol legacy" not in problem["fix"]
+    assert "input_required" in problem["fix"] and "--protocol" not in problem["fix"]
 
 
 def test_check_of_a_server_that_writes_other_lines_to_stdout_never_says_it_works() -> None:
