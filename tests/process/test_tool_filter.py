@@ -286,6 +286,8 @@ def test_check_counts_the_tools_before_and_after_the_filter() -> None:
         "deny": ["tool_1*", "tol_9"],
         "before": before,
         "after": 9,
+        "appOnlyBefore": 0,
+        "appOnlyAfter": 0,
         "unmatched": ["tol_9"],
     }
     assert report["problems"] == []  # a filter that matches nothing is a warning, not a failure
