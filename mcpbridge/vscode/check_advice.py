@@ -357,6 +357,16 @@ CHECK_PROBLEMS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "(a pattern is case-sensitive and matches the whole name)",
             "Did you mean --allow-tool {better}? It matches the tool {tool}.",
         ),
+        "deny_matches_nothing": (
+            "--deny-tool {pattern} matches no tool of the server, so it hides nothing "
+            "(a pattern is case-sensitive and matches the whole name)",
+            "Give a pattern that matches the name of the tool to hide (the Tools line lists them).",
+        ),
+        "deny_matches_nothing_close": (
+            "--deny-tool {pattern} matches no tool of the server, so it hides nothing "
+            "(a pattern is case-sensitive and matches the whole name)",
+            "Did you mean --deny-tool {better}? It matches the tool {tool}.",
+        ),
         "filter_hides_all": (
             "VS Code sees none of the {count} tools of the server: the tool filter hides each of them",
             "Give --allow-tool patterns that match the names of the tools (the Tools line lists "

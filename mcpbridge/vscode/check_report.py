@@ -218,15 +218,7 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None, 
             head = _labeled(listing.label, count)
             lines.extend(_name_lines(head, report.names.get(listing.key, []), width))
     if report.tool_filter is not None:
-        tool_filter = report.tool_filter
-        row("Filter", _describe_filter(tool_filter))
-        from ..bridge.lists import ToolFilter
-
-        rules = ToolFilter(tuple(tool_filter["allow"]), tuple(tool_filter["deny"]))
-        for pattern in tool_filter["unmatched"]:
-            if pattern in tool_filter["allow"]:
-                continue  # a problem, with its fix, below
-            lines.append(f"  {paint('warning', 'yellow')}: {rules.unmatched_warning(pattern)}")
+        row("Filter", _describe_filter(report.tool_filter))  # a pattern that matches nothing: Problems
     if report.era == MODERN:
         if report.list_ttl_ms:
             row("List cache", _list_cache(report.list_ttl_ms))

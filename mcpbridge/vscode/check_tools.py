@@ -159,8 +159,7 @@ class ToolSteps(CheckRun):
         }
         strings = [name for name in names if isinstance(name, str)]
         for pattern in self.report.tool_filter["unmatched"]:
-            if pattern in tool_filter.allow:
-                self._problem(*_unmatched(pattern, strings, deny=False))
+            self._problem(*_unmatched(pattern, strings, deny=pattern not in tool_filter.allow))
         if after == 0 and before:
             self._problem(*check_problem("filter_hides_all", count=before))
         return self.report.tool_filter

@@ -8,7 +8,7 @@ import sys
 from test_check import block, check_json, run_check
 
 from conftest import REPO_ROOT
-from harness import Bridge, bridge_command
+from harness import Bridge, bridge_command, fixture_command
 from mcpbridge.bridge.listrules import app_only
 
 #: A server with MCP Apps (the Python SDK's ``mcp.server.apps``): the app *dashboard*
@@ -70,3 +70,25 @@ def test_a_deny_pattern_hides_an_app_only_tool_of_a_kept_app_in_the_count_and_fo
     [call] = [step for step in report["steps"] if step["step"] == "tools/call"]
     assert call["status"] == "skipped"
     assert call["outcome"] == "export_dashboard: the tool filter hides it from VS Code"
+
+
+def test_a_deny_pattern_that_matches_no_tool_is_a_problem_with_the_pattern_that_would_match() -> None:
+    # "ask-*" was meant for the tools ask_form, ask_url...: it hides nothing, silently in VS Code.
+    options = ("--deny-tool", "ask-*", "--deny-tool", "zzz*", "--deny-tool", "echo")
+    code, out, _err = run_check(*options, "--", *fixture_command(), env={"COLUMNS": "200"})
+    assert code == 1
+    lines = out.splitlines()
+    assert block(lines, "  - --deny-tool 'ask-*'", 2) == [
+        "  - --deny-tool 'ask-*' matches no tool of the server, so it hides nothing (a pattern is "
+        "case-sensitive and matches the whole name)",
+        "    fix: Did you mean --deny-tool 'ask_*'? It matches the tool 'ask_form'.",
+    ]
+    assert block(lines, "  - --deny-tool 'zzz*'", 2)[1] == (
+        "    fix: Give a pattern that matches the name of the tool to hide (the Tools line lists them)."
+    )
+    assert not any("'echo'" in line for line in lines)  # a pattern that hides a tool is no problem
+    assert not any(line.startswith("  warning:") for line in lines)  # each said once, as a problem
+    assert lines[-1] == "Result:     the server answers, but the check found 2 problems (see Problems)"
+    [tools] = [line for line in lines if line.startswith("Tools:")]
+    count = int(tools.split()[1].rstrip(":"))
+    assert f"Filter:     VS Code sees {count - 1} of {count} tools (--allow-tool, --deny-tool)" in lines
