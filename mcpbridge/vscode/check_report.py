@@ -229,7 +229,7 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None, 
     if report.host_profile:
         row("Profile", describe_host_profile(report.host_profile))
     row("Sign-in", _describe(report.sign_in))
-    if "flows" in report.sign_in:
+    if "flows" in report.sign_in and report.sign_in.get("state") != "not needed":
         lines.append(f"{'':{VALUE_COLUMN}}sign-in flows: {describe_flows(report.sign_in['flows'])}")
     if "renewal" in report.sign_in:
         renewal = report.sign_in["renewal"]
