@@ -73,6 +73,7 @@ from .check_advice import (
     legacy_refused,
     predicted_renewal,
     sign_in_flows,
+    sign_in_not_asked,
     sign_in_problem_fix,
     sign_in_state,
 )
@@ -259,6 +260,8 @@ class _Check(ToolSteps):
             self.report.sign_in["flows"] = flows
             if server is not None and "renewal" not in self.report.sign_in:
                 self.report.sign_in["renewal"] = predicted_renewal(settings, server)
+        reached, asked = self.report.era is not None, self.asked_sign_in
+        self.report.sign_in = sign_in_not_asked(self.report.sign_in, reached=reached, asked=asked)
         return self._exit_code()
 
     def _exit_code(self) -> int:

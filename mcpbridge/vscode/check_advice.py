@@ -32,6 +32,7 @@ __all__ = [
     "legacy_refused",
     "predicted_renewal",
     "sign_in_flows",
+    "sign_in_not_asked",
     "sign_in_problem_fix",
     "sign_in_state",
     "stored_renewal",
@@ -59,6 +60,20 @@ def sign_in_state(settings: args.Settings, env: dict[str, str]) -> tuple[dict[st
         found["renewal"] = stored_renewal(settings, record)
     token = record.access_token if record is not None and found["state"] == "stored" else None
     return found, token
+
+
+def sign_in_not_asked(found: dict[str, Any], *, reached: bool, asked: bool) -> dict[str, Any]:
+    """The sign-in part of the report after the run: ``found`` of :func:`sign_in_state`, or,
+    for a server that answered (``reached``) without asking for a sign-in (``asked``) while
+    none is stored, that no sign-in is needed.
+
+    That part names no token store: as the bridge, which names its store only once a sign-in
+    is needed, the check does not tell where tokens would stay that nobody needs.
+    """
+    if asked or not reached or found.get("state") != "none":
+        return found
+    kept = {key: value for key, value in found.items() if key not in ("note", "store")}
+    return {**kept, "state": "not needed", "note": "the server did not ask for a sign-in"}
 
 
 _BY_CLIENT_CREDENTIALS: Final = {
@@ -356,6 +371,16 @@ CHECK_PROBLEMS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "--allow-tool {pattern} matches no tool of the server, so it lets no tool through "
             "(a pattern is case-sensitive and matches the whole name)",
             "Did you mean --allow-tool {better}? It matches the tool {tool}.",
+        ),
+        "deny_matches_nothing": (
+            "--deny-tool {pattern} matches no tool of the server, so it hides nothing "
+            "(a pattern is case-sensitive and matches the whole name)",
+            "Give a pattern that matches the name of the tool to hide (the Tools line lists them).",
+        ),
+        "deny_matches_nothing_close": (
+            "--deny-tool {pattern} matches no tool of the server, so it hides nothing "
+            "(a pattern is case-sensitive and matches the whole name)",
+            "Did you mean --deny-tool {better}? It matches the tool {tool}.",
         ),
         "filter_hides_all": (
             "VS Code sees none of the {count} tools of the server: the tool filter hides each of them",

@@ -109,8 +109,12 @@ class Report:
     counts: dict[str, int] = field(default_factory=dict)
     #: The names of the items of each list, in the order of the server.
     names: dict[str, list[str]] = field(default_factory=dict)
-    #: With ``--allow-tool`` or ``--deny-tool``: the patterns, the tools before and after
-    #: the filter, and the patterns that match no tool.
+    #: The names of the tools that only the view of an app calls (``_meta.ui.visibility: ["app"]``):
+    #: VS Code does not give them to the model.
+    app_only_tools: list[str] = field(default_factory=list)
+    #: With ``--allow-tool`` or ``--deny-tool``: the patterns, the tools for the model before and
+    #: after the filter (``before``, ``after``), the app-only tools before and after it
+    #: (``appOnlyBefore``, ``appOnlyAfter``), and the patterns that match no tool.
     tool_filter: dict[str, Any] | None = None
     #: The ``ttlMs`` of the first page of each list (2026-07-28 only): how long the bridge keeps it.
     list_ttl_ms: dict[str, int] = field(default_factory=dict)
@@ -162,6 +166,7 @@ class Report:
             ],
             "counts": self.counts,
             "names": self.names,
+            "appOnlyTools": self.app_only_tools,
             "toolFilter": self.tool_filter,
             "listTtlMs": self.list_ttl_ms if self.era == MODERN else None,
             "tasks": self.tasks,
@@ -219,22 +224,13 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None, 
             lines.append(f"  {step.name:<{name_width}}  {step.ms:>6} ms  {mark}  {step.outcome}")
     for listing in LISTS:
         if listing.key in report.counts:
-            head = _labeled(listing.label, str(report.counts[listing.key]))
+            count = str(report.counts[listing.key])
+            if listing.key == "tools" and report.app_only_tools:
+                count += f" ({len(report.app_only_tools)} for apps only)"
+            head = _labeled(listing.label, count)
             lines.extend(_name_lines(head, report.names.get(listing.key, []), width))
     if report.tool_filter is not None:
-        tool_filter = report.tool_filter
-        row(
-            "Filter",
-            f"VS Code sees {tool_filter['after']} of {tool_filter['before']} tools "
-            "(--allow-tool, --deny-tool)",
-        )
-        from ..bridge.lists import ToolFilter
-
-        rules = ToolFilter(tuple(tool_filter["allow"]), tuple(tool_filter["deny"]))
-        for pattern in tool_filter["unmatched"]:
-            if pattern in tool_filter["allow"]:
-                continue  # a problem, with its fix, below
-            lines.append(f"  {paint('warning', 'yellow')}: {rules.unmatched_warning(pattern)}")
+        row("Filter", _describe_filter(report.tool_filter))  # a pattern that matches nothing: Problems
     if report.era == MODERN:
         if report.list_ttl_ms:
             row("List cache", _list_cache(report.list_ttl_ms))
@@ -245,7 +241,7 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None, 
     if report.host_profile:
         row("Profile", describe_host_profile(report.host_profile))
     row("Sign-in", _describe(report.sign_in))
-    if "flows" in report.sign_in:
+    if "flows" in report.sign_in and report.sign_in.get("state") != "not needed":
         lines.append(f"{'':{VALUE_COLUMN}}sign-in flows: {describe_flows(report.sign_in['flows'])}")
     if "renewal" in report.sign_in:
         renewal = report.sign_in["renewal"]
@@ -269,6 +265,16 @@ def render_text(report: Report, color: Callable[[str, str], str] | None = None, 
             lines.append(f"    fix: {problem.fix}")
     row("Result", _result(report, paint))
     return "\n".join(lines) + "\n"
+
+
+def _describe_filter(tool_filter: dict[str, Any]) -> str:
+    """How many tools VS Code gives the model under the filter, and how many the apps keep."""
+    text = f"VS Code sees {tool_filter['after']} of {tool_filter['before']} tools (--allow-tool, --deny-tool)"
+    apps = tool_filter["appOnlyAfter"]
+    if apps:
+        more = "1 more is" if apps == 1 else f"{apps} more are"
+        text += f"; {more} for apps only: the bridge keeps them for the views of the apps it keeps"
+    return text
 
 
 def _describe_upstream(upstream: dict[str, Any]) -> str:

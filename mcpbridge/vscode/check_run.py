@@ -53,6 +53,8 @@ class CheckRun:
         self.needs_2025_era: str | None = None
         #: The names of the tools of the full tool list, once the check read it.
         self.tool_names: list[str] | None = None
+        #: The app-only tools that the bridge keeps under the tool filter for the apps that it keeps.
+        self.kept_app_tools: set[str] = set()
 
     # ------------------------------------------------------------ time limit
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from fnmatch import fnmatchcase
 from typing import Any, Final
 
+from ..bridge.listrules import app_only, app_view
+from ..bridge.lists import ToolFilter
 from ..mcp.errors import McpError, RpcError
 from ..mcp.jsonrpc import METHOD_NOT_FOUND
 from ..mcp.protocol import MODERN
@@ -26,7 +29,7 @@ from .check_report import (
 )
 from .check_run import CheckRun
 
-__all__ = ["ERA_2025_ONLY_MARKERS", "MAX_PAGES", "SERVER_REQUESTS", "ToolSteps"]
+__all__ = ["ERA_2025_ONLY_MARKERS", "MAX_PAGES", "SERVER_REQUESTS", "ToolSteps", "bridge_lists"]
 
 
 #: The most pages of one list that the check reads.
@@ -61,6 +64,7 @@ class ToolSteps(CheckRun):
             started = time.monotonic()
             count = 0
             names: list[Any] = []
+            tools: list[Any] = []
             cursor: str | None = None
             try:
                 for _page in range(MAX_PAGES):
@@ -72,6 +76,7 @@ class ToolSteps(CheckRun):
                     if isinstance(items, list):
                         names.extend(item.get("name") if isinstance(item, dict) else None for item in items)
                         if key == "tools":
+                            tools.extend(items)
                             self._needs_tasks(items)
                     next_cursor = page.get("nextCursor")
                     if not isinstance(next_cursor, str):
@@ -89,12 +94,9 @@ class ToolSteps(CheckRun):
                 continue
             self.report.counts[key] = count
             self.report.names[key] = [item_name(name) for name in names]
-            if key == "tools":
-                self.tool_names = [name for name in names if isinstance(name, str)]
             outcome = f"{key}: {count}"
-            if key == "tools" and self.tool_filter.active:
-                shown = self._filter_tools(names)
-                outcome += f", {shown} after the tool filter"
+            if key == "tools":
+                outcome = self._tools_outcome(tools)
             self._step(method, started, OK, outcome)
 
     def _tasks(self, offered: bool) -> None:
@@ -115,24 +117,52 @@ class ToolSteps(CheckRun):
             return
         self.report.notes.append(Problem(*check_problem("tasks_off")))
 
-    def _filter_tools(self, names: list[Any]) -> int:
-        """Report what the tool filter does to the full tool list ``names``; the tools it shows."""
+    def _tools_outcome(self, tools: list[Any]) -> str:
+        """Note the full tool list ``tools`` (its app-only tools and what the tool filter does to
+        it); the outcome of the ``tools/list`` step."""
+        names = [tool.get("name") if isinstance(tool, dict) else None for tool in tools]
+        self.tool_names = [name for name in names if isinstance(name, str)]
+        self.report.app_only_tools = [item_name(tool.get("name")) for tool in tools if app_only(tool)]
+        apps = len(self.report.app_only_tools)
+        outcome = f"tools: {len(tools)}" + (f" ({apps} for apps only)" if apps else "")
+        if not self.tool_filter.active:
+            return outcome
+        shown = self._filter_tools(tools)
+        outcome += f", {shown['after']} after the tool filter"
+        if shown["appOnlyAfter"]:
+            outcome += f" (and {shown['appOnlyAfter']} for apps only)"
+        return outcome
+
+    def _filter_tools(self, tools: list[Any]) -> dict[str, Any]:
+        """Report what the tool filter does to the full tool list ``tools``, as the bridge does it.
+
+        VS Code gives the model the tools that the bridge lists, but for the app-only tools
+        (``_meta.ui.visibility: ["app"]``), which only the view of an app calls: they count
+        apart. The bridge keeps those of the apps whose entry tool it keeps.
+        """
         tool_filter = self.tool_filter
-        shown = sum(1 for name in names if not tool_filter.hides(name))
+        names = [tool.get("name") if isinstance(tool, dict) else None for tool in tools]
+        listed = bridge_lists(tools, tool_filter)
+        kept_apps = [tool for tool in listed if app_only(tool)]
+        self.kept_app_tools = {tool["name"] for tool in kept_apps if isinstance(tool.get("name"), str)}
+        apps_before = sum(1 for tool in tools if app_only(tool))
+        apps_after = len(kept_apps)
+        before, after = len(tools) - apps_before, len(listed) - apps_after
         self.report.tool_filter = {
             "allow": list(tool_filter.allow),
             "deny": list(tool_filter.deny),
-            "before": len(names),
-            "after": shown,
+            "before": before,
+            "after": after,
+            "appOnlyBefore": apps_before,
+            "appOnlyAfter": apps_after,
             "unmatched": list(tool_filter.unmatched(names)),
         }
         strings = [name for name in names if isinstance(name, str)]
         for pattern in self.report.tool_filter["unmatched"]:
-            if pattern in tool_filter.allow:
-                self._problem(*_unmatched_allow(pattern, strings))
-        if shown == 0 and names:
-            self._problem(*check_problem("filter_hides_all", count=len(names)))
-        return shown
+            self._problem(*_unmatched(pattern, strings, deny=pattern not in tool_filter.allow))
+        if after == 0 and before:
+            self._problem(*check_problem("filter_hides_all", count=before))
+        return self.report.tool_filter
 
     def _call_tool(self, fetch: Callable[[str, dict[str, Any] | None], dict[str, Any]]) -> None:
         """Call the tool of ``--call-tool`` once, as VS Code would, and report what it answered."""
@@ -141,7 +171,7 @@ class ToolSteps(CheckRun):
             return
         step = "tools/call"
         shown = printable(name)
-        if self.tool_filter.hides(name):
+        if self.tool_filter.hides(name) and name not in self.kept_app_tools:
             self._skip(step, f"{shown}: the tool filter hides it from VS Code")
             return
         if self._out_of_time(step):
@@ -247,15 +277,41 @@ def _names(names: list[str]) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
-def _unmatched_allow(pattern: str, names: list[str]) -> tuple[str, str]:
-    """The problem of an ``--allow-tool`` pattern that matches no tool, and its fix."""
+def bridge_lists(tools: list[Any], tool_filter: ToolFilter) -> list[Any]:
+    """The tools of the full tool list ``tools`` that the bridge lists under ``tool_filter``.
+
+    The rule of :class:`..bridge.listrules.ListRules` once it has seen the whole list: the
+    tools that the filter keeps, and the app-only tools with the view of an entry tool that it
+    keeps, unless a deny pattern names them.
+    """
+    names = [tool.get("name") if isinstance(tool, dict) else None for tool in tools]
+    kept_views = {
+        app_view(tool)
+        for tool, name in zip(tools, names, strict=True)
+        if isinstance(name, str) and not app_only(tool) and not tool_filter.hides(name)
+    }
+    kept_views.discard(None)
+
+    def listed(tool: Any, name: Any) -> bool:
+        if not tool_filter.hides(name):
+            return True
+        if not isinstance(name, str) or not app_only(tool) or app_view(tool) not in kept_views:
+            return False
+        return not any(fnmatchcase(name, pattern) for pattern in tool_filter.deny)
+
+    return [tool for tool, name in zip(tools, names, strict=True) if listed(tool, name)]
+
+
+def _unmatched(pattern: str, names: list[str], *, deny: bool) -> tuple[str, str]:
+    """The problem of an ``--allow-tool`` or ``--deny-tool`` pattern that matches no tool, and its fix."""
+    option = "deny" if deny else "allow"
     shown = repr(printable(pattern))
     close = closest_pattern(pattern, names)
     if close is None:
-        return check_problem("allow_matches_nothing", pattern=shown)
+        return check_problem(f"{option}_matches_nothing", pattern=shown)
     better, tool = close
     return check_problem(
-        "allow_matches_nothing_close",
+        f"{option}_matches_nothing_close",
         pattern=shown,
         better=repr(printable(better)),
         tool=repr(printable(tool)),

@@ -277,7 +277,6 @@ def test_check_counts_the_tools_before_and_after_the_filter() -> None:
     upstream = fixture_command("--many-tools", str(MANY_TOOLS), "--page-size", str(PAGE_SIZE))
     options = ("--allow-tool", "tool_*", "--deny-tool", "tool_1*", "--deny-tool", "tol_9")
     code, out = run_check("--json", *options, "--", *upstream)
-    assert code == 0
     report = json.loads(out)
     before = report["counts"]["tools"]
     assert before > MANY_TOOLS
@@ -286,16 +285,23 @@ def test_check_counts_the_tools_before_and_after_the_filter() -> None:
         "deny": ["tool_1*", "tol_9"],
         "before": before,
         "after": 9,
+        "appOnlyBefore": 0,
+        "appOnlyAfter": 0,
         "unmatched": ["tol_9"],
     }
-    assert report["problems"] == []  # a filter that matches nothing is a warning, not a failure
+    # A deny pattern that matches nothing hides nothing, against the intent: a problem.
+    assert code == 1
+    [problem] = report["problems"]
+    assert problem["fix"] == "Did you mean --deny-tool 'tool_9'? It matches the tool 'tool_9'."
     code, text = run_check(*options, "--", *upstream)
-    assert code == 0
+    assert code == 1
     lines = text.splitlines()
     assert f"Filter:     VS Code sees 9 of {before} tools (--allow-tool, --deny-tool)" in lines
-    assert [line for line in lines if "tol_9" in line] == [
-        "  warning: --deny-tool 'tol_9' matches no tool of the upstream server, so it hides nothing "
-        "(a pattern is case-sensitive and matches the whole name)"
+    [at] = [index for index, line in enumerate(lines) if "tol_9" in line]
+    assert lines[at : at + 2] == [
+        "  - --deny-tool 'tol_9' matches no tool of the server, so it hides nothing "
+        "(a pattern is case-sensitive and matches the whole name)",
+        "    fix: Did you mean --deny-tool 'tool_9'? It matches the tool 'tool_9'.",
     ]
 
 

@@ -450,7 +450,7 @@ def test_check_finds_a_2025_era_url_and_reports_the_connection(tmp_path: Path) -
     assert report["names"]["tools"][:3] == ["add", "echo", "ask_name"] and len(report["names"]["tools"]) == 12
     assert report["names"]["prompts"] == ["greet"] and report["names"]["resources"] == ["notes"]
     assert report["proxy"]["state"] == "none" and report["ca"] == {"state": "system"}
-    assert report["signIn"]["state"] == "none"
+    assert report["signIn"]["state"] == "not needed" and "store" not in report["signIn"]
     assert report["signIn"]["resourceIndicator"]["sends"] == "metadata"
     assert report["signIn"]["flows"] == {"state": "not checked", "note": "the server did not ask for sign-in"}
     assert report["strayStdoutLines"] is None
@@ -489,10 +489,10 @@ def test_the_text_report_of_a_url_without_a_proxy_says_so(tmp_path: Path) -> Non
         "            cancelled, log, touch, roots, image, crash",
     ]
     assert "Proxy:      none: a direct connection" in lines
-    # The flows of a server that never asked for a sign-in are not an error.
-    sign_in, flows = block(lines, "Sign-in:", 2)
-    assert sign_in.startswith("Sign-in:    no stored sign-in")
-    assert flows == "            sign-in flows: not checked (the server did not ask for sign-in)"
+    # A server that never asked for a sign-in needs none: no word of flows or of a token store.
+    sign_in, after = block(lines, "Sign-in:", 2)
+    assert sign_in == "Sign-in:    not needed: the server did not ask for a sign-in"
+    assert after.startswith("Resource:   ")
 
 
 class _Tls:
@@ -604,6 +604,21 @@ def test_check_of_a_server_that_needs_a_sign_in_tells_how_to_sign_in(tls_server:
         "state": "not checked",
         "note": "the server publishes no protected resource metadata",
     }
+
+
+def test_the_sign_in_row_names_the_token_store_only_for_a_server_that_asks_for_a_sign_in(
+    tls_server: _Tls,
+) -> None:
+    options = ("--token-store", "memory", "--ca-file", str(tls_server.ca_file))
+    code, out, _err = run_check(*options, tls_server.url + "/open", env={"COLUMNS": "200"})
+    assert code == 0
+    [sign_in] = [line for line in out.splitlines() if line.startswith("Sign-in:")]
+    assert sign_in == "Sign-in:    not needed: the server did not ask for a sign-in"
+    assert "token" not in out and "memory" not in out and "keychain" not in out
+    code, report = check_json(*options, tls_server.url + "/locked")
+    assert code == 1
+    assert report["signIn"]["state"] == "none"
+    assert report["signIn"]["store"].startswith("the tokens stay in memory (--token-store memory)")
 
 
 def test_check_of_an_unusable_ca_file_exits_2(tmp_path: Path) -> None:
