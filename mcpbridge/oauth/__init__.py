@@ -24,6 +24,7 @@ Modules:
 * :mod:`.busy`: one sign-in or refresh at a time.
 * :mod:`.requestscope`: the request on each thread of the authorizer, and the sign-in's HTTP
   client within it.
+* :mod:`.context`: what every step of the sign-ins of one upstream URL shares.
 * :mod:`.metadata`: the discovered servers of an upstream URL and the flow chosen for each.
 * :mod:`.clients`: the client of a sign-in and its secret.
 * :mod:`.tokenrequests`: the refresh, the client credentials grant, the storing of new tokens.

@@ -34,7 +34,9 @@ The authorizer decides which of these steps a challenge needs; each step has a m
 of its own: :mod:`.requestscope` (the request on each thread), :mod:`.metadata` (the
 discovered servers and the chosen flow), :mod:`.clients` (the client registration),
 :mod:`.tokenrequests` (the refresh, the client credentials, the stored tokens) and
-:mod:`.interactive` (a person's sign-in).
+:mod:`.interactive` (a person's sign-in). The authorizer builds one
+:class:`~.context.SignInContext` (the options, the records, the requests on each thread,
+the clock) and hands it to each step.
 
 The transport retries a request once after a challenge. The request's own
 cancel token and deadline reach the sign-in through :meth:`request_scope`,
@@ -61,6 +63,7 @@ from .busy import OneAtATime
 from .challenge import Challenge, parse_challenge
 from .clients import Clients
 from .config import OAuthConfig, PreRegistered
+from .context import SignInContext
 from .errors import AccessRefused, ResourceUnknown, SignInError, SignInFailed, SignInTimeout, problem_words
 from .flow import Record, RecordKey, ResourceMetadata
 from .interactive import InteractiveSignIn, Need
@@ -104,29 +107,20 @@ class OAuthAuthorizer:
     ) -> None:
         self.config = config
         self.store = store
+        self.sign_in = sign_in
         choice = config.registration
-        self._records = SignInRecords(
+        records = SignInRecords(
             store,
             url=config.url,
             identity=config.identity,
             client_id=choice.client_id if isinstance(choice, PreRegistered) else None,
         )
-        self.sign_in = sign_in
-        self._clock = clock
-        self._scopes = RequestScopes(web, sign_in)
-        self._metadata = Metadata(config, self._web)
-        clients = Clients(config, self._web)
-        self._tokens = TokenRequests(config, self._records, clients, self._web, clock)
+        self._context = SignInContext(config, sign_in, records, RequestScopes(web, sign_in), clock)
+        self._metadata = Metadata(self._context)
+        clients = Clients(self._context)
+        self._tokens = TokenRequests(self._context, clients)
         self._people = InteractiveSignIn(
-            config,
-            sign_in,
-            records=self._records,
-            scopes=self._scopes,
-            metadata=self._metadata,
-            clients=clients,
-            tokens=self._tokens,
-            clock=clock,
-            device=device,
+            self._context, metadata=self._metadata, clients=clients, tokens=self._tokens, device=device
         )
         #: One sign-in or refresh runs at a time.
         self._turn = OneAtATime()
@@ -136,18 +130,15 @@ class OAuthAuthorizer:
         #: that it adopted), on the thread of the request; not after a refresh.
         self.on_signed_in: Callable[[], None] | None = None
 
-    def _web(self) -> WebClient:
-        return self._scopes.web
-
     # ------------------------------------------------------------- the seam
 
     def headers(self) -> dict[str, str]:
         """``Authorization: Bearer <token>`` of the stored sign-in, refreshed first when due."""
-        record = self._records.current()
-        if record is not None and record.access_token and not record.usable(self._clock()):
+        record = self._context.records.current()
+        if record is not None and record.access_token and not record.usable(self._context.clock()):
             record = self._refresh_due(record)
         token = record.access_token if record is not None else None
-        self._scopes.used = token
+        self._context.scopes.used = token
         return {"Authorization": f"Bearer {token}"} if token else {}
 
     def on_challenge(self, status: int, www_authenticate: str | None) -> bool:
@@ -162,8 +153,8 @@ class OAuthAuthorizer:
         if step_up and (challenge is None or challenge.error != "insufficient_scope"):
             return False
         self.store.sign_in_needed()
-        scope = self._scopes.current
-        used = self._scopes.used
+        scope = self._context.scopes.current
+        used = self._context.scopes.used
         if scope is not None:
             scope.answered = True
         if scope is None:
@@ -187,7 +178,7 @@ class OAuthAuthorizer:
         self, *, cancel: CancelToken | None, timeout: float
     ) -> contextlib.AbstractContextManager[RequestScope]:
         """Give the sign-ins of a request on this thread its cancel token and deadline."""
-        return self._scopes.open(cancel=cancel, timeout=timeout)
+        return self._context.scopes.open(cancel=cancel, timeout=timeout)
 
     @contextlib.contextmanager
     def guard(self, *, cancel: CancelToken | None, timeout: float) -> Iterator[RequestScope]:
@@ -228,7 +219,7 @@ class OAuthAuthorizer:
     def _after_fallback(self) -> bool:
         """Whether the stored sign-in went without ``resource`` because the authorization
         server refused it (``--resource-indicator auto``), not by ``--resource-indicator off``."""
-        record = self._records.current()
+        record = self._context.records.current()
         return self.config.resource_indicator == "auto" and record is not None and record.without_resource
 
     def interactive(self) -> bool:
@@ -236,8 +227,8 @@ class OAuthAuthorizer:
 
         A refresh token alone does not count.
         """
-        record = self._records.current()
-        return record is None or not record.usable(self._clock())
+        record = self._context.records.current()
+        return record is None or not record.usable(self._context.clock())
 
     @property
     def sign_in_timeout(self) -> float:
@@ -248,8 +239,8 @@ class OAuthAuthorizer:
     def _answer(
         self, challenge: Challenge | None, step_up: bool, used: str | None, scope: RequestScope | None
     ) -> bool:
-        now = self._clock()
-        current = self._records.current()
+        now = self._context.clock()
+        current = self._context.records.current()
         if current is not None and current.usable(now) and current.access_token != used:
             return True
         if urlsplit(self.config.url).scheme.lower() != "https" and not urls.local_upstream(self.config.url):
@@ -265,14 +256,14 @@ class OAuthAuthorizer:
             )
             raise
         key = RecordKey(server.issuer, resource.resource, self.config.identity)
-        stored = self._records.load(key)
+        stored = self._context.records.load(key)
         if stored is not None and stored.usable(now) and stored.access_token != used:
-            self._records.set(stored)
+            self._context.records.set(stored)
             self._signed_in()
             return True
         if not step_up and stored is not None and stored.refresh_token:
             stored = self._tokens.refresh(stored, server, resource)
-            if stored is not None and stored.usable(self._clock()):
+            if stored is not None and stored.usable(self._context.clock()):
                 return True
         grant = self.config.client_credentials
         if not grant and scope is None:
@@ -317,8 +308,8 @@ class OAuthAuthorizer:
         if not self._turn.try_acquire():
             return record
         try:
-            current = self._records.current()
-            if current is not None and current is not record and current.usable(self._clock()):
+            current = self._context.records.current()
+            if current is not None and current is not record and current.usable(self._context.clock()):
                 return current
             server = self._metadata.server(record.key.issuer)
             if self.config.client_credentials:

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from . import urls
-from .config import ClientMetadataDocument, OAuthConfig, PreRegistered
+from .config import ClientMetadataDocument, PreRegistered
+from .context import SignInContext
 from .errors import InvalidClientMetadataUrl, IssuerNotRegistered
 from .flow import ClientRegistration, Record, ServerMetadata
 from .tokens import choose_auth_method
-
-if TYPE_CHECKING:
-    from .web import WebClient
 
 __all__ = ["Clients", "not_registered"]
 
@@ -35,14 +31,10 @@ def not_registered() -> IssuerNotRegistered:
 
 
 class Clients:
-    """The client registrations of the sign-ins of one upstream URL.
+    """The client registrations of the sign-ins of one upstream URL."""
 
-    :param web: the HTTP client of the sign-in for the request on this thread.
-    """
-
-    def __init__(self, config: OAuthConfig, web: Callable[[], WebClient]) -> None:
-        self.config = config
-        self._web = web
+    def __init__(self, context: SignInContext) -> None:
+        self._context = context
         self._lock = threading.Lock()
         #: The authorization server that a client of ``--client-id`` without ``--client-issuer``
         #: bound to (guarded by ``_lock``).
@@ -54,7 +46,7 @@ class Clients:
         """The client for ``server``: pre-registered, stored, a metadata document, or a new registration."""
         from . import discovery
 
-        choice = self.config.registration
+        choice = self._context.config.registration
         if isinstance(choice, PreRegistered):
             with self._lock:
                 issuer = choice.issuer or self._bound_issuer
@@ -73,17 +65,19 @@ class Clients:
             if not urls.https_endpoint(choice.url) or urlsplit(choice.url).path in ("", "/"):
                 raise InvalidClientMetadataUrl()
             return ClientRegistration(choice.url, None, "none")
-        return discovery.register(self._web(), server, self.config.redirect_uri, device=device)
+        return discovery.register(
+            self._context.web(), server, self._context.config.redirect_uri, device=device
+        )
 
     def stored(self, registration: ClientRegistration) -> ClientRegistration:
         """The registration as stored: never the secret of ``--client-id``."""
-        if isinstance(self.config.registration, PreRegistered):
+        if isinstance(self._context.config.registration, PreRegistered):
             return ClientRegistration(registration.client_id, None, registration.auth_method)
         return registration
 
     def with_secret(self, registration: ClientRegistration, server: ServerMetadata) -> ClientRegistration:
         """A stored registration with the secret of ``--client-id`` when ``server`` is its issuer."""
-        choice = self.config.registration
+        choice = self._context.config.registration
         if isinstance(choice, PreRegistered) and choice.issuer == server.issuer and choice.client_secret:
             return ClientRegistration(registration.client_id, choice.client_secret, registration.auth_method)
         return registration

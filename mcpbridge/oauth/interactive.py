@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import math
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -29,7 +28,7 @@ from ..mcp.deadline import Deadline
 from ..mcp.errors import Cancelled
 from . import flow
 from .clients import Clients
-from .config import OAuthConfig
+from .context import SignInContext
 from .errors import (
     RedirectPortUnavailable,
     Sandbox,
@@ -42,9 +41,8 @@ from .errors import (
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
 from .metadata import Metadata
 from .receiver import PortBusy, Receiver, probe
-from .records import SignInRecords
-from .requestscope import RequestScope, RequestScopes
-from .signin import Attempt, SignIn
+from .requestscope import RequestScope
+from .signin import Attempt
 from .tokenrequests import TokenRequests
 from .tokens import TokenProblem
 
@@ -78,31 +76,25 @@ class Need:
 class InteractiveSignIn:
     """The sign-ins of a person at one upstream URL; one runs at a time (the caller's turn).
 
-    :param clock: Unix seconds (``time.time``); the expiry of the tokens uses it.
+    :param metadata: the discovered servers and the flow chosen for each.
+    :param clients: the client registrations.
+    :param tokens: the token requests, which store the tokens of a sign-in.
     :param device: the device sign-in; by default one is made at its first use.
     """
 
     def __init__(
         self,
-        config: OAuthConfig,
-        sign_in: SignIn,
+        context: SignInContext,
         *,
-        records: SignInRecords,
-        scopes: RequestScopes,
         metadata: Metadata,
         clients: Clients,
         tokens: TokenRequests,
-        clock: Callable[[], float],
         device: DeviceFlow | None = None,
     ) -> None:
-        self.config = config
-        self.sign_in = sign_in
-        self._records = records
-        self._scopes = scopes
+        self._context = context
         self._metadata = metadata
         self._clients = clients
         self._tokens = tokens
-        self._clock = clock
         self._device_flow = device
 
     @property
@@ -111,7 +103,7 @@ class InteractiveSignIn:
         if self._device_flow is None:
             from .device import DeviceFlow
 
-            self._device_flow = DeviceFlow(self.sign_in)
+            self._device_flow = DeviceFlow(self._context.sign_in)
         return self._device_flow
 
     def adopted(self, found: Record | None, used: str | None) -> bool:
@@ -119,8 +111,8 @@ class InteractiveSignIn:
 
         Another process signed in meanwhile: its tokens take effect here.
         """
-        if found is not None and found.usable(self._clock()) and found.access_token != used:
-            self._records.set(found)
+        if found is not None and found.usable(self._context.clock()) and found.access_token != used:
+            self._context.records.set(found)
             return True
         return False
 
@@ -133,9 +125,9 @@ class InteractiveSignIn:
         while True:
             try:
                 if device:
-                    holder = self.sign_in.hold(state=state, probe=digest)
+                    holder = self._context.sign_in.hold(state=state, probe=digest)
                 else:
-                    attempt = self.sign_in.attempt(
+                    attempt = self._context.sign_in.attempt(
                         state=state, probe=digest, cancel=need.scope.cancel, deadline=need.scope.deadline
                     )
             except Sandbox:
@@ -149,16 +141,17 @@ class InteractiveSignIn:
                         # The device flow needs the port only to let other processes wait for it.
                         log.info(
                             "the redirect port %d is in use: the device sign-in runs without it",
-                            self.config.port,
+                            self._context.config.port,
                         )
                         holder = None
                         break
                     log.warning(
-                        "the bridge cannot listen on the redirect port %d: it is in use", self.config.port
+                        "the bridge cannot listen on the redirect port %d: it is in use",
+                        self._context.config.port,
                     )
-                    raise RedirectPortUnavailable("address_in_use", port=self.config.port) from exc
+                    raise RedirectPortUnavailable("address_in_use", port=self._context.config.port) from exc
                 followed = True
-                if self.adopted(self._records.load(need.key), need.used):
+                if self.adopted(self._context.records.load(need.key), need.used):
                     log.info("uses the sign-in of the other bridge process")
                     return
                 continue
@@ -178,14 +171,14 @@ class InteractiveSignIn:
                 return
             resource = self._tokens.resource_parameter(need.resource.resource, need.stored)
             code, verifier = self._authorize(attempt, need, registration, state, resource)
-            client = discovery.TokenClient(self._scopes.web, need.server, registration)
+            client = discovery.TokenClient(self._context.web(), need.server, registration)
             try:
                 exchange = partial(
                     client.exchange_code,
                     code=code,
                     verifier=verifier,
-                    redirect=self.config.redirect_uri,
-                    now=self._clock(),
+                    redirect=self._context.config.redirect_uri,
+                    now=self._context.clock(),
                 )
                 tokens = resource.send(exchange, "token endpoint")
             except TokenProblem as problem:
@@ -234,7 +227,7 @@ class InteractiveSignIn:
         return flow.build_authorization_url(
             need.server,
             client_id=registration.client_id,
-            redirect=self.config.redirect_uri,
+            redirect=self._context.config.redirect_uri,
             state=state,
             challenge=flow.code_challenge(verifier),
             resource=resource,
@@ -253,12 +246,12 @@ class InteractiveSignIn:
             resource = self._tokens.resource_parameter(need.resource.resource, need.stored)
             try:
                 tokens = self.device.run(
-                    discovery.TokenClient(self._scopes.web, need.server, registration),
+                    discovery.TokenClient(self._context.web(), need.server, registration),
                     resource=resource,
                     scopes=need.scopes,
                     cancel=need.scope.cancel,
                     deadline=need.scope.deadline,
-                    now=self._clock,
+                    now=self._context.clock,
                 )
             except TokenProblem as problem:
                 log.warning("the device sign-in failed at the authorization server: %s", problem)
@@ -275,7 +268,7 @@ class InteractiveSignIn:
 
     def _client(self, need: Need, *, device: bool = False) -> ClientRegistration | None:
         """The client of the sign-in, or None when another process signed in before this one got the port."""
-        found = self._records.load(need.key)
+        found = self._context.records.load(need.key)
         if self.adopted(found, need.used):
             return None
         try:
@@ -288,18 +281,18 @@ class InteractiveSignIn:
 
     def _follow(self, digest: str, scope: RequestScope) -> bool:
         """Wait for the sign-in of another process on the redirect port; False when there is none."""
-        answer = probe(self.config.port, digest)
+        answer = probe(self._context.config.port, digest)
         if answer is None:
             return False
         log.info("another bridge process signs in to the same account: this process waits for it")
-        limit = Deadline(scope.limit.at_most(self.sign_in.settings.timeout + FOLLOW_GRACE))
+        limit = Deadline(scope.limit.at_most(self._context.sign_in.settings.timeout + FOLLOW_GRACE))
         while answer == "pending":
             if scope.cancel is not None and scope.cancel.cancelled:
                 raise Cancelled(scope.cancel.reason or None)
             if limit.expired:
-                seconds = max(1, math.ceil(self.sign_in.settings.timeout))
+                seconds = max(1, math.ceil(self._context.sign_in.settings.timeout))
                 raise SignInTimeout(seconds=seconds, name=flow.PROGRAM)
-            answer = probe(self.config.port, digest)
+            answer = probe(self._context.config.port, digest)
         return True
 
 

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from . import urls
 from .challenge import Challenge
-from .config import OAuthConfig
+from .context import SignInContext
 from .errors import DeviceSignInUnavailable
 from .flow import ResourceMetadata, ServerMetadata
 
 if TYPE_CHECKING:
     from .grants import FlowChoice
-    from .web import WebClient
 
 __all__ = ["Metadata"]
 
@@ -29,14 +27,10 @@ log = logging.getLogger("mcpbridge.oauth")
 
 
 class Metadata:
-    """The discovered metadata of one upstream URL and the flow chosen for each authorization server.
+    """The discovered metadata of one upstream URL and the flow chosen for each authorization server."""
 
-    :param web: the HTTP client of the sign-in for the request on this thread.
-    """
-
-    def __init__(self, config: OAuthConfig, web: Callable[[], WebClient]) -> None:
-        self.config = config
-        self._web = web
+    def __init__(self, context: SignInContext) -> None:
+        self._context = context
         self._lock = threading.Lock()
         # Guarded by _lock:
         self._resources: dict[str | None, ResourceMetadata] = {}
@@ -51,7 +45,7 @@ class Metadata:
         with self._lock:
             resource = self._resources.get(source)
         if resource is None:
-            resource = discovery.discover_resource(self._web(), self.config.url, source)
+            resource = discovery.discover_resource(self._context.web(), self._context.config.url, source)
             with self._lock:
                 self._resources[source] = resource
         return resource, self.server(resource.issuer)
@@ -63,8 +57,8 @@ class Metadata:
         with self._lock:
             server = self._servers.get(issuer)
         if server is None:
-            local = urls.local_upstream(self.config.url)
-            server = discovery.discover_server(self._web(), issuer, local=local)
+            local = urls.local_upstream(self._context.config.url)
+            server = discovery.discover_server(self._context.web(), issuer, local=local)
             with self._lock:
                 self._servers[issuer] = server
         return server
@@ -82,7 +76,9 @@ class Metadata:
         if known is not None:
             return known
         try:
-            choice = grants.choose_flow(self.config.sign_in, remote=self.config.remote, server=server)
+            choice = grants.choose_flow(
+                self._context.config.sign_in, remote=self._context.config.remote, server=server
+            )
         except grants.DeviceUnavailable as exc:
             log.warning("the authorization server offers no device sign-in (%s): use --sign-in browser", exc)
             raise DeviceSignInUnavailable(str(exc)) from exc
@@ -97,7 +93,7 @@ class Metadata:
         sandbox must allow either way."""
         from . import grants
 
-        upstream = urlsplit(self.config.url).hostname or "?"
+        upstream = urlsplit(self._context.config.url).hostname or "?"
         issuer = urlsplit(server.issuer).hostname or "?"
         log.warning(
             "the sandbox of VS Code blocks the browser and the redirect port of the sign-in; the sandbox "
@@ -105,7 +101,7 @@ class Metadata:
             upstream,
             issuer,
         )
-        if self.config.sign_in != "auto" or grants.device_endpoint_problem(server) is not None:
+        if self._context.config.sign_in != "auto" or grants.device_endpoint_problem(server) is not None:
             log.warning(
                 "the sign-in needs --sign-in device, which the authorization server must offer, "
                 "or a server entry without sandboxEnabled"

@@ -11,20 +11,18 @@ stored record remembers an authorization server that refused it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
 from .clients import Clients, not_registered
-from .config import OAuthConfig, PreRegistered
+from .config import PreRegistered
+from .context import SignInContext
 from .errors import ClientCredentialsRefused, SignInFailed
 from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
-from .records import SignInRecords
 from .tokens import TokenProblem, TokenResponse
 
 if TYPE_CHECKING:
     from .discovery import ResourceParameter
-    from .web import WebClient
 
 __all__ = ["TokenRequests"]
 
@@ -34,23 +32,12 @@ log = logging.getLogger("mcpbridge.oauth")
 class TokenRequests:
     """The token requests of the sign-ins of one upstream URL and the records they store.
 
-    :param web: the HTTP client of the sign-in for the request on this thread.
-    :param clock: Unix seconds (``time.time``); the expiry of the tokens uses it.
+    :param clients: the client registrations, which give each request its client.
     """
 
-    def __init__(
-        self,
-        config: OAuthConfig,
-        records: SignInRecords,
-        clients: Clients,
-        web: Callable[[], WebClient],
-        clock: Callable[[], float],
-    ) -> None:
-        self.config = config
-        self.records = records
-        self.clients = clients
-        self._web = web
-        self._clock = clock
+    def __init__(self, context: SignInContext, clients: Clients) -> None:
+        self._context = context
+        self._clients = clients
 
     def resource_parameter(self, resource: str, stored: Record | None) -> ResourceParameter:
         """The ``resource`` of a sign-in or refresh at the resource ``resource`` (``--resource-indicator``).
@@ -60,7 +47,7 @@ class TokenRequests:
         """
         from .discovery import ResourceParameter
 
-        setting = self.config.resource_indicator
+        setting = self._context.config.resource_indicator
         if setting == "off" or (setting == "auto" and stored is not None and stored.without_resource):
             return ResourceParameter(None, fallback=False)
         if setting == "auto":
@@ -75,7 +62,7 @@ class TokenRequests:
     def refused(self, key: RecordKey, problem: TokenProblem, what: str) -> SignInFailed:
         """The error of a sign-in whose token request the server refused; it forgets an unknown client."""
         if problem.drops_client:
-            self.records.delete(key)
+            self._context.records.delete(key)
         return SignInFailed(f"{what}: {problem}")
 
     def save(
@@ -95,14 +82,14 @@ class TokenRequests:
         """
         record = Record(
             key,
-            self.clients.stored(registration),
+            self._clients.stored(registration),
             tokens.access_token,
             tokens.expires_at,
             tokens.refresh_token if refresh else None,
             tokens.scopes if tokens.scopes is not None else scopes,
             without_resource,
         )
-        self.records.save(record)
+        self._context.records.save(record)
         return record
 
     def refresh(self, stored: Record, server: ServerMetadata, resource: ResourceMetadata) -> Record | None:
@@ -110,12 +97,12 @@ class TokenRequests:
         from . import discovery
 
         assert stored.refresh_token is not None
-        registration = self.clients.with_secret(stored.registration, server)
-        client = discovery.TokenClient(self._web(), server, registration)
+        registration = self._clients.with_secret(stored.registration, server)
+        client = discovery.TokenClient(self._context.web(), server, registration)
         parameter = self.resource_parameter(resource.resource, stored)
         try:
             request = partial(
-                client.refresh, refresh_token=stored.refresh_token, scopes=(), now=self._clock()
+                client.refresh, refresh_token=stored.refresh_token, scopes=(), now=self._context.clock()
             )
             tokens = parameter.send(request, "token endpoint")
         except TokenProblem as problem:
@@ -129,7 +116,7 @@ class TokenRequests:
             tokens.scopes if tokens.scopes is not None else stored.scopes,
             self.refuses(parameter, stored),
         )
-        self.records.save(record)
+        self._context.records.save(record)
         log.debug("refreshed the access token")
         return record
 
@@ -137,13 +124,13 @@ class TokenRequests:
         """What is left of ``stored`` after the server refused its refresh, or the error of the refresh."""
         if problem.drops_client:
             log.info("the authorization server does not know the stored client: the bridge registers again")
-            self.records.delete(stored.key)
-            self.records.set(None)
+            self._context.records.delete(stored.key)
+            self._context.records.set(None)
             return None
         if problem.drops_tokens:
             log.info("the authorization server refused the refresh (%s): a new sign-in follows", problem)
             left = stored.without_tokens()
-            self.records.save(left)
+            self._context.records.save(left)
             return left
         raise SignInFailed(f"refresh: {problem}") from problem
 
@@ -166,16 +153,16 @@ class TokenRequests:
         """
         from . import discovery, grants
 
-        choice = self.config.registration
+        choice = self._context.config.registration
         if not isinstance(choice, PreRegistered) or not choice.client_secret:
             raise ClientCredentialsRefused("no client secret")
         if choice.issuer is not None and choice.issuer != server.issuer:
             raise not_registered()
         registration = grants.client_credentials_registration(choice.client_id, choice.client_secret, server)
-        client = discovery.TokenClient(self._web(), server, registration)
+        client = discovery.TokenClient(self._context.web(), server, registration)
         parameter = self.resource_parameter(resource, stored)
         try:
-            request = partial(client.client_credentials, scopes=scopes, now=self._clock())
+            request = partial(client.client_credentials, scopes=scopes, now=self._context.clock())
             tokens = parameter.send(request, "token endpoint")
         except TokenProblem as problem:
             log.warning("the authorization server refused the client credentials: %s", problem)

@@ -46,15 +46,25 @@ EXIT_SECRET = 2
 
 
 def _secrets(
-    settings: args.Settings, env: Mapping[str, str], keychain: Callable[[], TokenStore]
-) -> tuple[HeaderSecrets, str]:
-    opened = open_secret_store(
-        settings.token_store,
-        key=settings.token_key,
-        key_file=settings.token_key_file,
-        env=env,
-        keychain=keychain,
-    )
+    settings: args.Settings,
+    env: Mapping[str, str] | None,
+    keychain: Callable[[], TokenStore],
+    *,
+    of: str,
+) -> tuple[HeaderSecrets, str] | None:
+    """The secrets of the account and the line that names their store; ``None`` after the
+    error line when the store does not open (``of`` names the secrets in that line)."""
+    try:
+        opened = open_secret_store(
+            settings.token_store,
+            key=settings.token_key,
+            key_file=settings.token_key_file,
+            env=os.environ if env is None else env,
+            keychain=keychain,
+        )
+    except StoreOpenError as exc:
+        logger.error("the store of %s did not open: %s", of, exc.detail)
+        return None
     return HeaderSecrets(opened.store, settings.account), opened.line
 
 
@@ -66,15 +76,13 @@ def with_header_secrets(
 ) -> args.Settings | int:
     """``settings`` with the value of each ``--header-secret``; or the exit code after the
     error line when a secret cannot be read."""
-    environment = os.environ if env is None else env
     wanted = [header for header in settings.headers if header.from_secret]
     if not wanted:
         return settings
-    try:
-        secrets, _line = _secrets(settings, environment, keychain)
-    except StoreOpenError as exc:
-        logger.error("the store of the secrets of --header-secret did not open: %s", exc.detail)
+    opened = _secrets(settings, env, keychain, of="the secrets of --header-secret")
+    if opened is None:
         return EXIT_SECRET
+    secrets = opened[0]
     values: dict[str, str] = {}
     for header in wanted:
         name = header.from_secret
@@ -113,7 +121,6 @@ def secret(
     stdin: BinaryIO | None = None,
 ) -> int:
     """Run ``secret set``, ``delete`` or ``list``; return the exit code."""
-    environment = os.environ if env is None else env
     action, name = settings.secret_action, settings.secret_name
     value: str | None = None
     if action == "set":
@@ -121,11 +128,10 @@ def secret(
         value = _read_value(name, sys.stdin.buffer if stdin is None else stdin)
         if value is None:
             return EXIT_USAGE
-    try:
-        secrets, line = _secrets(settings, environment, keychain)
-    except StoreOpenError as exc:
-        logger.error("the store of the secrets did not open: %s", exc.detail)
+    opened = _secrets(settings, env, keychain, of="the secrets")
+    if opened is None:
         return EXIT_USAGE
+    secrets, line = opened
     try:
         if action == "list":
             for found in secrets.names():
