@@ -14,19 +14,19 @@ Theory of operation
 -------------------
 
 The function reads the first lines of the input with the line framer of
-:mod:`mcpbridge.mcp.framing`, the line limit and the depth limit of the server,
+:mod:`mcpbridge.mcp.transports.framing`, the line limit and the depth limit of the server,
 and picks a *path* for the whole connection:
 
 * A request with the method exactly ``initialize`` selects the **legacy path**.
-  A :class:`~mcpbridge.bridge.frontend.Frontend`, as in ``mcp-bridge-vscode``,
+  A :class:`~mcpbridge.bridge.front.frontend.Frontend`, as in ``mcp-bridge-vscode``,
   serves the client; its upstream server is the same ``server``, reached through
-  the in-memory link (:func:`~mcpbridge.mcp.memory.memory_pair`).
+  the in-memory link (:func:`~mcpbridge.mcp.transports.memory.memory_pair`).
 * A ``server/discover`` request before any other request selects no path. The
   server answers it (``discover="answer"``), or the function answers -32601
   (``discover="refuse"``); then the function reads the next line.
 * Blank lines select nothing. A line over the limit is dropped with a warning.
 * Every other line selects the **modern path**: the server's own stdio
-  serving (:class:`~mcpbridge.mcp.stdio.StdioServerTransport`). That includes a
+  serving (:class:`~mcpbridge.mcp.transports.stdio.StdioServerTransport`). That includes a
   notification, a response, another request, and a line that is not valid
   JSON-RPC, which the server then answers with -32700 or -32600.
 
@@ -61,7 +61,7 @@ At the end of the input the function stops in a bounded time:
 Only a handler that ignores its cancellation can make the stop take longer than
 that, and then it is not waited for. The function arms no watchdog and changes no
 signal handler but one: while a path serves, on the main thread, ``SIGUSR1``
-(Windows: a named event) writes a thread dump to stderr (:mod:`mcpbridge.bridge.dump`;
+(Windows: a named event) writes a thread dump to stderr (:mod:`mcpbridge.bridge.front.dump`;
 the legacy path adds the state of its front end), unless the program has a handler
 of its own for it; the former handler is back when the function returns.
 """
@@ -75,20 +75,21 @@ import threading
 from typing import BinaryIO, Final, Literal, cast
 
 from . import __version__
-from .bridge import dump, errortable
-from .bridge.frontend import Frontend, Options, Timeouts
-from .bridge.upstream import transport_connector
+from .bridge.front import dump
+from .bridge.front.frontend import Frontend, Options, Timeouts
+from .bridge.rules import errortable
+from .bridge.sessions.upstream import transport_connector
 from .mcp import jsonrpc
 from .mcp.deadline import Deadline
 from .mcp.droplog import DropLog
 from .mcp.errors import Closed, InvalidRequest, RequestTimeout
-from .mcp.framing import LineReader, TooLong
 from .mcp.jsonrpc import ErrorResponse, FrameError, Message, Request, RequestId, Response
-from .mcp.memory import MemoryClientTransport, memory_pair
 from .mcp.server import Server, ServerConnection
-from .mcp.stdio import StdioServerTransport
 from .mcp.text import format_duration
-from .mcp.transport import OnFrameError, OnMessage, OnServerClosed, ServerTransport, Transport
+from .mcp.transports import OnFrameError, OnMessage, OnServerClosed, ServerTransport, Transport
+from .mcp.transports.framing import LineReader, TooLong
+from .mcp.transports.memory import MemoryClientTransport, memory_pair
+from .mcp.transports.stdio import StdioServerTransport
 
 __all__ = ["Discover", "IN_PROCESS_TIMEOUT", "serve_stdio_auto"]
 

@@ -2,7 +2,7 @@
 
 A small keep-alive server runs in a child process (so its CPU is not counted) and
 answers every POST with the same JSON result. This process sends ``--calls`` calls
-through :class:`mcpbridge.mcp.http.HttpTransport` on ``--threads`` threads and
+through :class:`mcpbridge.mcp.transports.http.HttpTransport` on ``--threads`` threads and
 prints the CPU time of this process (``time.process_time``) per call, and the wall
 time per call. Run it with ``PYTHONPATH`` at the tree to measure.
 """
@@ -57,8 +57,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
 
-    from mcpbridge.mcp.http import HttpTransport
     from mcpbridge.mcp.jsonrpc import Request
+    from mcpbridge.mcp.transports.http import HttpTransport
 
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True

@@ -52,7 +52,7 @@ from mcpbridge.mcp.jsonrpc import (  # noqa: E402
     serialize,
 )
 from mcpbridge.mcp.server import Context, Server  # noqa: E402
-from mcpbridge.mcp.transport import OnFrameError, OnMessage, ServerTransport  # noqa: E402
+from mcpbridge.mcp.transports import OnFrameError, OnMessage, ServerTransport  # noqa: E402
 
 NAME = "bench-upstream"
 VERSION = "0.0.0"
@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     if options.http:
         serve_http(server)
         return 0
-    from mcpbridge.mcp.stdio import StdioServerTransport
+    from mcpbridge.mcp.transports.stdio import StdioServerTransport
 
     server.serve(DualEra(StdioServerTransport(sys.stdin.buffer, sys.stdout.buffer)))
     return 0

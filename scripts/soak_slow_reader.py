@@ -6,7 +6,7 @@ the ``echo`` tool as fast as the bridge reads them, and reads the bridge's stdou
 ``--read-rate`` bytes per second: the answers wait in the bridge's output up to its bound,
 and then the bridge stops reading the driver.
 The RSS of the bridge, sampled every half second, must stay within its RSS after
-``initialize`` plus that bound (``MAX_QUEUED_BYTES`` of ``mcpbridge.bridge.output``). Then
+``initialize`` plus that bound (``MAX_QUEUED_BYTES`` of ``mcpbridge.bridge.front.output``). Then
 the driver stops sending and reads at full speed: every request must get exactly one
 response (a result, or an error such as ``too_many_requests`` at the limit of requests in
 flight), and the bridge must exit 0 at the end of stdin. Exit status 0 when all of it holds.
@@ -23,7 +23,7 @@ import time
 
 from soak_url import ROOT, WAIT, Driver, proc_status  # beside this script; puts the checkout on the path
 
-from mcpbridge.bridge.output import MAX_QUEUED_BYTES
+from mcpbridge.bridge.front.output import MAX_QUEUED_BYTES
 
 FIXTURE = ROOT / "tests" / "fixtures" / "fixture_server.py"
 #: The time between two samples of the bridge's RSS.

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 WAIT = 60.0
 
-from mcpbridge.bridge.slots import RETIRE_AFTER  # noqa: E402 - after the path of the checkout
+from mcpbridge.bridge.front.slots import RETIRE_AFTER  # noqa: E402 - after the path of the checkout
 
 #: How much longer than RETIRE_AFTER the soak waits at rest for the slot threads to end.
 REST_MARGIN = 20.0

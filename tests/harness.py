@@ -316,7 +316,7 @@ def text_of(response: dict[str, Any]) -> str:
 
 
 class FrontendPair:
-    """A :class:`~mcpbridge.bridge.frontend.Frontend` in this process, between the test and a server.
+    """A :class:`~mcpbridge.bridge.front.frontend.Frontend` in this process, between the test and a server.
 
     As h11's ``ConnectionPair``: the test plays VS Code on a real pair of pipes,
     and the front end reaches ``server`` (an in-process
@@ -328,9 +328,9 @@ class FrontendPair:
     """
 
     def __init__(self, server: Any, wrap_connect: Any = None, **options: Any) -> None:
-        from mcpbridge.bridge.frontend import Frontend, Options
-        from mcpbridge.bridge.upstream import transport_connector
-        from mcpbridge.mcp.memory import memory_pair
+        from mcpbridge.bridge.front.frontend import Frontend, Options
+        from mcpbridge.bridge.sessions.upstream import transport_connector
+        from mcpbridge.mcp.transports.memory import memory_pair
 
         in_read, in_write = os.pipe()
         out_read, out_write = os.pipe()

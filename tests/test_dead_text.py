@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
-from mcpbridge.bridge.errortable import ERRORS
+from mcpbridge.bridge.rules.errortable import ERRORS
 from test_packaging import PURE_MODULES
 
 PACKAGE = REPO_ROOT / "mcpbridge"

@@ -20,7 +20,7 @@ import pytest
 import typer
 
 from conftest import REPO_ROOT
-from mcpbridge.bridge.errortable import ERRORS, INTERNAL_CAUSE
+from mcpbridge.bridge.rules.errortable import ERRORS, INTERNAL_CAUSE
 from mcpbridge.vscode.app import app
 from mcpbridge.vscode.cli import parse
 from mcpbridge.vscode.settings import PROGRAM, Header, Settings

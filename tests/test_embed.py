@@ -695,7 +695,7 @@ def test_the_example_server_serves_our_modern_client_with_an_input_round_progres
     None
 ):
     from mcpbridge.mcp.client import Client
-    from mcpbridge.mcp.stdio import StdioChildTransport
+    from mcpbridge.mcp.transports.stdio import StdioChildTransport
 
     transport = StdioChildTransport(NOTES_SERVER, max_line_bytes=1024 * 1024)
     client = Client(transport, client_info={"name": "mcpbridge-test", "version": "0.1.0"})

@@ -18,14 +18,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from mcpbridge.bridge import forms, legacy, legacyshapes, translate
-from mcpbridge.bridge import input as input_rules
-from mcpbridge.bridge.revisions import VSCODE
+from mcpbridge.bridge.rules import forms, legacy, legacyshapes, translate
+from mcpbridge.bridge.rules import input as input_rules
+from mcpbridge.bridge.rules.revisions import VSCODE
 from mcpbridge.mcp import jsonrpc
-from mcpbridge.mcp.framing import KEEP_BYTES
 from mcpbridge.mcp.ids import recover_id, shows_response
 from mcpbridge.mcp.jsonrpc import ErrorResponse, FrameError, Notification, Request, Response
 from mcpbridge.mcp.protocol import META_SERVER_INFO
+from mcpbridge.mcp.transports.framing import KEEP_BYTES
 from mcpbridge.vscode import cli
 from mcpbridge.vscode import settings as args
 from schema import validate_legacy, validate_legacy_frame

@@ -164,8 +164,8 @@ def test_the_check_finds_the_modules_of_every_layer(graph: dict[str, set[str]]) 
         assert name in graph
     assert {layer_of(name) for name in graph} == {0, 1, 2, 3}
     # The check sees imports inside functions and under TYPE_CHECKING.
-    assert "mcpbridge.bridge.frontend" in graph["mcpbridge.bridge.consent"]
-    assert "mcpbridge.bridge.frontend" in graph["mcpbridge.vscode.serve_url"]
+    assert "mcpbridge.bridge.front.frontend" in graph["mcpbridge.bridge.front.consent"]
+    assert "mcpbridge.bridge.front.frontend" in graph["mcpbridge.vscode.serve_url"]
 
 
 def test_every_module_imports_only_its_own_layer_or_lower_ones(graph: dict[str, set[str]]) -> None:

@@ -24,26 +24,26 @@ PACKAGE = REPO_ROOT / "mcpbridge"
 PURE_MODULES = (
     "mcpbridge/mcp/jsonrpc.py",
     "mcpbridge/mcp/protocol.py",
-    "mcpbridge/mcp/sse.py",
+    "mcpbridge/mcp/transports/sse.py",
     "mcpbridge/mcp/netloc.py",
     "mcpbridge/mcp/numbers.py",
-    "mcpbridge/mcp/results.py",
-    "mcpbridge/mcp/registry.py",
-    "mcpbridge/mcp/schema_infer.py",
-    "mcpbridge/mcp/uritemplate.py",
-    "mcpbridge/bridge/legacy.py",
-    "mcpbridge/bridge/lifecycle.py",
-    "mcpbridge/bridge/translate.py",
-    "mcpbridge/bridge/revisions.py",
-    "mcpbridge/bridge/errortable.py",
-    "mcpbridge/bridge/answers.py",
-    "mcpbridge/bridge/dumptext.py",
-    "mcpbridge/bridge/input.py",
-    "mcpbridge/bridge/forms.py",
-    "mcpbridge/bridge/legacyshapes.py",
-    "mcpbridge/bridge/jsonshape.py",
-    "mcpbridge/bridge/lists.py",
-    "mcpbridge/bridge/tasks.py",
+    "mcpbridge/mcp/server/results.py",
+    "mcpbridge/mcp/server/registry.py",
+    "mcpbridge/mcp/server/schema_infer.py",
+    "mcpbridge/mcp/server/uritemplate.py",
+    "mcpbridge/bridge/rules/legacy.py",
+    "mcpbridge/bridge/front/lifecycle.py",
+    "mcpbridge/bridge/rules/translate.py",
+    "mcpbridge/bridge/rules/revisions.py",
+    "mcpbridge/bridge/rules/errortable.py",
+    "mcpbridge/bridge/front/answers.py",
+    "mcpbridge/bridge/front/dumptext.py",
+    "mcpbridge/bridge/rules/input.py",
+    "mcpbridge/bridge/rules/forms.py",
+    "mcpbridge/bridge/rules/legacyshapes.py",
+    "mcpbridge/bridge/rules/jsonshape.py",
+    "mcpbridge/bridge/rules/lists.py",
+    "mcpbridge/bridge/rules/tasks.py",
     "mcpbridge/vscode/settings.py",
     "mcpbridge/vscode/options.py",
     "mcpbridge/vscode/urls.py",
@@ -295,6 +295,16 @@ def test_the_import_checker_fails_on_a_module_of_the_package_that_it_cannot_find
     assert impure_imports(tmp_path / "mcpbridge/bridge/legacy.py", tmp_path) == [
         "mcpbridge.bridge.legacy imports mcpbridge.bridge.gone, which the check cannot find"
     ]
+
+
+def test_every_module_of_the_folder_of_rules_is_in_the_pure_list() -> None:
+    """``bridge/rules`` says by its name that its modules are pure; the list holds them to it."""
+    folder = PACKAGE / "bridge" / "rules"
+    modules = sorted(
+        path.relative_to(REPO_ROOT).as_posix() for path in folder.glob("*.py") if path.name != "__init__.py"
+    )
+    assert modules, f"{folder} has no modules"
+    assert [module for module in modules if module not in PURE_MODULES] == []
 
 
 @pytest.mark.parametrize("relative", PURE_MODULES)

@@ -1,6 +1,6 @@
 """The troubleshooting page against the words that the user sees.
 
-Each cause of the error table of the bridge (:data:`mcpbridge.bridge.errortable.ERRORS`)
+Each cause of the error table of the bridge (:data:`mcpbridge.bridge.rules.errortable.ERRORS`)
 has its message, with its fix, in its entry on ``docs/troubleshooting.rst``, as VS Code
 shows it; each problem of the sign-in (:data:`mcpbridge.oauth.errors.SIGN_IN_PROBLEMS`)
 is there with its words and what to do, as the ``detail`` of a sign-in error says it; and
@@ -17,7 +17,7 @@ import string
 from collections.abc import Mapping
 
 from conftest import REPO_ROOT
-from mcpbridge.bridge.errortable import ERRORS, INTERNAL_CAUSE, connect_fix, internal_error
+from mcpbridge.bridge.rules.errortable import ERRORS, INTERNAL_CAUSE, connect_fix, internal_error
 from mcpbridge.mcp.protocol import MODERN
 from mcpbridge.oauth import flow
 from mcpbridge.oauth.errors import SIGN_IN_PROBLEMS, problem_text

@@ -1,7 +1,7 @@
 """The id of a line that is too long to parse, from its first and last bytes.
 
 Pure: no I/O. The front end, the passthrough and the upstream client keep the
-first and the last bytes of an over-long line (:class:`~.framing.TooLong`) and
+first and the last bytes of an over-long line (:class:`~.transports.framing.TooLong`) and
 find its id here, so a request gets its error (or its failure) instead of a
 time-out. :func:`shows_response` tells whether such a line is a response: only
 a response may stand for the lost answer to a request of the reader.

@@ -29,7 +29,7 @@ Modules:
 * :mod:`.clients`: the client of a sign-in and its secret.
 * :mod:`.tokenrequests`: the refresh, the client credentials grant, the storing of new tokens.
 * :mod:`.interactive`: a person's sign-in, in the browser or with the device flow.
-* :mod:`.authorizer`: the :class:`~mcpbridge.mcp.http.Authorizer` of the HTTP transport.
+* :mod:`.authorizer`: the :class:`~mcpbridge.mcp.transports.http.Authorizer` of the HTTP transport.
 * :mod:`.session`: the client of the bridge whose requests carry their scope, and the setup.
 
 ``keyring`` and ``cryptography`` are imported only by the stores that need them.

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 
-:class:`OAuthAuthorizer` implements :class:`mcpbridge.mcp.http.Authorizer`.
+:class:`OAuthAuthorizer` implements :class:`mcpbridge.mcp.transports.http.Authorizer`.
 :meth:`~OAuthAuthorizer.headers` gives the bearer token of the stored sign-in
 (refreshed first when it expires within 60 s). When the upstream server
 answers 401, or 403 with ``insufficient_scope``, the transport calls
@@ -57,7 +57,7 @@ from urllib.parse import urlsplit
 from ..mcp.cancel import CancelToken
 from ..mcp.droplog import DropLog
 from ..mcp.errors import RequestTimeout
-from ..mcp.http import HttpStatusError
+from ..mcp.transports.http import HttpStatusError
 from . import flow, urls
 from .busy import OneAtATime
 from .challenge import Challenge, parse_challenge
@@ -85,7 +85,7 @@ log = logging.getLogger("mcpbridge.oauth")
 
 
 class OAuthAuthorizer:
-    """The :class:`~mcpbridge.mcp.http.Authorizer` of one upstream URL; see the module docstring.
+    """The :class:`~mcpbridge.mcp.transports.http.Authorizer` of one upstream URL; see the module docstring.
 
     :param store: the stored sign-ins; a :class:`~.store.DeferredStore` under it opens at the
         first need of a token, and a store that does not open fails that request (and each

@@ -1,10 +1,10 @@
 """The errors of the sign-in.
 
 Each class names one cause of the error table of the bridge
-(:data:`mcpbridge.bridge.errortable.ERRORS`). Some messages of that table have
+(:data:`mcpbridge.bridge.rules.errortable.ERRORS`). Some messages of that table have
 placeholders (``{seconds}``, ``{port}``, ``{redirect_uri}``, ``{name}``); a
 :class:`SignInError` carries their values in ``placeholders``, and the error
-table builds the error object (:func:`mcpbridge.bridge.errortable.error_from_sign_in`):
+table builds the error object (:func:`mcpbridge.bridge.rules.errortable.error_from_sign_in`):
 this layer does not know the table.
 
 ``detail`` is a short text without a secret, a token, a code or a URL: an error

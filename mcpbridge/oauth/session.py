@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..mcp.cancel import CancelToken
 from ..mcp.client import DEFAULT_MAX_DEPTH, Client, Connect
 from ..mcp.jsonrpc import Notification
-from ..mcp.transport import Transport
+from ..mcp.transports import Transport
 from .authorizer import OAuthAuthorizer
 from .config import OAuthConfig, SignInOptions, in_sandbox
 from .signin import Consent, SignIn

@@ -1,9 +1,9 @@
 """The HTTP client of the sign-in: metadata, registration and token requests.
 
 It has the trust, the proxy rules, the retry policy and the error texts of the
-HTTP transport of the upstream server (:mod:`mcpbridge.mcp.httpwire`): the TLS
+HTTP transport of the upstream server (:mod:`mcpbridge.mcp.transports.httpwire`): the TLS
 context of the system verifier plus ``--ca-file``,
-``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY`` as :func:`~mcpbridge.mcp.httpwire.proxy_for`
+``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY`` as :func:`~mcpbridge.mcp.transports.httpwire.proxy_for`
 resolves them (a loopback host never goes through a proxy), nothing sent twice,
 ``Accept-Encoding: identity``, no redirects, no cookies, no ``.netrc``. A body
 is at most :data:`MAX_BODY_BYTES`.
@@ -42,8 +42,8 @@ from urllib.parse import urlsplit
 from ..mcp.cancel import CancelToken
 from ..mcp.deadline import Deadline
 from ..mcp.errors import Cancelled
-from ..mcp.httpwire import Exchange, proxy_for
 from ..mcp.numbers import OutOfRange, peer_int
+from ..mcp.transports.httpwire import Exchange, proxy_for
 from .errors import OAuthError
 
 if TYPE_CHECKING:
@@ -271,7 +271,7 @@ class WebClient:
 
         requests wraps the error of urllib3 as its first argument.
         """
-        from ..mcp.httppool import edge_error
+        from ..mcp.transports.httppool import edge_error
 
         inner = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) else exc
         connect, read = timeouts
@@ -365,7 +365,7 @@ def _adapter(ssl_context: ssl.SSLContext) -> Any:
     from urllib3.connection import HTTPConnection, HTTPSConnection
     from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-    from ..mcp.httppool import SEND_ONCE
+    from ..mcp.transports.httppool import SEND_ONCE
 
     class Connection(HTTPConnection):
         """Gives its socket to the call of the thread (a new one, or a kept-alive one)."""

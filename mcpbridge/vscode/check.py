@@ -60,8 +60,8 @@ from typing import Any, ClassVar, Final
 from urllib.parse import urlsplit
 
 from .. import __version__
-from ..bridge.tasks import offers_extension
-from ..bridge.translate import client_capabilities_for_upstream
+from ..bridge.rules.tasks import offers_extension
+from ..bridge.rules.translate import client_capabilities_for_upstream
 from ..mcp.errorbase import BridgeError, UsageFault
 from ..mcp.errors import McpError, RequestTimeout, RpcError
 from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
@@ -187,7 +187,7 @@ class _Check(ToolSteps):
     # ----------------------------------------------------------------- forms
 
     def command(self) -> int:
-        from ..bridge.childshare import StdioUpstream
+        from ..bridge.sessions.childshare import StdioUpstream
 
         settings = self.settings
         name = args.default_name_for_command(settings.command[0]) if settings.command else ""
@@ -201,9 +201,9 @@ class _Check(ToolSteps):
         return self._exit_code()
 
     def url(self) -> int:
-        from ..bridge.era import LegacyTransports
-        from ..bridge.upstream import transport_connector, url_transports
-        from ..mcp.http import CaFileError, proxy_for, tls_context
+        from ..bridge.sessions.era import LegacyTransports
+        from ..bridge.sessions.upstream import transport_connector, url_transports
+        from ..mcp.transports.http import CaFileError, proxy_for, tls_context
 
         settings = self.settings
         url = settings.url
@@ -270,7 +270,7 @@ class _Check(ToolSteps):
     # ------------------------------------------------------------------ run
 
     def _run(self, connect: Any, legacy_upstream: Any, *, over_http: bool) -> None:
-        from ..bridge.era import LEGACY as FORCED_LEGACY
+        from ..bridge.sessions.era import LEGACY as FORCED_LEGACY
 
         if self.settings.protocol == FORCED_LEGACY:
             self._skip("server/discover", "--protocol legacy")
@@ -312,7 +312,7 @@ class _Check(ToolSteps):
 
     def _discover(self, probe: Any, *, over_http: bool) -> dict[str, Any] | _Era | None:
         """The ``DiscoverResult``, :data:`_LEGACY_ERA` for a 2025-era server, or ``None``."""
-        from ..bridge.era import means_legacy
+        from ..bridge.sessions.era import means_legacy
 
         step = "server/discover"
         if self._out_of_time(step):
@@ -364,9 +364,9 @@ class _Check(ToolSteps):
         self._tasks_note()
 
     def _legacy(self, legacy_upstream: Any, probe: Any) -> None:
-        from ..mcp.call import object_result
+        from ..mcp.client.call import object_result
+        from ..mcp.client.legacypeer import LegacyPeer
         from ..mcp.jsonrpc import ErrorResponse
-        from ..mcp.legacypeer import LegacyPeer
 
         if self._out_of_time("initialize"):
             if probe is not None:
@@ -427,8 +427,8 @@ class _Check(ToolSteps):
         late or stops speaks 2026-07-28 only (a wait that the time limit cut says
         "timed out": then the check does not know).
         """
+        from ..mcp.client.legacypeer import LegacyPeer
         from ..mcp.jsonrpc import ErrorResponse
-        from ..mcp.legacypeer import LegacyPeer
 
         name = "initialize (2025 era)"
         if self._out_of_time(name):

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from ..bridge.errortable import connect_fix
+from ..bridge.rules.errortable import connect_fix
 from ..mcp.errors import Closed, McpError, RequestTimeout, RpcError, SpawnFailed
-from ..mcp.httpwire import ConnectError
 from ..mcp.jsonrpc import ErrorObject
 from ..mcp.protocol import LEGACY, MODERN
 from ..mcp.text import format_duration
+from ..mcp.transports.httpwire import ConnectError
 from ..oauth.errors import SIGN_IN_PROBLEMS, problem_words
 from . import settings as args
 from .check_report import printable
@@ -418,7 +418,7 @@ def legacy_refused(error: ErrorObject, protocol: str) -> tuple[str, str] | None:
     """The problem of an ``initialize`` of ``--protocol legacy`` that a server of revision
     2026-07-28 only refused, naming the revisions it speaks (the error's ``data.supported``),
     as the bridge does; ``None`` for any other error."""
-    from ..bridge.era import refused_legacy
+    from ..bridge.sessions.era import refused_legacy
 
     if refused_legacy(error, protocol=protocol) is None:
         return None
@@ -469,7 +469,7 @@ def diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, st
     if status in (400, 404, 405) and settings.transport == "streamable-http":
         # What --transport auto takes for the sign of the HTTP+SSE transport of 2024-11-05.
         return check_problem("not_streamable_http", status=status)
-    from ..bridge.session import NOT_MCP_STATUSES
+    from ..bridge.sessions.session import NOT_MCP_STATUSES
 
     if status in NOT_MCP_STATUSES:
         # A web server without an MCP server there: no such path, or no POST (the bridge's rule).

@@ -342,7 +342,7 @@ def _result(report: Report, paint: Callable[[str, str], str]) -> str:
 
 def _list_cache(ttls: dict[str, int]) -> str:
     """How long the bridge keeps each list, from the ``ttlMs`` of its first page."""
-    from ..bridge.errortable import format_duration
+    from ..bridge.rules.errortable import format_duration
 
     parts = [
         f"{key} {format_duration(ttl / 1000)}" if ttl > 0 else f"{key} not kept (ttlMs 0)"

@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any, Final
 
-from ..bridge.revisions import LATEST as LATEST_REVISION
-from ..bridge.revisions import OTHER_HOSTS, choose_profile
+from ..bridge.rules.revisions import LATEST as LATEST_REVISION
+from ..bridge.rules.revisions import OTHER_HOSTS, choose_profile
 from ..mcp.errors import McpError, RequestTimeout
 from ..mcp.text import format_duration
 from . import settings as args
@@ -32,7 +32,7 @@ class CheckRun:
     """The state of one check: its settings, its report and the time limit of the whole run."""
 
     def __init__(self, settings: args.Settings, env: dict[str, str], started: float) -> None:
-        from ..bridge.lists import ToolFilter
+        from ..bridge.rules.lists import ToolFilter
 
         self.settings = settings
         self.env = env

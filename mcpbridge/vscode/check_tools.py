@@ -10,8 +10,8 @@ from collections.abc import Callable
 from fnmatch import fnmatchcase
 from typing import Any, Final
 
-from ..bridge.listrules import app_only, app_view
-from ..bridge.lists import ToolFilter
+from ..bridge.front.listrules import app_only, app_view
+from ..bridge.rules.lists import ToolFilter
 from ..mcp.errors import McpError, RpcError
 from ..mcp.jsonrpc import METHOD_NOT_FOUND
 from ..mcp.protocol import MODERN
@@ -53,7 +53,7 @@ class ToolSteps(CheckRun):
         *,
         modern: bool = False,
     ) -> None:
-        from ..bridge.lists import ttl_ms
+        from ..bridge.rules.lists import ttl_ms
 
         for listing in LISTS:
             if listing.capability not in capabilities:
@@ -280,7 +280,7 @@ def _names(names: list[str]) -> str:
 def bridge_lists(tools: list[Any], tool_filter: ToolFilter) -> list[Any]:
     """The tools of the full tool list ``tools`` that the bridge lists under ``tool_filter``.
 
-    The rule of :class:`..bridge.listrules.ListRules` once it has seen the whole list: the
+    The rule of :class:`~mcpbridge.bridge.front.listrules.ListRules` once it has seen the whole list: the
     tools that the filter keeps, and the app-only tools with the view of an entry tool that it
     keeps, unless a deny pattern names them.
     """

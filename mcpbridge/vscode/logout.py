@@ -187,7 +187,7 @@ def _logout_url(stores: list[tuple[str, TokenStore]], settings: args.Settings, e
 
 def _key_from_metadata(settings: args.Settings, env: Mapping[str, str], base: str) -> RecordKey | None:
     """The key of the default client from the protected resource metadata of the URL, or None."""
-    from ..mcp.http import CaFileError, tls_context
+    from ..mcp.transports.http import CaFileError, tls_context
     from ..oauth.discovery import discover_resource
     from ..oauth.web import WebClient
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from mcpbridge.bridge.revisions import HOST_PROFILES
+from mcpbridge.bridge.rules.revisions import HOST_PROFILES
 from mcpbridge.mcp.errorbase import UsageFault
 from mcpbridge.mcp.protocol import MODERN
 from mcpbridge.oauth.config import (

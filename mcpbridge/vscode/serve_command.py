@@ -16,8 +16,8 @@ from .serving import announce, frontend_options, serve
 def serve_command(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of an upstream command."""
     announce(settings)
-    from ..bridge.childshare import StdioUpstream
-    from ..bridge.frontend import Frontend
+    from ..bridge.front.frontend import Frontend
+    from ..bridge.sessions.childshare import StdioUpstream
 
     # A child on stdio takes a request at once (its send queues it): the reader sends it.
     options = dataclasses.replace(frontend_options(settings), forward_on_reader=True)

@@ -1,7 +1,7 @@
 """The URL form: serve VS Code on stdio in front of a Streamable HTTP server.
 
 ``mcp-bridge-vscode [options] <url>``. Each ``initialize`` of VS Code makes a new
-:class:`~mcpbridge.mcp.http.HttpTransport`; all of them share one TLS context.
+:class:`~mcpbridge.mcp.transports.http.HttpTransport`; all of them share one TLS context.
 A URL upstream never stops the bridge: a failed request fails alone, and the
 bridge exits with 0 at the end of stdin.
 
@@ -28,7 +28,7 @@ from . import settings as args
 if TYPE_CHECKING:
     import ssl
 
-    from ..mcp.transport import Transport
+    from ..mcp.transports import Transport
 
 logger = logging.getLogger("mcpbridge.vscode")
 
@@ -52,7 +52,7 @@ class SharedContext:
     def __call__(self) -> ssl.SSLContext:
         with self._lock:
             if self._context is None:
-                from ..mcp.http import tls_context
+                from ..mcp.transports.http import tls_context
 
                 self._context = tls_context()
             return self._context
@@ -60,10 +60,10 @@ class SharedContext:
 
 def serve_url(settings: args.Settings) -> int:
     """Serve VS Code on stdio in front of the upstream URL of ``settings``; return the exit code."""
-    from ..bridge.era import LegacyTransports
-    from ..bridge.frontend import Frontend
-    from ..bridge.translate import IconRule
-    from ..bridge.upstream import transport_connector, url_transports
+    from ..bridge.front.frontend import Frontend
+    from ..bridge.rules.translate import IconRule
+    from ..bridge.sessions.era import LegacyTransports
+    from ..bridge.sessions.upstream import transport_connector, url_transports
     from .serving import announce, frontend_options, serve
 
     announce(settings)
@@ -71,7 +71,7 @@ def serve_url(settings: args.Settings) -> int:
     url = settings.url
     context = SharedContext()
     if settings.ca_file is not None:
-        from ..mcp.http import CaFileError, tls_context
+        from ..mcp.transports.http import CaFileError, tls_context
 
         try:
             context = SharedContext(tls_context(settings.ca_file))
@@ -114,7 +114,7 @@ def serve_url(settings: args.Settings) -> int:
     legacy = LegacyTransports(make_first, sign_in=authorizer)
     frontend = Frontend(sys.stdin.buffer, sys.stdout.buffer, connect, options, legacy=legacy)
     if oauth is not None:
-        from ..bridge import consent
+        from ..bridge.front import consent
 
         consent.attach(oauth, frontend)
         # Another sign-in can be another account: the lists of the old one must not be shown.

@@ -3,7 +3,7 @@ thread dump, the pipes, the heap, the exit.
 
 :func:`announce` writes the line that starts a bug report; :func:`frontend_options` reads
 the options of the front end from the command line; :func:`serve` runs a
-:class:`~mcpbridge.bridge.frontend.Frontend` until VS Code closes stdin (exit code 0) or
+:class:`~mcpbridge.bridge.front.frontend.Frontend` until VS Code closes stdin (exit code 0) or
 the upstream command stops (exit code 1).
 """
 
@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from .. import __version__, platform
 
 if TYPE_CHECKING:
-    from ..bridge.frontend import Options
+    from ..bridge.front.frontend import Options
     from .settings import Settings
 
 #: The watchdog stops the bridge this long after the end of stdin. VS Code sends
@@ -75,9 +75,9 @@ def announce(settings: Settings) -> None:
 
 def frontend_options(settings: Settings) -> Options:
     """The options of the front end that the command line sets, the same in both forms."""
-    from ..bridge.frontend import Options, Timeouts
-    from ..bridge.lists import ToolFilter
-    from ..bridge.options import HostChoice, TaskMode, UpstreamRevision
+    from ..bridge.front.frontend import Options, Timeouts
+    from ..bridge.front.options import HostChoice, TaskMode, UpstreamRevision
+    from ..bridge.rules.lists import ToolFilter
 
     return Options(
         fallback_name=settings.name,
@@ -96,11 +96,11 @@ def serve(frontend: object) -> int:
 
     A freed large block stays in the one heap of the process for the next large
     frame, and goes back to the system once they stop (:func:`_keep_large_blocks`).
-    ``SIGUSR1`` (Windows: an event, see :mod:`mcpbridge.bridge.dump`) writes a thread
+    ``SIGUSR1`` (Windows: an event, see :mod:`mcpbridge.bridge.front.dump`) writes a thread
     dump to stderr while the front end serves.
     """
-    from ..bridge import dump
-    from ..bridge.frontend import Ended, Frontend
+    from ..bridge.front import dump
+    from ..bridge.front.frontend import Ended, Frontend
 
     assert isinstance(frontend, Frontend)
     watchdog = Watchdog(frontend)
@@ -176,7 +176,7 @@ def _trim_heap() -> None:
 
 def _stop_on_sigterm(frontend: object) -> None:
     """SIGTERM (POSIX), Ctrl-Break and the close of the console (Windows) stop the front end."""
-    from ..bridge.frontend import Frontend
+    from ..bridge.front.frontend import Frontend
 
     assert isinstance(frontend, Frontend)
     platform.on_terminate(frontend.close)

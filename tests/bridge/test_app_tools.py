@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.bridge.listrules import ListRules, app_only, app_view
-from mcpbridge.bridge.lists import ToolFilter
+from mcpbridge.bridge.front.listrules import ListRules, app_only, app_view
+from mcpbridge.bridge.rules.lists import ToolFilter
 
 DASHBOARD = "ui://dashboard/view.html"
 CHART = "ui://chart/view.html"

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from mcpbridge.bridge.listrules import AskedLists
+from mcpbridge.bridge.front.listrules import AskedLists
 from mcpbridge.mcp.droplog import DropLog
 
 

@@ -12,8 +12,8 @@ import pytest
 from fixtures.fixture_server import build
 from harness import WAIT, FrontendPair, text_of
 from mcpbridge import log
-from mcpbridge.bridge import dump
-from mcpbridge.bridge.dumptext import FrontendState, ThreadStack
+from mcpbridge.bridge.front import dump
+from mcpbridge.bridge.front.dumptext import FrontendState, ThreadStack
 
 NAME_SECRET = "MCPB-SECRET-thread-4b1e"
 

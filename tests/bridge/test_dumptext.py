@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from mcpbridge.bridge.dumptext import (
+from mcpbridge.bridge.front.dumptext import (
     HELD,
     FrontendState,
     OutputState,

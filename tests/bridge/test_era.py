@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.bridge.era import refuses_as_modern, translated_error
-from mcpbridge.bridge.errortable import BACK_CHANNEL_FIX
+from mcpbridge.bridge.rules.errortable import BACK_CHANNEL_FIX
+from mcpbridge.bridge.sessions.era import refuses_as_modern, translated_error
 from mcpbridge.mcp.jsonrpc import NO_DATA, ErrorObject
 from mcpbridge.mcp.text import printable
 

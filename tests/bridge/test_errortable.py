@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.bridge.errortable import (
+from mcpbridge.bridge.rules.errortable import (
     ERRORS,
     connect_fix,
     error_from_mcp,
@@ -25,7 +25,7 @@ from mcpbridge.mcp.jsonrpc import (
     PARSE_ERROR,
     ErrorObject,
 )
-from mcpbridge.mcp.legacy_http import SessionExpired
+from mcpbridge.mcp.transports.legacy_http import SessionExpired
 from mcpbridge.oauth.errors import SignInFailed
 from tests.schema import validate_legacy
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.bridge.forms import MAX_FORM_SUBSCHEMAS, SchemaError, compile_form_schema
+from mcpbridge.bridge.rules.forms import MAX_FORM_SUBSCHEMAS, SchemaError, compile_form_schema
 
 
 @pytest.mark.parametrize(

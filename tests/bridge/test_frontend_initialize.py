@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from harness import VSCODE_CAPABILITIES, VSCODE_INFO, WAIT, FrontendPair, text_of
-from mcpbridge.bridge.options import Timeouts
+from mcpbridge.bridge.front.options import Timeouts
 from mcpbridge.mcp.server import Server
 
 DISCOVER_TIMEOUT = 0.5

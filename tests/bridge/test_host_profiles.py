@@ -15,7 +15,7 @@ import pytest
 from fixtures.fixture_server import CountingTransport, build
 from harness import FrontendPair, text_of
 from mcpbridge.mcp.jsonrpc import Message, Request
-from mcpbridge.mcp.transport import ServerTransport
+from mcpbridge.mcp.transports import ServerTransport
 from schema import validate_frame
 
 #: The keys of VS Code, the keys of other hosts and MCP Apps, and keys that never go upstream.

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcpbridge.bridge import input as inp
-from mcpbridge.bridge.input import (
+from mcpbridge.bridge.rules import input as inp
+from mcpbridge.bridge.rules.input import (
     BAD_LINE,
     MAX_INPUT_REQUESTS,
     MAX_ROUNDS,
@@ -30,7 +30,7 @@ from mcpbridge.bridge.input import (
     retry_params,
     url_allowed,
 )
-from mcpbridge.bridge.legacyshapes import conforms
+from mcpbridge.bridge.rules.legacyshapes import conforms
 from schema import FrameInvalid, validate_legacy, validate_legacy_frame
 
 VSCODE_CAPS: dict[str, Any] = {

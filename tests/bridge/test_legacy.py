@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpbridge.bridge.legacy import (
+from mcpbridge.bridge.rules.legacy import (
     FORWARDED_METHODS,
     InvalidParams,
     MethodClass,
@@ -24,9 +24,9 @@ from mcpbridge.bridge.legacy import (
     parse_subscribe,
     recover_id,
 )
-from mcpbridge.mcp.framing import LineReader, TooLong
 from mcpbridge.mcp.ids import shows_response
 from mcpbridge.mcp.protocol import LOG_LEVELS
+from mcpbridge.mcp.transports.framing import LineReader, TooLong
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

@@ -6,7 +6,7 @@ import copy
 import json
 from typing import Any
 
-from mcpbridge.bridge.legacyshapes import LEGACY_SHAPES
+from mcpbridge.bridge.rules.legacyshapes import LEGACY_SHAPES
 from schema import schema_path
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from conftest import REPO_ROOT
-from mcpbridge.bridge.legacy import MethodClass, NotificationClass
-from mcpbridge.bridge.lifecycle import KINDS, LABELS, LIFECYCLE, Action, State, action
+from mcpbridge.bridge.front.lifecycle import KINDS, LABELS, LIFECYCLE, Action, State, action
+from mcpbridge.bridge.rules.legacy import MethodClass, NotificationClass
 
 PAGE = REPO_ROOT / "docs" / "how-it-works.rst"
 _TITLE = ".. list-table:: What each state does with each kind of message of the client"

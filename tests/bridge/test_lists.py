@@ -1,4 +1,4 @@
-"""The pure rules of the tool filters and the list cache (mcpbridge.bridge.lists)."""
+"""The pure rules of the tool filters and the list cache (mcpbridge.bridge.rules.lists)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.bridge.listrules import ListRules
-from mcpbridge.bridge.lists import (
+from mcpbridge.bridge.front.listrules import ListRules
+from mcpbridge.bridge.rules.lists import (
     CACHED_METHODS,
     ListCache,
     ListingWatch,

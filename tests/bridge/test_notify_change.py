@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.bridge import errortable, notify
-from mcpbridge.bridge.output import Output, Slot
-from mcpbridge.bridge.translate import Declared
+from mcpbridge.bridge.front.output import Output, Slot
+from mcpbridge.bridge.rules import errortable
+from mcpbridge.bridge.rules.translate import Declared
+from mcpbridge.bridge.sessions import notify
 
 
 class Unused:

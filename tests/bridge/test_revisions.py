@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpbridge.bridge import revisions, translate
-from mcpbridge.bridge.input import ClientKinds, InputError, Session
-from mcpbridge.bridge.revisions import (
+from mcpbridge.bridge.rules import revisions, translate
+from mcpbridge.bridge.rules.input import ClientKinds, InputError, Session
+from mcpbridge.bridge.rules.revisions import (
     GENERIC,
     LATEST,
     REVISIONS,
@@ -25,7 +25,7 @@ from mcpbridge.bridge.revisions import (
     negotiate,
     shape_result,
 )
-from mcpbridge.bridge.rounds import ProgressForwarder
+from mcpbridge.bridge.sessions.rounds import ProgressForwarder
 from schema import CLIENT_REVISIONS, methods, validate, validate_frame
 
 OLDER = CLIENT_REVISIONS[1:]

@@ -16,7 +16,7 @@ import pytest
 
 import harness
 from harness import WAIT, FrontendPair, text_of
-from mcpbridge.bridge.run import RUN_TRANSITIONS, IllegalTransition, RequestRun, RunState
+from mcpbridge.bridge.sessions.run import RUN_TRANSITIONS, IllegalTransition, RequestRun, RunState
 from mcpbridge.mcp.jsonrpc import Request
 from mcpbridge.mcp.server import Server
 

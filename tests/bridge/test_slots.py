@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 from conftest import WAIT
-from mcpbridge.bridge import slots as slots_module
-from mcpbridge.bridge.output import Output, Slot
-from mcpbridge.bridge.slots import Slots
+from mcpbridge.bridge.front import slots as slots_module
+from mcpbridge.bridge.front.output import Output, Slot
+from mcpbridge.bridge.front.slots import Slots
 from mcpbridge.mcp.droplog import DropLog
 from mcpbridge.mcp.jsonrpc import Request
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from mcpbridge.bridge import tasks
-from mcpbridge.bridge.legacy import InvalidParams
-from mcpbridge.bridge.tasks import InvalidTask, Task
+from mcpbridge.bridge.rules import tasks
+from mcpbridge.bridge.rules.legacy import InvalidParams
+from mcpbridge.bridge.rules.tasks import InvalidTask, Task
 from mcpbridge.mcp.protocol import META_RELATED_TASK, TASKS_EXTENSION
 from tests.schema import FrameInvalid, validate_legacy, validate_modern, validate_task
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpbridge.bridge import errortable, legacy, translate
-from mcpbridge.bridge.translate import (
+from mcpbridge.bridge.rules import errortable, legacy, translate
+from mcpbridge.bridge.rules.translate import (
     LOG_LEVEL_ORDER,
     MAX_SCHEMA_DEPTH,
     Declared,

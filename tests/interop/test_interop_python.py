@@ -267,7 +267,7 @@ def test_the_python_sdk_2026_client_accepts_the_structured_output_progress_and_f
 
 def test_our_client_discovers_calls_answers_an_input_round_and_listens_to_the_python_sdk_server() -> None:
     from mcpbridge.mcp.client import Client as OurClient
-    from mcpbridge.mcp.stdio import StdioChildTransport
+    from mcpbridge.mcp.transports.stdio import StdioChildTransport
 
     transport = StdioChildTransport([sys.executable, str(PEER)], max_line_bytes=1024 * 1024)
     client = OurClient(transport, client_info={"name": "mcpbridge-interop", "version": "0.1.0"})

@@ -17,7 +17,7 @@ from typing import Any
 
 from conftest import REPO_ROOT, WAIT
 from harness import Bridge, bridge_command
-from mcpbridge.bridge import translate
+from mcpbridge.bridge.rules import translate
 from peers.legacy import legacy_command
 
 #: The size of the image: large enough that a second copy of its base64 would show.

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from mcpbridge.mcp.errors import InvalidResponse
-from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.mcp.jsonrpc import Message, Request
+from mcpbridge.mcp.transports.http import HttpTransport
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -15,6 +15,7 @@ from conftest import WAIT
 from mcpbridge.mcp import jsonrpc
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.client import Client
+from mcpbridge.mcp.client.subscription import Subscription
 from mcpbridge.mcp.errors import (
     Cancelled,
     Closed,
@@ -27,9 +28,8 @@ from mcpbridge.mcp.errors import (
     RpcError,
 )
 from mcpbridge.mcp.jsonrpc import Message, Notification, Request, Response
-from mcpbridge.mcp.stdio import StdioChildTransport
-from mcpbridge.mcp.subscription import Subscription
-from mcpbridge.mcp.transport import Transport
+from mcpbridge.mcp.transports import Transport
+from mcpbridge.mcp.transports.stdio import StdioChildTransport
 
 PEER = Path(__file__).parents[1] / "peers" / "scripted_upstream.py"
 CLIENT_INFO = {"name": "mcpbridge-tests", "version": "0.0.0"}
@@ -778,7 +778,7 @@ def sdk_url() -> Iterator[str]:
 
 @pytest.fixture
 def http_client(sdk_url: str) -> Iterator[Client]:
-    from mcpbridge.mcp.http import HttpTransport
+    from mcpbridge.mcp.transports.http import HttpTransport
 
     client = Client(HttpTransport(sdk_url), client_info=CLIENT_INFO)
     client.start()

@@ -18,12 +18,12 @@ import pytest
 
 import harness
 from conftest import WAIT
-from mcpbridge.mcp.call import CALL_TRANSITIONS, Call, CallState
 from mcpbridge.mcp.cancel import NO_WAIT, CancelToken, WouldBlock
 from mcpbridge.mcp.client import Client
+from mcpbridge.mcp.client.call import CALL_TRANSITIONS, Call, CallState
 from mcpbridge.mcp.errors import Cancelled, Closed, RequestTimeout, RpcError
 from mcpbridge.mcp.jsonrpc import Request
-from mcpbridge.mcp.stdio import StdioChildTransport
+from mcpbridge.mcp.transports.stdio import StdioChildTransport
 
 PEER = Path(__file__).parents[1] / "peers" / "scripted_upstream.py"
 CLIENT_INFO = {"name": "mcpbridge-tests", "version": "0.0.0"}

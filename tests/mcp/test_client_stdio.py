@@ -30,9 +30,9 @@ from mcpbridge.mcp.errors import (
     SpawnFailed,
     TransportFailed,
 )
-from mcpbridge.mcp.framing import TooLong
 from mcpbridge.mcp.jsonrpc import FrameError, Message, Notification, Request, Response
-from mcpbridge.mcp.stdio import StdioChildTransport, StdioServerTransport
+from mcpbridge.mcp.transports.framing import TooLong
+from mcpbridge.mcp.transports.stdio import StdioChildTransport, StdioServerTransport
 
 PEER = Path(__file__).parents[1] / "peers" / "scripted_upstream.py"
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "fixture_server.py"
@@ -421,7 +421,7 @@ ORPHAN_SCRIPT = textwrap.dedent(
     """
     import sys, threading
     sys.path.insert(0, sys.argv[1])
-    from mcpbridge.mcp.stdio import StdioChildTransport
+    from mcpbridge.mcp.transports.stdio import StdioChildTransport
     t = StdioChildTransport([sys.executable, sys.argv[2], "--ignore-eof", "--ignore-term"])
     t.start(lambda m: None, lambda e: None, lambda e: None)
     print(t.pid, flush=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from mcpbridge.mcp.framing import KEEP_BYTES, LineReader, TooLong
+from mcpbridge.mcp.transports.framing import KEEP_BYTES, LineReader, TooLong
 
 
 def read_all(data: bytes, limit: int, buffer_size: int = 4096) -> list[bytes | TooLong]:

@@ -35,7 +35,8 @@ from mcpbridge.mcp.errors import (
     NotConnected,
     TransportFailed,
 )
-from mcpbridge.mcp.http import (
+from mcpbridge.mcp.jsonrpc import HEADER_MISMATCH, ErrorResponse, Message, Notification, Request, Response
+from mcpbridge.mcp.transports.http import (
     CaFileError,
     HttpStatusError,
     HttpTransport,
@@ -47,7 +48,6 @@ from mcpbridge.mcp.http import (
     proxy_for,
     tls_context,
 )
-from mcpbridge.mcp.jsonrpc import HEADER_MISMATCH, ErrorResponse, Message, Notification, Request, Response
 from tests.conftest import WAIT
 from tests.peers import running_py_http_server
 from tests.peers.scripted_http import Exchange, Script, ScriptedServer

@@ -21,8 +21,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mcpbridge.mcp.errors import InvalidResponse
-from mcpbridge.mcp.http import HttpTransport
-from mcpbridge.mcp.httpwire import (
+from mcpbridge.mcp.jsonrpc import Response, serialize_parts
+from mcpbridge.mcp.transports.http import HttpTransport
+from mcpbridge.mcp.transports.httpwire import (
     MAX_USABLE_RETRY_AFTER,
     ControlScan,
     ReadTimedOut,
@@ -30,7 +31,6 @@ from mcpbridge.mcp.httpwire import (
     content_length,
     retry_after,
 )
-from mcpbridge.mcp.jsonrpc import Response, serialize_parts
 from tests.conftest import WAIT
 from tests.mcp.test_http_transport import Inbox, Sender, call, open_transport, text_of
 from tests.peers.scripted_http import Exchange, ScriptedServer
@@ -316,7 +316,7 @@ def test_at_rest_the_connections_idle_too_long_to_be_reused_are_closed(clock: li
 
 
 def test_the_read_limit_of_an_exchange_is_the_time_limit_of_its_method(monkeypatch) -> None:
-    from mcpbridge.mcp import httpwire
+    from mcpbridge.mcp.transports import httpwire
 
     assert httpwire.read_limit("tools/call", None) == 3600.0
     assert httpwire.read_limit("tools/list", None) == 120.0
@@ -374,7 +374,7 @@ class RefusingProxy:
 
 
 def test_a_proxy_that_refuses_the_tunnel_is_named_with_its_status_and_without_the_url() -> None:
-    from mcpbridge.mcp.httpwire import ProxyFailed
+    from mcpbridge.mcp.transports.httpwire import ProxyFailed
 
     proxy = RefusingProxy()
     url = "https://upstream.example:8443/secret-path"
@@ -396,7 +396,7 @@ def test_a_proxy_that_refuses_the_tunnel_is_named_with_its_status_and_without_th
 
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_a_proxy_that_does_not_listen_is_a_proxy_failure(scheme: str) -> None:
-    from mcpbridge.mcp.httpwire import ProxyFailed
+    from mcpbridge.mcp.transports.httpwire import ProxyFailed
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -18,11 +18,11 @@ import pytest
 
 from conftest import WAIT
 from mcpbridge.mcp.cancel import CancelToken
+from mcpbridge.mcp.client.legacypeer import LegacyPeer
 from mcpbridge.mcp.errors import Cancelled
-from mcpbridge.mcp.http import HttpStatusError
 from mcpbridge.mcp.jsonrpc import Notification, Request, Response
-from mcpbridge.mcp.legacy_http import LegacyHttpTransport, SessionExpired
-from mcpbridge.mcp.legacypeer import LegacyPeer
+from mcpbridge.mcp.transports.http import HttpStatusError
+from mcpbridge.mcp.transports.legacy_http import LegacyHttpTransport, SessionExpired
 
 INIT_PARAMS = {
     "protocolVersion": "2025-11-25",

@@ -14,8 +14,8 @@ from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.client import Client
 from mcpbridge.mcp.errors import Cancelled, Closed, McpError, NotConnected
 from mcpbridge.mcp.jsonrpc import Message, Notification, Request, Response
-from mcpbridge.mcp.memory import memory_pair
-from mcpbridge.mcp.serverconn import ServerConnection
+from mcpbridge.mcp.server.connection import ServerConnection
+from mcpbridge.mcp.transports.memory import memory_pair
 
 CLIENT_INFO = {"name": "mcpbridge-tests", "version": "0.0.0"}
 

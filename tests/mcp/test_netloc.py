@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpbridge.bridge.input import url_allowed
+from mcpbridge.bridge.rules.input import url_allowed
 from mcpbridge.mcp.netloc import is_loopback, split_url
 from mcpbridge.vscode.settings import upstream_url_hint
 

@@ -23,12 +23,12 @@ from conftest import WAIT, bounded, read_line
 from fixtures.fixture_server import NOTES_TEXT, NOTES_URI, build
 from mcpbridge.mcp import jsonrpc, protocol
 from mcpbridge.mcp.jsonrpc import Message
-from mcpbridge.mcp.memory import memory_pair
-from mcpbridge.mcp.results import ToolError, elicit_form, missing_capabilities
 from mcpbridge.mcp.server import Server
-from mcpbridge.mcp.serverconn import Context, ServerConnection
+from mcpbridge.mcp.server.connection import Context, ServerConnection
+from mcpbridge.mcp.server.results import ToolError, elicit_form, missing_capabilities
 from mcpbridge.mcp.state import StateSigner
-from mcpbridge.mcp.stdio import StdioServerTransport
+from mcpbridge.mcp.transports.memory import memory_pair
+from mcpbridge.mcp.transports.stdio import StdioServerTransport
 from schema import FrameInvalid, validate_modern, validate_modern_frame
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "fixture_server.py"

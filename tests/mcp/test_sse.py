@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpbridge.mcp.sse import Event, EventTooLarge, SseParser
+from mcpbridge.mcp.transports.sse import Event, EventTooLarge, SseParser
 
 
 def parse_all(data: bytes, limit: int = 1 << 20) -> list[Event]:

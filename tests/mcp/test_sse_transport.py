@@ -16,13 +16,19 @@ from typing import Any
 import pytest
 
 from conftest import WAIT
-from mcpbridge.bridge.passthrough import LegacyPeer
-from mcpbridge.bridge.upstream import url_transports
+from mcpbridge.bridge.sessions.passthrough import LegacyPeer
+from mcpbridge.bridge.sessions.upstream import url_transports
 from mcpbridge.mcp.errors import McpError
-from mcpbridge.mcp.http import HttpStatusError
-from mcpbridge.mcp.httpwire import tls_context
-from mcpbridge.mcp.sse_transport import ForeignEndpoint, NoEndpoint, SseTransport, StreamEnded, endpoint_url
-from mcpbridge.mcp.transport import Transport
+from mcpbridge.mcp.transports import Transport
+from mcpbridge.mcp.transports.http import HttpStatusError
+from mcpbridge.mcp.transports.httpwire import tls_context
+from mcpbridge.mcp.transports.sse_transport import (
+    ForeignEndpoint,
+    NoEndpoint,
+    SseTransport,
+    StreamEnded,
+    endpoint_url,
+)
 
 INIT_PARAMS = {
     "protocolVersion": "2024-11-05",

@@ -1,7 +1,7 @@
 """One contract, every client transport: stdio child, memory link, HTTP 2026-07-28, HTTP 2025-era,
 HTTP+SSE 2024-11-05.
 
-Each transport runs under the raw JSON-RPC peer (:class:`~mcpbridge.mcp.legacypeer.LegacyPeer`),
+Each transport runs under the raw JSON-RPC peer (:class:`~mcpbridge.mcp.client.legacypeer.LegacyPeer`),
 which adds nothing to the messages, against a real server of its kind: the
 fixture server as a child process and in this process, the Python SDK 2.3.0 under
 uvicorn, and the 2025-era peer written with the Python SDK 1.30.0 (on Streamable HTTP and on
@@ -28,15 +28,15 @@ import pytest
 from conftest import WAIT
 from fixtures.fixture_server import build
 from harness import fixture_command
+from mcpbridge.mcp.client.legacypeer import LegacyPeer
 from mcpbridge.mcp.errors import Closed, McpError
-from mcpbridge.mcp.http import HttpTransport
 from mcpbridge.mcp.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, ErrorResponse, Request, Response
-from mcpbridge.mcp.legacy_http import LegacyHttpTransport
-from mcpbridge.mcp.legacypeer import LegacyPeer
-from mcpbridge.mcp.memory import memory_pair
-from mcpbridge.mcp.sse_transport import SseTransport
-from mcpbridge.mcp.stdio import StdioChildTransport
-from mcpbridge.mcp.transport import Transport
+from mcpbridge.mcp.transports import Transport
+from mcpbridge.mcp.transports.http import HttpTransport
+from mcpbridge.mcp.transports.legacy_http import LegacyHttpTransport
+from mcpbridge.mcp.transports.memory import memory_pair
+from mcpbridge.mcp.transports.sse_transport import SseTransport
+from mcpbridge.mcp.transports.stdio import StdioChildTransport
 from peers import running_py_http_server
 from peers.legacy import running_legacy_http_server, running_legacy_sse_server
 

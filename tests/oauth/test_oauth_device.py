@@ -1,6 +1,6 @@
 """The device and client-credentials sign-ins in process: the authorizer and the test authorization server.
 
-Each test runs a real :class:`~mcpbridge.mcp.http.HttpTransport` with the
+Each test runs a real :class:`~mcpbridge.mcp.transports.http.HttpTransport` with the
 :class:`~mcpbridge.oauth.authorizer.OAuthAuthorizer` against :class:`AuthServer`
 (127.0.0.1 over TLS). The person is a thread that reads the user code from the
 sign-in line or from the URL elicitation and enters it at the test-only approval
@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.bridge import errortable
+from mcpbridge.bridge.rules import errortable
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.client import Client
 from mcpbridge.mcp.errors import Cancelled
-from mcpbridge.mcp.http import HttpTransport
+from mcpbridge.mcp.transports.http import HttpTransport
 from mcpbridge.oauth import tokens
 from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import DynamicRegistration, PreRegistered, Registration

@@ -1,6 +1,6 @@
 """The sign-in in process: the authorizer, the HTTP transport and a test authorization server over TLS.
 
-Each test runs a real :class:`~mcpbridge.mcp.http.HttpTransport` with the
+Each test runs a real :class:`~mcpbridge.mcp.transports.http.HttpTransport` with the
 :class:`~mcpbridge.oauth.authorizer.OAuthAuthorizer` against :class:`AuthServer`
 (127.0.0.1, certificates from trustme). The browser is a program in ``BROWSER``
 that follows the start URL and every redirect, as a browser does.
@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from conftest import WAIT, bounded
-from mcpbridge.bridge import errortable
+from mcpbridge.bridge.rules import errortable
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.client import Client
 from mcpbridge.mcp.errors import Cancelled, McpError
-from mcpbridge.mcp.http import HttpTransport
+from mcpbridge.mcp.transports.http import HttpTransport
 from mcpbridge.oauth import flow
 from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import ClientMetadataDocument, DynamicRegistration, PreRegistered, Registration

@@ -116,7 +116,7 @@ from mcpbridge.mcp.server import (  # noqa: E402
     elicit_url,
     list_roots,
 )
-from mcpbridge.mcp.transport import OnFrameError, OnMessage, OnServerClosed, ServerTransport  # noqa: E402
+from mcpbridge.mcp.transports import OnFrameError, OnMessage, OnServerClosed, ServerTransport  # noqa: E402
 
 EXTENSION = protocol.TASKS_EXTENSION
 #: The longest wait of the tool ``events``.
@@ -832,7 +832,7 @@ def main(argv: list[str] | None = None) -> int:
         server.start(layers[0])
         serve_http(front, lambda: layers[0].store)
         return 0
-    from mcpbridge.mcp.stdio import StdioServerTransport
+    from mcpbridge.mcp.transports.stdio import StdioServerTransport
 
     layers.append(
         TaskLayer(StdioServerTransport(sys.stdin.buffer, sys.stdout.buffer), listen=not options.no_listen)

@@ -24,10 +24,10 @@ RELATED = "io.modelcontextprotocol/related-task"
 #: The time limit of a list request in the run that tests the limits (120 s otherwise).
 LIST_LIMIT = 1.0
 #: ``mcp-bridge-vscode`` as the user runs it, with the list limit of the front end (``list`` of
-#: :class:`mcpbridge.bridge.options.Timeouts`, which no option sets) from ``argv[1]``.
+#: :class:`mcpbridge.bridge.front.options.Timeouts`, which no option sets) from ``argv[1]``.
 WITH_LIST_LIMIT = """
 import dataclasses, runpy, sys
-from mcpbridge.bridge.options import Timeouts
+from mcpbridge.bridge.front.options import Timeouts
 limits = {field.name: field.default for field in dataclasses.fields(Timeouts)}
 limits["list"] = float(sys.argv.pop(1))
 Timeouts.__init__.__defaults__ = tuple(limits.values())

@@ -209,6 +209,6 @@ def test_the_bridge_answers_ping_before_it_loads_the_http_client_or_the_token_st
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
         loaded = {line.rsplit("|", 1)[-1].strip() for line in bridge.stderr_lines if "|" in line}
-    assert "mcpbridge.bridge.frontend" in loaded
+    assert "mcpbridge.bridge.front.frontend" in loaded
     # typer parses the command line; what it loads only for help or completion stays out.
     assert not loaded & {"requests", "urllib3", "keyring", "cryptography", "ssl", "pydantic", "rich"}

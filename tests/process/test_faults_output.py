@@ -27,8 +27,8 @@ from typing import Any
 
 from conftest import read_line
 from harness import WAIT
-from mcpbridge.bridge.options import OUTPUT_STALL_TIMEOUT
-from mcpbridge.bridge.output import MAX_QUEUED_BYTES, Output
+from mcpbridge.bridge.front.options import OUTPUT_STALL_TIMEOUT
+from mcpbridge.bridge.front.output import MAX_QUEUED_BYTES, Output
 
 BAD_UPSTREAM = Path(__file__).resolve().parents[1] / "peers" / "bad_upstream.py"
 #: The stall timeout of the runs here, in place of 60 s.
@@ -50,9 +50,9 @@ BUDGET = 16 * 1024 * 1024
 BRIDGE = """
 import sys
 from mcpbridge import __version__, log
-from mcpbridge.bridge.frontend import Frontend
-from mcpbridge.bridge.options import Options
-from mcpbridge.bridge.childshare import StdioUpstream
+from mcpbridge.bridge.front.frontend import Frontend
+from mcpbridge.bridge.front.options import Options
+from mcpbridge.bridge.sessions.childshare import StdioUpstream
 from mcpbridge.vscode.serving import exit_now, serve
 
 log.configure("debug")

@@ -22,8 +22,8 @@ import pytest
 from conftest import WAIT
 from harness import Bridge, bridge_command, fixture_command, text_of
 from mcpbridge.mcp import jsonrpc
-from mcpbridge.mcp.framing import LineReader, TooLong
 from mcpbridge.mcp.jsonrpc import FrameError, Response
+from mcpbridge.mcp.transports.framing import LineReader, TooLong
 from peers import running_py_http_server
 
 MiB = 1024 * 1024

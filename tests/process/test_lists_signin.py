@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.bridge.listrules import ListRules
+from mcpbridge.bridge.front.listrules import ListRules
 from mcpbridge.mcp.client import Client
-from mcpbridge.mcp.http import HttpTransport
+from mcpbridge.mcp.transports.http import HttpTransport
 from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import DynamicRegistration
 from mcpbridge.oauth.session import SignInHook

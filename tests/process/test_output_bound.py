@@ -28,7 +28,7 @@ from test_faults_output import Lines, Pour, frame
 
 from conftest import read_line
 from harness import WAIT, bridge_command, fixture_command
-from mcpbridge.bridge.output import MAX_QUEUED_BYTES
+from mcpbridge.bridge.front.output import MAX_QUEUED_BYTES
 
 #: The bytes of a ping's id: each ping and each answer is about 64 KiB.
 ID_BYTES = 64 * 1024

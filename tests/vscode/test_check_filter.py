@@ -9,7 +9,7 @@ from test_check import block, check_json, run_check
 
 from conftest import REPO_ROOT
 from harness import Bridge, bridge_command, fixture_command
-from mcpbridge.bridge.listrules import app_only
+from mcpbridge.bridge.front.listrules import app_only
 
 #: A server with MCP Apps (the Python SDK's ``mcp.server.apps``): the app *dashboard*
 #: (``show_dashboard`` and its app-only tools ``refresh_dashboard`` and ``export_dashboard``),

@@ -1,0 +1,86 @@
+"""The messages that an HTTP transport posts in order on a thread of its own.
+
+A notification or an answer to a request of the server needs no answer of its
+own, so the thread that sends it must not wait for the network: it joins the
+queue, and one named thread posts the queue in order. A request of the client
+waits until what was queued before it went out (at most :data:`ORDER_WAIT`), so
+that, for example, ``notifications/initialized`` reaches the server before the
+first request that follows it. Both transports of the 2025 era use it (the
+Streamable HTTP of :mod:`.legacy_http`, the HTTP+SSE of :mod:`.sse_transport`);
+each gives the function that posts one message.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable
+from typing import Final
+
+from ..jsonrpc import Message
+
+__all__ = ["ORDER_WAIT", "PostQueue"]
+
+#: The longest wait of a request for the messages queued before it.
+ORDER_WAIT: Final = 30.0
+
+
+class PostQueue:
+    """Messages posted in order by the thread ``name``, with ``post``, until ``stopped`` is set.
+
+    ``post`` posts one message and raises nothing: it reports its own failures. When
+    ``stopped`` is set, what is still queued is dropped and every wait ends.
+    """
+
+    def __init__(self, post: Callable[[Message], None], stopped: threading.Event, name: str) -> None:
+        self._post = post
+        self._stopped = stopped
+        self._ready = threading.Condition(threading.Lock())
+        self._queue: collections.deque[tuple[int, Message]] = collections.deque()
+        self._queued = 0
+        self._posted = 0
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def put(self, message: Message) -> None:
+        """Queue ``message``; it is posted after every message queued before it."""
+        with self._ready:
+            self._queued += 1
+            self._queue.append((self._queued, message))
+            self._ready.notify_all()
+
+    def wait_before(self, closed: Callable[[], bool]) -> None:
+        """Wait until what is queued now is posted, or ``closed()``, at most :data:`ORDER_WAIT`."""
+        with self._ready:
+            before = self._queued
+            # Past ORDER_WAIT the request goes out all the same: a post that hangs ends by
+            # its own time limit and must not hold every request after it.
+            self._ready.wait_for(lambda: self._posted >= before or closed(), ORDER_WAIT)
+
+    def drain(self, grace: float) -> bool:
+        """Wait at most ``grace`` seconds until everything queued is posted; True when it is."""
+        with self._ready:
+            return self._ready.wait_for(lambda: self._posted >= self._queued, grace)
+
+    def wake(self) -> None:
+        """Wake every wait (the transport stops or closes)."""
+        with self._ready:
+            self._ready.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                # Unbounded: an idle thread waits for work, and stop() sets the event and wakes it.
+                self._ready.wait_for(lambda: bool(self._queue) or self._stopped.is_set())
+                if self._stopped.is_set():
+                    self._queue.clear()
+                    self._posted = self._queued
+                    self._ready.notify_all()
+                    return
+                seq, message = self._queue.popleft()
+            self._post(message)
+            with self._ready:
+                self._posted = seq
+                self._ready.notify_all()
