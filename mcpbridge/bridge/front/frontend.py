@@ -189,8 +189,13 @@ class Frontend:
         self._stop.set()
         flush_all()
         watcher.join(timeout=self.options.watch_interval * 5)
+        ending = [watcher]
         if self._end_reason is Ended.EOF:
             reader.join(timeout=1.0)
+            ending.append(reader)
+        for thread in ending:
+            if thread.is_alive():  # the process ends anyway; say which thread did not
+                log.warning("the thread %s did not end at the end of the connection", thread.name)
         return self._end_reason
 
     def _finish(self, reason: Ended) -> None:

@@ -49,6 +49,7 @@ from typing import Any, Final, Protocol
 
 from ...mcp.client import Client
 from ...mcp.client.subscription import Subscription
+from ...mcp.deadline import Deadline
 from ...mcp.droplog import DropLog
 from ...mcp.errorbase import BridgeError
 from ...mcp.errors import Cancelled, McpError, RequestTimeout, RpcError
@@ -256,12 +257,9 @@ class TaskDriver:
             Cancelled: the slot was canceled.
         """
         cancel = self._slot.cancel
+        deadline = Deadline(None, until=until)
         with self._cond:
-            while self._pushed is None and not cancel.cancelled:
-                remaining = until - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._cond.wait(remaining)
+            deadline.wait_for(self._cond, lambda: self._pushed is not None or cancel.cancelled)
             pushed, self._pushed = self._pushed, None
         if cancel.cancelled:
             raise Cancelled(cancel.reason or None)

@@ -205,6 +205,8 @@ class LegacyHttpTransport(HttpTransportBase):
         for thread in (self._posts.thread, self._listener):
             if thread is not None and thread is not current:
                 thread.join(JOIN_TIMEOUT + grace)
+                if thread.is_alive():
+                    log.warning("the thread %s did not end at the close of the transport", thread.name)
         self._delete_session(grace)
         self._wire.close()
         self._drops.flush()
@@ -470,6 +472,8 @@ class LegacyHttpTransport(HttpTransportBase):
         notification wait too.
         """
         self._ensure_listener()
+        # A stream that is not open in time is not an error: the notification goes out
+        # without it, as it would to a server that opens no stream.
         self._stream_ready.wait(STREAM_READY_WAIT)
 
     def _ensure_listener(self) -> None:

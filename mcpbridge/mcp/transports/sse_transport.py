@@ -225,6 +225,8 @@ class SseTransport(HttpTransportBase):
         for thread in (self._posts.thread, self._listener):
             if thread is not None and thread is not current:
                 thread.join(JOIN_TIMEOUT + grace)
+                if thread.is_alive():
+                    log.warning("the thread %s did not end at the close of the transport", thread.name)
         self._wire.close()
         if self._endpoint_wire is not None:
             self._endpoint_wire.close()
