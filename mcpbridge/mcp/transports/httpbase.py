@@ -223,6 +223,16 @@ class HttpTransportBase(WireReading, Transport):
             self._close_started = True
             return True
 
+    def _join(self, threads: Sequence[threading.Thread | None], timeout: float) -> None:
+        """Wait for the threads of the transport at its close, each for at most ``timeout``
+        (never the calling thread); one log line for a thread that does not end."""
+        current = threading.current_thread()
+        for thread in threads:
+            if thread is not None and thread is not current:
+                thread.join(timeout)
+                if thread.is_alive():
+                    log.warning("the thread %s did not end at the close of the transport", thread.name)
+
     def _unsent(self, what: str, exc: McpError) -> None:
         """The drop line of a queued message, ``what``, that did not reach the server; none
         after the close."""

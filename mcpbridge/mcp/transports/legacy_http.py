@@ -201,12 +201,7 @@ class LegacyHttpTransport(HttpTransportBase):
         self._posts.wake()
         for exchange in exchanges:
             exchange.abort(Why.CLOSE)
-        current = threading.current_thread()
-        for thread in (self._posts.thread, self._listener):
-            if thread is not None and thread is not current:
-                thread.join(JOIN_TIMEOUT + grace)
-                if thread.is_alive():
-                    log.warning("the thread %s did not end at the close of the transport", thread.name)
+        self._join((self._posts.thread, self._listener), JOIN_TIMEOUT + grace)
         self._delete_session(grace)
         self._wire.close()
         self._drops.flush()

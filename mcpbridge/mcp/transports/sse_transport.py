@@ -221,12 +221,7 @@ class SseTransport(HttpTransportBase):
             return
         self._posts.drain(grace)
         self._shut()
-        current = threading.current_thread()
-        for thread in (self._posts.thread, self._listener):
-            if thread is not None and thread is not current:
-                thread.join(JOIN_TIMEOUT + grace)
-                if thread.is_alive():
-                    log.warning("the thread %s did not end at the close of the transport", thread.name)
+        self._join((self._posts.thread, self._listener), JOIN_TIMEOUT + grace)
         self._wire.close()
         if self._endpoint_wire is not None:
             self._endpoint_wire.close()
