@@ -153,6 +153,9 @@ def test_the_serve_path_answers_without_loading_typer() -> None:
         loaded = loaded_modules(list(bridge.stderr_lines))
     assert "mcpbridge.vscode.settings" in loaded
     assert not loaded & {"typer", "rich", "mcpbridge.vscode.app"}
+    # Only an upstream command, a browser and an error of the command line need these.
+    assert not loaded & {"subprocess", "difflib"}
+
 
 
 def test_the_help_loads_typer() -> None:
