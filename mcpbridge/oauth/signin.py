@@ -31,14 +31,13 @@ import enum
 import errno
 import logging
 import math
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from ..mcp.cancel import CancelToken
 from ..mcp.deadline import Deadline
@@ -57,6 +56,9 @@ from .errors import (
 )
 from .flow import Redirect
 from .receiver import ListenFailed, Receiver, StartReused, WaitEnd, WaitEnded
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = [
     "Attempt",
@@ -130,6 +132,8 @@ class Opener:
             except OSError:
                 return False
             return True
+        import subprocess  # loaded at the first browser, not by every start of the bridge
+
         try:
             child = subprocess.Popen(
                 command,

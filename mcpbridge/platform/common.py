@@ -23,16 +23,18 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..mcp.deadline import Deadline
 from ..mcp.errorbase import LocalFault
 from ..mcp.text import format_duration
+
+if TYPE_CHECKING:
+    import subprocess  # loaded by the first upstream command: the URL form never needs it
 
 __all__ = [
     "LOCK_RETRY",
@@ -90,7 +92,7 @@ def start_piped(
     env: Mapping[str, str] | None,
     cwd: str | None,
     bufsize: int,
-    popen: Callable[..., subprocess.Popen[bytes]] = subprocess.Popen,
+    popen: Callable[..., subprocess.Popen[bytes]] | None = None,
     **system: Any,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` with pipes on its stdin, stdout and stderr and no other inherited file.
@@ -100,7 +102,9 @@ def start_piped(
     Raises:
         OSError, ValueError, TypeError, subprocess.SubprocessError: as ``subprocess.Popen``.
     """
-    return popen(
+    import subprocess
+
+    return (popen or subprocess.Popen)(
         list(argv),
         bufsize=bufsize,
         stdin=subprocess.PIPE,

@@ -39,12 +39,14 @@ import os
 import queue
 import select
 import signal
-import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from .common import DumpTrigger, DumpWaiter, PipeWriter, ProcessTree, ThreadPipeWriter, start_piped
+
+if TYPE_CHECKING:
+    import subprocess  # loaded by the first upstream command: the URL form never needs it
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -108,6 +110,8 @@ class Guardian:
     @classmethod
     def start(cls, pgid: int) -> Guardian | None:
         """A guardian of the group ``pgid``; ``None`` (with a debug line) when it did not start."""
+        import subprocess
+
         read_end, write_end = os.pipe()
         try:
             proc = subprocess.Popen(
@@ -130,6 +134,8 @@ class Guardian:
 
     def release(self) -> None:
         """Let the guardian exit without a signal, and reap it (bounded)."""
+        import subprocess
+
         with self._lock:
             pipe, self._pipe = self._pipe, None
         if pipe is None:

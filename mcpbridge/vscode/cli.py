@@ -33,6 +33,7 @@ check and its help.
 from __future__ import annotations
 
 import errno
+import gc
 import logging
 import os
 import sys
@@ -59,10 +60,20 @@ _COMPLETE_VARIABLE: Final = "_MCP_BRIDGE_VSCODE_COMPLETE"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run the command line and exit the process with its code."""
-    from .serving import exit_now
+    """Run the command line and exit the process with its code.
 
-    exit_now(run(list(sys.argv[1:] if argv is None else argv)))
+    The collector waits until the form runs (:func:`run_settings`; a serve form: once its
+    modules are frozen, see :func:`.serving.serve`): the start makes many objects and no
+    garbage, so each of its passes would be lost time.
+    """
+    gc.disable()
+    try:
+        from .serving import exit_now
+
+        code = run(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        gc.enable()
+    exit_now(code)
 
 
 #: The first word that asks for the help: ``help``, ``help check``, ``help logout``, ``help secret``.
@@ -161,6 +172,8 @@ def register_secrets(parsed: Settings, env: Mapping[str, str]) -> None:
 
 def run_settings(parsed: Settings) -> int:
     """Run the form of ``parsed``; the exit code."""
+    if parsed.form not in (settings.Form.COMMAND, settings.Form.URL):
+        gc.enable()
     register_secrets(parsed, os.environ)
     log.configure(parsed.log_level)
     for warning in parsed.warnings:

@@ -113,6 +113,7 @@ def serve(frontend: object) -> int:
     # What exists now (the modules, the settings) lives as long as the process: out of
     # the collector's sight, a full collection walks only what the connection made.
     gc.freeze()
+    gc.enable()  # off while the bridge started (see cli.main)
     with dump.enabled(frontend.describe):
         ended = frontend.run()
     return 1 if ended is Ended.UPSTREAM_LOST else 0

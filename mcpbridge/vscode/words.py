@@ -7,7 +7,6 @@ command line, with a diagnostic that never holds a value.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -79,6 +78,8 @@ _CLOSE_RATIO: Final = 0.85
 
 def closest(word: str, names: Iterable[str]) -> str | None:
     """The name of ``names`` that ``word`` misspells, or ``None`` (click's choice: difflib)."""
+    import difflib  # only a command line with an error needs it
+
     close = difflib.get_close_matches(word.lower(), list(names), n=1, cutoff=_CLOSE_RATIO)
     return close[0] if close else None
 

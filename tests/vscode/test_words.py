@@ -153,6 +153,34 @@ def test_the_serve_path_answers_without_loading_typer() -> None:
         loaded = loaded_modules(list(bridge.stderr_lines))
     assert "mcpbridge.vscode.settings" in loaded
     assert not loaded & {"typer", "rich", "mcpbridge.vscode.app"}
+    # Only an upstream command, a browser and an error of the command line need these.
+    assert not loaded & {"subprocess", "difflib"}
+
+
+#: Runs the executable with its front end replaced by a report of the collector.
+_COLLECTOR_PROBE = """
+import gc, sys
+from mcpbridge.bridge.front.frontend import Frontend
+from mcpbridge.vscode import serving
+def run(self):
+    print("serving:", gc.isenabled(), gc.get_freeze_count() > 0)
+Frontend.run = run
+started = serving.serve
+def serve(frontend):
+    print("started:", gc.isenabled())
+    return started(frontend)
+serving.serve = serve
+from mcpbridge.vscode.cli import main
+main(sys.argv[1:])
+"""
+
+
+def test_the_collector_is_off_while_the_bridge_starts_and_on_while_it_serves() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _COLLECTOR_PROBE, "--token-store", "memory", URL],
+        capture_output=True, text=True, timeout=WAIT, cwd=ROOT, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "started: False\nserving: True True\n"), done.stderr
 
 
 def test_the_help_loads_typer() -> None:

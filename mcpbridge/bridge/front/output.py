@@ -274,6 +274,9 @@ class Output:
         self._fd = _descriptor(stream)
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
+        #: The ``mcpbridge-output`` thread waits on it alone (same lock): a frame written by the
+        #: thread that made it wakes the threads that wait for room or for their frame, never it.
+        self._pen = threading.Condition(self._lock)
         self._on_large_frame = on_large_frame
         self._reader: threading.Thread | None = None
         self._writer: threading.Thread | None = None
@@ -335,6 +338,7 @@ class Output:
             self._closed = True
             self._drop_queue_locked()
             self._cond.notify_all()
+            self._pen.notify()
             writer, busy = self._writer, self._writing and self._handed_over
         if writer is not None and not busy:
             writer.join(JOIN_TIMEOUT)
@@ -404,13 +408,13 @@ class Output:
         if self._writer is None:
             self._writer = threading.Thread(target=self._write_loop, name="mcpbridge-output", daemon=True)
             self._writer.start()
-        self._cond.notify_all()
+        self._pen.notify()
 
     def _write_loop(self) -> None:
         while True:
             with self._cond:
                 while not self._handed_over and not self._closed:
-                    self._cond.wait()  # idle until a hand-over; close() wakes it
+                    self._pen.wait()  # idle until a hand-over; close() wakes it
                 if self._closed:
                     return
             self._write_queue(until=None)
@@ -435,6 +439,7 @@ class Output:
                 if not ok:
                     self._failed = True
                     self._closed = True
+                    self._pen.notify()
                     self._drop_queue_locked()
                     self._writing = False
                     self._handed_over = False
