@@ -44,6 +44,7 @@ PURE_MODULES = (
     "mcpbridge/bridge/rules/jsonshape.py",
     "mcpbridge/bridge/rules/lists.py",
     "mcpbridge/bridge/rules/tasks.py",
+    "mcpbridge/bridge/rules/roundfailures.py",
     "mcpbridge/vscode/settings.py",
     "mcpbridge/vscode/options.py",
     "mcpbridge/vscode/urls.py",

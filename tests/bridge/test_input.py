@@ -24,13 +24,13 @@ from mcpbridge.bridge.rules.input import (
     ClientKinds,
     InputError,
     Outgoing,
-    RoundFailed,
     Session,
     parse_input_required,
     retry_params,
     url_allowed,
 )
 from mcpbridge.bridge.rules.legacyshapes import conforms
+from mcpbridge.bridge.rules.roundfailures import RoundFailed
 from schema import FrameInvalid, validate_legacy, validate_legacy_frame
 
 VSCODE_CAPS: dict[str, Any] = {

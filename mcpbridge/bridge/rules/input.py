@@ -60,13 +60,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
-from ...mcp.errorbase import BridgeError
 from ...mcp.netloc import is_loopback, split_url
 from ...mcp.protocol import ELICITATION_CREATE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE
 from ..front.answers import BAD_LINE, ClientError
 from .forms import FormSchema, SchemaError, choice_form, compile_form_schema, continue_form
 from .legacyshapes import conforms
 from .revisions import LATEST, NotCarried, Revision, adapt_input_request
+from .roundfailures import ClientFailed, InputError
 
 #: zig-sdk's ``mrtr_max_rounds_client``: at most this many upstream requests per forwarded
 #: request, so the client is asked at most ``MAX_ROUNDS - 1`` times.
@@ -84,37 +84,6 @@ MAX_INPUT_REQUESTS: Final = 16
 #: The answer of the client to one outgoing request: its ``result`` value (any JSON), a
 #: :class:`ClientError`, or :data:`BAD_LINE`.
 Answer = Any
-
-
-class RoundFailed(BridgeError):
-    """A round of input requests fails the original request. Not raised itself."""
-
-
-class InputError(RoundFailed):
-    """A check failed: the original request gets the bridge error of ``cause``.
-
-    ``cause`` is one of ``invalid_input_request``, ``too_many_input_requests``,
-    ``undeclared_input_request``, ``invalid_client_answer``, ``too_many_rounds`` and
-    ``input_ended`` (the end of the input while a round waits for the client);
-    ``detail`` goes to ``data.detail`` (``None`` for ``too_many_rounds``).
-    """
-
-    def __init__(self, cause: str, detail: str | None = None) -> None:
-        super().__init__(detail or cause)
-        self.cause = cause
-        self.detail = detail
-
-
-class ClientFailed(RoundFailed):
-    """The client answered a sampling or roots request with an error.
-
-    The original request fails with ``error`` unchanged (code, message, data; no
-    ``cause``), for example the -32000 of VS Code when the user refuses a sampling.
-    """
-
-    def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(str(error.get("message", "")) if isinstance(error, dict) else "")
-        self.error = error
 
 
 def _key_error(cause: str, key: str, what: str) -> InputError:

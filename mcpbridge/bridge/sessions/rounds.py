@@ -33,6 +33,7 @@ from ..front.options import Options
 from ..front.output import Host, Slot
 from ..front.pending import PendingAnswers, WaitEnded, WaitReason
 from ..rules import revisions, translate
+from ..rules.roundfailures import InputError
 
 if TYPE_CHECKING:
     from ..rules.input import Outgoing
@@ -150,8 +151,6 @@ class Rounds:
     def _ask(
         self, outgoing: tuple[Outgoing, ...], still: tuple[float, Callable[[], bool]] | None = None
     ) -> dict[str, Any]:
-        from ..rules.input import InputError
-
         host = self.host
         self.slot.waiting_for = Waiting.CLIENT
         self.slot.next_report = time.monotonic() - self.slot.started + 10.0

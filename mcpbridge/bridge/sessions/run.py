@@ -90,6 +90,7 @@ from ..front.listrules import ListRules
 from ..front.output import Slot
 from ..front.slots import Work
 from ..rules import errortable, revisions, translate
+from ..rules.roundfailures import ClientFailed, InputError
 from .era import translated_error
 from .rounds import ProgressForwarder, Rounds, RoundsHost, Silent
 
@@ -421,11 +422,6 @@ class RequestRun:
 
         ``first`` gives the outcome of a first round that :meth:`send_first_round` sent.
         """
-        from ..rules.input import (  # imported here: the rules load at the first request
-            ClientFailed,
-            InputError,
-        )
-
         self._advance(RunState.ROUNDS)
         self._host.lists.asked.sent(self.request.method)
         rounds = Rounds(self._host, self.slot, self.request.method, self._params)
@@ -541,8 +537,6 @@ class RequestRun:
 
     def _input_failed(self, failure: Exception) -> None:
         """The input requests of a round failed: one drop line, and the error for the client."""
-        from ..rules.input import ClientFailed, InputError
-
         self._advance(RunState.FAILED)
         slot, method = self.slot, self.request.method
         if isinstance(failure, ClientFailed):

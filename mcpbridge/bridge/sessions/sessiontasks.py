@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -38,6 +37,7 @@ from ...mcp.text import format_duration, printable
 from ..front.output import Host, Slot
 from ..rules import errortable, tasks
 from ..rules.legacy import InvalidParams
+from ..rules.roundfailures import ClientFailed, InputError
 from ..rules.tasks import Task
 from .rounds import ProgressForwarder, Silent
 from .run import RequestRun, RunState
@@ -214,14 +214,14 @@ class SessionTasks:
         ``result``: as :meth:`~.run.RequestRun.shape_for_client` shapes it for a task record.
         """
         now = tasks.timestamp(time.time())
+        import uuid  # here: a server that answers a task-augmented call at once is rare
+
         task = Task(uuid.uuid4().hex, "completed", now, now, None)
         self._client_tasks.add(task, None, result)
         self._host.output.respond(slot, tasks.create_task_result(task))
 
     def _failure(self, slot: Slot, exc: Exception) -> dict[str, Any] | None:
         """The error of a task that the driver could not bring to its end; ``None``: canceled."""
-        from ..rules.input import ClientFailed, InputError
-
         if isinstance(exc, (Cancelled, Silent)):
             return None
         if isinstance(exc, TaskEnded):
