@@ -10,8 +10,6 @@ only a connection opened with ``initialize`` carries; their tool ``ask_name`` as
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,7 @@ from typing import Any
 import pytest
 
 from conftest import REPO_ROOT
-from harness import Bridge, bridge_command, fixture_command, text_of
+from harness import Bridge, bridge_command, fixture_command, run_client_script, text_of
 from peers import running_py_http_server
 from peers.legacy import legacy_python
 
@@ -155,15 +153,7 @@ def test_a_silent_server_fails_initialize_after_one_time_limit(tmp_path: Path) -
 def test_a_tool_of_a_url_that_asks_the_2025_way_works_directly(dual_url: str) -> None:
     """The reference: the server at its URL driven by a client of revision 2025-11-25 of its own."""
     plan = {"url": dual_url, "tool": "ask_name_2025", "name": "Ada"}
-    completed = subprocess.run(
-        [legacy_python(), str(DIRECT_URL_CLIENT), json.dumps(plan)],
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    summary = json.loads(completed.stdout.decode().strip().splitlines()[-1])
+    _, summary = run_client_script([legacy_python(), str(DIRECT_URL_CLIENT)], plan, RUN_TIMEOUT)
     assert summary["ok"] is True, summary.get("error")
     assert summary["protocolVersion"] == "2025-11-25"
     assert summary["asked"] == ["Your name?"]
