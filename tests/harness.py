@@ -439,18 +439,25 @@ NODE_RUN_TIMEOUT = 150.0
 def run_node_client(node: Any, script: Path, plan: dict[str, Any]) -> dict[str, Any]:
     """Run the Node.js client ``script`` with ``plan`` (``node``: the NodePeers of conftest); its
     summary, the last line it printed, which must say ``ok`` with the exit code 0."""
+    returncode, summary = run_client_script(node.command(script), plan, NODE_RUN_TIMEOUT)
+    assert summary.get("ok") is True and returncode == 0, summary.get("error") or summary
+    return summary
+
+
+def run_client_script(command: list[str], plan: dict[str, Any], timeout: float) -> tuple[int, dict[str, Any]]:
+    """Run a client script, ``command`` with ``plan`` (as JSON) as its last argument, from the root of
+    the repository, to its end within ``timeout`` seconds; its exit code and its summary, the last
+    line it printed, which must be there."""
     completed = subprocess.run(
-        node.command(script, json.dumps(plan)),
+        [*command, json.dumps(plan)],
         cwd=REPO_ROOT,
         stdin=subprocess.DEVNULL,
         capture_output=True,
-        timeout=NODE_RUN_TIMEOUT,
+        timeout=timeout,
         check=False,
     )
     lines = completed.stdout.decode("utf-8", "replace").strip().splitlines()
-    assert lines, (
-        f"the script printed nothing (exit {completed.returncode}): {completed.stderr.decode()[-2000:]}"
-    )
+    stderr = completed.stderr.decode("utf-8", "replace")[-2000:]
+    assert lines, f"the script printed nothing (exit {completed.returncode}): {stderr}"
     summary: dict[str, Any] = json.loads(lines[-1])
-    assert summary.get("ok") is True and completed.returncode == 0, summary.get("error") or summary
-    return summary
+    return completed.returncode, summary

@@ -14,7 +14,6 @@ Usage: ``.venv-legacy/bin/python elicit_py_client.py '<plan as JSON>'`` with the
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -23,9 +22,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.context import RequestContext
 from mcp.types import ElicitRequestParams, ElicitResult, TextContent
-
-#: The whole run, in seconds.
-WHOLE_RUN = 60.0
+from py_client_main import WHOLE_RUN, main
 
 
 async def run(plan: dict[str, Any], summary: dict[str, Any]) -> None:
@@ -48,17 +45,5 @@ async def run(plan: dict[str, Any], summary: dict[str, Any]) -> None:
             summary["isError"] = result.isError
 
 
-def main() -> int:
-    plan = json.loads(sys.argv[1])
-    summary: dict[str, Any] = {"ok": False}
-    try:
-        anyio.run(run, plan, summary)
-        summary["ok"] = True
-    except BaseException as exc:  # noqa: BLE001 - the summary carries every failure
-        summary["error"] = f"{type(exc).__name__}: {exc}"
-    sys.stdout.write(json.dumps(summary) + "\n")
-    return 0 if summary["ok"] else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(run))

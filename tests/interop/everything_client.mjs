@@ -31,7 +31,7 @@ import {
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema
 } from '@modelcontextprotocol/sdk/types.js';
-import { closeAndAwaitExit } from './exit.mjs';
+import { closeAndAwaitExit, runClient } from './exit.mjs';
 
 const WHOLE_RUN_MS = 100000;
 const SUBSCRIBED = 'demo://resource/static/document/architecture.md';
@@ -41,16 +41,6 @@ const TIMEOUT_MS = plan.timeoutMs ?? 20000;
 const WAIT_MS = plan.waitMs ?? 10000;
 const EXIT_MS = plan.exitMs ?? 10000;
 const summary = { ok: false, delivered: [], handled: [], progress: [], requests: [], waits: {} };
-
-function finish(code) {
-  process.stdout.write(JSON.stringify(summary) + '\n');
-  process.exit(code);
-}
-
-const watchdog = setTimeout(() => {
-  summary.error = `the run took more than ${WHOLE_RUN_MS} ms`;
-  finish(2);
-}, WHOLE_RUN_MS);
 
 // Wait (at most WAIT_MS) until a handled notification of `method` whose text holds `contains` came.
 async function waitFor(name, method, contains = '') {
@@ -158,13 +148,4 @@ async function main() {
   summary.ok = true;
 }
 
-main()
-  .then(() => {
-    clearTimeout(watchdog);
-    finish(0);
-  })
-  .catch((error) => {
-    clearTimeout(watchdog);
-    summary.error = String(error?.stack ?? error);
-    finish(1);
-  });
+runClient(summary, WHOLE_RUN_MS, main);

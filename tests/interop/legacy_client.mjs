@@ -35,7 +35,7 @@ import {
   ListRootsRequestSchema
 } from '@modelcontextprotocol/sdk/types.js';
 import Ajv from 'ajv';
-import { closeAndAwaitExit } from './exit.mjs';
+import { closeAndAwaitExit, runClient } from './exit.mjs';
 
 const WHOLE_RUN_MS = 100000;
 
@@ -80,16 +80,6 @@ class Tap {
     summary.protocolVersion = version;
   }
 }
-
-function finish(code) {
-  process.stdout.write(JSON.stringify(summary) + '\n');
-  process.exit(code);
-}
-
-const watchdog = setTimeout(() => {
-  summary.error = `the run took more than ${WHOLE_RUN_MS} ms`;
-  finish(2);
-}, WHOLE_RUN_MS);
 
 // ------------------------------------------------------------- answers like VS Code
 
@@ -268,13 +258,4 @@ async function main() {
   summary.ok = true;
 }
 
-main()
-  .then(() => {
-    clearTimeout(watchdog);
-    finish(0);
-  })
-  .catch((error) => {
-    clearTimeout(watchdog);
-    summary.error = String(error?.stack ?? error);
-    finish(1);
-  });
+runClient(summary, WHOLE_RUN_MS, main);

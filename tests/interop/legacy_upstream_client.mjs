@@ -28,7 +28,7 @@ import {
   LoggingMessageNotificationSchema,
   ToolListChangedNotificationSchema
 } from '@modelcontextprotocol/sdk/types.js';
-import { closeAndAwaitExit } from './exit.mjs';
+import { closeAndAwaitExit, runClient } from './exit.mjs';
 
 const WHOLE_RUN_MS = 100000;
 
@@ -36,16 +36,6 @@ const plan = JSON.parse(process.argv[2]);
 const TIMEOUT_MS = plan.timeoutMs ?? 20000;
 const EXIT_MS = plan.exitMs ?? 10000;
 const summary = { ok: false, steps: {}, requests: [], notifications: [] };
-
-function finish(code) {
-  process.stdout.write(JSON.stringify(summary) + '\n');
-  process.exit(code);
-}
-
-const watchdog = setTimeout(() => {
-  summary.error = `the run took more than ${WHOLE_RUN_MS} ms`;
-  finish(2);
-}, WHOLE_RUN_MS);
 
 async function main() {
   const transport = new StdioClientTransport({
@@ -133,13 +123,4 @@ async function main() {
   summary.ok = true;
 }
 
-main()
-  .then(() => {
-    clearTimeout(watchdog);
-    finish(0);
-  })
-  .catch((error) => {
-    clearTimeout(watchdog);
-    summary.error = String(error?.stack ?? error);
-    finish(1);
-  });
+runClient(summary, WHOLE_RUN_MS, main);

@@ -12,20 +12,11 @@
 import { Client } from 'sdk-1-24/client/index.js';
 import { StdioClientTransport } from 'sdk-1-24/client/stdio.js';
 import { LATEST_PROTOCOL_VERSION } from 'sdk-1-24/types.js';
+import { runClient } from './exit.mjs';
 
 const WHOLE_RUN_MS = 60000;
 const plan = JSON.parse(process.argv[2]);
 const summary = { ok: false, latestProtocolVersion: LATEST_PROTOCOL_VERSION, protocolVersion: null };
-
-function finish(code) {
-  process.stdout.write(JSON.stringify(summary) + '\n');
-  process.exit(code);
-}
-
-const watchdog = setTimeout(() => {
-  summary.error = `the run took more than ${WHOLE_RUN_MS} ms`;
-  finish(2);
-}, WHOLE_RUN_MS);
 
 // Keeps the revision that the client negotiated (the SDK tells it to a transport that wants it).
 class Tap extends StdioClientTransport {
@@ -59,8 +50,6 @@ async function main() {
     summary.error = String(error?.message ?? error);
     summary.stderr = stderr.slice(-2000);
   }
-  clearTimeout(watchdog);
-  finish(summary.ok ? 0 : 1);
 }
 
-main();
+runClient(summary, WHOLE_RUN_MS, main);

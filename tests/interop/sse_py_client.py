@@ -12,7 +12,6 @@ Usage: ``.venv-legacy/bin/python sse_py_client.py '<plan as JSON>'`` with the pl
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -20,9 +19,7 @@ import anyio
 from mcp import ClientSession
 from mcp.client.sse import sse_client
 from mcp.types import TextContent
-
-#: The whole run, in seconds.
-WHOLE_RUN = 60.0
+from py_client_main import WHOLE_RUN, main
 
 
 async def run(plan: dict[str, Any], summary: dict[str, Any]) -> None:
@@ -37,17 +34,5 @@ async def run(plan: dict[str, Any], summary: dict[str, Any]) -> None:
             summary["isError"] = result.isError
 
 
-def main() -> int:
-    plan = json.loads(sys.argv[1])
-    summary: dict[str, Any] = {"ok": False}
-    try:
-        anyio.run(run, plan, summary)
-        summary["ok"] = True
-    except BaseException as exc:  # noqa: BLE001 - the summary carries every failure
-        summary["error"] = f"{type(exc).__name__}: {exc}"
-    sys.stdout.write(json.dumps(summary) + "\n")
-    return 0 if summary["ok"] else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(run))

@@ -14,16 +14,14 @@ last one included, must reach the client before the result.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from everything_server import everything_entry, serve_everything
 
-from conftest import NodePeers, read_line
+from conftest import NodePeers
 from tests.harness import WAIT, Bridge, bridge_command
 
 pytestmark = [pytest.mark.interop]
@@ -38,63 +36,10 @@ LONG_RUNNING = {
 }
 
 
-def _everything(node: NodePeers) -> Path:
-    entry = node.node_modules / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-    assert entry.is_file(), "server-everything is not installed: run `make node`"
-    return entry
-
-
-def listening_port(pid: int) -> int | None:
-    """The TCP port that process ``pid`` listens on, from /proc (Linux); ``None`` while it listens on none."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:  # closed meanwhile
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:[") : -1])
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
-                return int(fields[1].rsplit(":", 1)[1], 16)
-    return None
-
-
 @pytest.fixture(scope="module")
 def everything_url(node: NodePeers) -> Iterator[str]:
-    # Port 0: the server binds a free port itself (no other process can take it in between); it
-    # names the port it was given, so the port it listens on comes from /proc.
-    proc = subprocess.Popen(
-        [str(node.node22), str(_everything(node)), "streamableHttp"],
-        env={"PATH": "/usr/bin:/bin", "PORT": "0"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert proc.stderr is not None
-        deadline = time.monotonic() + WAIT * 3
-        while True:  # the server says when it listens
-            left = deadline - time.monotonic()
-            assert left > 0, "server-everything did not start"
-            line = read_line(proc.stderr, "a line of server-everything", left)
-            assert line, "server-everything ended before it listened"
-            if b"listening on port" in line:
-                break
-        port = listening_port(proc.pid)
-        assert port is not None, "server-everything listens on no TCP port"
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        # The end first: a read of stderr that timed out still holds the pipe until the server ends.
-        proc.terminate()
-        try:
-            proc.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(WAIT)
-        if proc.stderr is not None:
-            proc.stderr.close()
+    with serve_everything(node) as url:
+        yield url
 
 
 class Client:
@@ -169,7 +114,7 @@ def _run(command: list[str]) -> None:
 
 
 def test_messages_outside_requests_reach_the_client_over_stdio(node: NodePeers) -> None:
-    _run(bridge_command(upstream=[str(node.node22), str(_everything(node)), "stdio"]))
+    _run(bridge_command(upstream=[str(node.node22), str(everything_entry(node)), "stdio"]))
 
 
 def test_messages_outside_requests_reach_the_client_over_streamable_http(everything_url: str) -> None:
@@ -177,7 +122,7 @@ def test_messages_outside_requests_reach_the_client_over_streamable_http(everyth
 
 
 def test_server_everything_on_stdio_starts_behind_the_bridge_with_three_stderr_lines(node: NodePeers) -> None:
-    with Bridge(bridge_command(upstream=[str(node.node22), str(_everything(node)), "stdio"])) as bridge:
+    with Bridge(bridge_command(upstream=[str(node.node22), str(everything_entry(node)), "stdio"])) as bridge:
         assert bridge.initialize()["result"]["serverInfo"]["name"] == "mcp-servers/everything"
         bridge.close_stdin()
         assert bridge.wait_exit(WAIT * 2) == 0

@@ -11,14 +11,11 @@ client that asked for the list before gets each change.
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from everything_server import everything_entry, serve_everything
 
 from conftest import NodePeers
 from tests.harness import WAIT, Bridge, bridge_command
@@ -30,47 +27,10 @@ ROOTS = [{"uri": "file:///home/dev/project", "name": "project"}]
 DROP_LINE = "dropped a notifications/tools/list_changed: the client has not asked for that list yet"
 
 
-def _everything(node: NodePeers) -> Path:
-    entry = node.node_modules / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-    assert entry.is_file(), "server-everything is not installed: run `make node`"
-    return entry
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def everything_url(node: NodePeers) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [str(node.node22), str(_everything(node)), "streamableHttp"],
-        env={"PATH": "/usr/bin:/bin", "PORT": str(port)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert proc.stderr is not None
-        deadline = time.monotonic() + WAIT * 3
-        for line in proc.stderr:  # the server says when it listens
-            if b"listening on port" in line:
-                break
-            assert time.monotonic() < deadline, "server-everything did not start"
-        else:
-            pytest.fail("server-everything ended before it listened")
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        if proc.stderr is not None:
-            proc.stderr.close()
-        proc.terminate()
-        try:
-            proc.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(WAIT)
+    with serve_everything(node) as url:
+        yield url
 
 
 @pytest.fixture(params=["http", "stdio"])
@@ -79,7 +39,7 @@ def command(request: pytest.FixtureRequest, node: NodePeers) -> list[str]:
     if request.param == "http":
         return bridge_command("--log-level", "debug", request.getfixturevalue("everything_url"))
     return bridge_command(
-        "--log-level", "debug", upstream=[str(node.node22), str(_everything(node)), "stdio"]
+        "--log-level", "debug", upstream=[str(node.node22), str(everything_entry(node)), "stdio"]
     )
 
 

@@ -37,18 +37,15 @@ same read of the pipe removes the callback first.
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from test_everything import listening_port
+from everything_server import serve_everything
 
-from conftest import REPO_ROOT, WAIT, NodePeers, read_line
+from conftest import REPO_ROOT, NodePeers
 from harness import run_node_client
 from peers.recording_proxy import Exchange, RecordingProxy
 
@@ -71,43 +68,11 @@ DROP_KIND = "dropped list changes of lists that the client has not asked for"
 CONDITIONAL_TOOLS = 3
 
 
-def _everything(node: NodePeers) -> Path:
-    entry = node.node_modules / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-    assert entry.is_file(), "server-everything is not installed: run `make node`"
-    return entry
-
-
 @pytest.fixture(scope="module")
 def server_url(node: NodePeers) -> Iterator[str]:
     """server-everything over Streamable HTTP on a port of its own choice."""
-    proc = subprocess.Popen(
-        [str(node.node22), str(_everything(node)), "streamableHttp"],
-        env={"PATH": "/usr/bin:/bin", "PORT": "0"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert proc.stderr is not None
-        deadline = time.monotonic() + WAIT * 3
-        while True:
-            left = deadline - time.monotonic()
-            assert left > 0, "server-everything did not start"
-            line = read_line(proc.stderr, "a line of server-everything", left)
-            assert line, "server-everything ended before it listened"
-            if b"listening on port" in line:
-                break
-        port = listening_port(proc.pid)
-        assert port is not None, "server-everything listens on no TCP port"
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(WAIT)
-        if proc.stderr is not None:
-            proc.stderr.close()
+    with serve_everything(node) as url:
+        yield url
 
 
 class Recorded:

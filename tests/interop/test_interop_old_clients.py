@@ -13,8 +13,6 @@ a server of the Python SDK on Streamable HTTP, which speaks both eras: ``--proto
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -22,7 +20,7 @@ from typing import Any
 import pytest
 
 from conftest import REPO_ROOT, NodePeers
-from harness import bridge_command, fixture_command
+from harness import bridge_command, fixture_command, run_client_script
 from peers import running_py_http_server
 from peers.legacy import old_python
 
@@ -74,19 +72,8 @@ def run_client(command: list[str], bridge: list[str]) -> dict[str, Any]:
         "tool": "echo",
         "arguments": {"text": TEXT},
     }
-    completed = subprocess.run(
-        [*command, json.dumps(plan)],
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    lines = completed.stdout.decode("utf-8", "replace").strip().splitlines()
-    stderr = completed.stderr.decode("utf-8", "replace")[-2000:]
-    assert lines, f"the client printed nothing (exit {completed.returncode}): {stderr}"
-    summary: dict[str, Any] = json.loads(lines[-1])
-    assert summary.get("ok") is True and completed.returncode == 0, summary
+    returncode, summary = run_client_script(command, plan, RUN_TIMEOUT)
+    assert summary.get("ok") is True and returncode == 0, summary
     return summary
 
 
@@ -111,13 +98,5 @@ def test_each_client_reports_a_bridge_that_does_not_start(node: NodePeers) -> No
         "arguments": {},
     }
     for client in ("ts-1.24.0", "py-1.23.0"):
-        completed = subprocess.run(
-            [*client_command(client, node), json.dumps(plan)],
-            cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=RUN_TIMEOUT,
-            check=False,
-        )
-        summary = json.loads(completed.stdout.decode().strip().splitlines()[-1])
-        assert completed.returncode == 1 and summary["ok"] is False and summary["error"], (client, summary)
+        returncode, summary = run_client_script(client_command(client, node), plan, RUN_TIMEOUT)
+        assert returncode == 1 and summary["ok"] is False and summary["error"], (client, summary)

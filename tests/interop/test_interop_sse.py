@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from conftest import REPO_ROOT, NodePeers
-from harness import Bridge, bridge_command, run_node_client
+from harness import Bridge, bridge_command, run_client_script, run_node_client
 from peers.legacy import legacy_python, running_legacy_sse_server
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
@@ -49,15 +49,7 @@ def sse_url() -> Iterator[str]:
 
 def direct(url: str) -> dict[str, Any]:
     plan = {"url": url, "tool": "add", "arguments": {"a": 2, "b": 3}}
-    completed = subprocess.run(
-        [legacy_python(), str(DIRECT_CLIENT), json.dumps(plan)],
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    summary: dict[str, Any] = json.loads(completed.stdout.decode().strip().splitlines()[-1])
+    _, summary = run_client_script([legacy_python(), str(DIRECT_CLIENT)], plan, RUN_TIMEOUT)
     assert summary["ok"] is True, summary.get("error")
     return summary
 

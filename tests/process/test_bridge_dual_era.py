@@ -10,8 +10,6 @@ only a connection opened with ``initialize`` carries; their tool ``ask_name`` as
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,7 @@ from typing import Any
 import pytest
 
 from conftest import REPO_ROOT
-from harness import Bridge, bridge_command, fixture_command, text_of
+from harness import Bridge, bridge_command, fixture_command, run_client_script, text_of
 from peers import running_py_http_server
 from peers.legacy import legacy_python
 
@@ -68,19 +66,14 @@ def assert_names_the_back_channel_fix(bridge: Bridge, refused: dict[str, Any]) -
     )
 
 
-def test_a_tool_that_asks_the_2025_way_works_directly() -> None:
-    """The reference: the server driven on its own stdio by a client of revision 2025-11-25."""
-    with Bridge(DUAL_ERA_PEER) as direct:
-        assert direct.initialize()["result"]["protocolVersion"] == "2025-11-25"
-        response = call_ask_name_2025(direct, "Ada")
-    assert text_of(response) == "Hello, Ada."
-
-
-def test_a_tool_that_asks_the_2025_way_works_through_the_bridge_with_the_default_options() -> None:
-    with Bridge(bridge_command(upstream=DUAL_ERA_PEER)) as bridge:
+def assert_passes_through(command: list[str], server_name: str) -> dict[str, Any]:
+    """The bridge of ``command`` with the default options: the server named ``server_name`` gets the
+    client's revision, 2025-11-25, and the 2025 way of ``ask_name_2025`` works; the response of its call."""
+    with Bridge(command) as bridge:
         result = bridge.initialize()["result"]
         assert result["protocolVersion"] == "2025-11-25"
-        assert result["serverInfo"]["name"] == "py-modern-peer"
+        assert result["serverInfo"]["name"] == server_name
+        # The call reaches the client as an elicitation/create, and its answer returns the result.
         response = call_ask_name_2025(bridge, "Ada")
         assert text_of(response) == "Hello, Ada."
         # The era line says which revision the server got, and why.
@@ -91,23 +84,41 @@ def test_a_tool_that_asks_the_2025_way_works_through_the_bridge_with_the_default
         bridge.close_stdin()
         assert bridge.wait_exit() == 0
     assert "server/discover" not in bridge.stderr_text
+    return response
+
+
+def assert_translates(bridge: Bridge, greeting: str) -> None:
+    """Under ``--protocol 2026-07-28``: the server gets that revision, an ``input_required`` result
+    (which only the translation carries) reaches the client and its answer gets ``greeting`` for the
+    name ``Bo``, and the SDK refuses the request of the 2025 era, which has no channel there."""
+    assert bridge.initialize()["result"]["protocolVersion"] == "2025-11-25"
+    bridge.wait_stderr("the upstream server speaks MCP 2026-07-28")
+    call = bridge.request_async("tools/call", {"name": "ask_name", "arguments": {}})
+    ask = bridge.wait_frame(lambda frame: frame.get("method") == "elicitation/create", timeout=30.0)
+    assert str(ask["id"]).startswith("b-")
+    bridge.send(
+        {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Bo"}}}
+    )
+    assert text_of(bridge.wait_response(call, timeout=30.0)) == greeting
+    refused = bridge.request("tools/call", {"name": "ask_name_2025", "arguments": {}}, timeout=30.0)
+    assert_names_the_back_channel_fix(bridge, refused)
+
+
+def test_a_tool_that_asks_the_2025_way_works_directly() -> None:
+    """The reference: the server driven on its own stdio by a client of revision 2025-11-25."""
+    with Bridge(DUAL_ERA_PEER) as direct:
+        assert direct.initialize()["result"]["protocolVersion"] == "2025-11-25"
+        response = call_ask_name_2025(direct, "Ada")
+    assert text_of(response) == "Hello, Ada."
+
+
+def test_a_tool_that_asks_the_2025_way_works_through_the_bridge_with_the_default_options() -> None:
+    assert_passes_through(bridge_command(upstream=DUAL_ERA_PEER), "py-modern-peer")
 
 
 def test_protocol_2026_07_28_translates_for_a_server_of_both_eras() -> None:
     with Bridge(bridge_command("--protocol", "2026-07-28", upstream=DUAL_ERA_PEER)) as bridge:
-        assert bridge.initialize()["result"]["protocolVersion"] == "2025-11-25"
-        bridge.wait_stderr("the upstream server speaks MCP 2026-07-28")
-        # An input_required result, which only the translation carries, reaches the client.
-        call = bridge.request_async("tools/call", {"name": "ask_name", "arguments": {}})
-        ask = bridge.wait_frame(lambda frame: frame.get("method") == "elicitation/create", timeout=30.0)
-        assert str(ask["id"]).startswith("b-")
-        bridge.send(
-            {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Bo"}}}
-        )
-        assert text_of(bridge.wait_response(call, timeout=30.0)) == "Hello, Bo."
-        # The request of the 2025 era has no channel in 2026-07-28: the SDK refuses it.
-        refused = bridge.request("tools/call", {"name": "ask_name_2025", "arguments": {}}, timeout=30.0)
-        assert_names_the_back_channel_fix(bridge, refused)
+        assert_translates(bridge, "Hello, Bo.")
 
 
 def test_a_server_of_2026_07_28_only_refuses_initialize_and_gets_server_discover_on_the_same_child() -> None:
@@ -155,15 +166,7 @@ def test_a_silent_server_fails_initialize_after_one_time_limit(tmp_path: Path) -
 def test_a_tool_of_a_url_that_asks_the_2025_way_works_directly(dual_url: str) -> None:
     """The reference: the server at its URL driven by a client of revision 2025-11-25 of its own."""
     plan = {"url": dual_url, "tool": "ask_name_2025", "name": "Ada"}
-    completed = subprocess.run(
-        [legacy_python(), str(DIRECT_URL_CLIENT), json.dumps(plan)],
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    summary = json.loads(completed.stdout.decode().strip().splitlines()[-1])
+    _, summary = run_client_script([legacy_python(), str(DIRECT_URL_CLIENT)], plan, RUN_TIMEOUT)
     assert summary["ok"] is True, summary.get("error")
     assert summary["protocolVersion"] == "2025-11-25"
     assert summary["asked"] == ["Your name?"]
@@ -173,33 +176,10 @@ def test_a_tool_of_a_url_that_asks_the_2025_way_works_directly(dual_url: str) ->
 def test_a_tool_of_a_url_that_asks_the_2025_way_works_through_the_bridge_with_the_default_options(
     dual_url: str,
 ) -> None:
-    with Bridge(bridge_command(dual_url)) as bridge:
-        result = bridge.initialize()["result"]
-        assert result["protocolVersion"] == "2025-11-25"
-        assert result["serverInfo"]["name"] == "py-http-peer"
-        # The first call reaches the client as an elicitation/create, and its answer returns the result.
-        response = call_ask_name_2025(bridge, "Ada")
-        assert text_of(response) == "Hello, Ada."
-        assert response["result"].get("isError") is not True
-        bridge.wait_stderr(
-            "the upstream server speaks MCP 2025-11-25, the client's revision: the bridge passes it "
-            "through; --protocol 2026-07-28 translates instead"
-        )
-        bridge.close_stdin()
-        assert bridge.wait_exit() == 0
-    assert "server/discover" not in bridge.stderr_text
+    response = assert_passes_through(bridge_command(dual_url), "py-http-peer")
+    assert response["result"].get("isError") is not True
 
 
 def test_protocol_2026_07_28_translates_for_a_url_of_both_eras(dual_url: str) -> None:
     with Bridge(bridge_command("--protocol", "2026-07-28", dual_url)) as bridge:
-        assert bridge.initialize()["result"]["protocolVersion"] == "2025-11-25"
-        bridge.wait_stderr("the upstream server speaks MCP 2026-07-28")
-        call = bridge.request_async("tools/call", {"name": "ask_name", "arguments": {}})
-        ask = bridge.wait_frame(lambda frame: frame.get("method") == "elicitation/create", timeout=30.0)
-        assert str(ask["id"]).startswith("b-")
-        bridge.send(
-            {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Bo"}}}
-        )
-        assert text_of(bridge.wait_response(call, timeout=30.0)) == "hello Bo"
-        refused = bridge.request("tools/call", {"name": "ask_name_2025", "arguments": {}}, timeout=30.0)
-        assert_names_the_back_channel_fix(bridge, refused)
+        assert_translates(bridge, "hello Bo")

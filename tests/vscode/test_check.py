@@ -87,6 +87,24 @@ def block(lines: list[str], first: str, count: int) -> list[str]:
     return lines[start : start + count]
 
 
+def tool_count(lines: list[str]) -> int:
+    """The number of tools of the server, from the one ``Tools:`` line of the report."""
+    [tools] = [line for line in lines if line.startswith("Tools:")]
+    return int(tools.split()[1].rstrip(":"))
+
+
+def assert_matches_no_tool(
+    lines: list[str], option: str, pattern: str, so: str, meant: tuple[str, str]
+) -> None:
+    """The problem of ``option`` with a ``pattern`` that matches no tool, which says what it does
+    (``so``), and its fix, which suggests the pattern and the tool it matches (``meant``)."""
+    assert block(lines, f"  - {option} '{pattern}'", 2) == [
+        f"  - {option} '{pattern}' matches no tool of the server, so it {so} (a pattern is "
+        "case-sensitive and matches the whole name)",
+        f"    fix: Did you mean {option} '{meant[0]}'? It matches the tool '{meant[1]}'.",
+    ]
+
+
 # ------------------------------------------------------------------ commands
 
 
@@ -753,19 +771,14 @@ def test_an_allow_pattern_that_matches_no_tool_is_a_problem_with_the_pattern_tha
     code, out, _err = run_check(*options, "--", *fixture_command())
     assert code == 1
     lines = out.splitlines()
-    assert block(lines, "  - --allow-tool 'bare-*'", 2) == [
-        "  - --allow-tool 'bare-*' matches no tool of the server, so it lets no tool through (a pattern is "
-        "case-sensitive and matches the whole name)",
-        "    fix: Did you mean --allow-tool 'bare_*'? It matches the tool 'bare_array'.",
-    ]
+    assert_matches_no_tool(lines, "--allow-tool", "bare-*", "lets no tool through", ("bare_*", "bare_array"))
     assert block(lines, "  - --allow-tool 'Echo'", 2)[1] == (
         "    fix: Did you mean --allow-tool 'echo'? It matches the tool 'echo'."
     )
     assert block(lines, "  - --allow-tool 'zzz*'", 2)[1] == (
         "    fix: Give a pattern that matches the name of a tool (the Tools line lists them)."
     )
-    [tools] = [line for line in lines if line.startswith("Tools:")]
-    count = int(tools.split()[1].rstrip(":"))
+    count = tool_count(lines)
     assert block(lines, "  - VS Code sees none", 1) == [
         f"  - VS Code sees none of the {count} tools of the server: the tool filter hides each of them"
     ]
