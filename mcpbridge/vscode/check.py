@@ -484,37 +484,17 @@ class _Check(ToolSteps):
         failed = self.needs_2025_era
         translated = both is None or self.settings.protocol == MODERN
         if failed is not None:
-            problem = (
-                f"the tool {printable(self.settings.call_tool or '')} sends a request of the 2025 era "
-                "in the middle of "
-                f"its call, which a {MODERN} connection does not carry (the server answered: {failed})"
+            key = "modern_only" if both is None else "translated" if translated else "passed"
+            problem, fix = check_problem(
+                f"needs_2025_era_{key}",
+                tool=printable(self.settings.call_tool or ""),
+                failed=failed,
+                both=both,
             )
-            if both is None:
-                fix = (
-                    f"The server speaks only {MODERN} to the bridge: its tool must ask for input with "
-                    "an input_required result instead."
-                )
-            elif translated:
-                fix = (
-                    f"Remove --protocol {MODERN}: the server speaks {both} too, and the bridge then "
-                    "passes it through, requests in the middle of a call included."
-                )
-            else:
-                fix = (
-                    f"Nothing: with --protocol auto (the default) the bridge reaches the server in {both} "
-                    f"and passes it through, where the tool works; --protocol {MODERN} would make it fail so."
-                )
             (self._problem if translated else self._note)(problem, fix)
         elif both is not None:
-            words = "translates" if translated else f"reaches it in {both}, the revision of VS Code"
-            self._note(
-                f"the server speaks both eras ({MODERN} and {both}); the bridge {words}. A tool written "
-                "for the requests of the 2025 era in the middle of a call (such as FastMCP's ctx.elicit()) "
-                f"works only in {both}, one that asks with an input_required result only in {MODERN}",
-                f"Remove --protocol {MODERN} to pass it through. check --call-tool <name> tells."
-                if translated
-                else f"--protocol {MODERN} forces the translation. check --call-tool <name> tells.",
-            )
+            key = "translated" if translated else "passed"
+            self._note(*check_problem(f"both_eras_{key}", both=both))
 
     def _note(self, note: str, fix: str) -> None:
         self.report.notes.append(Problem(note, fix))

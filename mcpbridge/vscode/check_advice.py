@@ -399,6 +399,39 @@ CHECK_PROBLEMS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "the server has no tool {tool}: its tool list does not name it, and the call failed",
             "Did you mean {names}? Give --call-tool the name of a tool of the server.",
         ),
+        # The eras of the server and a --call-tool call that needs the 2025 era (notes when
+        # the bridge passes the server through, problems when it translates).
+        "needs_2025_era_modern_only": (
+            f"the tool {{tool}} sends a request of the 2025 era in the middle of its call, which a "
+            f"{MODERN} connection does not carry (the server answered: {{failed}})",
+            f"The server speaks only {MODERN} to the bridge: its tool must ask for input with an "
+            "input_required result instead.",
+        ),
+        "needs_2025_era_translated": (
+            f"the tool {{tool}} sends a request of the 2025 era in the middle of its call, which a "
+            f"{MODERN} connection does not carry (the server answered: {{failed}})",
+            f"Remove --protocol {MODERN}: the server speaks {{both}} too, and the bridge then passes it "
+            "through, requests in the middle of a call included.",
+        ),
+        "needs_2025_era_passed": (
+            f"the tool {{tool}} sends a request of the 2025 era in the middle of its call, which a "
+            f"{MODERN} connection does not carry (the server answered: {{failed}})",
+            f"Nothing: with --protocol auto (the default) the bridge reaches the server in {{both}} and "
+            f"passes it through, where the tool works; --protocol {MODERN} would make it fail so.",
+        ),
+        "both_eras_translated": (
+            f"the server speaks both eras ({MODERN} and {{both}}); the bridge translates. A tool written "
+            "for the requests of the 2025 era in the middle of a call (such as FastMCP's ctx.elicit()) "
+            f"works only in {{both}}, one that asks with an input_required result only in {MODERN}",
+            f"Remove --protocol {MODERN} to pass it through. check --call-tool <name> tells.",
+        ),
+        "both_eras_passed": (
+            f"the server speaks both eras ({MODERN} and {{both}}); the bridge reaches it in {{both}}, the "
+            "revision of VS Code. A tool written for the requests of the 2025 era in the middle of a "
+            f"call (such as FastMCP's ctx.elicit()) works only in {{both}}, one that asks with an "
+            f"input_required result only in {MODERN}",
+            f"--protocol {MODERN} forces the translation. check --call-tool <name> tells.",
+        ),
         "stray_lines": (
             "the server wrote {lines} JSON-RPC to stdout: log to stderr instead",
             "Write the log lines and debug prints of the server to stderr: its stdout carries "
