@@ -36,7 +36,7 @@ from ..rules import revisions, translate
 from ..rules.roundfailures import InputError
 
 if TYPE_CHECKING:
-    from ..rules.input import Outgoing
+    from ..rules.input import Outgoing, Session
 
 __all__ = ["Obsolete", "ProgressForwarder", "Rounds", "RoundsHost", "Silent"]
 
@@ -101,8 +101,6 @@ class Rounds:
         max_rounds: int | None = None,
         related_task: str | None = None,
     ) -> None:
-        from ..rules.input import MAX_ROUNDS, ClientKinds, Session
-
         self.host = host
         self.slot = slot
         self.method = method
@@ -110,20 +108,41 @@ class Rounds:
         self.params = params
         self.sent_state = False
         self.related_task = related_task
-        self.session = Session(
-            ClientKinds.from_capabilities(host.client_capabilities),
-            host.next_elicitation_id,
-            host.client_revision,
-            max_rounds=MAX_ROUNDS if max_rounds is None else max_rounds,
-        )
+        self._max_rounds = max_rounds
+        self._session: Session | None = None
+
+    @property
+    def session(self) -> Session:
+        """The plan of the rounds (:mod:`~.rules.input`), made with its rules at the first
+        round that asks: most requests ask nothing and never load them."""
+        if self._session is None:
+            from ..rules.input import MAX_ROUNDS, ClientKinds, Session
+
+            host = self.host
+            self._session = Session(
+                ClientKinds.from_capabilities(host.client_capabilities),
+                host.next_elicitation_id,
+                host.client_revision,
+                max_rounds=MAX_ROUNDS if self._max_rounds is None else self._max_rounds,
+            )
+        return self._session
+
+    @property
+    def count(self) -> int:
+        """The rounds that asked the client so far."""
+        return 0 if self._session is None else self._session.rounds
 
     def after_result(self, result: dict[str, Any]) -> None:
         """Complete the URL elicitations that the new result no longer asks for."""
-        for elicitation_id in self.session.completions_after_round(result):
+        if self._session is None:  # no round asked: no URL to complete
+            return
+        for elicitation_id in self._session.completions_after_round(result):
             self.host.output.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
 
     def failed(self) -> None:
-        for elicitation_id in self.session.completions_on_failure():
+        if self._session is None:
+            return
+        for elicitation_id in self._session.completions_on_failure():
             self.host.output.write_notification(ELICITATION_COMPLETE, {"elicitationId": elicitation_id})
 
     def next_round(self, result: dict[str, Any]) -> None:

@@ -456,7 +456,7 @@ class RequestRun:
             if first is not None:
                 result, first = first(), None
             else:
-                call = self.prepare(rounds.session.rounds + 1, rounds.params)
+                call = self.prepare(rounds.count + 1, rounds.params)
                 result = self._client.request(
                     call.method,
                     call.params,
