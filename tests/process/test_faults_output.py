@@ -166,17 +166,23 @@ def initialized_bridge(stall: float, bound: int) -> Iterator[tuple[subprocess.Po
         send.flush()
         yield process, stderr
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(WAIT)
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
-        try:
-            process.stdin.close()
-        except OSError:
-            pass
+        end_bridge(process)
     assert not [text for text in stderr.lines if "Traceback" in text]
+
+
+def end_bridge(process: subprocess.Popen[bytes]) -> None:
+    """Kill the bridge if it still runs and close its pipes: the end of a test's bridge."""
+    if process.poll() is None:
+        process.kill()
+        process.wait(WAIT)
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+    try:
+        if process.stdin is not None:
+            process.stdin.close()
+    except OSError:
+        pass
 
 
 def pings(count: int) -> Iterator[bytes]:

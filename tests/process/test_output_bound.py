@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from test_faults_output import Lines, Pour, frame
+from test_faults_output import Lines, Pour, end_bridge, frame
 
 from conftest import read_line
 from harness import WAIT, bridge_command, fixture_command
@@ -98,16 +98,7 @@ def test_the_command_takes_in_its_bound_of_output_then_answers_a_slow_client_eve
         assert stdout.next() is None, "an answer too many"
         assert (peak - idle) * 1024 <= MAX_QUEUED_BYTES + MEMORY_SLACK, (idle, peak)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(WAIT)
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
-        try:
-            process.stdin.close()
-        except OSError:
-            pass
+        end_bridge(process)
     assert not [text for text in stderr.lines if "Traceback" in text]
 
 
