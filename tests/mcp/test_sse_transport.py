@@ -164,6 +164,16 @@ def peer_of_transport(transport: Transport) -> LegacyPeer:
 peer_of = peer_of_transport
 
 
+def initialize(transport: Transport) -> Any:
+    """Send ``initialize`` through ``transport`` on a peer of its own, closed after the answer or
+    the error; the answer."""
+    peer = peer_of(transport)
+    try:
+        return peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+    finally:
+        peer.close(1.0)
+
+
 def test_requests_go_to_the_endpoint_and_their_answers_come_on_the_stream() -> None:
     with OldServer() as server:
         transport = SseTransport(server.url)
@@ -194,36 +204,22 @@ def test_requests_go_to_the_endpoint_and_their_answers_come_on_the_stream() -> N
 def test_an_endpoint_of_another_origin_is_refused_with_a_named_error(endpoint: str) -> None:
     with OldServer() as server:
         server.endpoint = endpoint.format(port=server.httpd.server_address[1])
-        transport = SseTransport(server.url)
-        peer = peer_of(transport)
-        try:
-            with pytest.raises(ForeignEndpoint):
-                peer.request("initialize", INIT_PARAMS, timeout=WAIT)
-        finally:
-            peer.close(1.0)
+        with pytest.raises(ForeignEndpoint):
+            initialize(SseTransport(server.url))
         assert server.posts == []
 
 
 def test_no_endpoint_event_in_time_is_a_named_error() -> None:
     with OldServer(endpoint=None) as server:
-        transport = SseTransport(server.url, connect_timeout=0.5)
-        peer = peer_of(transport)
-        try:
-            with pytest.raises(NoEndpoint):
-                peer.request("initialize", INIT_PARAMS, timeout=WAIT)
-        finally:
-            peer.close(1.0)
+        with pytest.raises(NoEndpoint):
+            initialize(SseTransport(server.url, connect_timeout=0.5))
         assert server.posts == []
 
 
 def test_a_refused_stream_fails_the_request_with_its_status() -> None:
     with OldServer(stream_status=405) as server:
-        peer = peer_of(SseTransport(server.url))
-        try:
-            with pytest.raises(HttpStatusError) as caught:
-                peer.request("initialize", INIT_PARAMS, timeout=WAIT)
-        finally:
-            peer.close(1.0)
+        with pytest.raises(HttpStatusError) as caught:
+            initialize(SseTransport(server.url))
         assert caught.value.http_status == 405
 
 
@@ -248,12 +244,8 @@ def test_the_stream_and_a_post_go_once_more_after_a_challenge_that_the_authorize
     with OldServer() as server:
         server.tokens = {"GET": "GET-token", "POST": "POST-token"}
         authorizer = ScopeAuthorizer()
-        peer = peer_of(SseTransport(server.url, authorizer=authorizer))
-        try:
-            answer = peer.request("initialize", INIT_PARAMS, timeout=WAIT)
-        finally:
-            peer.close(1.0)
-        assert answer.result["serverInfo"] == {"name": "old", "version": "1"}  # type: ignore[union-attr]
+        answer = initialize(SseTransport(server.url, authorizer=authorizer))
+        assert answer.result["serverInfo"] == {"name": "old", "version": "1"}
         assert authorizer.challenges == [(401, 'Bearer scope="GET"'), (401, 'Bearer scope="POST"')]
         assert [body["method"] for _path, body in server.posts] == ["initialize"]
 
@@ -262,12 +254,8 @@ def test_a_post_refused_again_after_its_challenge_fails_with_the_status() -> Non
     with OldServer() as server:
         server.tokens = {"POST": "other-token"}
         authorizer = ScopeAuthorizer()
-        peer = peer_of(SseTransport(server.url, authorizer=authorizer))
-        try:
-            with pytest.raises(HttpStatusError) as caught:
-                peer.request("initialize", INIT_PARAMS, timeout=WAIT)
-        finally:
-            peer.close(1.0)
+        with pytest.raises(HttpStatusError) as caught:
+            initialize(SseTransport(server.url, authorizer=authorizer))
         assert caught.value.http_status == 401
         assert authorizer.challenges == [(401, 'Bearer scope="POST"')]
         assert server.posts == []
@@ -328,12 +316,8 @@ def test_a_refused_post_falls_back_to_the_stream_and_later_connections_use_it_at
         )
         assert legacy.found is None
         for _connection in range(2):
-            peer = peer_of_transport(legacy())
-            try:
-                answer = peer.request("initialize", INIT_PARAMS, timeout=WAIT)
-                assert answer.result["protocolVersion"] == "2024-11-05"  # type: ignore[union-attr]
-            finally:
-                peer.close(1.0)
+            answer = initialize(legacy())
+            assert answer.result["protocolVersion"] == "2024-11-05"
             assert legacy.found == "sse"
         refused = [path for path, _body in server.posts if path == "/sse"]
         # auto: one POST of initialize to the URL, refused, and none on the second connection.
@@ -350,11 +334,7 @@ def test_with_streamable_http_chosen_a_refused_post_is_the_error() -> None:
             ssl_context=tls_context,
             transport="streamable-http",
         )
-        peer = peer_of_transport(legacy())
-        try:
-            with pytest.raises(HttpStatusError) as caught:
-                peer.request("initialize", INIT_PARAMS, timeout=WAIT)
-        finally:
-            peer.close(1.0)
+        with pytest.raises(HttpStatusError) as caught:
+            initialize(legacy())
         assert caught.value.http_status == 405
         assert legacy.found is None
