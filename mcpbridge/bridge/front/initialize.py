@@ -14,8 +14,7 @@ that answers it, and each server under ``--protocol legacy``, gets a
 :class:`~.sessions.passthrough.LegacyPassthrough` that carries the connection from then on
 (:meth:`Initializer._pass_through`); one that refuses it as a 2026-07-28 server does,
 and each server under ``--protocol 2026-07-28``, gets ``server/discover`` and a
-:class:`~.sessions.session.ModernSession`. A failed discover of an upstream that got no
-``initialize`` first may still lead to the passthrough (:func:`~.sessions.passthrough.falls_back`).
+:class:`~.sessions.session.ModernSession`.
 
 The rules of the state that the lifecycle table does not show:
 
@@ -52,7 +51,6 @@ from ..sessions.passthrough import (
     LegacyPassthrough,
     LegacyUpstream,
     OpenFailed,
-    falls_back,
     log_spawn_failed,
     stopped_during,
 )
@@ -322,7 +320,7 @@ class Initializer:
         passes = self.options.protocol in (UpstreamRevision.LEGACY, UpstreamRevision.AUTO)
         if self._legacy is not None and passes:
             # None: the passthrough carries the connection, or the initialize failed.
-            modern = self._pass_through(slot, request, None, None)
+            modern = self._pass_through(slot, request)
             if modern is None:
                 return
             connect = modern
@@ -338,10 +336,6 @@ class Initializer:
                 timeout=self.options.timeouts.discover, cancel=slot.cancel, capabilities=self._upstream_caps
             )
         except McpError as exc:
-            if falls_back(exc, protocol=self.options.protocol, upstream=self._legacy, drops=self.drops):
-                opened.clear()  # the passthrough owns the probe now
-                self._pass_through(slot, request, client, exc)
-                return
             opened.clear()
             client.close(self.options.shutdown_grace)
             if isinstance(exc, Cancelled):
@@ -400,25 +394,21 @@ class Initializer:
 
     # ------------------------------------------------- 2025-era upstream
 
-    def _pass_through(
-        self, slot: Slot, request: Request, probe: Client | None, probe_error: McpError | None
-    ) -> Connect | None:
+    def _pass_through(self, slot: Slot, request: Request) -> Connect | None:
         """Send the client's initialize upstream: when the server takes it, a LegacyPassthrough
         carries the connection from now on; else the connect of server/discover, or None."""
         assert self._legacy is not None
         passthrough = LegacyPassthrough(
             self.output, self._legacy, self.options, lists=self.lists, drops=self.drops
         )
-        first = probe is None and self.options.protocol is UpstreamRevision.AUTO
+        first = self.options.protocol is UpstreamRevision.AUTO
         try:
-            result = passthrough.open(request.params, probe, probe_error, slot.cancel, first=first)
+            result = passthrough.open(request.params, slot.cancel, first=first)
         except OpenFailed as failed:
             self._initialize_failed(slot, failed.error)
             return None
         except Exception:
             passthrough.close(self.options.shutdown_grace)
-            if probe is not None:
-                probe.close(self.options.shutdown_grace)
             raise
         if result is None:
             return passthrough.modern_connect(self._connect)

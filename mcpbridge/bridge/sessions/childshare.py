@@ -238,9 +238,6 @@ class StdioUpstream:
 
     over_http = False
     sign_in: SignInGuard | None = None
-    #: Under ``--protocol auto`` the client's ``initialize`` goes first, as when the client
-    #: starts the command itself.
-    initialize_first = True
 
     def __init__(
         self,

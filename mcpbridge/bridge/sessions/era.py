@@ -12,10 +12,9 @@ revision 2026-07-28 only (:func:`refuses_as_modern`) sends the bridge on to
 token of that sign-in for a URL. No other failure of that ``initialize`` is followed
 by ``server/discover``: a request that the server may have got is not sent again in
 another form. ``--protocol 2026-07-28`` sends ``server/discover`` alone and
-translates; ``--protocol legacy`` sends ``initialize`` alone. A failed
-``server/discover`` of an upstream that did not get ``initialize`` first and that
-shows a server of the 2025 era (:func:`means_legacy`) sends the bridge to the
-passthrough (:func:`falls_back`).
+translates; ``--protocol legacy`` sends ``initialize`` alone. ``check``, which asks
+``server/discover`` first, reads a server of the 2025 era from its failure
+(:func:`means_legacy`).
 The passthrough reaches the server through a :class:`LegacyUpstream`.
 """
 
@@ -50,7 +49,6 @@ __all__ = [
     "LegacyTransports",
     "LegacyUpstream",
     "SignInGuard",
-    "falls_back",
     "log_spawn_failed",
     "means_legacy",
     "refused_legacy",
@@ -75,7 +73,6 @@ MODERN_ERROR_CODES: Final = frozenset(
 )
 #: HTTP statuses that a 2025-era server gives a modern request (§A11 of the digest).
 LEGACY_HTTP_STATUSES: Final = frozenset({400, 404, 405})
-#: The prefix of the ids of the upstream's requests as the client sees them.
 #: The kind of the log lines of a failed start of the upstream server in a connection's drop log:
 #: the client may send ``initialize`` again after each.
 FAILED_STARTS: Final = "failed starts of the upstream server"
@@ -116,6 +113,8 @@ def refuses_as_modern(error: ErrorObject) -> bool:
         and bool(supported)
         and all(isinstance(version, str) and version >= MODERN for version in supported)
     )
+
+
 #: What the log line of a server that stopped during the start says to do.
 _STOPPED_ADVICE: Final = "its own lines above say why; to see more, run its command in a terminal"
 
@@ -188,29 +187,6 @@ def translated_error(method: str, error: dict[str, Any], *, protocol: str) -> di
     return errortable.with_back_channel_fix(error)
 
 
-def falls_back(exc: McpError, *, protocol: str, upstream: LegacyUpstream | None, drops: DropLog) -> bool:
-    """Whether a failed ``server/discover`` sends the bridge to the 2025-era ``upstream``.
-
-    Never without such an upstream, nor for an upstream that got the client's ``initialize``
-    before ``server/discover`` (its refusal led here); see :func:`means_legacy`. The fallback writes one debug
-    line in ``drops``, the drop log of the connection; the era line of
-    :meth:`~.passthrough.LegacyPassthrough.open` tells the user.
-    """
-    if upstream is None or upstream.initialize_first:
-        return False
-    if not means_legacy(exc, protocol=protocol, over_http=upstream.over_http):
-        return False
-    detail = exc.error.message if isinstance(exc, RpcError) else exc.detail or exc.cause
-    drops(
-        logging.DEBUG,
-        "fallbacks to initialize of MCP 2025-11-25",
-        "server/discover failed (%s): the bridge tries initialize of MCP 2025-11-25",
-        printable(detail),
-        exc_info=exc,
-    )
-    return True
-
-
 class SignInGuard(Protocol):
     """The sign-in of a URL upstream, as the requests of the passthrough need it.
 
@@ -236,11 +212,6 @@ class LegacyUpstream(Protocol):
     over_http: bool
     #: The sign-in of a URL upstream, or ``None``.
     sign_in: SignInGuard | None
-    #: True: under ``--protocol auto`` the client's ``initialize`` goes first, and
-    #: ``server/discover`` only after a refusal of a modern server (a command, a URL);
-    #: False: ``server/discover`` goes first.
-    initialize_first: bool
-
     def transport(self, probe: Client | None) -> Transport:
         """An unstarted transport to the upstream server.
 
@@ -260,9 +231,6 @@ class LegacyUpstream(Protocol):
 
 class LegacyTransports:
     """A :class:`LegacyUpstream` that makes a new transport each time (a URL)."""
-
-    #: A URL gets the client's ``initialize`` first too, over the Streamable HTTP of 2025-11-25.
-    initialize_first = True
 
     def __init__(
         self, make: Callable[[], Transport], *, over_http: bool = True, sign_in: SignInGuard | None = None

@@ -97,14 +97,13 @@ from .era import (
     FAILED_STARTS,
     LegacyUpstream,
     ModernConnect,
-    falls_back,
     log_spawn_failed,
     refused_legacy,
     refuses_as_modern,
     stopped_during,
     stopped_error,
 )
-from .session import discover_error, log_repairs, log_too_large, start_words, upstream_state
+from .session import log_repairs, log_too_large, start_words, upstream_state
 
 # The front end imports the names of mcpbridge.bridge.sessions.era that it needs from here.
 __all__ = [
@@ -112,7 +111,6 @@ __all__ = [
     "LegacyPassthrough",
     "LegacyUpstream",
     "OpenFailed",
-    "falls_back",
     "log_spawn_failed",
     "stopped_during",
     "time_limit",
@@ -237,29 +235,21 @@ class LegacyPassthrough:
     def open(
         self,
         params: dict[str, Any] | None,
-        probe: Client | None,
-        probe_error: McpError | None,
         cancel: CancelToken,
         *,
         first: bool = False,
     ) -> dict[str, Any] | None:
         """Connect, send ``initialize`` with ``params`` and return the upstream's result.
 
-        ``probe`` is the client of the failed ``server/discover`` (closed here),
-        ``probe_error`` its error. ``first``: ``--protocol auto`` before any ``server/discover``;
-        then ``None`` means that the front end goes on with ``server/discover`` through
-        :meth:`modern_connect`: the upstream gets ``server/discover`` first (a URL), or it
-        refused ``initialize`` as a server of revision 2026-07-28 only does.
+        ``first``: ``--protocol auto``, before any ``server/discover``; then ``None`` means that
+        the upstream refused ``initialize`` as a server of revision 2026-07-28 only does, and
+        the front end goes on with ``server/discover`` through :meth:`modern_connect`.
 
         Raises:
             OpenFailed: with the error for the client, or ``None`` when the client canceled.
         """
         grace = self._options.shutdown_grace
-        if first and not self._upstream.initialize_first:
-            return None
-        transport = self._upstream.transport(probe)
-        if probe is not None:
-            probe.close(grace)
+        transport = self._upstream.transport(None)
         peer = LegacyPeer(
             transport, on_request=self._on_server_request, on_notification=self._on_server_notification
         )
@@ -271,7 +261,7 @@ class LegacyPassthrough:
             )
         except McpError as exc:
             peer.close(grace)
-            raise OpenFailed(self._start_error(exc, probe_error, first=first)) from exc
+            raise OpenFailed(self._start_error(exc, first=first)) from exc
         if isinstance(outcome, ErrorResponse):
             if first and refuses_as_modern(outcome.error):
                 self._refused = transport
@@ -287,9 +277,7 @@ class LegacyPassthrough:
             raise OpenFailed(self._refusal(outcome.error))
         return self._opened(peer, outcome.result, first=first)
 
-    def _start_error(
-        self, exc: McpError, probe_error: McpError | None, *, first: bool
-    ) -> dict[str, Any] | None:
+    def _start_error(self, exc: McpError, *, first: bool) -> dict[str, Any] | None:
         """The error for the client of an ``initialize`` that failed with ``exc``; ``None``: canceled."""
         timeout = self._options.timeouts.discover
         if isinstance(exc, Cancelled):
@@ -301,8 +289,6 @@ class LegacyPassthrough:
             return stopped_error("initialize", status)
         if not isinstance(exc, RequestTimeout):
             return self._open_error(exc)
-        if isinstance(probe_error, RequestTimeout):
-            return discover_error(probe_error, timeout)
         if first:
             # One time limit, that of server/discover: a server silent on initialize
             # gets no server/discover after it.
