@@ -194,7 +194,9 @@ class OAuthAuthorizer:
             except HttpStatusError as exc:
                 if exc.http_status in (401, 403) and scope.answered:
                     if self._after_fallback():
-                        log.warning(
+                        self._drops(
+                            logging.WARNING,
+                            "tokens refused for a resource the authorization server does not know",
                             "the upstream server refused the token (HTTP status %d) of a sign-in without "
                             "the resource indicator, which the authorization server refused: it does not "
                             "know the upstream server's address as a resource. Register it there as a "
@@ -203,7 +205,9 @@ class OAuthAuthorizer:
                             exc.http_status,
                         )
                         raise ResourceUnknown(f"HTTP status {exc.http_status}") from exc
-                    log.warning(
+                    self._drops(
+                        logging.WARNING,
+                        "requests refused after the sign-in",
                         "the upstream server refused the request after the sign-in (HTTP status %d)",
                         exc.http_status,
                     )

@@ -12,6 +12,7 @@ import threading
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from ..mcp.droplog import DropLog
 from . import urls
 from .challenge import Challenge
 from .context import SignInContext
@@ -31,6 +32,8 @@ class Metadata:
 
     def __init__(self, context: SignInContext) -> None:
         self._context = context
+        #: The lines of a sandbox that blocks a sign-in, which each refused request repeats.
+        self._drops = DropLog(log)
         self._lock = threading.Lock()
         # Guarded by _lock:
         self._resources: dict[str | None, ResourceMetadata] = {}
@@ -95,16 +98,20 @@ class Metadata:
 
         upstream = urlsplit(self._context.config.url).hostname or "?"
         issuer = urlsplit(server.issuer).hostname or "?"
-        log.warning(
+        self._drops(
+            logging.WARNING,
+            "sign-ins that the sandbox blocks",
             "the sandbox of VS Code blocks the browser and the redirect port of the sign-in; the sandbox "
             "must allow the hosts %s (the upstream server) and %s (the authorization server)",
             upstream,
             issuer,
         )
         if self._context.config.sign_in != "auto" or grants.device_endpoint_problem(server) is not None:
-            log.warning(
+            self._drops(
+                logging.WARNING,
+                "sign-ins that need the device flow in the sandbox",
                 "the sign-in needs --sign-in device, which the authorization server must offer, "
-                "or a server entry without sandboxEnabled"
+                "or a server entry without sandboxEnabled",
             )
             return False
         log.info("the sign-in uses the device flow: the sandbox of VS Code blocks the browser")

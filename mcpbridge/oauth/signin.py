@@ -368,7 +368,11 @@ class SignIn:
         """
         settings = self.settings
         if settings.sandbox:
-            log.warning("the sign-in cannot start: the bridge runs in the sandbox of VS Code")
+            self._drops(
+                logging.WARNING,
+                "sign-ins that the sandbox blocks",
+                "the sign-in cannot start: the bridge runs in the sandbox of VS Code",
+            )
             raise Sandbox()
         delivery = _Delivery.ELICITATION if self.needs_consent() else _Delivery.BROWSER
         receiver = Receiver(

@@ -59,6 +59,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcpbridge.bridge")
+#: The warnings of errors that a server can repeat at every call.
+_drops = DropLog(log)
 
 #: A started client of revision 2026-07-28 (the one type of it: :data:`~mcpbridge.mcp.client.Connect`).
 ModernConnect = Connect
@@ -177,7 +179,9 @@ def translated_error(method: str, error: dict[str, Any], *, protocol: str) -> di
     error = translate.legacy_error(method, error)
     if protocol != MODERN or not errortable.no_back_channel(error):
         return error
-    log.warning(
+    _drops(
+        logging.WARNING,
+        "errors of a server without a back-channel for its requests",
         "%s: the upstream server answered that it cannot send its request in the middle of the call "
         "(%s). %s",
         printable(method),
