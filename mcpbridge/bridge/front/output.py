@@ -69,6 +69,11 @@ condition is bounded. These are all the exceptions, each on purpose:
   connection that owns it under this lock, so that a change of owner never
   splits them; a delivery may write to the client, and so wait for room in the
   output. It is taken only on the child's reader thread and by a change of owner.
+* **The stderr lock of a probed child** (``_lock`` of
+  :class:`~.sessions.childshare._ProbeStderr`): the lines that it held and the
+  new ones reach the bridge's stderr under it, so that the stderr thread and the
+  stdout thread that ends the hold never mix their order. The write is to the
+  bridge's own stderr and takes no other lock.
 * **The lock of a listen stream of the server** (``lock`` of the subscriptions of
   :mod:`mcpbridge.mcp.server.connection`): it orders the frames of one stream (the
   acknowledgment, the events, the result) and is held while they are sent. It is
@@ -554,11 +559,6 @@ class Output:
     def write_notification(self, method: str, params: dict[str, Any] | None = None) -> bool:
         """Write a notification to the client."""
         return self.write_frame(notification_frame(method, params))
-
-    def write_if(self, check: Callable[[], bool], method: str, params: dict[str, Any] | None) -> bool:
-        """Write a notification when ``check()`` holds; the check and the write are one step."""
-        data = notification_frame(method, params)
-        return self.write_locked(lambda: [data] if check() else [])
 
     def write_request(self, request_id: str, method: str, params: dict[str, Any] | None) -> bool:
         """Write one of the bridge's own requests to the client (``None``: no params member)."""

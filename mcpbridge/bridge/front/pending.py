@@ -91,10 +91,6 @@ class PendingAnswers:
             self._cond.notify_all()
             return True
 
-    def is_pending(self, request_id: RequestId | None) -> bool:
-        with self._cond:
-            return isinstance(request_id, str) and self._entries.get(request_id, 0) is None
-
     def wait(self, ids: list[str], *, timeout: float, cancel: CancelToken) -> dict[str, Answer]:
         """Wait until every id has its answer.
 

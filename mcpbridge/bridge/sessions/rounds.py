@@ -95,7 +95,6 @@ class Rounds:
         self,
         host: RoundsHost,
         slot: Slot,
-        method: str,
         params: dict[str, Any],
         *,
         max_rounds: int | None = None,
@@ -103,7 +102,6 @@ class Rounds:
     ) -> None:
         self.host = host
         self.slot = slot
-        self.method = method
         self.original = params
         self.params = params
         self.sent_state = False
@@ -241,8 +239,6 @@ class ProgressForwarder:
 
     def __call__(self, params: dict[str, Any]) -> None:
         translated = translate.progress_params(self._token, params)
-        if translated is not None:
-            self._last = max(self._last, translated["progress"])
         if translated is None:
             _drops(
                 logging.WARNING,
@@ -250,7 +246,9 @@ class ProgressForwarder:
                 "dropped a progress notification of the upstream server that is not valid "
                 "(a finite progress number is needed)",
             )
-        elif self._window.admit():
+            return
+        self._last = max(self._last, translated["progress"])
+        if self._window.admit():
             method = "notifications/progress"
             shaped = revisions.shape_notification(self._revision, method, translated)
             self._host.write_notification(method, shaped)

@@ -423,8 +423,9 @@ class RequestRun:
         ``first`` gives the outcome of a first round that :meth:`send_first_round` sent.
         """
         self._advance(RunState.ROUNDS)
-        self._host.lists.asked.sent(self.request.method)
-        rounds = Rounds(self._host, self.slot, self.request.method, self._params)
+        if first is None:  # else send_first_round has told the list rules
+            self._host.lists.asked.sent(self.request.method)
+        rounds = Rounds(self._host, self.slot, self._params)
         try:
             result, raw = self._rounds(rounds, first)
             self._complete(rounds, result, raw)

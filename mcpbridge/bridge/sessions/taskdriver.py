@@ -146,7 +146,6 @@ class TaskDriver:
         rounds = Rounds(
             self._host,
             self._slot,
-            "tools/call",
             {},
             max_rounds=MAX_TASK_ROUNDS,
             related_task=task_id if self._related else None,

@@ -57,20 +57,6 @@ def _write_child_stderr(line: str) -> None:
         pass
 
 
-def stdio_connector(argv: Sequence[str], *, max_line_bytes: int) -> Connect:
-    """Start ``argv`` as the upstream server on each connect."""
-
-    def connect(client_info: dict[str, Any], on_notification: Callable[[Notification], None]) -> Client:
-        from ...mcp.transports.stdio import StdioChildTransport
-
-        transport = StdioChildTransport(
-            list(argv), max_line_bytes=max_line_bytes, stderr_sink=_write_child_stderr
-        )
-        return _start(transport, client_info, on_notification)
-
-    return connect
-
-
 def transport_connector(make_transport: Callable[[], Transport]) -> Connect:
     """Use a transport that the caller makes (the memory link, HTTP)."""
 
