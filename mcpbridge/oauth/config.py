@@ -10,6 +10,7 @@ bridge, for the choice of the flow (:func:`.grants.choose_flow`).
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from . import flow
 __all__ = [
     "CLIENT_SECRET_VARIABLE",
     "SANDBOX_VARIABLE",
+    "SECRET_NAME",
     "in_sandbox",
     "DEFAULT_RESOURCE_INDICATOR",
     "DEFAULT_SIGN_IN_FLOW",
@@ -34,6 +36,9 @@ __all__ = [
     "SignInOptions",
     "remote_session",
 ]
+
+#: A secret name of ``--header-secret``: 1 to 64 letters, digits and ``. _ @ + -``.
+SECRET_NAME: Final = re.compile(r"[A-Za-z0-9._@+\-]{1,64}\Z")
 
 #: The client secret of ``--client-id``. There is no option for it.
 CLIENT_SECRET_VARIABLE: Final = "MCP_BRIDGE_CLIENT_SECRET"

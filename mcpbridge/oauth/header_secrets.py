@@ -21,10 +21,10 @@ import base64
 import binascii
 import json
 import logging
-import re
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from .config import SECRET_NAME
 from .errors import InvalidRecord, StoreOpenError
 from .flow import RecordKey
 from .keychain import KeyringStore
@@ -46,8 +46,6 @@ SECRET_ISSUER: Final = "mcpbridge:header-secret"
 _NAMES: Final = "mcpbridge:names"
 #: The largest value: far more than any header that a server accepts.
 MAX_SECRET_BYTES: Final = 64 * 1024
-#: A secret name: 1 to 64 letters, digits and ``. _ @ + -``.
-SECRET_NAME: Final = re.compile(r"[A-Za-z0-9._@+\-]{1,64}\Z")
 
 
 def open_secret_store(

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from ..oauth.config import SECRET_NAME
 from .words import ArgError, invalid_value
 
 __all__ = [
@@ -78,8 +79,6 @@ class Header:
 #: The characters of an HTTP token (RFC 9110 section 5.6.2).
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-#: A secret name of ``--header-secret`` (as :data:`mcpbridge.oauth.header_secrets.SECRET_NAME`).
-SECRET_NAME: Final = re.compile(r"[A-Za-z0-9._@+\-]{1,64}\Z")
 
 
 def trim(text: str) -> str:

@@ -46,6 +46,7 @@ from typing import Any, Final, cast
 
 from mcpbridge.oauth.config import (
     CLIENT_SECRET_VARIABLE,
+    SECRET_NAME,
     TOKEN_KEY_VARIABLE,
     ClientMetadataDocument,
     DynamicRegistration,
@@ -56,7 +57,6 @@ from mcpbridge.oauth.config import (
 
 from .headers import (
     REFUSED_HEADER_NAMES,
-    SECRET_NAME,
     Header,
     HeaderArg,
     parse_header,
