@@ -22,7 +22,6 @@ from ..mcp.text import format_duration
 from ..mcp.transports.httpwire import ConnectError
 from ..oauth.errors import SIGN_IN_PROBLEMS, problem_words
 from . import settings as args
-from .check_report import printable
 
 __all__ = [
     "CHECK_PROBLEMS",
@@ -451,18 +450,12 @@ def legacy_refused(error: ErrorObject, protocol: str) -> tuple[str, str] | None:
     """The problem of an ``initialize`` of ``--protocol legacy`` that a server of revision
     2026-07-28 only refused, naming the revisions it speaks (the error's ``data.supported``),
     as the bridge does; ``None`` for any other error."""
-    from ..bridge.sessions.era import refused_legacy
+    from ..bridge.sessions.era import refused_legacy, supported_revisions
 
     if refused_legacy(error, protocol=protocol) is None:
         return None
-    supported = error.data.get("supported") if isinstance(error.data, dict) else None
-    named = (
-        [printable(v[:32]) for v in supported[:8] if isinstance(v, str)]
-        if isinstance(supported, list)
-        else []
-    )
     failure = failure_text(RpcError(error))
-    return check_problem("legacy_refused", versions=", ".join(named) or MODERN, failure=failure)
+    return check_problem("legacy_refused", versions=supported_revisions(error), failure=failure)
 
 
 def diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, str]:

@@ -54,6 +54,7 @@ __all__ = [
     "refused_legacy",
     "refuses_as_modern",
     "stopped_during",
+    "supported_revisions",
     "stopped_error",
     "translated_error",
 ]
@@ -135,6 +136,16 @@ def stopped_error(step: str, exit_status: str | None) -> dict[str, Any]:
     return errortable.error_object("stopped_at_start", f"{step}: the upstream server {what}")
 
 
+def supported_revisions(error: ErrorObject) -> str:
+    """The revisions that the error's ``data.supported`` names, shortened and printable (at most
+    8), or 2026-07-28 when it names none."""
+    supported = error.data.get("supported") if isinstance(error.data, dict) else None
+    if not isinstance(supported, list):
+        supported = []
+    named = [printable(v[:32]) for v in supported[:8] if isinstance(v, str)]
+    return ", ".join(named) or MODERN
+
+
 def refused_legacy(error: ErrorObject, *, protocol: str) -> tuple[dict[str, Any], str] | None:
     """The words of an ``initialize`` of ``--protocol legacy`` that the upstream refused with an
     error that only a server of revision 2026-07-28 sends: the error for the client and the log
@@ -143,11 +154,7 @@ def refused_legacy(error: ErrorObject, *, protocol: str) -> tuple[dict[str, Any]
     """
     if protocol != LEGACY or error.code not in MODERN_ERROR_CODES:
         return None
-    supported = error.data.get("supported") if isinstance(error.data, dict) else None
-    if not isinstance(supported, list):
-        supported = []
-    named = [printable(v[:32]) for v in supported[:8] if isinstance(v, str)]
-    versions = ", ".join(named) or MODERN
+    versions = supported_revisions(error)
     detail = f"initialize: error {error.code}; the server supports MCP {versions}"
     line = (
         f"initialize failed: the upstream server speaks only MCP {versions} (error {error.code}), thus "
