@@ -10,6 +10,7 @@ secrets: a method name, a limit, an HTTP status.
 
 from __future__ import annotations
 
+import copy
 from typing import ClassVar
 
 from .errorbase import BridgeError, LocalFault, PeerFault, UsageFault
@@ -35,6 +36,7 @@ __all__ = [
     "TooManyRounds",
     "TransportFailed",
     "UsageFault",
+    "fresh",
 ]
 
 
@@ -156,3 +158,14 @@ class RpcError(McpError, PeerFault):
     @property
     def rpc_code(self) -> int:
         return self.error.code
+
+
+def fresh(error: McpError) -> McpError:
+    """A copy of ``error``, so that two threads never raise the same object."""
+    if isinstance(error, RpcError):
+        return RpcError(error.error, http_status=error.http_status)
+    try:
+        duplicate = copy.copy(error)
+    except Exception:  # noqa: BLE001 - an error class with an unusual constructor
+        return error
+    return duplicate if isinstance(duplicate, McpError) else error

@@ -285,7 +285,7 @@ class InteractiveSignIn:
         if answer is None:
             return False
         log.info("another bridge process signs in to the same account: this process waits for it")
-        limit = Deadline(scope.limit.at_most(self._context.sign_in.settings.timeout + FOLLOW_GRACE))
+        limit = Deadline(self._context.sign_in.settings.timeout + FOLLOW_GRACE, until=scope.deadline)
         while answer == "pending":
             if scope.cancel is not None and scope.cancel.cancelled:
                 raise Cancelled(scope.cancel.reason or None)

@@ -348,7 +348,7 @@ class Receiver:
             except OSError:
                 pass
         deadline = Deadline(STOP_WAIT)
-        if self._accepter is not None and not Deadline(STOP_WAIT).join(self._accepter):
+        if self._accepter is not None and not deadline.join(self._accepter):
             log.debug("the sign-in receiver's accepting thread did not end in %g s", STOP_WAIT)
         with self._cond:
             connections = dict(self._connections)

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..mcp.cancel import CancelToken
-from ..mcp.deadline import Deadline
 from .errors import SignInError
 from .signin import SignIn
 
@@ -33,8 +32,6 @@ class RequestScope:
         self.cancel = cancel
         #: The deadline on the monotonic clock.
         self.deadline = time.monotonic() + timeout
-        #: The same deadline, counting down.
-        self.limit = Deadline(timeout)
         #: The authorizer answered a challenge of this request.
         self.answered = False
         #: The sign-in that the deadline of the request stopped.

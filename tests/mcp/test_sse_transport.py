@@ -18,7 +18,7 @@ import pytest
 from conftest import WAIT
 from mcpbridge.bridge.sessions.passthrough import LegacyPeer
 from mcpbridge.bridge.sessions.upstream import url_transports
-from mcpbridge.mcp.errors import McpError
+from mcpbridge.mcp.errors import Closed, McpError
 from mcpbridge.mcp.transports import Transport
 from mcpbridge.mcp.transports.http import HttpStatusError
 from mcpbridge.mcp.transports.httpwire import tls_context
@@ -278,7 +278,7 @@ def test_the_end_of_the_stream_ends_the_connection() -> None:
             peer.request("initialize", INIT_PARAMS, timeout=WAIT)
             assert isinstance(ended.get(timeout=WAIT), StreamEnded)
             assert transport.gone
-            with pytest.raises(McpError):
+            with pytest.raises(Closed):  # at once: not the timeout of a request that waits
                 peer.request("tools/list", None, timeout=WAIT)
         finally:
             peer.close(1.0)

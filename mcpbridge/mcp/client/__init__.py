@@ -83,7 +83,16 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from .. import jsonrpc
 from ..cancel import NO_WAIT, CancelToken, WouldBlock
-from ..errors import Cancelled, Closed, InvalidRequest, McpError, NotConnected, RequestTimeout, RpcError
+from ..errors import (
+    Cancelled,
+    Closed,
+    InvalidRequest,
+    McpError,
+    NotConnected,
+    RequestTimeout,
+    RpcError,
+    fresh,
+)
 from ..jsonrpc import (
     UNSUPPORTED_PROTOCOL_VERSION,
     ErrorResponse,
@@ -109,7 +118,6 @@ from .call import (
     traced,
 )
 from .peer import JOIN_TIMEOUT, Entry, Interrupt, Peer, bad_line
-from .peer import fresh as _fresh
 from .subscription import Subscription
 
 if TYPE_CHECKING:
@@ -513,7 +521,7 @@ class Client(Peer):
 
     def _check_open_locked(self) -> None:
         if self._closed is not None:
-            raise _fresh(self._closed)
+            raise fresh(self._closed)
         if self._closing:
             raise Closed("the client is closed")
         if not self._started:
@@ -585,7 +593,7 @@ class Client(Peer):
         """Fail every request and stream; return the requests of :meth:`begin` to notify (after the lock)."""
         done = self._fail_pending_locked(error)
         for subscription in list(self._streams.values()):
-            subscription._finish_locked(_fresh(error))
+            subscription._finish_locked(fresh(error))
         self._streams.clear()
         self._cond.notify_all()
         return done

@@ -24,7 +24,6 @@ messages. The lock guards decisions only: no I/O and no callback runs under it.
 
 from __future__ import annotations
 
-import copy
 import enum
 import heapq
 import itertools
@@ -37,14 +36,14 @@ from typing import Any, Final, NamedTuple
 from ..cancel import NO_WAIT, CancelToken, WouldBlock
 from ..deadline import Deadline
 from ..droplog import DropLog
-from ..errors import InvalidResponse, McpError, ResponseTooLarge, RpcError
+from ..errors import InvalidResponse, McpError, ResponseTooLarge, fresh
 from ..ids import recover_id, shows_response
 from ..jsonrpc import ErrorResponse, FrameError, Notification, Request, RequestId, Response
 from ..text import escaped, format_duration
 from ..transports import Transport, run_callback
 from ..transports.framing import TooLong
 
-__all__ = ["BadLine", "DeadlineTimer", "Entry", "Interrupt", "Outcome", "Peer", "bad_line", "fresh"]
+__all__ = ["BadLine", "DeadlineTimer", "Entry", "Interrupt", "Outcome", "Peer", "bad_line"]
 
 log = logging.getLogger("mcpbridge.upstream")
 
@@ -65,17 +64,6 @@ class Interrupt(enum.Enum):
     CANCEL = "cancel"
     #: The request's deadline passed.
     TIMEOUT = "timeout"
-
-
-def fresh(error: McpError) -> McpError:
-    """A copy of ``error``, so that two threads never raise the same object."""
-    if isinstance(error, RpcError):
-        return RpcError(error.error, http_status=error.http_status)
-    try:
-        duplicate = copy.copy(error)
-    except Exception:  # noqa: BLE001 - an error class with an unusual constructor
-        return error
-    return duplicate if isinstance(duplicate, McpError) else error
 
 
 class BadLine(NamedTuple):

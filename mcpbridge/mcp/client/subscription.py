@@ -10,10 +10,10 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..cancel import CancelToken
-from ..errors import Cancelled, InvalidResponse, McpError, RequestTimeout
+from ..errors import Cancelled, InvalidResponse, McpError, RequestTimeout, fresh
 from ..jsonrpc import Notification, RequestId
 from ..text import format_duration
-from .peer import Peer, fresh
+from .peer import Peer
 
 __all__ = ["WAIT_SLICE", "Subscription"]
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 from .. import jsonrpc
 from ..cancel import CancelToken
+from ..deadline import Deadline
 from ..droplog import DropLog
 from ..errors import InvalidRequest, InvalidResponse, McpError, ResponseTooLarge, TransportFailed
 from ..jsonrpc import ErrorResponse, FrameError, Message, Request, Response
@@ -224,14 +225,13 @@ class HttpTransportBase(WireReading, Transport):
             return True
 
     def _join(self, threads: Sequence[threading.Thread | None], timeout: float) -> None:
-        """Wait for the threads of the transport at its close, each for at most ``timeout``
-        (never the calling thread); one log line for a thread that does not end."""
+        """Wait for the threads of the transport at its close, all within ``timeout`` (never the
+        calling thread); one log line for a thread that does not end."""
         current = threading.current_thread()
+        deadline = Deadline(timeout)
         for thread in threads:
-            if thread is not None and thread is not current:
-                thread.join(timeout)
-                if thread.is_alive():
-                    log.warning("the thread %s did not end at the close of the transport", thread.name)
+            if thread is not None and thread is not current and not deadline.join(thread):
+                log.warning("the thread %s did not end at the close of the transport", thread.name)
 
     def _unsent(self, what: str, exc: McpError) -> None:
         """The drop line of a queued message, ``what``, that did not reach the server; none

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..cancel import CancelToken
-from ..errors import Cancelled, Closed, InvalidResponse, McpError, NotConnected, TransportFailed
+from ..errors import Cancelled, Closed, InvalidResponse, McpError, NotConnected, TransportFailed, fresh
 from ..jsonrpc import FrameError, Message, Notification, Request
 from . import OnClosed, OnFrameError, OnMessage
 from .httpbase import HttpTransportBase, json_body
@@ -202,7 +202,9 @@ class SseTransport(HttpTransportBase):
         if self._closed:
             with self._endpoint_changed:
                 error = self._stream_error
-            raise error if error is not None else Closed("the connection to the upstream server is closed")
+            if error is not None:
+                raise fresh(error)
+            raise Closed("the connection to the upstream server is closed")
         if self._on_message is None:
             raise NotConnected("the transport is not started")
         if not isinstance(message, Request):
@@ -281,7 +283,7 @@ class SseTransport(HttpTransportBase):
         if wire is not None:
             return wire
         if error is not None:
-            raise error
+            raise fresh(error)
         if cancel is not None and cancel.cancelled:
             raise Cancelled(cancel.reason or None)
         raise Closed("the connection to the upstream server is closed")
@@ -421,7 +423,11 @@ class SseTransport(HttpTransportBase):
 
     def _on_endpoint(self, data: str) -> None:
         if self._endpoint_wire is not None:
-            log.debug("the upstream server sent one more endpoint event; the first one stays")
+            self._drops(
+                logging.DEBUG,
+                "endpoint events after the first",
+                "the upstream server sent one more endpoint event; the first one stays",
+            )
             return
         wire = self._open_wire(endpoint_url(self._url, data))
         with self._endpoint_changed:
