@@ -36,7 +36,7 @@ PURE_MODULES = (
     "mcpbridge/bridge/rules/translate.py",
     "mcpbridge/bridge/rules/revisions.py",
     "mcpbridge/bridge/rules/errortable.py",
-    "mcpbridge/bridge/front/answers.py",
+    "mcpbridge/bridge/rules/answers.py",
     "mcpbridge/bridge/front/dumptext.py",
     "mcpbridge/bridge/rules/input.py",
     "mcpbridge/bridge/rules/forms.py",

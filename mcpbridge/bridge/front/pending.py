@@ -28,7 +28,7 @@ from ...mcp.cancel import CancelToken
 from ...mcp.deadline import Deadline
 from ...mcp.errorbase import BridgeError
 from ...mcp.jsonrpc import RequestId
-from .answers import BAD_LINE, ClientError
+from ..rules.answers import BAD_LINE, ClientError
 from .dumptext import PendingState
 from .output import Host
 

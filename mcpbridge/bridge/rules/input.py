@@ -62,7 +62,7 @@ from typing import Any, Final
 
 from ...mcp.netloc import is_loopback, split_url
 from ...mcp.protocol import ELICITATION_CREATE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE
-from ..front.answers import BAD_LINE, ClientError
+from .answers import BAD_LINE, ClientError
 from .forms import FormSchema, SchemaError, choice_form, compile_form_schema, continue_form
 from .legacyshapes import conforms
 from .revisions import LATEST, NotCarried, Revision, adapt_input_request

@@ -2,8 +2,8 @@
 
 An answer is the ``result`` value of the client (any JSON), a :class:`ClientError`, or
 :data:`BAD_LINE`. The front end makes them from the lines of the client, the pending table
-(:mod:`.pending`) hands them to the request that waits, and the input rules
-(:mod:`.rules.input`) read them. This module is pure: it holds the two types only.
+(:mod:`.front.pending`) hands them to the request that waits, and the input rules
+(:mod:`.input`) read them. This module is pure: it holds the two types only.
 """
 
 from __future__ import annotations
