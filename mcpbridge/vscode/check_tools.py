@@ -11,6 +11,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Final
 
 from ..bridge.front.listrules import app_only, app_view
+from ..bridge.rules.errortable import no_back_channel
 from ..bridge.rules.lists import ToolFilter
 from ..mcp.errors import McpError, RpcError
 from ..mcp.jsonrpc import METHOD_NOT_FOUND
@@ -29,16 +30,11 @@ from .check_report import (
 )
 from .check_run import CheckRun
 
-__all__ = ["ERA_2025_ONLY_MARKERS", "MAX_PAGES", "SERVER_REQUESTS", "ToolSteps", "bridge_lists"]
+__all__ = ["MAX_PAGES", "SERVER_REQUESTS", "ToolSteps", "bridge_lists"]
 
 
 #: The most pages of one list that the check reads.
 MAX_PAGES: Final = 100
-#: What a server answers when a tool sends a request of the 2025 era in the middle of a
-#: call on a 2026-07-28 connection (lower case): the Python SDK's ``NoBackChannelError``
-#: ("... has no back-channel for server-initiated requests") and FastMCP's ``ctx.elicit()``
-#: ("... is unavailable on 2026-07-28 connections").
-ERA_2025_ONLY_MARKERS: Final = ("back-channel", "server-initiated request", f"unavailable on {MODERN}")
 #: The server's requests that the check tells apart in the middle of a call.
 SERVER_REQUESTS: Final = ("elicitation/create", "sampling/createMessage", "roots/list", "ping")
 
@@ -228,7 +224,7 @@ class ToolSteps(CheckRun):
     def _needs_2025_era(self, answer: str, started: float) -> bool:
         """Whether the answer of a 2026-07-28 call says that the tool needs the requests of the
         2025 era; then the step failed, and :meth:`.check._Check._era_advice` tells what to do."""
-        if self.report.era != MODERN or not any(m in answer.lower() for m in ERA_2025_ONLY_MARKERS):
+        if self.report.era != MODERN or not no_back_channel({"message": answer}):
             return False
         self.needs_2025_era = printable(answer, MAX_ANSWER_CHARS)
         self._step(

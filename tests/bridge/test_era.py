@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.bridge.rules.errortable import BACK_CHANNEL_FIX
+from mcpbridge.bridge.rules.errortable import BACK_CHANNEL_FIX, no_back_channel
 from mcpbridge.bridge.sessions.era import refuses_as_modern, translated_error
 from mcpbridge.mcp.jsonrpc import NO_DATA, ErrorObject
 from mcpbridge.mcp.text import printable
@@ -73,3 +73,16 @@ def test_every_other_upstream_error_of_the_translation_passes_unchanged(
     with caplog.at_level(logging.DEBUG, logger="mcpbridge.bridge"):
         assert translated_error("tools/call", error, protocol=protocol) == error
     assert caplog.records == []
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Cannot send 'elicitation/create': this transport context has no back-channel for "
+        "server-initiated requests",
+        "ctx.elicit() is unavailable on 2026-07-28 connections",
+    ],
+)
+def test_the_bridge_and_check_read_the_same_words_of_a_server_without_a_back_channel(message: str) -> None:
+    assert no_back_channel({"code": -32600, "message": message})
+    assert not no_back_channel({"code": -32600, "message": "Unknown tool: x"})

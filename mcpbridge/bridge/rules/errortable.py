@@ -353,9 +353,11 @@ def upstream_error(code: int, message: str, data: Any = NO_DATA) -> dict[str, An
     return error
 
 
-#: The words of an upstream error that says the server cannot send its request in the middle
-#: of a call: a connection of 2026-07-28 carries none (the Python SDK's ``NoBackChannelError``).
-NO_BACK_CHANNEL: Final = "no back-channel for server-initiated requests"
+#: The words (lower case) of an upstream error that says the server cannot send its request in
+#: the middle of a call, which a connection of 2026-07-28 does not carry: the Python SDK's
+#: ``NoBackChannelError`` ("... has no back-channel for server-initiated requests") and
+#: FastMCP's ``ctx.elicit()`` ("... is unavailable on 2026-07-28 connections").
+NO_BACK_CHANNEL: Final = ("back-channel", "server-initiated request", "unavailable on 2026-07-28")
 #: What the client's error and the log line add to such an error under ``--protocol 2026-07-28``.
 BACK_CHANNEL_FIX: Final = (
     "The tool sends a request of MCP 2025-11-25 in the middle of its call (such as ctx.elicit()), "
@@ -369,7 +371,7 @@ def no_back_channel(error: Mapping[str, Any]) -> bool:
     """Whether the upstream error object ``error`` says that the server has no channel for a
     request in the middle of a call."""
     message = error.get("message")
-    return isinstance(message, str) and NO_BACK_CHANNEL in message.lower()
+    return isinstance(message, str) and any(words in message.lower() for words in NO_BACK_CHANNEL)
 
 
 def with_back_channel_fix(error: Mapping[str, Any]) -> dict[str, Any]:
