@@ -68,6 +68,7 @@ from ..mcp.protocol import LEGACY, META_SERVER_INFO, MODERN
 from ..mcp.text import format_duration
 from . import settings as args
 from .check_advice import (
+    CHECK_PROBLEMS,
     check_problem,
     failure_text,
     legacy_refused,
@@ -513,13 +514,14 @@ class _Check(ToolSteps):
         return flows, server
 
     def _sign_in_cannot_work(self, flows: dict[str, Any]) -> None:
-        """When the sign-in cannot work (its metadata has a problem), the problem of the 401 or
-        403 says so with the fix of that problem, not the advice to start a sign-in."""
+        """When the sign-in cannot work (its metadata has a problem), the problem of the 401
+        says so with the fix of that problem, not the advice to start a sign-in."""
         fix = sign_in_problem_fix(flows)
         if fix is None:
             return
+        needed = CHECK_PROBLEMS["sign_in_needed"][0]
         for i, found in enumerate(self.report.problems):
-            if found.problem.startswith("the server needs a sign-in"):
+            if found.problem == needed:
                 self.report.problems[i] = Problem(
                     f"{found.problem}, and the sign-in cannot work: {flows['note']}", fix
                 )

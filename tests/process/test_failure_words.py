@@ -303,13 +303,7 @@ def test_check_of_a_refused_loopback_url_says_to_start_the_server_and_no_word_of
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    run = subprocess.run(
-        [sys.executable, "-m", "mcpbridge", "check", f"http://127.0.0.1:{port}/mcp"],
-        capture_output=True,
-        text=True,
-        timeout=WAIT,
-        env={**os.environ, "HTTPS_PROXY": "", "HTTP_PROXY": ""},
-    )
+    run = run_check(f"http://127.0.0.1:{port}/mcp")
     assert run.returncode == 1
     assert (
         "    fix: Nothing listens at the port of the URL: start the server first, or check the port.\n"
