@@ -37,6 +37,7 @@ from .httpwire import (
     BodyTooLarge,
     ConnectError,
     Exchange,
+    OnceTlsContext,
     ProxyFailed,
     ReadTimedOut,
     StreamBroken,
@@ -623,7 +624,7 @@ def open_wire(
     elif ca_file is not None:
         context = tls_context(ca_file)
     else:
-        context = tls_context
+        context = OnceTlsContext()  # one for the connections of this wire
     proxy = checked_proxy(url, os.environ if env is None else env)
     return Wire(
         url,

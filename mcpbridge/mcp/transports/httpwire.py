@@ -412,6 +412,22 @@ def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
     return context
 
 
+class OnceTlsContext:
+    """The default :func:`tls_context`, made at the first TLS connection that asks for it and
+    then shared by every connection that holds this object (the verifier of the system costs
+    time and memory to make)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._context: ssl.SSLContext | None = None
+
+    def __call__(self) -> ssl.SSLContext:
+        with self._lock:
+            if self._context is None:
+                self._context = tls_context()
+            return self._context
+
+
 def _env(env: Mapping[str, str], name: str) -> tuple[str, str] | None:
     for key in (name.lower(), name.upper()):
         value = env.get(key, "").strip()

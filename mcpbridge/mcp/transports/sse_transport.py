@@ -56,6 +56,7 @@ from .httpbase import HttpTransportBase, json_body
 from .httpwire import (
     METHOD_READ_LIMITS,
     Exchange,
+    OnceTlsContext,
     Why,
     media_type,
     parse_event,
@@ -120,20 +121,6 @@ def endpoint_url(server_url: str, data: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", parts.query, ""))
 
 
-class _SharedContext:
-    """One TLS context for the two wires, made at the first TLS connection."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._context: ssl.SSLContext | None = None
-
-    def __call__(self) -> ssl.SSLContext:
-        with self._lock:
-            if self._context is None:
-                self._context = tls_context()
-            return self._context
-
-
 class SseTransport(HttpTransportBase):
     """A client transport to one HTTP+SSE server (2024-11-05); see the module docstring.
 
@@ -158,7 +145,7 @@ class SseTransport(HttpTransportBase):
     ) -> tuple[str | None, ssl.SSLContext | Callable[[], ssl.SSLContext] | None]:
         if ssl_context is None:
             # Both wires share one context (the trust store of the system costs time and memory).
-            ssl_context = tls_context(ca_file) if ca_file is not None else _SharedContext()
+            ssl_context = tls_context(ca_file) if ca_file is not None else OnceTlsContext()
         return None, ssl_context
 
     def _own_state(self) -> None:
