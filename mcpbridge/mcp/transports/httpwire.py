@@ -610,7 +610,8 @@ class WireReading:
     """How both HTTP transports read the body of an answer and name an aborted exchange.
 
     The transport gives ``_max_bytes``, ``_max_depth``, ``_lock``, ``_closed``, ``_in_flight``
-    (the exchanges in flight), ``_waits`` (the waits after a busy answer, which its close ends)
+    (the exchanges in flight), ``_waits`` (the pauses before a request goes again, which its
+    close ends)
     and ``_drops`` (its log of what the server makes it repeat).
     """
 
@@ -623,7 +624,7 @@ class WireReading:
     _drops: DropLog
 
     def _refuse_all(self) -> list[Exchange]:
-        """Refuse new exchanges and end the waits after a busy answer; the exchanges in flight.
+        """Refuse new exchanges and end the pauses (:meth:`_pause`); the exchanges in flight.
 
         The caller aborts them (with :attr:`Why.CLOSE`).
         """
@@ -661,6 +662,15 @@ class WireReading:
             status,
             seconds_text(seconds),
         )
+        self._pause(seconds, cancel)
+        return True
+
+    def _pause(self, seconds: float, cancel: CancelToken | None) -> None:
+        """Wait ``seconds`` before a request goes again, ended early by ``cancel`` or the close.
+
+        Raises:
+            Cancelled, Closed: the wait was cut short.
+        """
         woken = threading.Event()
         remove = cancel.add_callback(woken.set) if cancel is not None else None
         with self._lock:
@@ -679,7 +689,6 @@ class WireReading:
             raise Closed("the connection to the upstream server is closed")
         if cancel is not None and cancel.cancelled:
             raise Cancelled(cancel.reason or None)
-        return True
 
     def _aborted(self, exchange: Exchange, cancel: CancelToken | None) -> McpError:
         if exchange.aborted is Why.CLOSE:

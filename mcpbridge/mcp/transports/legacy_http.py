@@ -66,9 +66,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..cancel import CancelToken
 from ..errorbase import PeerFault
-from ..errors import Cancelled, Closed, InvalidResponse, McpError, NotConnected, TransportFailed
+from ..errors import Closed, InvalidResponse, McpError, NotConnected, TransportFailed
 from ..jsonrpc import ErrorResponse, Message, Notification, Request, Response
-from ..numbers import OutOfRange, peer_int
 from . import OnClosed, OnFrameError, OnMessage
 from .httpbase import HttpTransportBase, json_body
 from .httpwire import ACCEPT, Exchange, HttpStatusError, Why, media_type
@@ -313,14 +312,8 @@ class LegacyHttpTransport(HttpTransportBase):
             messages = self._resumed_events(cancel, parser, last_id)
 
     def _wait_to_resume(self, parser: SseParser, cancel: CancelToken | None) -> None:
-        try:
-            wait = peer_int(parser.retry, name="retry", low=0, high=int(MAX_RESUME_WAIT * 1000)) / 1000
-        except OutOfRange:
-            wait = RESUME_WAIT if parser.retry is None else MAX_RESUME_WAIT
-        if cancel is not None and cancel.wait(wait):
-            raise Cancelled("the client canceled the request")
-        if cancel is None and self._stopped.wait(wait):
-            raise Closed("the connection to the upstream server is closed")
+        wait = RESUME_WAIT if parser.retry is None else min(parser.retry / 1000, MAX_RESUME_WAIT)
+        self._pause(wait, cancel)
 
     def _stream_events(
         self,
