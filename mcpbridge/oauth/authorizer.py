@@ -248,7 +248,7 @@ class OAuthAuthorizer:
         if current is not None and current.usable(now) and current.access_token != used:
             return True
         if urlsplit(self.config.url).scheme.lower() != "https" and not urls.local_upstream(self.config.url):
-            raise SignInFailed("InsecureEndpoint")
+            raise SignInFailed("InsecureUpstream")
         try:
             resource, server = self._metadata.discover(challenge)
         except SignInError as exc:

@@ -64,6 +64,12 @@ SIGN_IN_PROBLEMS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "it allows http only when the address and the upstream server are both on loopback",
             _HTTPS_OR_LOOPBACK,
         ),
+        "InsecureUpstream": (
+            "the URL of the upstream server is http on another machine, where a sign-in would send "
+            "its tokens unencrypted, which the bridge refuses",
+            "give the https URL of the server, or run it on loopback (127.0.0.1, ::1 or localhost) "
+            "for a local test",
+        ),
         "InsecureMetadataUrl": (
             "the protected resource metadata is at an http address, which the bridge refuses: it allows "
             "http only when the address and the upstream server are both on loopback",
