@@ -15,7 +15,6 @@ from mcpbridge.bridge.front.dumptext import (
     StackFrame,
     ThreadStack,
     UpstreamState,
-    Waiting,
     format_dump,
 )
 
@@ -44,7 +43,7 @@ UPSTREAM = UpstreamState("command", "MCP 2026-07-28", gone=False, exit_status=No
 
 STATE = FrontendState(
     state="ready",
-    slots=SlotsState(16, (RequestState(7, "tools/call", NOW - 2.5, Waiting.CLIENT),)),
+    slots=SlotsState(16, (RequestState(7, "tools/call", NOW - 2.5, "client"),)),
     output=OutputState(2, 1234, NOW - 1.25, closed=False),
     pending=PendingState((("b-2", NOW - 0.5, True), ("b-1", NOW - 2.0, False))),
     upstream=UPSTREAM,
@@ -105,8 +104,8 @@ def test_the_ages_come_from_the_now_given() -> None:
 
 def test_the_requests_in_flight_come_oldest_first_with_an_id_of_any_type() -> None:
     requests = (
-        RequestState("late-one", "prompts/get", NOW - 1, Waiting.UPSTREAM),
-        RequestState(3, "resources/read", NOW - 9, Waiting.UPSTREAM),
+        RequestState("late-one", "prompts/get", NOW - 1, "upstream"),
+        RequestState(3, "resources/read", NOW - 9, "upstream"),
     )
     lines = format_dump([], state(slots=SlotsState(4, requests)), now=NOW, pid=1)
     start = lines.index("requests in flight: 2 of 4 slots busy, 2 free")
@@ -153,7 +152,7 @@ def test_without_a_connection_the_dump_has_the_threads_only() -> None:
 
 
 def test_a_long_id_or_method_is_cut() -> None:
-    request = RequestState("x" * 500, "m" * 500, NOW, Waiting.UPSTREAM)
+    request = RequestState("x" * 500, "m" * 500, NOW, "upstream")
     lines = format_dump([], state(slots=SlotsState(1, (request,))), now=NOW, pid=1)
     (line,) = [line for line in lines if line.startswith("  request ")]
     assert len(line) < 200

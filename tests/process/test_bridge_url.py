@@ -212,3 +212,5 @@ def test_the_bridge_answers_ping_before_it_loads_the_http_client_or_the_token_st
     assert "mcpbridge.bridge.front.frontend" in loaded
     # typer parses the command line; what it loads only for help or completion stays out.
     assert not loaded & {"requests", "urllib3", "keyring", "cryptography", "ssl", "pydantic", "rich"}
+    # The text of a thread dump waits for a dump.
+    assert "mcpbridge.bridge.front.dumptext" not in loaded

@@ -35,11 +35,14 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final, TypeAlias
 
 from ... import platform
 from ...log import format_line
-from .dumptext import FrontendState, StackFrame, ThreadStack, format_dump
+
+if TYPE_CHECKING:
+    # The text of a dump is loaded at the first dump, not at the start (see dumptext).
+    from .dumptext import FrontendState, ThreadStack
 
 __all__ = ["LOCK_WAIT", "Describe", "enabled", "thread_stacks", "write_dump"]
 
@@ -51,7 +54,7 @@ LOCK_WAIT: Final = 0.5
 MAX_FRAMES: Final = 40
 
 #: The state of the connection for a dump, given the longest wait for each lock; ``None``: none.
-Describe = Callable[[float], FrontendState | None]
+Describe: TypeAlias = "Callable[[float], FrontendState | None]"
 
 
 @contextlib.contextmanager
@@ -78,6 +81,8 @@ def write_dump(describe: Describe, stream: BinaryIO | None = None) -> None:
     Raises:
         OSError: the stream failed.
     """
+    from .dumptext import format_dump  # loaded at the first dump
+
     state = describe(LOCK_WAIT)
     lines = format_dump(thread_stacks(), state, now=time.monotonic(), pid=os.getpid())
     block = b"".join(format_line("dump", "info", line) for line in lines)
@@ -91,6 +96,8 @@ def thread_stacks(limit: int = MAX_FRAMES) -> list[ThreadStack]:
 
     A thread that :mod:`threading` does not know (started by C code) has no name but its id.
     """
+    from .dumptext import StackFrame, ThreadStack  # loaded at the first dump
+
     known = {thread.ident: thread for thread in threading.enumerate()}
     main = threading.main_thread().ident
     stacks: list[ThreadStack] = []

@@ -74,7 +74,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ...mcp import jsonrpc
 from ...mcp.cancel import CancelToken
@@ -87,7 +87,6 @@ from ..rules import errortable, legacy, revisions
 from ..sessions.passthrough import LegacyUpstream
 from ..sessions.session import UpstreamSession, discover_error
 from . import lifecycle
-from .dumptext import FrontendState
 from .initialize import Initializer
 from .lifecycle import END_STATES, READY_STATES, Action, State
 from .lines import ClientLines
@@ -96,6 +95,9 @@ from .options import Connect, Options, Timeouts
 from .output import LARGE_FRAME_BYTES, QUIET_SECONDS, LargeFrames, Output, Slot
 from .pending import BAD_LINE, ClientError, PendingAnswers
 from .slots import Slots, Work
+
+if TYPE_CHECKING:
+    from .dumptext import FrontendState
 
 __all__ = [
     "LARGE_FRAME_BYTES",
@@ -540,6 +542,8 @@ class Frontend:
         Waits at most ``wait`` seconds for each lock; a part whose lock stays held
         is ``None`` (the stacks of the dump show the thread that holds it).
         """
+        from .dumptext import FrontendState  # loaded at the first dump (see dumptext)
+
         upstream = self._init.upstream
         return FrontendState(
             state=self._init.state.value,

@@ -96,6 +96,7 @@ written under the output lock.
 
 from __future__ import annotations
 
+import enum
 import itertools
 import logging
 import os
@@ -103,14 +104,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, BinaryIO, Final, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol
 
 from ...mcp import jsonrpc
 from ...mcp.cancel import CancelToken
 from ...mcp.deadline import Deadline
 from ...mcp.droplog import DROP_LOG_INTERVAL
 from ...mcp.jsonrpc import RequestId
-from .dumptext import OutputState, Waiting
+
+if TYPE_CHECKING:
+    from .dumptext import OutputState
 
 __all__ = [
     "LARGE_FRAME_BYTES",
@@ -121,6 +124,7 @@ __all__ = [
     "LargeFrames",
     "Output",
     "Slot",
+    "Waiting",
 ]
 
 log = logging.getLogger("mcpbridge.bridge")
@@ -142,6 +146,15 @@ MAX_QUEUED_BYTES: Final = 64 * 1024 * 1024
 #: The memory of a frame's place in the queue beyond its bytes (the entry, the objects of a
 #: short frame): counted with the bytes, so that a flood of small frames meets the bound too.
 FRAME_OVERHEAD: Final = 256
+
+
+class Waiting(str, enum.Enum):
+    """What a request of the client in flight waits for."""
+
+    #: The upstream server's answer.
+    UPSTREAM = "upstream"
+    #: The client's answers to the input requests of a round (or to a 2025-era server's request).
+    CLIENT = "client"
 
 
 class Slot:
@@ -322,6 +335,8 @@ class Output:
 
     def describe(self, wait: float) -> OutputState | None:
         """What waits for the client, for a thread dump; ``None`` when the lock stays held ``wait`` s."""
+        from .dumptext import OutputState  # loaded at the first dump (see dumptext)
+
         if not self._lock.acquire(timeout=wait):
             return None
         try:

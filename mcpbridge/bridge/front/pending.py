@@ -22,15 +22,17 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ...mcp.cancel import CancelToken
 from ...mcp.deadline import Deadline
 from ...mcp.errorbase import BridgeError
 from ...mcp.jsonrpc import RequestId
 from ..rules.answers import BAD_LINE, ClientError
-from .dumptext import PendingState
 from .output import Host
+
+if TYPE_CHECKING:
+    from .dumptext import PendingState
 
 __all__ = ["BAD_LINE", "ClientError", "PendingAnswers", "WaitEnded", "WaitReason"]
 
@@ -170,6 +172,8 @@ class PendingAnswers:
 
     def describe(self, wait: float) -> PendingState | None:
         """The entries of the table, for a thread dump; ``None`` when the lock stays held ``wait`` s."""
+        from .dumptext import PendingState  # loaded at the first dump (see dumptext)
+
         if not self._cond.acquire(timeout=wait):
             return None
         try:

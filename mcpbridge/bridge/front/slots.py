@@ -35,15 +35,17 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...mcp.deadline import Deadline
 from ...mcp.droplog import DropLog
 from ...mcp.jsonrpc import Request, RequestId
 from ...mcp.text import format_duration, printable
 from ..rules import errortable
-from .dumptext import RequestState, SlotsState, Waiting
-from .output import Output, Slot
+from .output import Output, Slot, Waiting
+
+if TYPE_CHECKING:
+    from .dumptext import SlotsState
 
 __all__ = ["Slots", "Work"]
 
@@ -232,13 +234,17 @@ class Slots:
 
     def describe(self, wait: float) -> SlotsState | None:
         """The requests in flight, for a thread dump; ``None`` when the lock stays held ``wait`` s."""
+        from .dumptext import RequestState, SlotsState  # loaded at the first dump (see dumptext)
+
         if not self._lock.acquire(timeout=wait):
             return None
         try:
             slots = list(self._slots.values())
         finally:
             self._lock.release()
-        requests = (RequestState(slot.id, slot.method, slot.started, slot.waiting_for) for slot in slots)
+        requests = (
+            RequestState(slot.id, slot.method, slot.started, slot.waiting_for.value) for slot in slots
+        )
         return SlotsState(self._limit, tuple(requests))
 
     def wait_empty(self, timeout: float) -> bool:

@@ -57,7 +57,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ...mcp.cancel import CancelToken
 from ...mcp.client import Client
@@ -88,10 +88,9 @@ from ...mcp.rate import RateWindow
 from ...mcp.text import format_duration, printable
 from ...mcp.transports import Transport
 from ...oauth.errors import SignInError
-from ..front.dumptext import UpstreamState, Waiting
 from ..front.listrules import ListRules
 from ..front.options import Options, Timeouts
-from ..front.output import Host, Slot
+from ..front.output import Host, Slot, Waiting
 from ..rules import errortable, legacy, translate
 from .era import (
     FAILED_STARTS,
@@ -104,6 +103,9 @@ from .era import (
     stopped_error,
 )
 from .session import log_repairs, log_too_large, start_words, upstream_state
+
+if TYPE_CHECKING:
+    from ..front.dumptext import UpstreamState
 
 # The front end imports the names of mcpbridge.bridge.sessions.era that it needs from here.
 __all__ = [

@@ -28,9 +28,8 @@ from ...mcp.errors import Cancelled
 from ...mcp.protocol import ELICITATION_COMPLETE
 from ...mcp.rate import RateWindow
 from ...mcp.text import format_duration
-from ..front.dumptext import Waiting
 from ..front.options import Options
-from ..front.output import Host, Slot
+from ..front.output import Host, Slot, Waiting
 from ..front.pending import PendingAnswers, WaitEnded, WaitReason
 from ..rules import revisions, translate
 from ..rules.roundfailures import InputError

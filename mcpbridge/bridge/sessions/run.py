@@ -85,9 +85,8 @@ from ...mcp.jsonrpc import Request, RequestId
 from ...mcp.protocol import INPUT_METHODS, RESULT_INPUT_REQUIRED, RESULT_TASK
 from ...mcp.text import printable
 from ...oauth.errors import SignInError
-from ..front.dumptext import Waiting
 from ..front.listrules import ListRules
-from ..front.output import Slot
+from ..front.output import Slot, Waiting
 from ..front.slots import Work
 from ..rules import errortable, revisions, translate
 from ..rules.roundfailures import ClientFailed, InputError

@@ -40,13 +40,13 @@ from ...mcp.protocol import MODERN
 from ...mcp.text import format_duration, printable
 from ...mcp.transports.httpwire import ConnectError, HttpStatusError
 from ...oauth.errors import SignInError
-from ..front.dumptext import UpstreamState
 from ..front.options import TaskMode
 from ..front.output import Host, Slot
 from ..rules import errortable, translate
 from .run import RequestRun, RunHost, log_repairs, log_too_large
 
 if TYPE_CHECKING:
+    from ..front.dumptext import UpstreamState
     from .sessiontasks import SessionTasks
 
 __all__ = [
@@ -99,6 +99,8 @@ class UpstreamSession(Protocol):
 
 def upstream_state(peer: Peer, era: str) -> UpstreamState:
     """The state of the upstream server behind ``peer``, which speaks ``era``, for a thread dump."""
+    from ..front.dumptext import UpstreamState  # loaded at the first dump (see dumptext)
+
     return UpstreamState(peer.form, era, peer.gone, peer.exit_status, peer.closed)
 
 
