@@ -125,6 +125,11 @@ EXPECTED = {
     ),
     "already_initialized": (INVALID_REQUEST, "The client already sent initialize on this connection."),
     "too_many_requests": (INTERNAL_ERROR, "The connection has too many requests in flight"),
+    "batch_too_large": (
+        INTERNAL_ERROR,
+        "The responses to the batch are larger than the bridge holds for the client at once (64 MiB). "
+        "Send this request alone or in a smaller batch.",
+    ),
     "line_too_long": (INVALID_REQUEST, "The request is longer than the line limit of the bridge."),
     "too_deep": (INVALID_REQUEST, "The request has more levels of nesting than the limit of the bridge."),
     "parse_error": (PARSE_ERROR, "The request is not valid JSON."),

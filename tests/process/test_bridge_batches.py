@@ -80,6 +80,29 @@ def test_the_array_waits_for_the_slowest_response_of_the_batch(bridge: Bridge) -
     assert responses[21]["result"] == {}
 
 
+def test_responses_that_would_take_a_batch_over_the_bound_of_the_output_become_errors(bridge: Bridge) -> None:
+    # Two results of 40 MiB: the array may hold 64 MiB (and one response), not both.
+    size = 40 * 1024 * 1024
+    big = {"name": "big", "arguments": {"bytes": size}}
+    batch = [request(40, "tools/call", big), request(41, "tools/call", big), request(42, "ping")]
+    send_batch(bridge, batch)
+    responses = next_batch(bridge, {40: "tools/call", 41: "tools/call", 42: "ping"})
+    assert sorted(responses) == [40, 41, 42]
+    assert responses[42]["result"] == {}
+    kept = [i for i in (40, 41) if "result" in responses[i]]
+    refused = [i for i in (40, 41) if "error" in responses[i]]
+    assert len(kept) == 1 and len(refused) == 1, responses.keys()
+    assert responses[kept[0]]["result"]["content"][0]["text"] == "x" * size
+    error = responses[refused[0]]["error"]
+    assert (error["code"], error["data"]["cause"]) == (-32603, "batch_too_large")
+    assert error["message"].endswith("Send this request alone or in a smaller batch.")
+    line = bridge.stderr_lines[bridge.wait_stderr("gets the error batch_too_large")]
+    assert f"request {refused[0]} of the batch" in line and "65536 KiB" in line
+    # The bridge goes on serving.
+    send_batch(bridge, [request(43, "ping")])
+    assert next_batch(bridge, {43: "ping"})[43]["result"] == {}
+
+
 def test_a_canceled_request_of_a_batch_has_no_response_in_the_array(bridge: Bridge) -> None:
     batch = [request(30, "tools/call", {"name": "slow", "arguments": {"ms": 60000}}), request(31, "ping")]
     send_batch(bridge, batch)

@@ -111,6 +111,8 @@ from ...mcp.cancel import CancelToken
 from ...mcp.deadline import Deadline
 from ...mcp.droplog import DROP_LOG_INTERVAL
 from ...mcp.jsonrpc import RequestId
+from ...mcp.text import printable
+from ..rules import errortable
 
 if TYPE_CHECKING:
     from .dumptext import OutputState
@@ -181,14 +183,19 @@ class Batch:
 
     The responses of the batch's requests gather here, and the array goes out once
     the last one is in: the reader holds the batch open while it reads the elements
-    (``open`` counts it and each slot that has yet to answer).
+    (``open`` counts it and each slot that has yet to answer). The gathered responses
+    have the bound of the queue: a response that would take them over it is replaced
+    by the error ``batch_too_large`` of its request, so at most the bound and one
+    response wait for the array.
     """
 
-    __slots__ = ("open", "parts")
+    __slots__ = ("open", "parts", "size")
 
     def __init__(self) -> None:
         self.open = 1
         self.parts: list[bytes] = []
+        #: The bytes of ``parts``.
+        self.size = 0
 
 
 class Host(Protocol):
@@ -317,6 +324,8 @@ class Output:
         self._failed = False
         #: The reader's next wait for room may say so in the log (rate-limited).
         self._next_pause_log = 0.0
+        #: The next response over the bound of a batch may say so in the log (rate-limited).
+        self._next_batch_log = 0.0
 
     @property
     def closed(self) -> bool:
@@ -509,6 +518,8 @@ class Output:
                 slot.done = True
                 if slot.batch is not None:  # the response waits for the others of its batch
                     frame = b"".join(data) if isinstance(data, list) else data
+                    if slot.batch.parts and slot.batch.size + len(frame) > self._max_queued:
+                        frame = self._over_batch_bound_locked(slot)
                     return self._batch_locked(slot.batch, frame, -1)
             return self._submit_locked(data if isinstance(data, list) else (data,), wait=wait)
 
@@ -533,14 +544,33 @@ class Output:
                 slot.done = True
                 self._batch_locked(slot.batch, None, -1)
 
+    def _over_batch_bound_locked(self, slot: Slot) -> bytes:
+        """The error that replaces the response of ``slot``, over the bound of its batch."""
+        now = time.monotonic()
+        if now >= self._next_batch_log:
+            self._next_batch_log = now + DROP_LOG_INTERVAL
+            log.warning(
+                "the responses to a batch of the client reached the bound of %d KiB: request %s of "
+                "the batch gets the error batch_too_large instead of its result (and so may others, "
+                "not logged for %d s)",
+                self._max_queued // 1024,
+                printable(slot.id),
+                DROP_LOG_INTERVAL,
+            )
+        error = errortable.error_object("batch_too_large")
+        return jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "error": error})
+
     def _batch_locked(self, batch: Batch, frame: bytes | None, change: int) -> bool:
         if frame is not None:
-            batch.parts.append(frame.rstrip(b"\n"))
+            part = frame.rstrip(b"\n")
+            batch.parts.append(part)
+            batch.size += len(part) + 1
         batch.open += change
         if batch.open > 0 or not batch.parts or self._closed:
             return not self._closed
         line = b"[" + b",".join(batch.parts) + b"]\n"
         batch.parts = []
+        batch.size = 0
         return self._submit_locked((line,), wait=False)
 
     def write_locked(self, frames: Callable[[], list[bytes]]) -> bool:

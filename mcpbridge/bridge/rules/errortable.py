@@ -155,6 +155,11 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
         ),
         "already_initialized": (INVALID_REQUEST, "The client already sent initialize on this connection."),
         "too_many_requests": (INTERNAL_ERROR, "The connection has too many requests in flight"),
+        "batch_too_large": (
+            INTERNAL_ERROR,
+            "The responses to the batch are larger than the bridge holds for the client at once "
+            "(64 MiB). Send this request alone or in a smaller batch.",
+        ),
         "line_too_long": (INVALID_REQUEST, "The request is longer than the line limit of the bridge."),
         "too_deep": (
             INVALID_REQUEST,
