@@ -410,3 +410,50 @@ def test_a_busy_answer_with_no_usable_wait_fails_at_once_with_the_status(value: 
     assert info.value.detail == "HTTP status 429" and info.value.retry_after is None
     assert [m.id for m in delivered] == [2]
     assert [r.rpc_id for r in scripted.received] == [1, 2]
+
+
+def test_a_close_ends_the_pause_before_a_stream_is_resumed() -> None:
+    from mcpbridge.mcp.errors import Closed
+    from tests.peers.scripted_http import ScriptedServer
+
+    stream_ended = threading.Event()
+    gets: list[str | None] = []
+
+    def server(ex: Any) -> None:
+        request = ex.request
+        if request.method == "GET":
+            gets.append(request.header("Last-Event-ID"))
+            ex.body(405, b"", "application/json")
+            return
+        if request.rpc_method == "tools/list":
+            # An event with an id and the longest retry time, then the stream ends without the answer.
+            ex.start_sse()
+            ex.send(b"retry: 30000\n\nid: p-1\ndata: \n\n")
+            ex.close()
+            stream_ended.set()
+            return
+        ex.body(202, b"", "application/json")
+
+    outcome: list[BaseException] = []
+    with ScriptedServer(server) as scripted:
+        transport = LegacyHttpTransport(scripted.url())
+        transport.start(lambda _m: None, lambda _e: None, lambda _e: None)
+
+        def call() -> None:
+            try:
+                # The bridge's requests carry a cancel token, which the close does not cancel.
+                transport.send(Request(2, "tools/list", None), cancel=CancelToken())
+            except BaseException as exc:  # noqa: BLE001 - the outcome is asserted below
+                outcome.append(exc)
+
+        caller = threading.Thread(target=call, name="test-caller")
+        caller.start()
+        try:
+            assert stream_ended.wait(WAIT)
+        finally:
+            transport.close()
+        # The pause of 30 s before the resumption ends with the close: the call ends, nothing resumes.
+        caller.join(WAIT)
+        assert not caller.is_alive(), "the call still waits out the pause after the close"
+    assert len(outcome) == 1 and isinstance(outcome[0], Closed), outcome
+    assert "p-1" not in gets
