@@ -8,21 +8,33 @@ that, for example, ``notifications/initialized`` reaches the server before the
 first request that follows it. Both transports of the 2025 era use it (the
 Streamable HTTP of :mod:`.legacy_http`, the HTTP+SSE of :mod:`.sse_transport`);
 each gives the function that posts one message.
+
+The queue holds at most :data:`MAX_WAITING` messages: when the server takes the
+posts slower than the client sends notifications (a post hangs until its time
+limit), a message past the bound is dropped, and a warning says so, without its
+content, so that the memory of the bridge does not follow the client's sending.
 """
 
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 from collections.abc import Callable
 from typing import Final
 
-from ..jsonrpc import Message
+from ..droplog import DropLog
+from ..jsonrpc import Message, Notification
+from ..text import printable
 
-__all__ = ["ORDER_WAIT", "PostQueue"]
+__all__ = ["MAX_WAITING", "ORDER_WAIT", "PostQueue"]
+
+log = logging.getLogger("mcpbridge.http")
 
 #: The longest wait of a request for the messages queued before it.
 ORDER_WAIT: Final = 30.0
+#: The most messages that wait to be posted (see the module docstring).
+MAX_WAITING: Final = 4096
 
 
 class PostQueue:
@@ -32,9 +44,18 @@ class PostQueue:
     ``stopped`` is set, what is still queued is dropped and every wait ends.
     """
 
-    def __init__(self, post: Callable[[Message], None], stopped: threading.Event, name: str) -> None:
+    def __init__(
+        self,
+        post: Callable[[Message], None],
+        stopped: threading.Event,
+        name: str,
+        *,
+        max_waiting: int = MAX_WAITING,
+    ) -> None:
         self._post = post
         self._stopped = stopped
+        self._max_waiting = max_waiting
+        self._drops = DropLog(log)
         self._ready = threading.Condition(threading.Lock())
         self._queue: collections.deque[tuple[int, Message]] = collections.deque()
         self._queued = 0
@@ -45,11 +66,30 @@ class PostQueue:
         self.thread.start()
 
     def put(self, message: Message) -> None:
-        """Queue ``message``; it is posted after every message queued before it."""
+        """Queue ``message``; it is posted after every message queued before it.
+
+        With :data:`MAX_WAITING` messages queued already it is dropped, with a warning.
+        """
         with self._ready:
-            self._queued += 1
-            self._queue.append((self._queued, message))
-            self._ready.notify_all()
+            full = len(self._queue) >= self._max_waiting
+            if not full:
+                self._queued += 1
+                self._queue.append((self._queued, message))
+                self._ready.notify_all()
+        if full:
+            what = (
+                f"the notification {message.method[:128]}"
+                if isinstance(message, Notification)
+                else f"the answer to request {printable(message.id)} of the server"
+            )
+            self._drops(
+                logging.WARNING,
+                "messages dropped before the upstream server took them",
+                "the upstream server takes the messages slower than they come: %d wait to be posted, "
+                "thus the bridge dropped %s",
+                self._max_waiting,
+                what,
+            )
 
     def wait_before(self, closed: Callable[[], bool]) -> None:
         """Wait until what is queued now is posted, or ``closed()``, at most :data:`ORDER_WAIT`."""
