@@ -225,7 +225,7 @@ def test_the_header_secret_example_names_a_stored_secret_and_needs_no_input() ->
     assert "env" not in server
     parsed = parse(server["args"], {})
     assert isinstance(parsed, Settings)
-    [header] = parsed.headers
+    [header] = parsed.upstream.headers
     assert (header.name, header.value, header.from_secret) == ("X-Api-Key", "", "example-api-key")
     assert f"{PROGRAM} secret set example-api-key" in read(CONFIGURATION)
 
@@ -250,7 +250,7 @@ def test_the_secret_header_example_sends_the_input_of_vs_code_as_the_header() ->
     parsed = parse(server["args"], env)
     assert isinstance(parsed, Settings)
     [variable] = env
-    assert parsed.headers == (Header("Authorization", f"Bearer {ANSWER}", variable),)
+    assert parsed.upstream.headers == (Header("Authorization", f"Bearer {ANSWER}", variable),)
 
 
 # ---------------------------------------------------------------------------------------------

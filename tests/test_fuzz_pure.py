@@ -832,5 +832,5 @@ def test_a_diagnostic_never_holds_a_secret_value(before: list[str], place: str, 
         assert SECRET not in exc.diagnostic and SECRET not in str(exc)
         return
     if isinstance(parsed, args.Settings) and parsed.form is args.Form.URL:
-        assert SECRET not in repr(parsed) and SECRET not in parsed.name
+        assert SECRET not in repr(parsed) and SECRET not in parsed.serving.name
         assert all(SECRET not in warning for warning in parsed.warnings)

@@ -46,6 +46,7 @@ PURE_MODULES = (
     "mcpbridge/bridge/rules/tasks.py",
     "mcpbridge/bridge/rules/roundfailures.py",
     "mcpbridge/vscode/settings.py",
+    "mcpbridge/vscode/forms.py",
     "mcpbridge/vscode/options.py",
     "mcpbridge/vscode/urls.py",
     "mcpbridge/vscode/words.py",

@@ -124,7 +124,7 @@ INITIALIZE_PARAMS: Final = {
 ERA_PROBE_TIMEOUT: Final = 10.0
 
 
-def check(settings: args.Settings) -> int:
+def check(settings: args.CheckSettings) -> int:
     """Run the check of ``settings`` (the ``check`` form), write the report, return the exit code.
 
     The time limit counts from the start of the process, where the system tells it:
@@ -143,7 +143,7 @@ def check(settings: args.Settings) -> int:
 
 
 def run_check(
-    settings: args.Settings, env: dict[str, str] | None = None, *, started: float | None = None
+    settings: args.CheckSettings, env: dict[str, str] | None = None, *, started: float | None = None
 ) -> tuple[Report, int]:
     """Check the upstream server of ``settings``; return the report and the exit code.
 
@@ -153,7 +153,8 @@ def run_check(
     environ = dict(os.environ) if env is None else env
     run = _Check(settings, environ, time.monotonic() if started is None else started)
     try:
-        code = run.url() if settings.url is not None else run.command()
+        upstream = settings.upstream
+        code = run.url(upstream) if isinstance(upstream, args.UrlUpstream) else run.command(upstream)
     except CheckStopped as exc:  # the report already holds the problem
         code = exc.exit_code
     return run.report, code
@@ -187,30 +188,27 @@ _LEGACY_ERA: Final = _Era()
 class _Check(ToolSteps):
     # ----------------------------------------------------------------- forms
 
-    def command(self) -> int:
+    def command(self, upstream: args.CommandUpstream) -> int:
         from ..bridge.sessions.childshare import StdioUpstream
 
-        settings = self.settings
-        name = args.default_name_for_command(settings.command[0]) if settings.command else ""
+        name = args.default_name_for_command(upstream.command[0]) if upstream.command else ""
         self.report.upstream = {"kind": "command", "name": name}
         self.report.sign_in = {"state": "not used", "note": "a command has no sign-in"}
         self.report.proxy = {"state": "not used", "note": "the bridge speaks to a command over stdio"}
         self.report.ca = {"state": "not used", "note": "the bridge speaks to a command over stdio"}
-        upstream = StdioUpstream(settings.command, max_line_bytes=settings.max_line_bytes)
-        self._run(upstream.connect, upstream, over_http=False)
-        self._stray_lines(upstream.stray_lines)
+        child = StdioUpstream(upstream.command, max_line_bytes=upstream.max_line_bytes)
+        self._run(child.connect, child, over_http=False)
+        self._stray_lines(child.stray_lines)
         return self._exit_code()
 
-    def url(self) -> int:
+    def url(self, upstream: args.UrlUpstream) -> int:
         from ..bridge.sessions.era import LegacyTransports
         from ..bridge.sessions.upstream import transport_connector, url_transports
         from ..mcp.transports.http import CaFileError, proxy_for, tls_context
 
-        settings = self.settings
-        url = settings.url
-        assert url is not None
+        url = upstream.url
         self.report.upstream = url_upstream(url)
-        self.report.sign_in, token = sign_in_state(settings, self.env)
+        self.report.sign_in, token = sign_in_state(upstream, self.env)
         proxy = proxy_for(url, self.env)
         if proxy is None:
             self.report.proxy = {"state": "none", "note": "a direct connection"}
@@ -224,27 +222,27 @@ class _Check(ToolSteps):
                 + (f":{proxy_parts.port}" if proxy_parts.port else ""),
             }
         self.report.ca = {"state": "system"}
-        if settings.ca_file is not None:
-            self.report.ca = {"state": "system and file", "file": settings.ca_file}
+        if upstream.ca_file is not None:
+            self.report.ca = {"state": "system and file", "file": upstream.ca_file}
         try:
-            context = tls_context(settings.ca_file)
+            context = tls_context(upstream.ca_file)
         except CaFileError as exc:
             # Nothing reached the server: the report judges the option, not the server.
             self.report.ca = {"state": "not used", "note": f"the --ca-file cannot be used ({exc.detail})"}
             self.report.not_checked = "the CA certificates of --ca-file cannot be used"
             self._problem(*check_problem("ca_file_unusable", detail=exc.detail))
             raise CaFileUnusable(exc.detail) from exc
-        headers = [(header.name, header.value) for header in settings.headers]
+        headers = [(header.name, header.value) for header in upstream.headers]
         if token is not None:
             headers.append(("Authorization", f"Bearer {token}"))
 
         modern, legacy = url_transports(
             url,
             headers=headers,
-            max_response_bytes=settings.max_response_bytes,
+            max_response_bytes=upstream.max_response_bytes,
             ssl_context=context,
             env=self.env,
-            transport=settings.transport,
+            transport=upstream.transport,
         )
         started = time.monotonic()
         try:
@@ -256,11 +254,11 @@ class _Check(ToolSteps):
             self.report.upstream["transport"] = (
                 legacy.found if self.report.era == LEGACY else "streamable-http"
             )
-        if not settings.static_authorization:
-            flows, server = self._sign_in_flows(context, stored=token is not None)
+        if upstream.sign_in is not None:
+            flows, server = self._sign_in_flows(url, upstream.sign_in, context, stored=token is not None)
             self.report.sign_in["flows"] = flows
             if server is not None and "renewal" not in self.report.sign_in:
-                self.report.sign_in["renewal"] = predicted_renewal(settings, server)
+                self.report.sign_in["renewal"] = predicted_renewal(upstream.sign_in, server)
         reached, asked = self.report.era is not None, self.asked_sign_in
         self.report.sign_in = sign_in_not_asked(self.report.sign_in, reached=reached, asked=asked)
         return self._exit_code()
@@ -273,7 +271,7 @@ class _Check(ToolSteps):
     def _run(self, connect: Any, legacy_upstream: Any, *, over_http: bool) -> None:
         from ..bridge.sessions.era import LEGACY as FORCED_LEGACY
 
-        if self.settings.protocol == FORCED_LEGACY:
+        if self.settings.upstream.protocol == FORCED_LEGACY:
             self._skip("server/discover", "--protocol legacy")
             self._legacy(legacy_upstream, None)
             return
@@ -323,7 +321,7 @@ class _Check(ToolSteps):
             result: dict[str, Any] = probe.discover(timeout=self._left(), capabilities=UPSTREAM_CAPABILITIES)
         except McpError as exc:
             legacy = means_legacy(exc, protocol="auto", over_http=over_http)
-            forced = self.settings.protocol == MODERN
+            forced = self.settings.upstream.protocol == MODERN
             if isinstance(exc, RequestTimeout) or not legacy:
                 self._failure(step, exc, started)
                 # As the bridge: no answer from a command may be a 2025-era server.
@@ -388,7 +386,7 @@ class _Check(ToolSteps):
                 self._failure("initialize", exc, started)
                 return
             if isinstance(answer, ErrorResponse):
-                refused = legacy_refused(answer.error, self.settings.protocol)
+                refused = legacy_refused(answer.error, self.settings.upstream.protocol)
                 if refused is None:
                     self._failure("initialize", RpcError(answer.error), started)
                     return
@@ -483,7 +481,7 @@ class _Check(ToolSteps):
         """
         both = self.report.also_speaks
         failed = self.needs_2025_era
-        translated = both is None or self.settings.protocol == MODERN
+        translated = both is None or self.settings.upstream.protocol == MODERN
         if failed is not None:
             key = "modern_only" if both is None else "translated" if translated else "passed"
             problem, fix = check_problem(
@@ -500,7 +498,9 @@ class _Check(ToolSteps):
     def _note(self, note: str, fix: str) -> None:
         self.report.notes.append(Problem(note, fix))
 
-    def _sign_in_flows(self, context: Any, *, stored: bool) -> tuple[dict[str, Any], Any]:
+    def _sign_in_flows(
+        self, url: str, sign_in: args.SignIn, context: Any, *, stored: bool
+    ) -> tuple[dict[str, Any], Any]:
         """The sign-in flows when they matter (the server asked for a sign-in, or one is stored),
         and the metadata of the authorization server when it was found."""
         if not (self.asked_sign_in or stored):
@@ -508,7 +508,7 @@ class _Check(ToolSteps):
         if self._left() <= 0:
             return {"state": "not checked", "note": "no time left of --discover-timeout"}, None
         flows, server = sign_in_flows(
-            self.settings, self.env, context, deadline=self.deadline, challenge=self.challenge
+            url, sign_in, self.env, context, deadline=self.deadline, challenge=self.challenge
         )
         self._sign_in_cannot_work(flows)
         return flows, server

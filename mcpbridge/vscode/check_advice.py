@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-def sign_in_state(settings: args.Settings, env: dict[str, str]) -> tuple[dict[str, Any], str | None]:
+def sign_in_state(upstream: args.UrlUpstream, env: dict[str, str]) -> tuple[dict[str, Any], str | None]:
     """The stored sign-in of the URL (where the tokens are, when they expire) and its access token.
 
     It reads the token store of the sign-in module (never the network, never a
@@ -46,17 +46,18 @@ def sign_in_state(settings: args.Settings, env: dict[str, str]) -> tuple[dict[st
     would, but it never signs in. Any failure there gives ``"not checked"`` with
     the reason, so a change of that module cannot break the rest of the check.
     """
-    if settings.static_authorization:
+    sign_in = upstream.sign_in
+    if sign_in is None:
         return {"state": "not used", "note": "a static authorization header; the bridge never signs in"}, None
     record = None
     try:
-        found, record = _stored_sign_in(settings, env)
+        found, record = _stored_sign_in(upstream, env)
     except Exception as exc:  # noqa: BLE001 - the sign-in part of the report is best effort
         detail = getattr(exc, "detail", None) or type(exc).__name__
         found = {"state": "not checked", "note": f"the token store was not read ({detail})"}
-    found["resourceIndicator"] = _resource_indicator(settings, record)
+    found["resourceIndicator"] = _resource_indicator(sign_in, record)
     if record is not None:
-        found["renewal"] = stored_renewal(settings, record)
+        found["renewal"] = stored_renewal(sign_in, record)
     token = record.access_token if record is not None and found["state"] == "stored" else None
     return found, token
 
@@ -81,9 +82,9 @@ _BY_CLIENT_CREDENTIALS: Final = {
 }
 
 
-def stored_renewal(settings: args.Settings, record: Any) -> dict[str, Any]:
+def stored_renewal(sign_in: args.SignIn, record: Any) -> dict[str, Any]:
     """Whether the stored sign-in is renewed without a person, and why."""
-    if settings.sign_in == "client-credentials":
+    if sign_in.flow == "client-credentials":
         return dict(_BY_CLIENT_CREDENTIALS)
     if record.refresh_token:
         return {"silent": True, "why": "the stored sign-in has a refresh token"}
@@ -94,11 +95,11 @@ def stored_renewal(settings: args.Settings, record: Any) -> dict[str, Any]:
     }
 
 
-def predicted_renewal(settings: args.Settings, server: Any) -> dict[str, Any]:
+def predicted_renewal(sign_in: args.SignIn, server: Any) -> dict[str, Any]:
     """Whether a sign-in at ``server`` will be renewed without a person (``None``: the server decides)."""
     from ..oauth import flow
 
-    if settings.sign_in == "client-credentials":
+    if sign_in.flow == "client-credentials":
         return dict(_BY_CLIENT_CREDENTIALS)
     if "offline_access" in (server.scopes_supported or ()):
         if flow.consent_prompt(server, ("offline_access",)):
@@ -121,9 +122,9 @@ def predicted_renewal(settings: args.Settings, server: Any) -> dict[str, Any]:
     return {"silent": None, "why": "the authorization server decides on a refresh token"}
 
 
-def _resource_indicator(settings: args.Settings, record: Any) -> dict[str, str]:
+def _resource_indicator(sign_in: args.SignIn, record: Any) -> dict[str, str]:
     """What the sign-in sends as ``resource`` (RFC 8707), and why; never the value itself."""
-    setting = settings.resource_indicator
+    setting = sign_in.resource_indicator
     if setting == "off":
         return {"sends": "none", "why": "--resource-indicator off"}
     if setting != "auto":
@@ -141,7 +142,8 @@ def _resource_indicator(settings: args.Settings, record: Any) -> dict[str, str]:
 
 
 def sign_in_flows(
-    settings: args.Settings,
+    url: str,
+    sign_in: args.SignIn,
     env: dict[str, str],
     context: Any,
     *,
@@ -160,13 +162,12 @@ def sign_in_flows(
     from ..oauth.challenge import parse_challenge
     from ..oauth.web import WebClient
 
-    assert settings.url is not None
     web = WebClient(context, env, deadline=deadline)
     try:
         parsed = parse_challenge(challenge)
         from_challenge = parsed.resource_metadata if parsed is not None else None
-        resource = discovery.discover_resource(web, settings.url, from_challenge)
-        server = discovery.discover_server(web, resource.issuer, local=urls.local_upstream(settings.url))
+        resource = discovery.discover_resource(web, url, from_challenge)
+        server = discovery.discover_server(web, resource.issuer, local=urls.local_upstream(url))
     except Exception as exc:  # noqa: BLE001 - this part of the report is best effort
         detail = getattr(exc, "detail", None)
         if not isinstance(detail, str) or not detail:
@@ -182,7 +183,7 @@ def sign_in_flows(
     }
     remote = config.remote_session(env, platform=sys.platform)
     try:
-        choice = grants.choose_flow(settings.sign_in, remote=remote, server=server)
+        choice = grants.choose_flow(sign_in.flow, remote=remote, server=server)
     except grants.DeviceUnavailable as exc:
         found["uses"] = None
         found["why"] = (
@@ -192,7 +193,7 @@ def sign_in_flows(
     found["uses"] = choice.flow
     found["why"] = choice.reason
     if config.in_sandbox(env):
-        _sandbox_flows(found, settings.url, server.issuer)
+        _sandbox_flows(found, url, server.issuer)
     return found, server
 
 
@@ -225,28 +226,27 @@ def _sandbox_flows(found: dict[str, Any], url: str, issuer: str) -> None:
         found["why"] = f"{found['why']}; {hosts}"
 
 
-def _stored_sign_in(settings: args.Settings, env: dict[str, str]) -> tuple[dict[str, Any], Any]:
+def _stored_sign_in(upstream: args.UrlUpstream, env: dict[str, str]) -> tuple[dict[str, Any], Any]:
     """The stored sign-in of the URL for the report, and its record (``None`` when there is none)."""
     from ..oauth.authorizer import OAuthConfig
     from ..oauth.errors import StoreOpenError
     from ..oauth.store import IndexedStore, open_store
 
-    assert settings.url is not None and settings.registration is not None
+    assert upstream.sign_in is not None
+    kept = upstream.store
     try:
-        opened = open_store(
-            settings.token_store, key=settings.token_key, key_file=settings.token_key_file, env=env
-        )
+        opened = open_store(kept.token_store, key=kept.token_key, key_file=kept.token_key_file, env=env)
     except StoreOpenError as exc:
         return {"state": "not checked", "note": f"the token store did not open: {exc.detail}"}, None
-    config = OAuthConfig.of(settings.sign_in_options(), env)
+    config = OAuthConfig.of(upstream.sign_in_options(), env)
     store = IndexedStore(opened.store)
     for entry in reversed(store.entries()):
-        if entry.url != settings.url or entry.client != config.identity:
+        if entry.url != upstream.url or entry.client != config.identity:
             continue
         record = store.load(entry.key)
         if record is None or not record.access_token:
             continue
-        found: dict[str, Any] = {"state": "stored", "store": opened.line, "account": settings.account}
+        found: dict[str, Any] = {"state": "stored", "store": opened.line, "account": kept.account}
         if record.expires_at is not None:
             expires = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.expires_at))
             found["expires"] = expires
@@ -458,16 +458,16 @@ def legacy_refused(error: ErrorObject, protocol: str) -> tuple[str, str] | None:
     return check_problem("legacy_refused", versions=supported_revisions(error), failure=failure)
 
 
-def diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, str]:
+def diagnose(step: str, exc: McpError, upstream: args.CommandUpstream | args.UrlUpstream) -> tuple[str, str]:
     """The problem of a failed step, and the option that fixes it."""
-    seconds = format_duration(settings.discover_timeout)
+    seconds = format_duration(upstream.discover_timeout)
     if isinstance(exc, SpawnFailed):
         return check_problem("spawn_failed", detail=exc.detail or exc.cause)
     if isinstance(exc, RequestTimeout):
         key = "timeout"
-        if settings.protocol == MODERN:
+        if upstream.protocol == MODERN:
             key = "timeout_modern"
-        elif step == "server/discover" and settings.command:
+        elif step == "server/discover" and isinstance(upstream, args.CommandUpstream):
             key = "timeout_discover_command"
         return check_problem(key, step=step, seconds=seconds)
     if isinstance(exc, Closed):
@@ -492,7 +492,8 @@ def diagnose(step: str, exc: McpError, settings: args.Settings) -> tuple[str, st
         return check_problem("sign_in_needed")
     if status == 403:
         return check_problem("access_refused")
-    if status in (400, 404, 405) and settings.transport == "streamable-http":
+    streamable_only = isinstance(upstream, args.UrlUpstream) and upstream.transport == "streamable-http"
+    if status in (400, 404, 405) and streamable_only:
         # What --transport auto takes for the sign of the HTTP+SSE transport of 2024-11-05.
         return check_problem("not_streamable_http", status=status)
     from ..bridge.sessions.session import NOT_MCP_STATUSES

@@ -31,16 +31,17 @@ LATE_CLOSE_GRACE: Final = 0.1
 class CheckRun:
     """The state of one check: its settings, its report and the time limit of the whole run."""
 
-    def __init__(self, settings: args.Settings, env: dict[str, str], started: float) -> None:
+    def __init__(self, settings: args.CheckSettings, env: dict[str, str], started: float) -> None:
         from ..bridge.rules.lists import ToolFilter
 
         self.settings = settings
         self.env = env
-        self.tool_filter = ToolFilter(settings.allow_tools, settings.deny_tools)
+        serving, upstream = settings.serving, settings.upstream
+        self.tool_filter = ToolFilter(serving.allow_tools, serving.deny_tools)
         #: The one time limit of the whole run (a :func:`time.monotonic` time).
-        self.deadline = started + settings.discover_timeout
+        self.deadline = started + upstream.discover_timeout
         self.report = Report(
-            upstream={}, host_profile=_host_profile(settings.host_profile), protocol=str(settings.protocol)
+            upstream={}, host_profile=_host_profile(serving.host_profile), protocol=str(upstream.protocol)
         )
         #: The server answered 401 or 403: the sign-in flows matter.
         self.asked_sign_in = False
@@ -83,7 +84,7 @@ class CheckRun:
         """Whether no time is left for ``step``; then it is skipped."""
         if self._left() > 0:
             return False
-        limit = format_duration(self.settings.discover_timeout)
+        limit = format_duration(self.settings.upstream.discover_timeout)
         self._skip(step, f"no time left (--discover-timeout {limit} bounds the whole check)")
         return True
 
@@ -105,14 +106,12 @@ class CheckRun:
         if isinstance(exc, RequestTimeout):
             status, outcome = TIMED_OUT, failure_text(exc)
             if self._left() <= 0:
-                outcome = (
-                    f"no answer before the end of the {format_duration(self.settings.discover_timeout)} "
-                    "of --discover-timeout"
-                )
+                limit = format_duration(self.settings.upstream.discover_timeout)
+                outcome = f"no answer before the end of the {limit} of --discover-timeout"
         else:
             status, outcome = FAILED, failure_text(exc)
         self._step(step, started, status, outcome)
-        problem, fix = diagnose(step, exc, self.settings)
+        problem, fix = diagnose(step, exc, self.settings.upstream)
         self._problem(problem, fix)
 
 

@@ -96,7 +96,7 @@ class ToolSteps(CheckRun):
             self._step(method, started, OK, outcome)
 
     def _tasks(self, offered: bool) -> None:
-        self.report.tasks = {"mode": self.settings.tasks, "offered": offered, "required": []}
+        self.report.tasks = {"mode": self.settings.serving.tasks, "offered": offered, "required": []}
 
     def _needs_tasks(self, tools: list[Any]) -> None:
         """Note the tools whose entry says that they only run as tasks (``execution.taskSupport``)."""

@@ -32,6 +32,7 @@ check and its help.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import gc
 import logging
@@ -154,14 +155,23 @@ def register_secrets(parsed: Settings, env: Mapping[str, str]) -> None:
     The upstream URL (whole, its credentials, its path and query), each header value, the
     client secret, the token key and the credentials of the proxy variables.
     """
-    if parsed.url is not None:
-        log.add_url_secrets(parsed.url)
-    for header in parsed.headers:
-        log.add_secret(header.value)
-    log.add_secret(parsed.client_secret)
-    if parsed.token_key is not None:
-        log.add_secret(parsed.token_key.hex())
-        log.add_secret(parsed.token_key.hex().upper())
+    store: settings.Store | None = None
+    if isinstance(parsed, (settings.ServeSettings, settings.CheckSettings)):
+        upstream = parsed.upstream
+        if isinstance(upstream, settings.UrlUpstream):
+            log.add_url_secrets(upstream.url)
+            for header in upstream.headers:
+                log.add_secret(header.value)
+            if upstream.sign_in is not None:
+                log.add_secret(upstream.sign_in.client_secret)
+            store = upstream.store
+    else:
+        if isinstance(parsed, settings.LogoutSettings) and parsed.url is not None:
+            log.add_url_secrets(parsed.url)
+        store = parsed.store
+    if store is not None and store.token_key is not None:
+        log.add_secret(store.token_key.hex())
+        log.add_secret(store.token_key.hex().upper())
     log.add_secret(env.get(TOKEN_KEY_VARIABLE))
     for name in _PROXY_VARIABLES:
         for variable in (name, name.upper()):
@@ -172,38 +182,39 @@ def register_secrets(parsed: Settings, env: Mapping[str, str]) -> None:
 
 def run_settings(parsed: Settings) -> int:
     """Run the form of ``parsed``; the exit code."""
-    if parsed.form not in (settings.Form.COMMAND, settings.Form.URL):
+    if not isinstance(parsed, settings.ServeSettings):
         gc.enable()
     register_secrets(parsed, os.environ)
     log.configure(parsed.log_level)
     for warning in parsed.warnings:
         logger.warning("%s", warning)
-    if parsed.form is settings.Form.SECRET:
+    if isinstance(parsed, settings.SecretSettings):
         from .secret_command import secret
 
         return secret(parsed)
-    if any(header.from_secret for header in parsed.headers):
-        from .secret_command import with_header_secrets
-
-        resolved = with_header_secrets(parsed)
-        if isinstance(resolved, int):
-            return resolved
-        parsed = resolved
-    if parsed.form is settings.Form.COMMAND:
-        from .serve_command import serve_command
-
-        return serve_command(parsed)
-    if parsed.form is settings.Form.URL:
-        from .serve_url import serve_url
-
-        return serve_url(parsed)
-    if parsed.form is settings.Form.LOGOUT:
+    if isinstance(parsed, settings.LogoutSettings):
         from .logout import logout
 
         return logout(parsed)
-    from .check import check
+    upstream = parsed.upstream
+    if isinstance(upstream, settings.UrlUpstream) and any(header.from_secret for header in upstream.headers):
+        from .secret_command import with_header_secrets
 
-    return check(parsed)
+        resolved = with_header_secrets(upstream)
+        if isinstance(resolved, int):
+            return resolved
+        upstream = resolved
+    if isinstance(parsed, settings.CheckSettings):
+        from .check import check
+
+        return check(dataclasses.replace(parsed, upstream=upstream))
+    if isinstance(upstream, settings.CommandUpstream):
+        from .serve_command import serve_command
+
+        return serve_command(upstream, parsed.serving, parsed.log_level)
+    from .serve_url import serve_url
+
+    return serve_url(upstream, parsed.serving, parsed.log_level)
 
 
 def parse(argv: Sequence[str], env: Mapping[str, str]) -> Settings | str:

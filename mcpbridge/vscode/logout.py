@@ -44,14 +44,14 @@ EXIT_NO_STORE = 2
 
 
 def logout(
-    settings: args.Settings,
+    settings: args.LogoutSettings,
     *,
     env: Mapping[str, str] | None = None,
     keychain: Callable[[], TokenStore] = KeyringStore.open,
 ) -> int:
     """Run the logout of ``settings``; return the exit code."""
     environment = os.environ if env is None else env
-    mode = settings.token_store
+    mode = settings.store.token_store
     if mode == "memory":
         log.info(
             "the memory store keeps no sign-in after the end of the process: logout has nothing to delete"
@@ -68,18 +68,19 @@ def logout(
                 return EXIT_NO_STORE
             log.info("logout skips the %s store: %s", name, exc.detail)
     if settings.all:
-        return _logout_all(stores, settings, environment)
+        return _logout_all(stores, mode, environment)
     assert settings.url is not None
     return _logout_url(stores, settings, environment)
 
 
 def _open(
-    name: str, settings: args.Settings, env: Mapping[str, str], keychain: Callable[[], TokenStore]
+    name: str, settings: args.LogoutSettings, env: Mapping[str, str], keychain: Callable[[], TokenStore]
 ) -> TokenStore:
     if name == "keychain":
         return keychain()
     directory = token_directory(env)
-    key = read_key_file(settings.token_key_file, directory) if settings.token_key_file else settings.token_key
+    store = settings.store
+    key = read_key_file(store.token_key_file, directory) if store.token_key_file else store.token_key
     if key is None:
         raise StoreOpenError(
             "TokenKeyMissing", "no token key is set (MCP_BRIDGE_TOKEN_KEY or --token-key-file)"
@@ -120,7 +121,8 @@ class _Outcome:
         return EXIT_FAILED if self.failed else EXIT_OK
 
 
-def _logout_all(stores: list[tuple[str, TokenStore]], settings: args.Settings, env: Mapping[str, str]) -> int:
+def _logout_all(stores: list[tuple[str, TokenStore]], mode: str, env: Mapping[str, str]) -> int:
+    """Delete every stored sign-in of ``stores``, and the token directory for the store ``mode``."""
     outcome = _Outcome()
     for name, store in stores:
         indexed = IndexedStore(store)
@@ -134,7 +136,7 @@ def _logout_all(stores: list[tuple[str, TokenStore]], settings: args.Settings, e
         except StoreError as exc:
             log.warning("logout cannot delete the index of the %s store: %s", name, exc.detail)
             outcome.failed = True
-    if settings.token_store in ("auto", "file"):
+    if mode in ("auto", "file"):
         try:
             directory: Path | None = token_directory(env)
         except StoreOpenError as exc:
@@ -152,10 +154,12 @@ def _logout_all(stores: list[tuple[str, TokenStore]], settings: args.Settings, e
     return outcome.exit_code
 
 
-def _logout_url(stores: list[tuple[str, TokenStore]], settings: args.Settings, env: Mapping[str, str]) -> int:
+def _logout_url(
+    stores: list[tuple[str, TokenStore]], settings: args.LogoutSettings, env: Mapping[str, str]
+) -> int:
     assert settings.url is not None
     url = settings.url
-    base = flow.base_identity(settings.account, flow.redirect_uri(settings.redirect_port))
+    base = flow.base_identity(settings.store.account, flow.redirect_uri(settings.redirect_port))
     outcome = _Outcome()
     known = False
     for name, store in stores:
@@ -178,14 +182,14 @@ def _logout_url(stores: list[tuple[str, TokenStore]], settings: args.Settings, e
         log.info(
             'logout deleted the stored sign-in of the account "%s". Restart the server in VS Code to sign in '
             "again.",
-            settings.account,
+            settings.store.account,
         )
     elif not outcome.failed:
-        log.info('logout found no stored sign-in of the account "%s" for the URL', settings.account)
+        log.info('logout found no stored sign-in of the account "%s" for the URL', settings.store.account)
     return outcome.exit_code
 
 
-def _key_from_metadata(settings: args.Settings, env: Mapping[str, str], base: str) -> RecordKey | None:
+def _key_from_metadata(settings: args.LogoutSettings, env: Mapping[str, str], base: str) -> RecordKey | None:
     """The key of the default client from the protected resource metadata of the URL, or None."""
     from ..mcp.transports.http import CaFileError, tls_context
     from ..oauth.discovery import discover_resource

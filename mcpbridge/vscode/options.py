@@ -7,7 +7,7 @@ in ``--help``, the name of its value there (``None`` for a flag) and its help. T
 parser of :mod:`mcpbridge.vscode.words` reads the command line with them, and the rules of
 :mod:`mcpbridge.vscode.settings` check each value with them.
 
-To add an option: add its row here, and its field to :class:`.settings.Settings` with its
+To add an option: add its row here, and its field to a part of :mod:`.forms` with its
 line in the rules.
 """
 

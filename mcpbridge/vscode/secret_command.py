@@ -46,7 +46,7 @@ EXIT_SECRET = 2
 
 
 def _secrets(
-    settings: args.Settings,
+    store: args.Store,
     env: Mapping[str, str] | None,
     keychain: Callable[[], TokenStore],
     *,
@@ -56,30 +56,31 @@ def _secrets(
     error line when the store does not open (``of`` names the secrets in that line)."""
     try:
         opened = open_secret_store(
-            settings.token_store,
-            key=settings.token_key,
-            key_file=settings.token_key_file,
+            store.token_store,
+            key=store.token_key,
+            key_file=store.token_key_file,
             env=os.environ if env is None else env,
             keychain=keychain,
         )
     except StoreOpenError as exc:
         logger.error("the store of %s did not open: %s", of, exc.detail)
         return None
-    return HeaderSecrets(opened.store, settings.account), opened.line
+    return HeaderSecrets(opened.store, store.account), opened.line
 
 
 def with_header_secrets(
-    settings: args.Settings,
+    upstream: args.UrlUpstream,
     env: Mapping[str, str] | None = None,
     *,
     keychain: Callable[[], TokenStore] = KeyringStore.open,
-) -> args.Settings | int:
-    """``settings`` with the value of each ``--header-secret``; or the exit code after the
+) -> args.UrlUpstream | int:
+    """``upstream`` with the value of each ``--header-secret``; or the exit code after the
     error line when a secret cannot be read."""
-    wanted = [header for header in settings.headers if header.from_secret]
+    wanted = [header for header in upstream.headers if header.from_secret]
     if not wanted:
-        return settings
-    opened = _secrets(settings, env, keychain, of="the secrets of --header-secret")
+        return upstream
+    account = upstream.store.account
+    opened = _secrets(upstream.store, env, keychain, of="the secrets of --header-secret")
     if opened is None:
         return EXIT_SECRET
     secrets = opened[0]
@@ -93,14 +94,14 @@ def with_header_secrets(
             logger.error('the secret "%s" of --header-secret cannot be read: %s', name, exc.detail)
             return EXIT_SECRET
         if value is None:
-            account = "" if settings.account == args.DEFAULT_ACCOUNT else f"--account {settings.account} "
+            option = "" if account == args.DEFAULT_ACCOUNT else f"--account {account} "
             logger.error(
                 'the secret "%s" of --header-secret is not stored for the account "%s": '
                 'run "%s secret set %s%s" and type its value',
                 name,
-                settings.account,
-                PROGRAM,
                 account,
+                PROGRAM,
+                option,
                 name,
             )
             return EXIT_SECRET
@@ -108,27 +109,27 @@ def with_header_secrets(
         values[name] = value
     headers = tuple(
         Header(h.name, values[h.from_secret], None, h.from_secret) if h.from_secret else h
-        for h in settings.headers
+        for h in upstream.headers
     )
-    return dataclasses.replace(settings, headers=headers)
+    return dataclasses.replace(upstream, headers=headers)
 
 
 def secret(
-    settings: args.Settings,
+    settings: args.SecretSettings,
     *,
     env: Mapping[str, str] | None = None,
     keychain: Callable[[], TokenStore] = KeyringStore.open,
     stdin: BinaryIO | None = None,
 ) -> int:
     """Run ``secret set``, ``delete`` or ``list``; return the exit code."""
-    action, name = settings.secret_action, settings.secret_name
+    action, name = settings.action, settings.name
     value: str | None = None
     if action == "set":
         assert name is not None
         value = _read_value(name, sys.stdin.buffer if stdin is None else stdin)
         if value is None:
             return EXIT_USAGE
-    opened = _secrets(settings, env, keychain, of="the secrets")
+    opened = _secrets(settings.store, env, keychain, of="the secrets")
     if opened is None:
         return EXIT_USAGE
     secrets, line = opened
@@ -141,16 +142,16 @@ def secret(
         assert name is not None
         if action == "delete":
             if secrets.delete(name):
-                logger.info('deleted the secret "%s" of the account "%s"', name, settings.account)
+                logger.info('deleted the secret "%s" of the account "%s"', name, settings.store.account)
             else:
-                logger.info('the account "%s" has no secret "%s"', settings.account, name)
+                logger.info('the account "%s" has no secret "%s"', settings.store.account, name)
             return EXIT_OK
         assert value is not None
         secrets.set(name, value)
     except StoreError as exc:
         logger.error("the store of the secrets failed: %s", exc.detail)
         return EXIT_FAILED
-    logger.info('stored the secret "%s" of the account "%s": %s', name, settings.account, line)
+    logger.info('stored the secret "%s" of the account "%s": %s', name, settings.store.account, line)
     return EXIT_OK
 
 

@@ -58,36 +58,35 @@ class SharedContext:
             return self._context
 
 
-def serve_url(settings: args.Settings) -> int:
-    """Serve VS Code on stdio in front of the upstream URL of ``settings``; return the exit code."""
+def serve_url(upstream: args.UrlUpstream, serving: args.Serving, log_level: str) -> int:
+    """Serve VS Code on stdio in front of the upstream URL; return the exit code."""
     from ..bridge.front.frontend import Frontend
     from ..bridge.rules.translate import IconRule
     from ..bridge.sessions.era import LegacyTransports
     from ..bridge.sessions.upstream import transport_connector, url_transports
     from .serving import announce, frontend_options, serve
 
-    announce(settings)
-    assert settings.url is not None
-    url = settings.url
+    announce(upstream, serving, log_level)
+    url = upstream.url
     context = SharedContext()
-    if settings.ca_file is not None:
+    if upstream.ca_file is not None:
         from ..mcp.transports.http import CaFileError, tls_context
 
         try:
-            context = SharedContext(tls_context(settings.ca_file))
+            context = SharedContext(tls_context(upstream.ca_file))
         except CaFileError as exc:
             logger.error("cannot use the CA certificates of --ca-file: %s", exc.detail, exc_info=exc)
             logger.error('see "%s --help"', args.PROGRAM)
             return EXIT_BAD_CA_FILE
-    headers = [(header.name, header.value) for header in settings.headers]
+    headers = [(header.name, header.value) for header in upstream.headers]
     oauth = None
-    if settings.registration is not None:
+    if upstream.sign_in is not None:
         # The sign-in (no static authorization header): the token store opens at the first need.
         from ..oauth.errors import StoreOpenError
         from ..oauth.session import start_oauth
 
         try:
-            oauth = start_oauth(settings.sign_in_options(), ssl_context=context, env=os.environ)
+            oauth = start_oauth(upstream.sign_in_options(), ssl_context=context, env=os.environ)
         except StoreOpenError as exc:
             logger.error("the token store did not open: %s", exc.detail, exc_info=exc)
             return EXIT_TOKEN_STORE
@@ -97,13 +96,13 @@ def serve_url(settings: args.Settings) -> int:
     make_transport, make_legacy_transport = url_transports(
         url,
         headers=headers,
-        max_response_bytes=settings.max_response_bytes,
+        max_response_bytes=upstream.max_response_bytes,
         ssl_context=context,
         authorizer=authorizer,
-        transport=settings.transport,
+        transport=upstream.transport,
     )
 
-    options = dataclasses.replace(frontend_options(settings), icon_rule=IconRule.DATA_ONLY)
+    options = dataclasses.replace(frontend_options(upstream, serving), icon_rule=IconRule.DATA_ONLY)
     connect = oauth.connector(make_transport) if oauth is not None else transport_connector(make_transport)
     def make_first() -> Transport:
         # The first request is the client's initialize: the store opens while it is prepared.

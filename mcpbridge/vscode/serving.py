@@ -21,7 +21,7 @@ from .. import __version__, platform
 
 if TYPE_CHECKING:
     from ..bridge.front.frontend import Options
-    from .settings import Settings
+    from .forms import CommandUpstream, Serving, Upstream, UrlUpstream
 
 #: The watchdog stops the bridge this long after the end of stdin. VS Code sends
 #: SIGTERM 10 s after it closes stdin and kills the tree after 20 s.
@@ -30,7 +30,7 @@ WATCHDOG_SECONDS = 8.0
 logger = logging.getLogger("mcpbridge.vscode")
 
 
-def announce(settings: Settings) -> None:
+def announce(upstream: CommandUpstream | UrlUpstream, serving: Serving, log_level: str) -> None:
     """Log the first line of a serve form, the start of a bug report: the version, the process id
     (the one to signal for a thread dump), the upstream server, its era, the log level and the
     host profile, each with the option that sets it.
@@ -39,55 +39,56 @@ def announce(settings: Settings) -> None:
     the scheme, the host and the port of the URL (its path and its query can be secrets).
     """
     from ..mcp.protocol import MODERN
+    from .forms import CommandUpstream
     from .settings import DEFAULT_HOST_PROFILE, DEFAULT_LOG_LEVEL, DEFAULT_PROTOCOL, default_name_for_url
 
-    if settings.url is None:
-        upstream = f"the command {os.path.basename(settings.command[0])} over stdio"
+    if isinstance(upstream, CommandUpstream):
+        where = f"the command {os.path.basename(upstream.command[0])} over stdio"
     else:
-        parts = urlsplit(settings.url)
+        parts = urlsplit(upstream.url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        host = default_name_for_url(settings.url)
-        upstream = f"Streamable HTTP ({parts.scheme}) to the host {host}, port {port}"
-    if settings.protocol == DEFAULT_PROTOCOL:
+        host = default_name_for_url(upstream.url)
+        where = f"Streamable HTTP ({parts.scheme}) to the host {host}, port {port}"
+    if upstream.protocol == DEFAULT_PROTOCOL:
         era = f"found at the first initialize (--protocol {DEFAULT_PROTOCOL}, the default)"
-    elif settings.protocol == MODERN:
+    elif upstream.protocol == MODERN:
         era = f"{MODERN} (--protocol)"
     else:
         era = "the 2025 era, passed through (--protocol legacy)"
-    if settings.log_level == DEFAULT_LOG_LEVEL:
+    if log_level == DEFAULT_LOG_LEVEL:
         level = f"{DEFAULT_LOG_LEVEL} (the default; --log-level sets it)"
     else:
-        level = f"{settings.log_level} (--log-level)"
-    if settings.host_profile == DEFAULT_HOST_PROFILE:
+        level = f"{log_level} (--log-level)"
+    if serving.host_profile == DEFAULT_HOST_PROFILE:
         profile = f"picked at the first initialize (--host-profile {DEFAULT_HOST_PROFILE}, the default)"
     else:
-        profile = f"{settings.host_profile} (--host-profile)"
+        profile = f"{serving.host_profile} (--host-profile)"
     logger.info(
         "version %s; pid %d; upstream: %s; era: %s; log level: %s; host profile: %s",
         __version__,
         os.getpid(),
-        upstream,
+        where,
         era,
         level,
         profile,
     )
 
 
-def frontend_options(settings: Settings) -> Options:
+def frontend_options(upstream: Upstream, serving: Serving) -> Options:
     """The options of the front end that the command line sets, the same in both forms."""
     from ..bridge.front.frontend import Options, Timeouts
     from ..bridge.front.options import HostChoice, TaskMode, UpstreamRevision
     from ..bridge.rules.lists import ToolFilter
 
     return Options(
-        fallback_name=settings.name,
+        fallback_name=serving.name,
         version=__version__,
-        max_line_bytes=settings.max_line_bytes,
-        timeouts=Timeouts(discover=settings.discover_timeout),
-        protocol=UpstreamRevision(settings.protocol),
-        tasks=TaskMode(settings.tasks),
-        tool_filter=ToolFilter(settings.allow_tools, settings.deny_tools),
-        host_profile=HostChoice(settings.host_profile),
+        max_line_bytes=upstream.max_line_bytes,
+        timeouts=Timeouts(discover=upstream.discover_timeout),
+        protocol=UpstreamRevision(upstream.protocol),
+        tasks=TaskMode(serving.tasks),
+        tool_filter=ToolFilter(serving.allow_tools, serving.deny_tools),
+        host_profile=HostChoice(serving.host_profile),
     )
 
 

@@ -1,9 +1,9 @@
 """The rules of the command line of ``mcp-bridge-vscode``.
 
 This module is pure: :func:`resolve` takes the words of a command line, as typer
-parsed them (:class:`Words`), and the environment as a mapping, and returns a frozen
-:class:`Settings` or raises :class:`ArgError`. It opens no file: the CA file and the
-key file are checked later, by the code that reads them.
+parsed them (:class:`Words`), and the environment as a mapping, and returns the frozen
+settings of its form (:data:`.forms.Settings`) or raises :class:`ArgError`. It opens no
+file: the CA file and the key file are checked later, by the code that reads them.
 
 The forms::
 
@@ -31,13 +31,12 @@ the same reason, the fields of the results that can hold a secret are left out o
 ``repr``.
 
 To add an option: add its row to :data:`.options.OPTIONS` (the forms that take it, the
-check of its value and its help), its field to :class:`Settings` and its line in
-:func:`_settings`.
+check of its value and its help), its field to the part of :mod:`.forms` that the forms
+taking it share, and its line in :func:`_settings`.
 """
 
 from __future__ import annotations
 
-import enum
 import re
 import sys
 from collections.abc import Mapping
@@ -52,9 +51,22 @@ from mcpbridge.oauth.config import (
     DynamicRegistration,
     PreRegistered,
     Registration,
-    SignInOptions,
 )
 
+from .forms import (
+    CheckSettings,
+    CommandUpstream,
+    Form,
+    LogoutSettings,
+    SecretSettings,
+    ServeSettings,
+    Serving,
+    Settings,
+    SignIn,
+    Store,
+    Upstream,
+    UrlUpstream,
+)
 from .headers import (
     REFUSED_HEADER_NAMES,
     Header,
@@ -113,13 +125,23 @@ __all__ = [
     "REFUSED_HEADER_NAMES",
     "SUBCOMMANDS",
     "ArgError",
+    "CheckSettings",
     "ClientMetadataDocument",
+    "CommandUpstream",
     "DynamicRegistration",
     "Form",
     "Header",
+    "LogoutSettings",
     "PreRegistered",
     "Registration",
+    "SecretSettings",
+    "ServeSettings",
+    "Serving",
     "Settings",
+    "SignIn",
+    "Store",
+    "Upstream",
+    "UrlUpstream",
     "Words",
     "default_name_for_command",
     "default_name_for_url",
@@ -130,109 +152,6 @@ __all__ = [
     "unknown_option",
     "upstream_url_hint",
 ]
-
-
-class Form(enum.Enum):
-    """The form of the command line."""
-
-    #: ``[options] -- <command> [args...]``: the upstream server is a child process.
-    COMMAND = "command"
-    #: ``[options] <url>``: the upstream server is at a Streamable HTTP URL.
-    URL = "url"
-    #: ``logout [options] <url>`` or ``logout [options] --all``.
-    LOGOUT = "logout"
-    #: ``check [options] (-- <command> | <url>)``: connect one time and report.
-    CHECK = "check"
-    #: ``secret [options] (set <name> | delete <name> | list)``: the secrets of ``--header-secret``.
-    SECRET = "secret"
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """The result of a valid command line that is not ``--help`` or ``--version``.
-
-    Options that a form does not take keep their defaults. ``registration`` is ``None`` when
-    no sign-in can happen: the command form, and a static authorization header.
-    """
-
-    form: Form
-    #: The upstream command and its arguments (command form, or check of a command); else ().
-    command: tuple[str, ...] = field(repr=False)
-    #: The upstream URL (URL form, check of a URL, ``logout <url>``); else ``None``.
-    url: str | None = field(repr=False)
-    #: The server name for VS Code when the upstream server sends none (§2.3). Empty for logout.
-    name: str
-    log_level: str
-    discover_timeout: float
-    max_line_bytes: int
-    protocol: str
-    #: ``--tasks``: ``auto`` or ``off``.
-    tasks: str
-    headers: tuple[Header, ...]
-    max_response_bytes: int
-    ca_file: str | None
-    client_id: str | None
-    client_issuer: str | None
-    client_metadata_url: str | None
-    redirect_port: int
-    account: str
-    token_store: str
-    token_key_file: str | None
-    #: The 32 bytes of ``MCP_BRIDGE_TOKEN_KEY``, read for the stores ``auto`` and ``file``.
-    token_key: bytes | None = field(repr=False)
-    #: ``MCP_BRIDGE_CLIENT_SECRET``, read only with ``--client-id``.
-    client_secret: str | None = field(repr=False)
-    no_browser: bool
-    sign_in_timeout: float
-    #: ``--sign-in``: ``auto``, ``browser``, ``device`` or ``client-credentials``.
-    sign_in: str
-    #: ``--resource-indicator``: ``auto``, ``off`` or the URI to send as ``resource``.
-    resource_indicator: str
-    #: ``logout --all``.
-    all: bool
-    #: ``check --json``.
-    json: bool
-    #: A header named ``authorization``: then the bridge never signs in and opens no token store.
-    static_authorization: bool
-    registration: Registration | None
-    #: Lines for the log at the warning level, for example a secret header on the command line.
-    warnings: tuple[str, ...]
-    #: ``--allow-tool`` and ``--deny-tool``: shell-style patterns on the tool names.
-    allow_tools: tuple[str, ...] = ()
-    deny_tools: tuple[str, ...] = ()
-    #: ``check --call-tool``: the tool that the check calls once, and ``--call-arguments``.
-    call_tool: str | None = None
-    call_arguments: dict[str, object] = field(default_factory=dict, repr=False)
-    #: ``--host-profile``: ``auto``, ``vscode`` or ``generic``.
-    host_profile: str = DEFAULT_HOST_PROFILE
-    #: ``--transport``: ``auto``, ``streamable-http`` or ``sse`` (which implies ``--protocol legacy``).
-    transport: str = DEFAULT_TRANSPORT
-    #: ``secret``: ``set``, ``delete`` or ``list``, and the name of the secret (``None`` for list).
-    secret_action: str | None = None
-    secret_name: str | None = None
-
-    @property
-    def redirect_uri(self) -> str:
-        """The redirect URI of the sign-in: always the literal loopback address."""
-        return f"http://127.0.0.1:{self.redirect_port}/callback"
-
-    def sign_in_options(self) -> SignInOptions:
-        """The options of the sign-in; only for a URL with a sign-in (``registration`` is set)."""
-        assert self.url is not None and self.registration is not None
-        return SignInOptions(
-            url=self.url,
-            account=self.account,
-            redirect_port=self.redirect_port,
-            registration=self.registration,
-            token_store=self.token_store,
-            token_key=self.token_key,
-            token_key_file=self.token_key_file,
-            no_browser=self.no_browser,
-            sign_in_timeout=self.sign_in_timeout,
-            sign_in=self.sign_in,
-            resource_indicator=self.resource_indicator,
-            header_variables=frozenset(h.from_env for h in self.headers if h.from_env),
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,16 +386,6 @@ def _target(subcommand: str | None, command: tuple[str, ...] | None, url: str | 
     return Target.CHECK_COMMAND if subcommand == "check" else Target.COMMAND
 
 
-_FORMS: Final = {
-    Target.COMMAND: Form.COMMAND,
-    Target.URL: Form.URL,
-    Target.LOGOUT: Form.LOGOUT,
-    Target.CHECK_COMMAND: Form.CHECK,
-    Target.CHECK_URL: Form.CHECK,
-    Target.SECRET: Form.SECRET,
-}
-
-
 def _settings(
     target: Target,
     raw: _Raw,
@@ -500,62 +409,101 @@ def _settings(
     if target is Target.LOGOUT and raw.value("--all") and "--account" in raw.values:
         raise _conflict("--account", "logout --all deletes the sign-in of each account")
 
-    signs_in = target in (Target.URL, Target.CHECK_URL, Target.LOGOUT) and not static_authorization
-    registration: Registration | None = None
-    client_secret: str | None = None
+    sign_in: SignIn | None = None
     token_key: bytes | None = None
-    redirect_port = raw.value("--redirect-port")
-    token_store = raw.value("--token-store")
-    sign_in = raw.value("--sign-in")
-    if signs_in:
-        registration, client_secret = _registration(raw, env, redirect_port)
-        token_key = _token_key(raw, env, token_store)
-        if sign_in == "client-credentials":
-            _check_client_credentials(registration)
-    elif from_secret or target is Target.SECRET:
-        token_key = _token_key(raw, env, token_store)
-    secret_action, secret_name = _secret_words(positional) if target is Target.SECRET else (None, None)
+    if target in (Target.URL, Target.CHECK_URL) and not static_authorization:
+        sign_in, token_key = _sign_in(raw, env)
+    elif from_secret or target in (Target.LOGOUT, Target.SECRET):
+        token_key = _token_key(raw, env, raw.value("--token-store"))
+    key_file = raw.optional("--token-key-file")
+    store = Store(raw.value("--account"), raw.value("--token-store"), key_file, token_key)
+    log_level: str = raw.value("--log-level")
 
-    return Settings(
-        form=_FORMS[target],
-        command=command if target in (Target.COMMAND, Target.CHECK_COMMAND) else (),
-        url=url,
+    if target is Target.SECRET:
+        action, name = _secret_words(positional)
+        return SecretSettings(log_level, tuple(warnings), store, action, name)
+    if target is Target.LOGOUT:
+        return LogoutSettings(
+            log_level,
+            tuple(warnings),
+            url=url,
+            all=raw.value("--all"),
+            ca_file=raw.optional("--ca-file"),
+            redirect_port=raw.value("--redirect-port"),
+            store=store,
+        )
+    upstream = _upstream(target, raw, command, url, tuple(headers), store, sign_in)
+    serving = Serving(
         name=_server_name(target, raw, command, url),
-        log_level=raw.value("--log-level"),
-        discover_timeout=float(raw.value("--discover-timeout")),
-        max_line_bytes=raw.value("--max-line-bytes"),
-        protocol="legacy" if raw.value("--transport") == "sse" else raw.value("--protocol"),
         tasks=raw.value("--tasks"),
-        headers=tuple(headers),
+        allow_tools=tuple(str(v) for v in raw.repeated.get("--allow-tool", ())),
+        deny_tools=tuple(str(v) for v in raw.repeated.get("--deny-tool", ())),
+        host_profile=raw.value("--host-profile"),
+    )
+    if target in (Target.COMMAND, Target.URL):
+        return ServeSettings(log_level, tuple(warnings), upstream, serving)
+    return CheckSettings(
+        log_level,
+        tuple(warnings),
+        upstream,
+        serving,
+        json=raw.value("--json"),
+        call_tool=raw.optional("--call-tool"),
+        call_arguments=raw.value("--call-arguments") or {},
+    )
+
+
+def _upstream(
+    target: Target,
+    raw: _Raw,
+    command: tuple[str, ...],
+    url: str | None,
+    headers: tuple[Header, ...],
+    store: Store,
+    sign_in: SignIn | None,
+) -> CommandUpstream | UrlUpstream:
+    """The upstream server of the serve forms and of check."""
+    protocol = "legacy" if raw.value("--transport") == "sse" else raw.value("--protocol")
+    discover_timeout = float(raw.value("--discover-timeout"))
+    max_line_bytes: int = raw.value("--max-line-bytes")
+    if target in (Target.COMMAND, Target.CHECK_COMMAND):
+        return CommandUpstream(protocol, discover_timeout, max_line_bytes, command)
+    assert url is not None
+    return UrlUpstream(
+        protocol,
+        discover_timeout,
+        max_line_bytes,
+        url=url,
+        headers=headers,
         max_response_bytes=raw.value("--max-response-bytes"),
         ca_file=raw.optional("--ca-file"),
+        transport=raw.value("--transport"),
+        store=store,
+        sign_in=sign_in,
+    )
+
+
+def _sign_in(raw: _Raw, env: Mapping[str, str]) -> tuple[SignIn, bytes | None]:
+    """The sign-in to a URL, and the key of the token store, after their checks."""
+    redirect_port: int = raw.value("--redirect-port")
+    flow: str = raw.value("--sign-in")
+    registration, client_secret = _registration(raw, env, redirect_port)
+    token_key = _token_key(raw, env, raw.value("--token-store"))
+    if flow == "client-credentials":
+        _check_client_credentials(registration)
+    sign_in = SignIn(
+        registration=registration,
         client_id=raw.optional("--client-id"),
         client_issuer=raw.optional("--client-issuer"),
         client_metadata_url=raw.optional("--client-metadata-url"),
         redirect_port=redirect_port,
-        account=raw.value("--account"),
-        token_store=token_store,
-        token_key_file=raw.optional("--token-key-file"),
-        token_key=token_key,
         client_secret=client_secret,
         no_browser=raw.value("--no-browser"),
-        sign_in_timeout=float(raw.value("--sign-in-timeout")),
-        sign_in=sign_in,
+        timeout=float(raw.value("--sign-in-timeout")),
+        flow=flow,
         resource_indicator=raw.value("--resource-indicator"),
-        all=raw.value("--all"),
-        json=raw.value("--json"),
-        static_authorization=static_authorization,
-        registration=registration,
-        warnings=tuple(warnings),
-        allow_tools=tuple(str(v) for v in raw.repeated.get("--allow-tool", ())),
-        deny_tools=tuple(str(v) for v in raw.repeated.get("--deny-tool", ())),
-        call_tool=raw.optional("--call-tool"),
-        call_arguments=raw.value("--call-arguments") or {},
-        host_profile=raw.value("--host-profile"),
-        transport=raw.value("--transport"),
-        secret_action=secret_action,
-        secret_name=secret_name,
     )
+    return sign_in, token_key
 
 
 def _server_name(target: Target, raw: _Raw, command: tuple[str, ...], url: str | None) -> str:

@@ -103,7 +103,7 @@ def test_each_pattern_option_adds_one_pattern(
 ) -> None:
     result = parse(argv, {})
     assert isinstance(result, Settings)
-    assert (result.allow_tools, result.deny_tools) == (allow, deny)
+    assert (result.serving.allow_tools, result.serving.deny_tools) == (allow, deny)
 
 
 def test_a_separate_pattern_never_starts_with_two_dashes() -> None:

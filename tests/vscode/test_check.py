@@ -678,9 +678,13 @@ def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_tok
     env = {"XDG_STATE_HOME": str(tmp_path / "state"), "MCP_BRIDGE_TOKEN_KEY": "ab" * 32}
     url = tls_server.url + "/locked"
     settings = cli.parse(["check", "--token-store", "file", url], env)
-    assert isinstance(settings, args.Settings) and settings.registration is not None
-    opened = open_store("file", key=settings.token_key, key_file=None, env=env)
-    config = OAuthConfig(url, settings.account, settings.redirect_port, settings.registration)
+    assert isinstance(settings, args.CheckSettings) and isinstance(settings.upstream, args.UrlUpstream)
+    upstream = settings.upstream
+    assert upstream.sign_in is not None
+    opened = open_store("file", key=upstream.store.token_key, key_file=None, env=env)
+    config = OAuthConfig(
+        url, upstream.store.account, upstream.sign_in.redirect_port, upstream.sign_in.registration
+    )
     record = Record(
         RecordKey("https://as.example", url, config.identity),
         ClientRegistration("client-1"),
@@ -726,12 +730,15 @@ def test_the_report_has_colors_on_a_terminal_only(monkeypatch: pytest.MonkeyPatc
 def test_the_report_says_whether_the_sign_in_is_renewed_without_a_person() -> None:
     from mcpbridge.oauth import flow
     from mcpbridge.vscode import cli
+    from mcpbridge.vscode import settings as args
     from mcpbridge.vscode.check_advice import predicted_renewal, stored_renewal
     from mcpbridge.vscode.check_report import Report, render_text
 
     url = "https://mcp.example.com/mcp"
-    browser = cli.parse([url], {})
-    assert isinstance(browser, cli.Settings)
+    parsed = cli.parse([url], {})
+    assert isinstance(parsed, args.ServeSettings) and isinstance(parsed.upstream, args.UrlUpstream)
+    browser = parsed.upstream.sign_in
+    assert browser is not None
 
     def metadata(**changes: object) -> flow.ServerMetadata:
         doc: dict[str, object] = {

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -36,12 +37,21 @@ from mcpbridge.vscode import settings as args
 from mcpbridge.vscode.cli import parse
 from mcpbridge.vscode.settings import (
     ArgError,
+    CheckSettings,
     ClientMetadataDocument,
+    CommandUpstream,
     DynamicRegistration,
     Form,
     Header,
+    LogoutSettings,
     PreRegistered,
+    SecretSettings,
+    ServeSettings,
+    Serving,
     Settings,
+    SignIn,
+    Store,
+    UrlUpstream,
     default_name_for_command,
     default_name_for_url,
     upstream_url_hint,
@@ -81,27 +91,62 @@ def error(argv: Sequence[str], env: Mapping[str, str] | None = None) -> ArgError
 def test_the_command_form_has_these_defaults() -> None:
     s = ok(["--", "server"])
     assert s.form is Form.COMMAND
-    assert s.command == ("server",)
-    assert s.url is None
-    assert s.name == "server"
-    assert s.log_level == "info"
-    assert s.discover_timeout == 60.0
-    assert s.max_line_bytes == 64 * 1024 * 1024
-    assert s.protocol == "auto"
-    assert s.headers == ()
-    assert s.max_response_bytes == 64 * 1024 * 1024
-    assert s.ca_file is None
-    assert (s.client_id, s.client_issuer, s.client_metadata_url) == (None, None, None)
-    assert s.redirect_port == 41894
-    assert s.account == "default"
-    assert s.token_store == "auto"
-    assert (s.token_key_file, s.token_key, s.client_secret) == (None, None, None)
-    assert s.no_browser is False
-    assert s.sign_in_timeout == 300.0
-    assert s.all is False and s.json is False
-    assert s.static_authorization is False
-    assert s.registration is None
-    assert s.warnings == ()
+    # The settings of the command form have no field for an option of a URL, of logout or of check.
+    assert s == ServeSettings(
+        log_level="info",
+        warnings=(),
+        upstream=CommandUpstream(
+            protocol="auto", discover_timeout=60.0, max_line_bytes=64 * 1024 * 1024, command=("server",)
+        ),
+        serving=Serving(name="server", tasks="auto", allow_tools=(), deny_tools=(), host_profile="auto"),
+    )
+
+
+def test_the_url_form_logout_and_check_have_these_defaults() -> None:
+    s = ok([URL])
+    assert s.form is Form.URL
+    assert s == ServeSettings(
+        log_level="info",
+        warnings=(),
+        upstream=UrlUpstream(
+            protocol="auto",
+            discover_timeout=60.0,
+            max_line_bytes=64 * 1024 * 1024,
+            url=URL,
+            headers=(),
+            max_response_bytes=64 * 1024 * 1024,
+            ca_file=None,
+            transport="auto",
+            store=Store(account="default", token_store="auto", token_key_file=None, token_key=None),
+            sign_in=SignIn(
+                registration=DynamicRegistration(),
+                client_id=None,
+                client_issuer=None,
+                client_metadata_url=None,
+                redirect_port=41894,
+                client_secret=None,
+                no_browser=False,
+                timeout=300.0,
+                flow="auto",
+                resource_indicator="auto",
+            ),
+        ),
+        serving=Serving(name="a.example", tasks="auto", allow_tools=(), deny_tools=(), host_profile="auto"),
+    )
+    assert s.upstream.static_authorization is False
+    logout = ok(["logout", URL])
+    assert logout == LogoutSettings(
+        log_level="info",
+        warnings=(),
+        url=URL,
+        all=False,
+        ca_file=None,
+        redirect_port=41894,
+        store=Store(account="default", token_store="auto", token_key_file=None, token_key=None),
+    )
+    check = ok(["check", "--", "server"])
+    assert isinstance(check, CheckSettings) and check.form is Form.CHECK
+    assert (check.json, check.call_tool, check.call_arguments) == (False, None, {})
 
 
 def test_the_options_and_the_upstream_command_are_parsed() -> None:
@@ -112,22 +157,27 @@ def test_the_options_and_the_upstream_command_are_parsed() -> None:
             "--", "node", "server.js", "--stdio",
         ]
     )  # fmt: skip
-    assert s.name == "files"
+    assert s.serving.name == "files"
     assert s.log_level == "debug"
-    assert s.discover_timeout == 120.0
-    assert s.max_line_bytes == 4096
-    assert s.protocol == "legacy"
-    assert s.command == ("node", "server.js", "--stdio")
+    assert s.upstream.discover_timeout == 120.0
+    assert s.upstream.max_line_bytes == 4096
+    assert s.upstream.protocol == "legacy"
+    assert s.upstream.command == ("node", "server.js", "--stdio")
 
 
 def test_a_value_can_follow_an_equals_sign_and_only_the_first_equals_sign_splits() -> None:
     s = ok(["--name=a=b", "--log-level=warn", "--discover-timeout=5", "--max-line-bytes=1", "--", "x"])
-    assert (s.name, s.log_level, s.discover_timeout, s.max_line_bytes) == ("a=b", "warn", 5.0, 1)
+    assert (s.serving.name, s.log_level, s.upstream.discover_timeout, s.upstream.max_line_bytes) == (
+        "a=b",
+        "warn",
+        5.0,
+        1,
+    )
 
 
 def test_the_last_occurrence_of_an_option_wins() -> None:
     s = ok(["--log-level", "err", "--name", "a", "--log-level", "warn", "--name=b", "--", "x"])
-    assert (s.log_level, s.name) == ("warn", "b")
+    assert (s.log_level, s.serving.name) == ("warn", "b")
 
 
 def test_an_option_can_repeat_with_a_bad_value_first_and_still_fail() -> None:
@@ -136,8 +186,8 @@ def test_an_option_can_repeat_with_a_bad_value_first_and_still_fail() -> None:
 
 def test_the_arguments_after_double_dash_go_to_the_command_unchanged() -> None:
     argv = ["--", "server", "--help", "--name", "--", "https://example.com/mcp", "--version", "logout"]
-    assert ok(argv).command == tuple(argv[1:])
-    assert ok(["--", "logout"]).command == ("logout",)
+    assert ok(argv).upstream.command == tuple(argv[1:])
+    assert ok(["--", "logout"]).upstream.command == ("logout",)
 
 
 @pytest.mark.parametrize("flag", ["--help", "--version", "--no-browser", "--all", "--json"])
@@ -307,8 +357,8 @@ def test_an_option_without_its_value_needs_a_value(argv: list[str], option: str)
 
 
 def test_a_separate_value_may_start_with_one_dash() -> None:
-    assert ok(["--name", "-x", "--", "y"]).name == "-x"
-    assert ok(["--name", "-", "--", "y"]).name == "-"
+    assert ok(["--name", "-x", "--", "y"]).serving.name == "-x"
+    assert ok(["--name", "-", "--", "y"]).serving.name == "-"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -349,45 +399,45 @@ def test_each_log_level_is_accepted(level: str) -> None:
 
 @pytest.mark.parametrize("protocol", ["auto", "2026-07-28", "legacy"])
 def test_each_protocol_is_accepted_by_the_serve_forms_and_check(protocol: str) -> None:
-    assert ok(["--protocol", protocol, "--", "x"]).protocol == protocol
-    assert ok(["--protocol", protocol, URL]).protocol == protocol
-    assert ok(["check", "--protocol", protocol, URL]).protocol == protocol
+    assert ok(["--protocol", protocol, "--", "x"]).upstream.protocol == protocol
+    assert ok(["--protocol", protocol, URL]).upstream.protocol == protocol
+    assert ok(["check", "--protocol", protocol, URL]).upstream.protocol == protocol
 
 
 @pytest.mark.parametrize("mode", ["auto", "off"])
 def test_each_task_mode_is_accepted_by_the_serve_forms_and_check(mode: str) -> None:
-    assert ok(["--tasks", mode, "--", "x"]).tasks == mode
-    assert ok(["--tasks", mode, URL]).tasks == mode
-    assert ok(["check", "--tasks", mode, "--", "x"]).tasks == mode
+    assert ok(["--tasks", mode, "--", "x"]).serving.tasks == mode
+    assert ok(["--tasks", mode, URL]).serving.tasks == mode
+    assert ok(["check", "--tasks", mode, "--", "x"]).serving.tasks == mode
 
 
 def test_the_bridge_carries_tasks_unless_told_otherwise() -> None:
-    assert ok(["--", "x"]).tasks == "auto"
-    assert ok([URL]).tasks == "auto"
+    assert ok(["--", "x"]).serving.tasks == "auto"
+    assert ok([URL]).serving.tasks == "auto"
 
 
 @pytest.mark.parametrize("profile", ["auto", "vscode", "generic"])
 def test_each_host_profile_is_accepted_by_the_serve_forms_and_check(profile: str) -> None:
-    assert ok(["--host-profile", profile, "--", "x"]).host_profile == profile
-    assert ok(["--host-profile", profile, URL]).host_profile == profile
-    assert ok(["check", "--host-profile", profile, URL]).host_profile == profile
+    assert ok(["--host-profile", profile, "--", "x"]).serving.host_profile == profile
+    assert ok(["--host-profile", profile, URL]).serving.host_profile == profile
+    assert ok(["check", "--host-profile", profile, URL]).serving.host_profile == profile
 
 
 def test_the_host_profile_is_picked_from_the_host_unless_it_is_given() -> None:
-    assert ok(["--", "x"]).host_profile == "auto"
-    assert ok([URL]).host_profile == "auto"
+    assert ok(["--", "x"]).serving.host_profile == "auto"
+    assert ok([URL]).serving.host_profile == "auto"
 
 
 @pytest.mark.parametrize("transport", ["auto", "streamable-http", "sse"])
 def test_each_transport_is_accepted_by_the_url_forms(transport: str) -> None:
-    assert ok(["--transport", transport, URL]).transport == transport
-    assert ok(["check", "--transport", transport, URL]).transport == transport
+    assert ok(["--transport", transport, URL]).upstream.transport == transport
+    assert ok(["check", "--transport", transport, URL]).upstream.transport == transport
 
 
 def test_the_transport_is_found_unless_it_is_given_and_sse_implies_the_2025_era() -> None:
-    assert ok([URL]).transport == "auto"
-    assert ok(["--transport", "sse", URL]).protocol == "legacy"
-    assert ok(["--transport", "streamable-http", URL]).protocol == "auto"
+    assert ok([URL]).upstream.transport == "auto"
+    assert ok(["--transport", "sse", URL]).upstream.protocol == "legacy"
+    assert ok(["--transport", "streamable-http", URL]).upstream.protocol == "auto"
 
 
 NUMBER_OPTIONS = [
@@ -397,6 +447,14 @@ NUMBER_OPTIONS = [
     ("--sign-in-timeout", [URL], "use a number of seconds from 1 to 4294967295", 4294967295),
     ("--redirect-port", [URL], "use a port from 1 to 65535", 65535),
 ]
+#: Where the settings keep the value of each number option.
+NUMBER_FIELDS: dict[str, Callable[[Any], object]] = {
+    "--discover-timeout": lambda s: s.upstream.discover_timeout,
+    "--max-line-bytes": lambda s: s.upstream.max_line_bytes,
+    "--max-response-bytes": lambda s: s.upstream.max_response_bytes,
+    "--sign-in-timeout": lambda s: s.upstream.sign_in.timeout,
+    "--redirect-port": lambda s: s.upstream.sign_in.redirect_port,
+}
 BAD_NUMBERS = [
     "", "0", "-1", "+1", " 1", "1 ", "1_000", "0x10", "1.5", "1e3", "abc", "\u0661", "\uff11",
     "4294967296", "99999999999999999999999", "0" * 5000, "1" + "0" * 5000, MARKER,
@@ -418,16 +476,16 @@ def test_a_number_one_above_its_range_is_refused_and_its_bounds_are_accepted(
     option: str, tail: list[str], hint: str, high: int
 ) -> None:
     assert error([option, str(high + 1), *tail]).kind == "invalid_value"
-    field = option[2:].replace("-", "_")
-    assert getattr(ok([option, str(high), *tail]), field) == high
-    assert getattr(ok([f"{option}=1", *tail]), field) == 1
-    assert getattr(ok([option, "007", *tail]), field) == 7
+    field = NUMBER_FIELDS[option]
+    assert field(ok([option, str(high), *tail])) == high
+    assert field(ok([f"{option}=1", *tail])) == 1
+    assert field(ok([option, "007", *tail])) == 7
 
 
 def test_the_timeouts_are_seconds_as_floats() -> None:
     s = ok(["--discover-timeout", "5", "--sign-in-timeout", "10", URL])
-    assert (s.discover_timeout, s.sign_in_timeout) == (5.0, 10.0)
-    assert isinstance(s.discover_timeout, float) and isinstance(s.sign_in_timeout, float)
+    assert (s.upstream.discover_timeout, s.upstream.sign_in.timeout) == (5.0, 10.0)
+    assert isinstance(s.upstream.discover_timeout, float) and isinstance(s.upstream.sign_in.timeout, float)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -488,12 +546,13 @@ def test_the_default_name_of_a_url_is_its_host_as_written(url: str, name: str) -
 
 
 def test_settings_take_the_name_from_the_option_else_from_the_upstream() -> None:
-    assert ok(["--", "/opt/mcp/bin/files-server.exe", "--stdio"]).name == "files-server"
-    assert ok(["--name", "explicit", "--", "/bin/server"]).name == "explicit"
-    assert ok(["https://mcp.example.com:8443/v1/mcp"]).name == "mcp.example.com"
-    assert ok(["--name", "n", URL]).name == "n"
-    assert ok(["check", "--", "./my.server.py"]).name == "my.server"
-    assert ok(["logout", URL]).name == ""
+    assert ok(["--", "/opt/mcp/bin/files-server.exe", "--stdio"]).serving.name == "files-server"
+    assert ok(["--name", "explicit", "--", "/bin/server"]).serving.name == "explicit"
+    assert ok(["https://mcp.example.com:8443/v1/mcp"]).serving.name == "mcp.example.com"
+    assert ok(["--name", "n", URL]).serving.name == "n"
+    assert ok(["check", "--", "./my.server.py"]).serving.name == "my.server"
+    # Logout takes no --name: its settings have no server name.
+    assert "name" not in {f.name for f in dataclasses.fields(ok(["logout", URL]))}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -519,7 +578,7 @@ VALID_URLS = [
 def test_a_valid_upstream_url_is_accepted(url: str) -> None:
     assert upstream_url_hint(url) is None
     s = ok([url])
-    assert (s.form, s.url, s.command) == (Form.URL, url, ())
+    assert (s.form, s.upstream.url, type(s.upstream)) == (Form.URL, url, UrlUpstream)
 
 
 @pytest.mark.parametrize(
@@ -678,7 +737,7 @@ def test_the_headers_of_both_options_accumulate_in_order_with_trimmed_values() -
         ],
         env,
     )  # fmt: skip
-    assert s.headers == (
+    assert s.upstream.headers == (
         Header("X-Client", "vscode", None),
         Header("Authorization", "Bearer marker-0c9f", "API_TOKEN"),
         Header("X-Tenant", "blue", "TENANT"),
@@ -686,15 +745,15 @@ def test_the_headers_of_both_options_accumulate_in_order_with_trimmed_values() -
         Header("x-tab", "a\tb", None),
     )
     # A static authorization header turns off the sign-in.
-    assert s.static_authorization is True
-    assert s.registration is None
+    assert s.upstream.static_authorization is True
+    assert s.upstream.sign_in is None
     # The value came from the environment, thus no warning.
     assert s.warnings == ()
 
 
 def test_a_header_value_keeps_the_bytes_of_the_command_line() -> None:
     s = ok(["--header", "x-a:caf\u00e9 \udcff", URL])
-    assert s.headers[0].value.encode("utf-8", "surrogateescape") == b"caf\xc3\xa9 \xff"
+    assert s.upstream.headers[0].value.encode("utf-8", "surrogateescape") == b"caf\xc3\xa9 \xff"
 
 
 @pytest.mark.parametrize("name", ["Authorization", "AUTHORIZATION", "Cookie", "x-api-key", "Api-Key"])
@@ -705,7 +764,7 @@ def test_a_secret_header_on_the_command_line_gives_one_warning_with_its_name(nam
         "and the process list shows it. Use --header-env.",
     )
     assert MARKER not in " ".join(s.warnings)
-    assert s.static_authorization is (name.lower() == "authorization")
+    assert s.upstream.static_authorization is (name.lower() == "authorization")
 
 
 def test_only_the_first_secret_header_gives_the_warning() -> None:
@@ -715,8 +774,8 @@ def test_only_the_first_secret_header_gives_the_warning() -> None:
 
 def test_a_cookie_header_keeps_the_sign_in() -> None:
     s = ok(["--header", "Cookie:a=b", URL])
-    assert s.static_authorization is False
-    assert s.registration == DynamicRegistration()
+    assert s.upstream.static_authorization is False
+    assert s.upstream.sign_in.registration == DynamicRegistration()
 
 
 @pytest.mark.parametrize("name", sorted(args.REFUSED_HEADER_NAMES))
@@ -760,7 +819,7 @@ def test_a_proxy_credential_header_is_refused_with_the_proxy_url_hint(argv: list
 
 def test_a_name_that_only_contains_a_refused_name_is_valid() -> None:
     s = ok(["--header", "x-host:a", "--header", "accepted:b", "--header", "x-mcp-a:c", URL])
-    assert [h.name for h in s.headers] == ["x-host", "accepted", "x-mcp-a"]
+    assert [h.name for h in s.upstream.headers] == ["x-host", "accepted", "x-mcp-a"]
 
 
 HEADER_ENV = {"EMPTY": "", "BLANK": " \t ", "BROKEN": "Bearer a\r\nx-injected: 1", "OK": "v"}
@@ -874,26 +933,31 @@ def test_a_static_authorization_header_goes_with_the_options_of_the_http_client(
     env = {"TOKEN": "Bearer t", "MCP_BRIDGE_TOKEN_KEY": MARKER, "MCP_BRIDGE_CLIENT_SECRET": MARKER}
     s = ok(["--header-env", "authorization=TOKEN", "--header", "x-a:1", "--ca-file", "ca.pem",
             "--max-response-bytes", "10", URL], env)  # fmt: skip
-    assert s.static_authorization is True
-    assert s.registration is None
-    # No token store opens, thus the key is neither read nor checked.
-    assert (s.token_key, s.client_secret) == (None, None)
-    assert (s.max_response_bytes, s.ca_file) == (10, "ca.pem")
+    assert s.upstream.static_authorization is True
+    assert s.upstream.sign_in is None
+    # No token store opens, thus the key is neither read nor checked; no sign-in, thus no client secret.
+    assert (s.upstream.store.token_key, s.upstream.sign_in) == (None, None)
+    assert (s.upstream.max_response_bytes, s.upstream.ca_file) == (10, "ca.pem")
 
 
 def test_a_client_id_with_an_issuer_and_a_secret_is_pre_registered() -> None:
     env = {"MCP_BRIDGE_CLIENT_SECRET": " s3cr3t-marker\t"}
     s = ok(["--client-id", "bridge-client", "--client-issuer", "https://as.example.com/tenant", URL], env)
-    assert s.registration == PreRegistered("bridge-client", "https://as.example.com/tenant", "s3cr3t-marker")
-    assert s.client_secret == "s3cr3t-marker"
-    assert (s.client_id, s.client_issuer) == ("bridge-client", "https://as.example.com/tenant")
+    assert s.upstream.sign_in.registration == PreRegistered(
+        "bridge-client", "https://as.example.com/tenant", "s3cr3t-marker"
+    )
+    assert s.upstream.sign_in.client_secret == "s3cr3t-marker"
+    assert (s.upstream.sign_in.client_id, s.upstream.sign_in.client_issuer) == (
+        "bridge-client",
+        "https://as.example.com/tenant",
+    )
 
 
 def test_a_client_id_without_a_secret_is_a_public_client_and_the_issuer_is_optional() -> None:
     for env in ({}, {"MCP_BRIDGE_CLIENT_SECRET": " \t "}):
         s = ok(["--client-id", "bridge-client", URL], env)
-        assert s.registration == PreRegistered("bridge-client", None, None)
-        assert s.client_secret is None
+        assert s.upstream.sign_in.registration == PreRegistered("bridge-client", None, None)
+        assert s.upstream.sign_in.client_secret is None
 
 
 def test_a_client_with_a_secret_needs_an_issuer() -> None:
@@ -907,18 +971,18 @@ def test_a_client_with_a_secret_needs_an_issuer() -> None:
 
 def test_the_client_secret_is_read_only_with_a_client_id() -> None:
     s = ok([URL], {"MCP_BRIDGE_CLIENT_SECRET": MARKER})
-    assert s.client_secret is None
+    assert s.upstream.sign_in.client_secret is None
 
 
 def test_the_registration_follows_the_options_and_the_redirect_port() -> None:
     assert ok(
         ["--client-metadata-url", "https://c.example/app.json", "--redirect-port", "5000", URL]
-    ).registration == (ClientMetadataDocument("https://c.example/app.json", explicit=True))
-    assert ok(["--redirect-port", "5000", URL]).registration == DynamicRegistration()
-    assert ok(["--client-id", "c", "--redirect-port", "5000", URL]).registration == PreRegistered(
-        "c", None, None
-    )
-    default = ok([URL]).registration
+    ).upstream.sign_in.registration == (ClientMetadataDocument("https://c.example/app.json", explicit=True))
+    assert ok(["--redirect-port", "5000", URL]).upstream.sign_in.registration == DynamicRegistration()
+    assert ok(
+        ["--client-id", "c", "--redirect-port", "5000", URL]
+    ).upstream.sign_in.registration == PreRegistered("c", None, None)
+    default = ok([URL]).upstream.sign_in.registration
     if args.DEFAULT_CLIENT_METADATA_URL is None:
         assert default == DynamicRegistration()
     else:
@@ -926,8 +990,11 @@ def test_the_registration_follows_the_options_and_the_redirect_port() -> None:
 
 
 def test_the_redirect_uri_uses_the_literal_loopback_address() -> None:
-    assert ok([URL]).redirect_uri == "http://127.0.0.1:41894/callback"
-    assert ok(["--redirect-port", "50000", URL]).redirect_uri == "http://127.0.0.1:50000/callback"
+    assert ok([URL]).upstream.sign_in.redirect_uri == "http://127.0.0.1:41894/callback"
+    assert (
+        ok(["--redirect-port", "50000", URL]).upstream.sign_in.redirect_uri
+        == "http://127.0.0.1:50000/callback"
+    )
 
 
 @pytest.mark.parametrize(
@@ -957,7 +1024,7 @@ def test_the_registration_options_that_exclude_each_other(
 def test_a_client_id_has_visible_ascii_and_spaces_only(client_id: str, hint: str) -> None:
     e = error(["--client-id", client_id, URL])
     assert e.diagnostic == f"the value of --client-id is not valid: {hint}"
-    assert ok(["--client-id", "my client ~1", URL]).client_id == "my client ~1"
+    assert ok(["--client-id", "my client ~1", URL]).upstream.sign_in.client_id == "my client ~1"
 
 
 @pytest.mark.parametrize(
@@ -1003,25 +1070,31 @@ def test_an_account_label_is_1_to_64_safe_characters(label: str) -> None:
 
 
 def test_an_account_label_of_64_characters_is_accepted() -> None:
-    assert ok(["--account", "x" * 64, URL]).account == "x" * 64
-    assert ok(["--account", "work.me_1@example.com+a-b", URL]).account == "work.me_1@example.com+a-b"
+    assert ok(["--account", "x" * 64, URL]).upstream.store.account == "x" * 64
+    assert (
+        ok(["--account", "work.me_1@example.com+a-b", URL]).upstream.store.account
+        == "work.me_1@example.com+a-b"
+    )
 
 
 @pytest.mark.parametrize("store", ["auto", "file"])
 def test_the_token_key_of_the_environment_is_read_for_the_stores_that_take_a_key(store: str) -> None:
     s = ok(["--token-store", store, URL], {"MCP_BRIDGE_TOKEN_KEY": f" {KEY_HEX}\t"})
-    assert s.token_key == bytes(range(32))
+    assert s.upstream.store.token_key == bytes(range(32))
 
 
 @pytest.mark.parametrize("store", ["keychain", "memory"])
 def test_the_stores_without_a_key_ignore_the_token_key_variable(store: str) -> None:
     s = ok(["--token-store", store, URL], {"MCP_BRIDGE_TOKEN_KEY": MARKER})
-    assert s.token_key is None
+    assert s.upstream.store.token_key is None
 
 
 def test_a_token_key_file_is_kept_as_a_path_and_not_read() -> None:
-    assert ok(["--token-store", "file", "--token-key-file", "key.txt", URL]).token_key_file == "key.txt"
-    assert ok(["--token-key-file", "no/such/file", URL]).token_key_file == "no/such/file"
+    assert (
+        ok(["--token-store", "file", "--token-key-file", "key.txt", URL]).upstream.store.token_key_file
+        == "key.txt"
+    )
+    assert ok(["--token-key-file", "no/such/file", URL]).upstream.store.token_key_file == "no/such/file"
 
 
 @pytest.mark.parametrize("bad", ["00", KEY_HEX + "00", "zz" + KEY_HEX[2:], KEY_HEX[:63] + " x", MARKER])
@@ -1063,15 +1136,15 @@ def test_logout_of_one_url_takes_the_store_options() -> None:
     s = ok(["logout", "--account", "work", "--redirect-port", "5000", "--token-store", "keychain",
             "--ca-file", "ca.pem", "--log-level", "debug", URL])  # fmt: skip
     assert (s.form, s.url, s.all) == (Form.LOGOUT, URL, False)
-    assert (s.account, s.redirect_port, s.token_store, s.ca_file, s.log_level) == (
+    assert (s.store.account, s.redirect_port, s.store.token_store, s.ca_file, s.log_level) == (
         "work", 5000, "keychain", "ca.pem", "debug"
     )  # fmt: skip
-    assert s.command == ()
+    assert isinstance(s, LogoutSettings)
 
 
 def test_logout_all_has_no_url() -> None:
     s = ok(["logout", "--all"])
-    assert (s.form, s.url, s.all, s.account) == (Form.LOGOUT, None, True, "default")
+    assert (s.form, s.url, s.all, s.store.account) == (Form.LOGOUT, None, True, "default")
 
 
 @pytest.mark.parametrize(
@@ -1096,17 +1169,19 @@ def test_the_logout_rules(argv: list[str], kind: str, diagnostic: str) -> None:
 
 def test_check_of_a_command_takes_the_command_options_and_json() -> None:
     s = ok(["check", "--json", "--protocol", "2026-07-28", "--discover-timeout", "3", "--", "srv", "-v"])
-    assert (s.form, s.command, s.url, s.json, s.protocol, s.discover_timeout) == (
-        Form.CHECK, ("srv", "-v"), None, True, "2026-07-28", 3.0
+    assert (s.form, s.upstream.command, s.json, s.upstream.protocol, s.upstream.discover_timeout) == (
+        Form.CHECK, ("srv", "-v"), True, "2026-07-28", 3.0
     )  # fmt: skip
-    assert s.registration is None
+    # A command has no URL and no sign-in.
+    assert type(s.upstream) is CommandUpstream
 
 
 def test_check_of_a_url_takes_the_url_options_and_resolves_them_like_the_url_form() -> None:
     s = ok(["check", "--json", "--header-env", "x-t=TENANT", "--no-browser", URL], {"TENANT": "blue"})
-    assert (s.form, s.url, s.command, s.json, s.no_browser) == (Form.CHECK, URL, (), True, True)
-    assert s.headers == (Header("x-t", "blue", "TENANT"),)
-    assert s.registration == DynamicRegistration()
+    assert (s.form, s.upstream.url, s.json, s.upstream.sign_in.no_browser) == (Form.CHECK, URL, True, True)
+    assert type(s.upstream) is UrlUpstream
+    assert s.upstream.headers == (Header("x-t", "blue", "TENANT"),)
+    assert s.upstream.sign_in.registration == DynamicRegistration()
     assert error(["check", "--token-store", "file", URL]).kind == "missing_token_key"
 
 
@@ -1134,7 +1209,7 @@ def test_the_arguments_of_call_tool_need_call_tool() -> None:
 
 
 def test_logout_and_check_are_subcommands_only_as_the_first_argument() -> None:
-    assert ok(["--", "check"]).command == ("check",)
+    assert ok(["--", "check"]).upstream.command == ("check",)
     assert error(["--name", "x", "check", "--", "y"]).kind == "unexpected_argument"
     assert error(["check", "check", "--", "y"]).kind == "unexpected_argument"
 
@@ -1229,7 +1304,7 @@ def test_the_repr_of_the_settings_holds_no_secret() -> None:
     env = {"H": f"Bearer {MARKER}", "MCP_BRIDGE_TOKEN_KEY": KEY_HEX, "MCP_BRIDGE_CLIENT_SECRET": MARKER}
     s = ok(["--header-env", "x-h=H", "--header", f"x-v:{MARKER}", "--client-id", "c", "--client-issuer",
             "https://as.example", f"https://a.example/mcp?key={MARKER}"], env)  # fmt: skip
-    assert s.client_secret == MARKER and s.token_key is not None
+    assert s.upstream.sign_in.client_secret == MARKER and s.upstream.store.token_key is not None
     text = repr(s)
     assert MARKER not in text and KEY_HEX.lower() not in text and "\\x00\\x01" not in text
     c = ok(["--", "server", f"--api-key={MARKER}"])
@@ -1266,7 +1341,7 @@ INVALID_ARGUMENTS: list[tuple[list[str], str | None]] = [
 @pytest.mark.parametrize(("argv", "kind"), INVALID_ARGUMENTS)
 def test_the_invalid_argument_cases_of_the_process_tests(argv: list[str], kind: str | None) -> None:
     if kind is None:
-        assert ok(argv).ca_file == "test/fixtures/no-such-ca.pem"
+        assert ok(argv).upstream.ca_file == "test/fixtures/no-such-ca.pem"
     else:
         assert error(argv).kind == kind
 
@@ -1405,7 +1480,7 @@ def test_the_parser_imports_no_io_thread_or_clock_module() -> None:
 def test_the_parser_does_not_touch_the_environment_of_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_BRIDGE_TOKEN_KEY", "not a key")
     monkeypatch.setenv("TENANT", "from the process")
-    assert ok([URL]).token_key is None
+    assert ok([URL]).upstream.store.token_key is None
     assert error(["--header-env", "x-t=TENANT", URL]).kind == "missing_variable"
 
 
@@ -1513,11 +1588,14 @@ def check_never_leaks(argv: list[str], env: dict[str, str]) -> None:
     else:
         assert isinstance(result, (Settings, str))
         if isinstance(result, Settings):
-            assert MARKER not in repr(result.headers)
-            if isinstance(result.registration, PreRegistered):
-                # The secret never shows; the other fields (an issuer, an id) may hold the marker.
-                shown = repr(dataclasses.replace(result.registration, client_secret=None))
-                assert repr(result.registration) == shown
+            upstream = getattr(result, "upstream", None)
+            if isinstance(upstream, UrlUpstream):
+                assert MARKER not in repr(upstream.headers)
+                registration = upstream.sign_in.registration if upstream.sign_in is not None else None
+                if isinstance(registration, PreRegistered):
+                    # The secret never shows; the other fields (an issuer, an id) may hold the marker.
+                    shown = repr(dataclasses.replace(registration, client_secret=None))
+                    assert repr(registration) == shown
             assert all(MARKER not in w for w in result.warnings)
 
 
@@ -1569,8 +1647,8 @@ def test_arbitrary_text_never_raises_anything_but_an_arg_error(argv: list[str], 
 
 @pytest.mark.parametrize("flow", ["auto", "browser", "device"])
 def test_sign_in_takes_a_flow_and_defaults_to_auto(flow: str) -> None:
-    assert ok([URL]).sign_in == "auto"
-    assert ok(["--sign-in", flow, URL]).sign_in == flow
+    assert ok([URL]).upstream.sign_in.flow == "auto"
+    assert ok(["--sign-in", flow, URL]).upstream.sign_in.flow == flow
 
 
 def test_sign_in_refuses_another_value() -> None:
@@ -1592,7 +1670,9 @@ def test_client_credentials_need_a_client_id_an_issuer_and_a_secret() -> None:
     e = error([*cc, "--client-id", "svc", URL], secret)
     assert e.option == "--client-id" and "--client-issuer" in e.diagnostic
     s = ok([*cc, "--client-id", "svc", "--client-issuer", "https://as.example", URL], secret)
-    assert s.sign_in == "client-credentials" and s.client_secret == "s3cret-value"
+    assert (
+        s.upstream.sign_in.flow == "client-credentials" and s.upstream.sign_in.client_secret == "s3cret-value"
+    )
     assert "s3cret-value" not in repr(s) and "s3cret-value" not in str(e)
 
 
@@ -1603,9 +1683,13 @@ def test_client_credentials_need_a_client_id_an_issuer_and_a_secret() -> None:
 
 @pytest.mark.parametrize("value", ["auto", "off", "api://0b2c-mcp", "https://mcp.example.com/mcp", "urn:x:y"])
 def test_resource_indicator_takes_auto_off_or_an_absolute_uri_and_defaults_to_auto(value: str) -> None:
-    assert ok([URL]).resource_indicator == "auto"
+    assert ok([URL]).upstream.sign_in.resource_indicator == "auto"
     settings = ok(["--resource-indicator", value, URL])
-    assert settings.resource_indicator == value == settings.sign_in_options().resource_indicator
+    assert (
+        settings.upstream.sign_in.resource_indicator
+        == value
+        == settings.upstream.sign_in_options().resource_indicator
+    )
 
 
 @pytest.mark.parametrize("value", ["", "no-scheme", "api://x#fragment", "https://a b", "1http://x"])
@@ -1630,8 +1714,10 @@ def test_resource_indicator_refuses_what_is_not_an_absolute_uri_without_a_fragme
 )
 def test_secret_reads_its_action_and_name(argv: list[str], action: str, name: str | None) -> None:
     s = ok(argv)
-    assert (s.form, s.secret_action, s.secret_name) == (args.Form.SECRET, action, name)
-    assert (s.url, s.command, s.registration) == (None, (), None)
+    assert (s.form, s.action, s.name) == (args.Form.SECRET, action, name)
+    # Secret reaches no upstream server and signs in nowhere: its settings have only the store.
+    account = "work" if "--account" in argv else "default"
+    assert s == SecretSettings("info", (), Store(account, "auto", None, None), action, name)
 
 
 @pytest.mark.parametrize(
@@ -1654,8 +1740,8 @@ def test_secret_refuses_a_wrong_command_line_without_showing_a_word(argv: list[s
 
 def test_an_authorization_header_secret_takes_the_store_options_but_no_other_sign_in_option() -> None:
     s = ok(["--header-secret", "Authorization=token", "--account", "work", "--token-store", "keychain", URL])
-    assert s.static_authorization and s.registration is None
-    assert [(h.name, h.value, h.from_secret) for h in s.headers] == [("Authorization", "", "token")]
-    assert s.account == "work" and s.token_store == "keychain"
+    assert s.upstream.static_authorization and s.upstream.sign_in is None
+    assert [(h.name, h.value, h.from_secret) for h in s.upstream.headers] == [("Authorization", "", "token")]
+    assert s.upstream.store.account == "work" and s.upstream.store.token_store == "keychain"
     e = error(["--header-secret", "Authorization=token", "--client-id", "x", URL])
     assert e.option == "--client-id"
