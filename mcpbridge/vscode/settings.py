@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
+from mcpbridge.mcp.protocol import MODERN
 from mcpbridge.oauth.config import (
     CLIENT_SECRET_VARIABLE,
     SECRET_NAME,
@@ -402,6 +403,13 @@ def _settings(
             # With --header-secret, the options of the token store say where the secret is.
             if OPTIONS[key].sign_in and not (from_secret and key in _STORE_OPTIONS):
                 raise _conflict(key, _HINT_STATIC)
+
+    if raw.value("--transport") == "sse" and raw.value("--protocol") == MODERN:
+        raise _conflict(
+            "--protocol",
+            f"the transport HTTP+SSE (--transport sse) is of the 2024-11-05 era; a server of {MODERN} "
+            "speaks Streamable HTTP: remove --transport sse",
+        )
 
     if "--call-arguments" in raw.values and "--call-tool" not in raw.values:
         raise _conflict("--call-arguments", "it needs --call-tool")

@@ -440,6 +440,16 @@ def test_the_transport_is_found_unless_it_is_given_and_sse_implies_the_2025_era(
     assert ok(["--transport", "streamable-http", URL]).upstream.protocol == "auto"
 
 
+@pytest.mark.parametrize("form", [[], ["check"]])
+def test_the_2024_transport_and_the_2026_revision_exclude_each_other(form: list[str]) -> None:
+    for argv in (["--transport", "sse", "--protocol", "2026-07-28"], ["--protocol", "2026-07-28", "--transport", "sse"]):
+        e = error([*form, *argv, URL])
+        assert (e.kind, e.option) == ("conflict", "--protocol")
+        assert str(e).endswith("a server of 2026-07-28 speaks Streamable HTTP: remove --transport sse")
+    assert ok([*form, "--transport", "sse", "--protocol", "legacy", URL]).upstream.protocol == "legacy"
+    assert ok([*form, "--transport", "sse", "--protocol", "auto", URL]).upstream.protocol == "legacy"
+
+
 NUMBER_OPTIONS = [
     ("--discover-timeout", ["--", "x"], "use a number of seconds from 1 to 4294967295", 4294967295),
     ("--max-line-bytes", ["--", "x"], "use a number of bytes from 1 to 1073741824", 1073741824),
