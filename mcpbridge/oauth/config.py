@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
-from . import flow
+from . import identity as names
 
 __all__ = [
     "CLIENT_SECRET_VARIABLE",
@@ -184,7 +184,7 @@ class OAuthConfig:
 
     @property
     def redirect_uri(self) -> str:
-        return flow.redirect_uri(self.port)
+        return names.redirect_uri(self.port)
 
     @property
     def client_credentials(self) -> bool:
@@ -199,8 +199,8 @@ class OAuthConfig:
         """
         choice = self.registration
         if isinstance(choice, PreRegistered):
-            identity = flow.storage_identity(self.account, self.redirect_uri, client_id=choice.client_id)
+            identity = names.storage_identity(self.account, self.redirect_uri, client_id=choice.client_id)
             return identity + "|grant=client_credentials" if self.client_credentials else identity
         if isinstance(choice, ClientMetadataDocument) and choice.explicit:
-            return flow.storage_identity(self.account, self.redirect_uri, metadata_url=choice.url)
-        return flow.storage_identity(self.account, self.redirect_uri)
+            return names.storage_identity(self.account, self.redirect_uri, metadata_url=choice.url)
+        return names.storage_identity(self.account, self.redirect_uri)

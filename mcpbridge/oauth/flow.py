@@ -25,6 +25,16 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from ..mcp.errorbase import PeerFault
 from .errors import InvalidRecord, OAuthError
+from .identity import CLIENT_NAME as CLIENT_NAME
+from .identity import DEFAULT_REDIRECT_PORT as DEFAULT_REDIRECT_PORT
+from .identity import INDEX_CLIENT as INDEX_CLIENT
+from .identity import INDEX_ISSUER as INDEX_ISSUER
+from .identity import KEYCHAIN_SERVICE as KEYCHAIN_SERVICE
+from .identity import PROGRAM as PROGRAM
+from .identity import TOKEN_DIRECTORY_PARTS as TOKEN_DIRECTORY_PARTS
+from .identity import base_identity as base_identity
+from .identity import redirect_uri as redirect_uri
+from .identity import storage_identity as storage_identity
 from .urls import (
     covers,
     https_endpoint,
@@ -32,21 +42,8 @@ from .urls import (
 )
 
 # ---------------------------------------------------------------------------------------------
-# Identity (part of the stored records: never change these)
+# Identity (part of the stored records: never change these; the names are in :mod:`.identity`)
 # ---------------------------------------------------------------------------------------------
-
-PROGRAM: Final = "mcp-bridge-vscode"
-#: ``client_name`` of the dynamic registration and of the client ID metadata document.
-CLIENT_NAME: Final = "mcp-bridge-vscode (mcpbridge)"
-#: The service of the keychain entries.
-KEYCHAIN_SERVICE: Final = "mcpbridge/mcp-bridge-vscode"
-#: The folders of the file store below the state directory.
-TOKEN_DIRECTORY_PARTS: Final = ("mcpbridge", "vscode", "tokens")
-#: The key of the index of the stored sign-ins.
-INDEX_ISSUER: Final = "urn:mcpbridge:index"
-INDEX_CLIENT: Final = PROGRAM
-#: The default port of the redirect URI.
-DEFAULT_REDIRECT_PORT: Final = 41894
 
 RECORD_VERSION: Final = 1
 INDEX_VERSION: Final = 1
@@ -57,33 +54,6 @@ REFRESH_MARGIN: Final = 60
 MAX_CLIENT_METADATA_BYTES: Final = 5 * 1024
 
 _KEY_DIGEST_DOMAIN: Final = b"mcpbridge token record key 1"
-
-
-def redirect_uri(port: int) -> str:
-    """The redirect URI of the receiver: always the literal loopback address."""
-    return f"http://127.0.0.1:{port}/callback"
-
-
-def base_identity(account: str, redirect: str) -> str:
-    """The storage identity of an account: ``mcp-bridge-vscode|<account>|<redirect URI>``."""
-    return f"{PROGRAM}|{account}|{redirect}"
-
-
-def storage_identity(
-    account: str, redirect: str, *, client_id: str | None = None, metadata_url: str | None = None
-) -> str:
-    """The ``client`` of the record key.
-
-    Dynamic registration and the document of the bridge use :func:`base_identity`; a
-    pre-registered client adds ``|client=<id>``, another client ID metadata document
-    adds ``|cimd=<url>``. Thus the sign-ins of different clients never mix.
-    """
-    identity = base_identity(account, redirect)
-    if client_id is not None:
-        return f"{identity}|client={client_id}"
-    if metadata_url is not None:
-        return f"{identity}|cimd={metadata_url}"
-    return identity
 
 
 def client_metadata_document(url: str, redirect: str = redirect_uri(DEFAULT_REDIRECT_PORT)) -> dict[str, Any]:
