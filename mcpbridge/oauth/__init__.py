@@ -15,7 +15,8 @@ Modules:
 * :mod:`.discovery`: protected resource and authorization server metadata, registration,
   token requests.
 * :mod:`.receiver`: the loopback receiver of the redirect and the one-time start URL.
-* :mod:`.signin`: one interactive sign-in: the gate, the browser opener, the consent.
+* :mod:`.signin`: a person's sign-in: its settings, the gate, the browser opener, the consent.
+* :mod:`.attempt`: one attempt of it: the receiver on the redirect port, the sign-in line, the wait.
 * :mod:`.device`: one device sign-in (RFC 8628): the code, the person, the polling.
 * :mod:`.tokenstore`: the contract of a token store; the memory store.
 * :mod:`.keychain`: the token store in the keychain of the host.
