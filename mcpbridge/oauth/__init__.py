@@ -31,6 +31,7 @@ Modules:
 * :mod:`.clients`: the client of a sign-in and its secret.
 * :mod:`.tokenrequests`: the refresh, the client credentials grant, the storing of new tokens.
 * :mod:`.interactive`: a person's sign-in, in the browser or with the device flow.
+* :mod:`.steps`: the answer to a challenge and a due refresh, made at the first one.
 * :mod:`.authorizer`: the :class:`~mcpbridge.mcp.transports.http.Authorizer` of the HTTP transport.
 * :mod:`.session`: the client of the bridge whose requests carry their scope, and the setup.
 

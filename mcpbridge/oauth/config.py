@@ -107,6 +107,12 @@ class SignInOptions:
     header_variables: frozenset[str] = frozenset()
 
     @property
+    def names_files(self) -> bool:
+        """Whether the token store options name files that the start checks: the file store,
+        or a key file (:func:`.store.check_options` checks nothing else)."""
+        return self.token_store == "file" or self.token_key_file is not None
+
+    @property
     def secret_variables(self) -> set[str]:
         """The variables that a browser program must not get."""
         return {CLIENT_SECRET_VARIABLE, TOKEN_KEY_VARIABLE, *self.header_variables}
