@@ -15,7 +15,6 @@ receiver, the device flow or the HTTP client of the sign-in.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -40,12 +39,12 @@ if TYPE_CHECKING:
 
 __all__ = ["SignInSteps"]
 
-log = logging.getLogger("mcpbridge.oauth")
-
 
 class SignInSteps:
     """What the authorizer does at a challenge or a due refresh; see the module docstring.
 
+    :param clock: Unix seconds; the expiry of the tokens uses it.
+    :param device: the device sign-in, or None: one is made at its first use.
     :param drops: the log lines of the authorizer that a server answering each request
         with 401 would repeat.
     :param signed_in: called after a new sign-in took effect (not after a refresh).
@@ -58,7 +57,7 @@ class SignInSteps:
         records: SignInRecords,
         scopes: RequestScopes,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float],
         device: DeviceFlow | None = None,
         drops: DropLog,
         signed_in: Callable[[], None],
