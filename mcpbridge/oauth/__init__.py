@@ -5,6 +5,7 @@ Modules:
 * :mod:`.config`: the options of the sign-in, the kinds of client registration, the
   options of one upstream URL.
 * :mod:`.identity`: the pure names of the bridge in the stored sign-ins (the record's client).
+* :mod:`.stored`: the pure stored form of a sign-in: the record, its key, the index, their JSON.
 * :mod:`.flow`: pure rules (identity, PKCE, records, metadata checks, scopes, the redirect).
 * :mod:`.urls`: pure URL checks and the well-known URLs of the metadata.
 * :mod:`.challenge`: the pure reading of the ``WWW-Authenticate`` challenge.

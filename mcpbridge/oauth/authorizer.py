@@ -65,10 +65,10 @@ from .signin import SignIn
 
 if TYPE_CHECKING:
     from .device import DeviceFlow
-    from .flow import Record
     from .records import SignInRecords
     from .steps import SignInSteps
     from .store import IndexedStore
+    from .stored import Record
     from .web import WebClient
 
 #: ``OAuthConfig`` stays importable from here, where the authorizer's callers found it.

@@ -197,13 +197,14 @@ def test_32_concurrent_calls_through_the_bridge_reuse_the_pooled_connections():
 SIGN_IN_MODULES = frozenset(
     "mcpbridge.oauth." + name
     for name in (
-        "steps", "challenge", "context", "metadata", "clients", "tokenrequests", "tokens",
-        "interactive", "attempt", "receiver", "device", "grants", "discovery", "web",
+        "steps", "flow", "urls", "challenge", "context", "metadata", "clients", "tokenrequests",
+        "tokens", "interactive", "attempt", "receiver", "device", "grants", "discovery", "web",
     )
 )  # fmt: skip
 #: The modules of the stored sign-in, which the first request looks up: none loads before it.
 STORE_MODULES = frozenset(
-    "mcpbridge.oauth." + name for name in ("flow", "records", "store", "tokenstore", "filestore", "keychain")
+    "mcpbridge.oauth." + name
+    for name in ("stored", "records", "store", "tokenstore", "filestore", "keychain")
 )
 
 
