@@ -52,6 +52,8 @@ PURE_MODULES = (
     "mcpbridge/vscode/words.py",
     "mcpbridge/vscode/headers.py",
     "mcpbridge/oauth/config.py",
+    "mcpbridge/oauth/identity.py",
+    "mcpbridge/oauth/stored.py",
     "mcpbridge/oauth/urls.py",
     "mcpbridge/oauth/challenge.py",
     "mcpbridge/oauth/tokens.py",

@@ -4,6 +4,8 @@ Modules:
 
 * :mod:`.config`: the options of the sign-in, the kinds of client registration, the
   options of one upstream URL.
+* :mod:`.identity`: the pure names of the bridge in the stored sign-ins (the record's client).
+* :mod:`.stored`: the pure stored form of a sign-in: the record, its key, the index, their JSON.
 * :mod:`.flow`: pure rules (identity, PKCE, records, metadata checks, scopes, the redirect).
 * :mod:`.urls`: pure URL checks and the well-known URLs of the metadata.
 * :mod:`.challenge`: the pure reading of the ``WWW-Authenticate`` challenge.
@@ -14,7 +16,8 @@ Modules:
 * :mod:`.discovery`: protected resource and authorization server metadata, registration,
   token requests.
 * :mod:`.receiver`: the loopback receiver of the redirect and the one-time start URL.
-* :mod:`.signin`: one interactive sign-in: the gate, the browser opener, the consent.
+* :mod:`.signin`: a person's sign-in: its settings, the gate, the browser opener, the consent.
+* :mod:`.attempt`: one attempt of it: the receiver on the redirect port, the sign-in line, the wait.
 * :mod:`.device`: one device sign-in (RFC 8628): the code, the person, the polling.
 * :mod:`.tokenstore`: the contract of a token store; the memory store.
 * :mod:`.keychain`: the token store in the keychain of the host.
@@ -29,6 +32,7 @@ Modules:
 * :mod:`.clients`: the client of a sign-in and its secret.
 * :mod:`.tokenrequests`: the refresh, the client credentials grant, the storing of new tokens.
 * :mod:`.interactive`: a person's sign-in, in the browser or with the device flow.
+* :mod:`.steps`: the answer to a challenge and a due refresh, made at the first one.
 * :mod:`.authorizer`: the :class:`~mcpbridge.mcp.transports.http.Authorizer` of the HTTP transport.
 * :mod:`.session`: the client of the bridge whose requests carry their scope, and the setup.
 

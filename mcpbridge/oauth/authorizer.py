@@ -30,13 +30,12 @@ then use its token. A second bridge process that finds the redirect port busy
 with a sign-in of the same record asks that receiver, waits for its end and
 reuses the stored tokens.
 
-The authorizer decides which of these steps a challenge needs; each step has a module
-of its own: :mod:`.requestscope` (the request on each thread), :mod:`.metadata` (the
-discovered servers and the chosen flow), :mod:`.clients` (the client registration),
-:mod:`.tokenrequests` (the refresh, the client credentials, the stored tokens) and
-:mod:`.interactive` (a person's sign-in). The authorizer builds one
-:class:`~.context.SignInContext` (the options, the records, the requests on each thread,
-the clock) and hands it to each step.
+The authorizer itself holds only what each request needs: the record in use
+(:mod:`.records`, made with the token store at the first request), the request on each
+thread (:mod:`.requestscope`) and the turn. It decides which steps a challenge needs in
+:class:`~.steps.SignInSteps`, made at the first challenge or due refresh, each step in a
+module of its own (:mod:`.metadata`, :mod:`.clients`, :mod:`.tokenrequests`,
+:mod:`.interactive`): a server that never asks for a sign-in does not load them.
 
 The transport retries a request once after a challenge. The request's own
 cancel token and deadline reach the sign-in through :meth:`request_scope`,
@@ -49,33 +48,27 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from ..mcp.cancel import CancelToken
 from ..mcp.droplog import DropLog
 from ..mcp.errors import RequestTimeout
 from ..mcp.transports.http import HttpStatusError
-from . import flow, urls
 from .busy import OneAtATime
-from .challenge import Challenge, parse_challenge
-from .clients import Clients
 from .config import OAuthConfig, PreRegistered
-from .context import SignInContext
-from .errors import AccessRefused, ResourceUnknown, SignInError, SignInFailed, SignInTimeout, problem_words
-from .flow import Record, RecordKey, ResourceMetadata
-from .interactive import InteractiveSignIn, Need
-from .metadata import Metadata
-from .records import SignInRecords
+from .errors import AccessRefused, ResourceUnknown, SignInTimeout
 from .requestscope import RequestScope, RequestScopes
 from .signin import SignIn
-from .store import IndexedStore
-from .tokenrequests import TokenRequests
 
 if TYPE_CHECKING:
     from .device import DeviceFlow
+    from .records import SignInRecords
+    from .steps import SignInSteps
+    from .store import IndexedStore
+    from .stored import Record
     from .web import WebClient
 
 #: ``OAuthConfig`` stays importable from here, where the authorizer's callers found it.
@@ -87,9 +80,9 @@ log = logging.getLogger("mcpbridge.oauth")
 class OAuthAuthorizer:
     """The :class:`~mcpbridge.mcp.transports.http.Authorizer` of one upstream URL; see the module docstring.
 
-    :param store: the stored sign-ins; a :class:`~.store.DeferredStore` under it opens at the
-        first need of a token, and a store that does not open fails that request (and each
-        later one) with ``sign_in_failed``.
+    :param store: the stored sign-ins, or a function that makes them at the first request; a
+        :class:`~.store.DeferredStore` under it opens at the first need of a token, and a store
+        that does not open fails that request (and each later one) with ``sign_in_failed``.
     :param web: the HTTP client of the sign-in, or a function that makes it at its first use.
     :param clock: Unix seconds (``time.time``); the expiry of the tokens uses it.
     :param device: the device sign-in; by default one is made at its first use.
@@ -98,7 +91,7 @@ class OAuthAuthorizer:
     def __init__(
         self,
         config: OAuthConfig,
-        store: IndexedStore,
+        store: IndexedStore | Callable[[], IndexedStore],
         web: WebClient | Callable[[], WebClient],
         sign_in: SignIn,
         *,
@@ -106,22 +99,15 @@ class OAuthAuthorizer:
         device: DeviceFlow | None = None,
     ) -> None:
         self.config = config
-        self.store = store
         self.sign_in = sign_in
-        choice = config.registration
-        records = SignInRecords(
-            store,
-            url=config.url,
-            identity=config.identity,
-            client_id=choice.client_id if isinstance(choice, PreRegistered) else None,
-        )
-        self._context = SignInContext(config, sign_in, records, RequestScopes(web, sign_in), clock)
-        self._metadata = Metadata(self._context)
-        clients = Clients(self._context)
-        self._tokens = TokenRequests(self._context, clients)
-        self._people = InteractiveSignIn(
-            self._context, metadata=self._metadata, clients=clients, tokens=self._tokens, device=device
-        )
+        self._store = store
+        self._scopes = RequestScopes(web, sign_in)
+        self._clock = clock
+        self._device = device
+        self._make_lock = threading.Lock()
+        # Made at the first need, under _make_lock (see _records and _steps):
+        self._made_records: SignInRecords | None = None
+        self._made_steps: SignInSteps | None = None
         #: One sign-in or refresh runs at a time.
         self._turn = OneAtATime()
         #: The lines that a server answering each request with 401 would repeat.
@@ -132,13 +118,18 @@ class OAuthAuthorizer:
 
     # ------------------------------------------------------------- the seam
 
+    @property
+    def store(self) -> IndexedStore:
+        """The stored sign-ins (made at the first use when a function makes them)."""
+        return self._records().store
+
     def headers(self) -> dict[str, str]:
         """``Authorization: Bearer <token>`` of the stored sign-in, refreshed first when due."""
-        record = self._context.records.current()
-        if record is not None and record.access_token and not record.usable(self._context.clock()):
+        record = self._records().current()
+        if record is not None and record.access_token and not record.usable(self._clock()):
             record = self._refresh_due(record)
         token = record.access_token if record is not None else None
-        self._context.scopes.used = token
+        self._scopes.used = token
         return {"Authorization": f"Bearer {token}"} if token else {}
 
     def on_challenge(self, status: int, www_authenticate: str | None) -> bool:
@@ -148,13 +139,14 @@ class OAuthAuthorizer:
             SignInError: the sign-in failed (the cause names the failure).
             Cancelled: the request was canceled during the sign-in.
         """
-        challenge = parse_challenge(www_authenticate)
+        steps = self._steps()
+        challenge = steps.challenge(www_authenticate)
         step_up = status == 403
         if step_up and (challenge is None or challenge.error != "insufficient_scope"):
             return False
         self.store.sign_in_needed()
-        scope = self._context.scopes.current
-        used = self._context.scopes.used
+        scope = self._scopes.current
+        used = self._scopes.used
         if scope is not None:
             scope.answered = True
         if scope is None:
@@ -164,7 +156,7 @@ class OAuthAuthorizer:
         if not taken:
             return False
         try:
-            return self._answer(challenge, step_up, used, scope)
+            return steps.answer(challenge, step_up, used, scope)
         except SignInTimeout as exc:
             if scope is not None:
                 scope.stopped = exc
@@ -178,7 +170,7 @@ class OAuthAuthorizer:
         self, *, cancel: CancelToken | None, timeout: float
     ) -> contextlib.AbstractContextManager[RequestScope]:
         """Give the sign-ins of a request on this thread its cancel token and deadline."""
-        return self._context.scopes.open(cancel=cancel, timeout=timeout)
+        return self._scopes.open(cancel=cancel, timeout=timeout)
 
     @contextlib.contextmanager
     def guard(self, *, cancel: CancelToken | None, timeout: float) -> Iterator[RequestScope]:
@@ -223,7 +215,7 @@ class OAuthAuthorizer:
     def _after_fallback(self) -> bool:
         """Whether the stored sign-in went without ``resource`` because the authorization
         server refused it (``--resource-indicator auto``), not by ``--resource-indicator off``."""
-        record = self._context.records.current()
+        record = self._records().current()
         return self.config.resource_indicator == "auto" and record is not None and record.without_resource
 
     def interactive(self) -> bool:
@@ -231,68 +223,12 @@ class OAuthAuthorizer:
 
         A refresh token alone does not count.
         """
-        record = self._context.records.current()
-        return record is None or not record.usable(self._context.clock())
+        record = self._records().current()
+        return record is None or not record.usable(self._clock())
 
     @property
     def sign_in_timeout(self) -> float:
         return self.sign_in.settings.timeout
-
-    # ---------------------------------------------------------- the answer
-
-    def _answer(
-        self, challenge: Challenge | None, step_up: bool, used: str | None, scope: RequestScope | None
-    ) -> bool:
-        now = self._context.clock()
-        current = self._context.records.current()
-        if current is not None and current.usable(now) and current.access_token != used:
-            return True
-        if urlsplit(self.config.url).scheme.lower() != "https" and not urls.local_upstream(self.config.url):
-            raise SignInFailed("InsecureUpstream")
-        try:
-            resource, server = self._metadata.discover(challenge)
-        except SignInError as exc:
-            self._drops(
-                logging.WARNING,
-                "sign-ins that could not start",
-                "the sign-in cannot start: the discovery of the authorization server failed (%s)",
-                problem_words(exc.detail) if exc.detail else exc.detail,
-            )
-            raise
-        key = RecordKey(server.issuer, resource.resource, self.config.identity)
-        stored = self._context.records.load(key)
-        if stored is not None and stored.usable(now) and stored.access_token != used:
-            self._context.records.set(stored)
-            self._signed_in()
-            return True
-        if not step_up and stored is not None and stored.refresh_token:
-            stored = self._tokens.refresh(stored, server, resource)
-            if stored is not None and stored.usable(self._context.clock()):
-                return True
-        grant = self.config.client_credentials
-        if not grant and scope is None:
-            self._drops(
-                logging.INFO,
-                "requests that need a new sign-in",
-                "the upstream server needs a new sign-in: the next request of the client starts it",
-            )
-            return False
-        # A person's sign-in keeps the scopes of the record in use when none is stored.
-        earlier = stored if stored is not None or grant else current
-        scopes = flow.choose_scopes(
-            challenged=challenge.scopes if challenge is not None else (),
-            resource=resource,
-            server=server,
-            previous=earlier.scopes if earlier is not None else (),
-            step_up=step_up,
-        )
-        if grant:
-            self._tokens.client_credentials(key, server, resource.resource, scopes, stored)
-        else:
-            assert scope is not None
-            self._people.run(Need(key, server, resource, stored, scopes, scope, used))
-        self._signed_in()
-        return True
 
     def _signed_in(self) -> None:
         hook = self.on_signed_in
@@ -312,24 +248,55 @@ class OAuthAuthorizer:
         if not self._turn.try_acquire():
             return record
         try:
-            current = self._context.records.current()
-            if current is not None and current is not record and current.usable(self._context.clock()):
-                return current
-            server = self._metadata.server(record.key.issuer)
-            if self.config.client_credentials:
-                return self._tokens.client_credentials(
-                    record.key, server, record.key.resource, record.scopes, record
-                )
-            resource = ResourceMetadata(record.key.resource, (record.key.issuer,), None)
-            refreshed = self._tokens.refresh(record, server, resource)
-            return refreshed if refreshed is not None else record
-        except SignInError as exc:
-            self._drops(
-                logging.INFO,
-                "failed refreshes of the access token",
-                "the refresh of the access token failed: %s",
-                exc.detail or exc.cause,
-            )
-            return record
+            return self._steps().refresh_due(record)
         finally:
             self._turn.release()
+
+    # ------------------------------------------------- made at the first need
+
+    def _records(self) -> SignInRecords:
+        """The sign-in in use and its records: made at the first request."""
+        records = self._made_records
+        if records is None:
+            # The records and the token stores load at the first request, not at each start
+            # of the bridge (start-up cost: the rules of the flow, hashlib and the stores).
+            from .records import SignInRecords
+
+            with self._make_lock:
+                records = self._made_records
+                if records is None:
+                    store = self._store() if callable(self._store) else self._store
+                    choice = self.config.registration
+                    records = SignInRecords(
+                        store,
+                        url=self.config.url,
+                        identity=self.config.identity,
+                        client_id=choice.client_id if isinstance(choice, PreRegistered) else None,
+                    )
+                    self._made_records = records
+        return records
+
+    def _steps(self) -> SignInSteps:
+        """The steps of a challenge or a due refresh: made at the first one."""
+        steps = self._made_steps
+        if steps is None:
+            # A server that never asks for a sign-in never loads them (start-up cost: the
+            # metadata, the client registration, the token requests and a person's sign-in).
+            from .steps import SignInSteps
+
+            records = self._records()
+            with self._make_lock:
+                steps = self._made_steps
+                if steps is None:
+                    steps = SignInSteps(
+                        self.config,
+                        self.sign_in,
+                        records,
+                        self._scopes,
+                        clock=self._clock,
+                        device=self._device,
+                        drops=self._drops,
+                        signed_in=self._signed_in,
+                    )
+                    self._made_steps = steps
+        return steps

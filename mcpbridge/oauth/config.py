@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
-from . import flow
+from . import identity as names
 
 __all__ = [
     "CLIENT_SECRET_VARIABLE",
@@ -107,6 +107,12 @@ class SignInOptions:
     header_variables: frozenset[str] = frozenset()
 
     @property
+    def names_files(self) -> bool:
+        """Whether the token store options name files that the start checks: the file store,
+        or a key file (:func:`.store.check_options` checks nothing else)."""
+        return self.token_store == "file" or self.token_key_file is not None
+
+    @property
     def secret_variables(self) -> set[str]:
         """The variables that a browser program must not get."""
         return {CLIENT_SECRET_VARIABLE, TOKEN_KEY_VARIABLE, *self.header_variables}
@@ -184,7 +190,7 @@ class OAuthConfig:
 
     @property
     def redirect_uri(self) -> str:
-        return flow.redirect_uri(self.port)
+        return names.redirect_uri(self.port)
 
     @property
     def client_credentials(self) -> bool:
@@ -199,8 +205,8 @@ class OAuthConfig:
         """
         choice = self.registration
         if isinstance(choice, PreRegistered):
-            identity = flow.storage_identity(self.account, self.redirect_uri, client_id=choice.client_id)
+            identity = names.storage_identity(self.account, self.redirect_uri, client_id=choice.client_id)
             return identity + "|grant=client_credentials" if self.client_credentials else identity
         if isinstance(choice, ClientMetadataDocument) and choice.explicit:
-            return flow.storage_identity(self.account, self.redirect_uri, metadata_url=choice.url)
-        return flow.storage_identity(self.account, self.redirect_uri)
+            return names.storage_identity(self.account, self.redirect_uri, metadata_url=choice.url)
+        return names.storage_identity(self.account, self.redirect_uri)

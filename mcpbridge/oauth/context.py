@@ -1,6 +1,6 @@
-"""What every step of the sign-ins of one upstream URL shares, built once by the authorizer.
+"""What every step of the sign-ins of one upstream URL shares, built once for the steps of the authorizer.
 
-:class:`~.authorizer.OAuthAuthorizer` builds one :class:`SignInContext` and hands it to
+:class:`~.steps.SignInSteps` builds one :class:`SignInContext` and hands it to
 each step: :class:`~.metadata.Metadata`, :class:`~.clients.Clients`,
 :class:`~.tokenrequests.TokenRequests` and :class:`~.interactive.InteractiveSignIn`.
 """

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Final
 
 from .. import platform
-from . import flow
 from .errors import InvalidRecord, StoreError, StoreOpenError
-from .flow import RecordKey
+from .identity import TOKEN_DIRECTORY_PARTS
+from .stored import RecordKey
 from .tokenstore import MAX_RECORD_BYTES, TokenStore
 
 __all__ = ["EncryptedFileStore", "read_key_file", "token_directory"]
@@ -71,21 +71,21 @@ def token_directory(env: Mapping[str, str], *, platform: str = sys.platform) -> 
         base = env.get("LOCALAPPDATA", "")
         if not base:
             raise StoreOpenError("NoTokenDirectory", "no directory for the tokens: LOCALAPPDATA is not set")
-        return Path(base, *flow.TOKEN_DIRECTORY_PARTS)
+        return Path(base, *TOKEN_DIRECTORY_PARTS)
     if platform == "darwin":
         home = env.get("HOME", "")
         if not home or not os.path.isabs(home):
             raise StoreOpenError("NoTokenDirectory", "no directory for the tokens: HOME is not set")
-        return Path(home, "Library", "Application Support", *flow.TOKEN_DIRECTORY_PARTS)
+        return Path(home, "Library", "Application Support", *TOKEN_DIRECTORY_PARTS)
     state = env.get("XDG_STATE_HOME", "")
     if state and os.path.isabs(state):
-        return Path(state, *flow.TOKEN_DIRECTORY_PARTS)
+        return Path(state, *TOKEN_DIRECTORY_PARTS)
     home = env.get("HOME", "")
     if not home or not os.path.isabs(home):
         raise StoreOpenError(
             "NoTokenDirectory", "no directory for the tokens: neither XDG_STATE_HOME nor HOME is set"
         )
-    return Path(home, ".local", "state", *flow.TOKEN_DIRECTORY_PARTS)
+    return Path(home, ".local", "state", *TOKEN_DIRECTORY_PARTS)
 
 
 def read_key_file(path: str, directory: Path) -> bytes:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from ..mcp.deadline import Deadline
 from ..mcp.errors import Cancelled
 from . import flow
+from .attempt import Attempt, hold_port, start_attempt
 from .clients import Clients
 from .context import SignInContext
 from .errors import (
@@ -42,7 +43,6 @@ from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, Serve
 from .metadata import Metadata
 from .receiver import PortBusy, Receiver, probe
 from .requestscope import RequestScope
-from .signin import Attempt
 from .tokenrequests import TokenRequests
 from .tokens import TokenProblem
 
@@ -125,10 +125,14 @@ class InteractiveSignIn:
         while True:
             try:
                 if device:
-                    holder = self._context.sign_in.hold(state=state, probe=digest)
+                    holder = hold_port(self._context.sign_in, state=state, probe=digest)
                 else:
-                    attempt = self._context.sign_in.attempt(
-                        state=state, probe=digest, cancel=need.scope.cancel, deadline=need.scope.deadline
+                    attempt = start_attempt(
+                        self._context.sign_in,
+                        state=state,
+                        probe=digest,
+                        cancel=need.scope.cancel,
+                        deadline=need.scope.deadline,
                     )
             except Sandbox:
                 if not self._metadata.device_after_sandbox(need.server):

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from . import flow
+from . import identity, stored
 from .errors import InvalidRecord, StoreError, StoreOpenError
-from .flow import RecordKey
+from .stored import RecordKey
 from .tokenstore import MAX_RECORD_BYTES, TokenStore
 
 __all__ = [
@@ -137,7 +137,7 @@ def keychain_part_chars(backend: Any, system: str = sys.platform) -> int | None:
 class KeyringStore(TokenStore):
     """The keychain of the host through ``keyring``: one entry per record.
 
-    The service is :data:`~.flow.KEYCHAIN_SERVICE`; the user name of an entry is
+    The service is :data:`~.identity.KEYCHAIN_SERVICE`; the user name of an entry is
     the hex digest of its record key, and its password the record.
 
     A keychain with a limit per entry (``part_chars``: the Windows Credential
@@ -152,7 +152,7 @@ class KeyringStore(TokenStore):
     def __init__(
         self,
         backend: Any,
-        service: str = flow.KEYCHAIN_SERVICE,
+        service: str = identity.KEYCHAIN_SERVICE,
         timeout: float = KEYCHAIN_TIMEOUT,
         *,
         part_chars: int | None = None,
@@ -167,7 +167,9 @@ class KeyringStore(TokenStore):
         self.lock_path: Path | None = None
 
     @classmethod
-    def open(cls, service: str = flow.KEYCHAIN_SERVICE, timeout: float = KEYCHAIN_TIMEOUT) -> KeyringStore:
+    def open(
+        cls, service: str = identity.KEYCHAIN_SERVICE, timeout: float = KEYCHAIN_TIMEOUT
+    ) -> KeyringStore:
         """The keychain of the host, after one read that proves it answers.
 
         Raises:
@@ -191,7 +193,7 @@ class KeyringStore(TokenStore):
             raise StoreOpenError("KeychainUnavailable", "the keychain is not available (no backend)")
         store = cls(backend, service, timeout, part_chars=keychain_part_chars(backend))
         try:
-            store.get(flow.index_key())
+            store.get(stored.index_key())
         except StoreError as exc:
             raise StoreOpenError(exc.name, exc.detail) from exc
         return store

@@ -13,8 +13,8 @@ import threading
 
 from ..log import add_secret
 from .errors import SignInFailed, StoreError, StoreOpenError
-from .flow import Record, RecordKey
 from .store import IndexedStore
+from .stored import Record, RecordKey
 
 __all__ = ["SignInRecords"]
 

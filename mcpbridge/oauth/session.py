@@ -18,12 +18,12 @@ from ..mcp.jsonrpc import Notification
 from ..mcp.transports import Transport
 from .authorizer import OAuthAuthorizer
 from .config import OAuthConfig, SignInOptions, in_sandbox
-from .signin import Consent, SignIn
-from .store import IndexedStore, OpenedStore
+from .signin import Consent, Gate, Opener, SignIn, SignInSettings
 
 if TYPE_CHECKING:
     import ssl
 
+    from .store import IndexedStore, OpenedStore
     from .web import WebClient
 
 __all__ = ["Connect", "OAuthSession", "SignInHook", "start_oauth"]
@@ -96,22 +96,30 @@ def start_oauth(
 ) -> OAuthSession:
     """Make the authorizer of the URL form; the token store opens at the first need of a token.
 
-    Only the checks that need no keychain run now (:func:`~.store.check_options`):
-    ``keyring``, ``cryptography`` and ``requests`` load when a request needs them.
+    Only the checks that need no keychain run now (:func:`~.store.check_options`), and only
+    when the options name files: the token stores load at the first request, and
+    ``keyring``, ``cryptography`` and ``requests`` when a request needs them.
 
     :param ssl_context: the trust of the sign-in requests, or a function that makes it.
 
     Raises:
         StoreOpenError: the options of the token store cannot work (the executable exits with 2).
     """
-    from .signin import Gate, Opener, SignInSettings
-    from .store import DeferredStore, check_options, open_store
+    if options.names_files:
+        # Only a file store or a key file has something to check now; else the token stores
+        # load at the first request, not at each start (start-up cost).
+        from .store import check_options
 
-    check_options(options.token_store, key=options.token_key, key_file=options.token_key_file, env=env)
+        check_options(options.token_store, key=options.token_key, key_file=options.token_key_file, env=env)
 
-    def open_token_store() -> OpenedStore:
-        key, key_file = options.token_key, options.token_key_file
-        return open_store(options.token_store, key=key, key_file=key_file, env=env)
+    def make_store() -> IndexedStore:
+        from .store import DeferredStore, IndexedStore, open_store
+
+        def open_token_store() -> OpenedStore:
+            key, key_file = options.token_key, options.token_key_file
+            return open_store(options.token_store, key=key, key_file=key_file, env=env)
+
+        return IndexedStore(DeferredStore(open_token_store))
 
     def make_web() -> WebClient:
         from .web import WebClient
@@ -130,5 +138,5 @@ def start_oauth(
         Opener(env, options.secret_variables),
     )
     config = OAuthConfig.of(options, env)
-    authorizer = OAuthAuthorizer(config, IndexedStore(DeferredStore(open_token_store)), make_web, sign_in)
+    authorizer = OAuthAuthorizer(config, make_store, make_web, sign_in)
     return OAuthSession(authorizer)

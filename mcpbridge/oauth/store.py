@@ -3,9 +3,9 @@
 The stores themselves are in :mod:`.tokenstore` (the contract, memory), :mod:`.keychain`
 and :mod:`.filestore`.
 
-A :class:`TokenStore` keeps opaque bytes under a :class:`~.flow.RecordKey`.
+A :class:`TokenStore` keeps opaque bytes under a :class:`~.stored.RecordKey`.
 :class:`IndexedStore` keeps the records of the sign-ins (JSON, see
-:func:`.flow.record_to_json`) and an index of them in the same store, so
+:func:`.stored.record_to_json`) and an index of them in the same store, so
 ``logout`` finds them without the network.
 
 ``--token-store auto`` (:func:`open_store`) takes the keychain of the host; if
@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from .. import platform
-from . import flow
+from . import stored
 from .errors import InvalidRecord, StoreError, StoreOpenError
 from .filestore import EncryptedFileStore, read_key_file, token_directory
-from .flow import IndexEntry, Record, RecordKey
 from .keychain import KEYCHAIN_TIMEOUT, KeyringStore
+from .stored import IndexEntry, Record, RecordKey
 from .tokenstore import MemoryStore, TokenStore
 
 __all__ = [
@@ -427,7 +427,7 @@ class IndexedStore:
             data = self.store.get(key)
             if data is None:
                 return None
-            return flow.record_from_json(data, key)
+            return stored.record_from_json(data, key)
         except InvalidRecord:
             log.warning("a stored sign-in is not valid, thus the bridge deletes it")
             try:
@@ -442,7 +442,7 @@ class IndexedStore:
         Raises:
             StoreError: the record was not stored.
         """
-        self.store.put(record.key, flow.record_to_json(record))
+        self.store.put(record.key, stored.record_to_json(record))
         entry = IndexEntry(url, record.key.issuer, record.key.resource, record.key.client)
         with self._lock:
             try:
@@ -450,7 +450,7 @@ class IndexedStore:
                     entries = self._entries()
                     if entries and entries[-1] == entry:
                         return
-                    self._write(flow.index_with(entries, entry))
+                    self._write(stored.index_with(entries, entry))
             except StoreError as exc:
                 log.warning("cannot add the sign-in to the index of the stored sign-ins: %s", exc.detail)
 
@@ -465,7 +465,7 @@ class IndexedStore:
             try:
                 with self._shared():
                     entries = self._entries()
-                    kept = flow.index_without(entries, key)
+                    kept = stored.index_without(entries, key)
                     if len(kept) != len(entries):
                         self._write(kept)
             except StoreError as exc:
@@ -483,7 +483,7 @@ class IndexedStore:
 
     def delete_index(self) -> None:
         with self._lock, self._shared():
-            self.store.delete(flow.index_key())
+            self.store.delete(stored.index_key())
 
     @contextlib.contextmanager
     def _shared(self) -> Iterator[None]:
@@ -514,14 +514,14 @@ class IndexedStore:
 
     def _entries(self) -> list[IndexEntry]:
         try:
-            data = self.store.get(flow.index_key())
-            return [] if data is None else flow.index_from_json(data)
+            data = self.store.get(stored.index_key())
+            return [] if data is None else stored.index_from_json(data)
         except InvalidRecord:
             log.warning("the index of the stored sign-ins is not valid, thus the bridge ignores it")
             return []
 
     def _write(self, entries: list[IndexEntry]) -> None:
         if entries:
-            self.store.put(flow.index_key(), flow.index_to_json(entries))
+            self.store.put(stored.index_key(), stored.index_to_json(entries))
         else:
-            self.store.delete(flow.index_key())
+            self.store.delete(stored.index_key())

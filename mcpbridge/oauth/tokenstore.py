@@ -1,6 +1,6 @@
 """The contract of a token store, and the stores without a place: memory and none.
 
-A :class:`TokenStore` keeps opaque bytes under a :class:`~.flow.RecordKey`; the
+A :class:`TokenStore` keeps opaque bytes under a :class:`~.stored.RecordKey`; the
 keychain (:mod:`.keychain`) and the encrypted files (:mod:`.filestore`) are the others.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Final
 
 from .errors import StoreError
-from .flow import RecordKey
+from .stored import RecordKey
 
 __all__ = ["MAX_RECORD_BYTES", "MemoryStore", "TokenStore", "UnavailableStore"]
 

@@ -24,6 +24,7 @@ from mcpbridge.mcp.client import Client
 from mcpbridge.mcp.errors import Cancelled, McpError
 from mcpbridge.mcp.transports.http import HttpTransport
 from mcpbridge.oauth import flow
+from mcpbridge.oauth.attempt import start_attempt
 from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import ClientMetadataDocument, DynamicRegistration, PreRegistered, Registration
 from mcpbridge.oauth.errors import (
@@ -756,7 +757,7 @@ def test_an_authorization_url_that_fails_the_checks_is_never_written_elicited_or
             gate.consent = consent
             gate.client_initialized()
         for url in bad:
-            with sign_in.attempt(state="s", probe=None, cancel=None, deadline=None) as attempt:
+            with start_attempt(sign_in, state="s", probe=None, cancel=None, deadline=None) as attempt:
                 with pytest.raises(SignInInvalidUrl):
                     attempt.wait(url)
     assert lines == [] and consent.asked == [] and browser_calls(log) == []

@@ -192,6 +192,56 @@ def test_32_concurrent_calls_through_the_bridge_reuse_the_pooled_connections():
         assert bridge.wait_exit() == 0
 
 
+#: The modules of a sign-in, of the answer to a 401 and of a refresh: a server that never asks
+#: for a sign-in never loads them (``secrets`` loads with the stores).
+SIGN_IN_MODULES = frozenset(
+    "mcpbridge.oauth." + name
+    for name in (
+        "steps", "flow", "urls", "challenge", "context", "metadata", "clients", "tokenrequests",
+        "tokens", "interactive", "attempt", "receiver", "device", "grants", "discovery", "web",
+    )
+)  # fmt: skip
+#: The modules of the stored sign-in, which the first request looks up: none loads before it.
+STORE_MODULES = frozenset(
+    "mcpbridge.oauth." + name
+    for name in ("stored", "records", "store", "tokenstore", "filestore", "keychain")
+)
+
+
+def imported(bridge: Bridge) -> set[str]:
+    """The modules that the bridge, started with ``python -X importtime``, reported on stderr."""
+    loaded = {
+        line.rsplit("|", 1)[-1].strip() for line in bridge.stderr_lines if line.startswith("import time:")
+    }
+    assert "mcpbridge.oauth.authorizer" in loaded, (
+        "no import lines of the sign-in on stderr: the test sees nothing"
+    )
+    return loaded
+
+
+def test_a_server_that_needs_no_sign_in_is_served_without_loading_the_sign_in(sdk_url):
+    command = [
+        sys.executable,
+        "-X",
+        "importtime",
+        "-m",
+        "mcpbridge",
+        "--token-store",
+        "memory",
+        *TRANSLATED,
+        sdk_url,
+    ]
+    with Bridge(command) as bridge:
+        assert bridge.initialize()["result"]["serverInfo"]["name"] == "py-http-peer"
+        assert {"echo", "steps"} <= {tool["name"] for tool in bridge.request("tools/list")["result"]["tools"]}
+        bridge.close_stdin()
+        assert bridge.wait_exit() == 0
+        loaded = imported(bridge)
+    # The first request looked up the stored sign-in: there is none, and no 401 came.
+    assert STORE_MODULES <= loaded
+    assert not loaded & SIGN_IN_MODULES
+
+
 def test_the_bridge_answers_ping_before_it_loads_the_http_client_or_the_token_store():
     # A URL without a static authorization header: the sign-in is on, with the keychain only.
     command = [
@@ -212,5 +262,8 @@ def test_the_bridge_answers_ping_before_it_loads_the_http_client_or_the_token_st
     assert "mcpbridge.bridge.front.frontend" in loaded
     # typer parses the command line; what it loads only for help or completion stays out.
     assert not loaded & {"requests", "urllib3", "keyring", "cryptography", "ssl", "pydantic", "rich"}
+    # The gate of the sign-in is there for the client's consent; the rest waits for a request.
+    assert {"mcpbridge.oauth.authorizer", "mcpbridge.oauth.signin"} <= loaded
+    assert not loaded & (SIGN_IN_MODULES | STORE_MODULES | {"hashlib", "secrets"})
     # The text of a thread dump waits for a dump.
     assert "mcpbridge.bridge.front.dumptext" not in loaded

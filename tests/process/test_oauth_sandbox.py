@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import errno
 
+from mcpbridge.oauth.attempt import _refused_by_sandbox
 from mcpbridge.oauth.receiver import ListenFailed
-from mcpbridge.oauth.signin import _refused_by_sandbox
 from tests.process import test_oauth_device_process as device
 from tests.process.test_oauth_device_process import device_lines, sign_in_by_device
 from tests.process.test_oauth_process import sign_in_lines

@@ -442,7 +442,8 @@ def test_the_transport_is_found_unless_it_is_given_and_sse_implies_the_2025_era(
 
 @pytest.mark.parametrize("form", [[], ["check"]])
 def test_the_2024_transport_and_the_2026_revision_exclude_each_other(form: list[str]) -> None:
-    for argv in (["--transport", "sse", "--protocol", "2026-07-28"], ["--protocol", "2026-07-28", "--transport", "sse"]):
+    sse, modern = ["--transport", "sse"], ["--protocol", "2026-07-28"]
+    for argv in ([*sse, *modern], [*modern, *sse]):
         e = error([*form, *argv, URL])
         assert (e.kind, e.option) == ("conflict", "--protocol")
         assert str(e).endswith("a server of 2026-07-28 speaks Streamable HTTP: remove --transport sse")
