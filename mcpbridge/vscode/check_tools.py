@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from fnmatch import fnmatchcase
 from typing import Any, Final
 
-from ..bridge.front.listrules import app_only, app_view
 from ..bridge.rules.errortable import no_back_channel
-from ..bridge.rules.lists import ToolFilter
+from ..bridge.rules.lists import app_only, shown_tools
 from ..mcp.errors import McpError, RpcError
 from ..mcp.jsonrpc import METHOD_NOT_FOUND
 from ..mcp.protocol import MODERN
@@ -30,7 +28,7 @@ from .check_report import (
 )
 from .check_run import CheckRun
 
-__all__ = ["MAX_PAGES", "SERVER_REQUESTS", "ToolSteps", "bridge_lists"]
+__all__ = ["MAX_PAGES", "SERVER_REQUESTS", "ToolSteps"]
 
 
 #: The most pages of one list that the check reads.
@@ -138,7 +136,7 @@ class ToolSteps(CheckRun):
         """
         tool_filter = self.tool_filter
         names = [tool.get("name") if isinstance(tool, dict) else None for tool in tools]
-        listed = bridge_lists(tools, tool_filter)
+        listed = shown_tools(tools, tool_filter)
         kept_apps = [tool for tool in listed if app_only(tool)]
         self.kept_app_tools = {tool["name"] for tool in kept_apps if isinstance(tool.get("name"), str)}
         apps_before = sum(1 for tool in tools if app_only(tool))
@@ -271,31 +269,6 @@ def _names(names: list[str]) -> str:
     """``names`` quoted for the text of a problem: ``a``, ``a or b``, ``a, b or c``."""
     quoted = [repr(printable(name)) for name in names]
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
-
-
-def bridge_lists(tools: list[Any], tool_filter: ToolFilter) -> list[Any]:
-    """The tools of the full tool list ``tools`` that the bridge lists under ``tool_filter``.
-
-    The rule of :class:`~mcpbridge.bridge.front.listrules.ListRules` once it has seen the whole list: the
-    tools that the filter keeps, and the app-only tools with the view of an entry tool that it
-    keeps, unless a deny pattern names them.
-    """
-    names = [tool.get("name") if isinstance(tool, dict) else None for tool in tools]
-    kept_views = {
-        app_view(tool)
-        for tool, name in zip(tools, names, strict=True)
-        if isinstance(name, str) and not app_only(tool) and not tool_filter.hides(name)
-    }
-    kept_views.discard(None)
-
-    def listed(tool: Any, name: Any) -> bool:
-        if not tool_filter.hides(name):
-            return True
-        if not isinstance(name, str) or not app_only(tool) or app_view(tool) not in kept_views:
-            return False
-        return not any(fnmatchcase(name, pattern) for pattern in tool_filter.deny)
-
-    return [tool for tool, name in zip(tools, names, strict=True) if listed(tool, name)]
 
 
 def _unmatched(pattern: str, names: list[str], *, deny: bool) -> tuple[str, str]:

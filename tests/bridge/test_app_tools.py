@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.bridge.front.listrules import ListRules, app_only, app_view
-from mcpbridge.bridge.rules.lists import ToolFilter
+from mcpbridge.bridge.front.listrules import ListRules
+from mcpbridge.bridge.rules.lists import ToolFilter, app_only, app_view
 
 DASHBOARD = "ui://dashboard/view.html"
 CHART = "ui://chart/view.html"

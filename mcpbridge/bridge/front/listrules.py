@@ -1,8 +1,9 @@
 """The tool filter and the list cache of one client connection, with their log lines.
 
-The rules are in :mod:`.rules.lists` (pure); this module gives them the clock and the
-log. The front end calls :meth:`ListRules.refuse_call` for each ``tools/call``
-of both eras, and :meth:`ListRules.page` for each list result. Only the path of a
+The rules are in :mod:`.rules.lists` (pure); this module gives them the clock, the
+log and what one connection learns of its lists. The front end calls
+:meth:`ListRules.refuse_call` for each ``tools/call`` of both eras, and
+:meth:`ListRules.page` for each list result. Only the path of a
 2026-07-28 upstream uses the cache (:meth:`ListRules.lookup`, ``cache=True``): a
 2025-era server has no ``ttlMs``, so nothing of it is cached.
 
@@ -26,7 +27,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from fnmatch import fnmatchcase
 from typing import Any, Final
 
 from ...mcp.droplog import DropLog
@@ -38,6 +38,11 @@ from ..rules.lists import (
     ListingWatch,
     Outcome,
     ToolFilter,
+    app_only,
+    app_tool_kept,
+    app_view,
+    entry_view,
+    shown_tool,
     ttl_ms,
     unknown_tool_error,
 )
@@ -46,27 +51,6 @@ log = logging.getLogger("mcpbridge.bridge")
 
 #: The most app-only tools and views that one connection remembers.
 MAX_APP_ENTRIES: Final = 10_000
-
-
-def app_view(tool: Any) -> str | None:
-    """The view of a tool of MCP Apps: ``_meta.ui.resourceUri`` (or the deprecated flat
-    ``_meta["ui/resourceUri"]``), a string; else ``None``."""
-    meta = tool.get("_meta") if isinstance(tool, dict) else None
-    if not isinstance(meta, dict):
-        return None
-    ui = meta.get("ui")
-    view = ui.get("resourceUri") if isinstance(ui, dict) else None
-    if view is None:
-        view = meta.get("ui/resourceUri")
-    return view if isinstance(view, str) and view else None
-
-
-def app_only(tool: Any) -> bool:
-    """Whether only an app may call the tool: its ``_meta.ui.visibility`` has ``"app"``, not ``"model"``."""
-    meta = tool.get("_meta") if isinstance(tool, dict) else None
-    ui = meta.get("ui") if isinstance(meta, dict) else None
-    visibility = ui.get("visibility") if isinstance(ui, dict) else None
-    return isinstance(visibility, list) and "app" in visibility and "model" not in visibility
 
 
 def _page_name(params: Any) -> str:
@@ -104,7 +88,7 @@ class ListRules:
         if name is None:
             return None
         with self._lock:
-            kept = self._app_kept_locked(name, self._app_tools.get(name))
+            kept = app_tool_kept(name, self._app_tools.get(name), self._kept_views, self.filter)
         if kept:
             return None
         self._drops(
@@ -168,24 +152,12 @@ class ListRules:
             if app_only(tool):
                 if name in self._app_tools or len(self._app_tools) < MAX_APP_ENTRIES:
                     self._app_tools[name] = view
-            elif not self.filter.hides(name) and len(self._kept_views) < MAX_APP_ENTRIES:
+            elif entry_view(tool, self.filter) is not None and len(self._kept_views) < MAX_APP_ENTRIES:
                 self._kept_views.add(view)
-        kept = [tool for tool in tools if self._shown_locked(tool)]
+        kept = [tool for tool in tools if shown_tool(tool, self.filter, self._kept_views)]
         if len(kept) == len(tools):
             return result, 0
         return {**result, "tools": kept}, len(tools) - len(kept)
-
-    def _shown_locked(self, tool: Any) -> bool:
-        name = tool.get("name") if isinstance(tool, dict) else None
-        if not self.filter.hides(name):
-            return True
-        return app_only(tool) and self._app_kept_locked(name, app_view(tool))
-
-    def _app_kept_locked(self, name: Any, view: str | None) -> bool:
-        """Whether the app-only tool ``name`` with ``view`` belongs to an app that the filter keeps."""
-        if view is None or view not in self._kept_views or not isinstance(name, str):
-            return False
-        return not any(fnmatchcase(name, pattern) for pattern in self.filter.deny)
 
     def failed(self, method: str, params: Any, error_code: Any) -> None:
         """A list request failed: an invalid cursor drops the pages of its list."""

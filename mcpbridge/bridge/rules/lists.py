@@ -63,7 +63,7 @@ from __future__ import annotations
 import enum
 import math
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from types import MappingProxyType
@@ -81,6 +81,12 @@ __all__ = [
     "Lookup",
     "Outcome",
     "ToolFilter",
+    "app_only",
+    "app_tool_kept",
+    "app_view",
+    "entry_view",
+    "shown_tool",
+    "shown_tools",
     "ttl_ms",
     "unknown_tool_error",
 ]
@@ -199,6 +205,59 @@ class ToolFilter:
         return tuple(
             pattern for pattern in self.patterns if not any(fnmatchcase(name, pattern) for name in strings)
         )
+
+
+def app_view(tool: Any) -> str | None:
+    """The view of a tool of MCP Apps: ``_meta.ui.resourceUri`` (or the deprecated flat
+    ``_meta["ui/resourceUri"]``), a string; else ``None``."""
+    meta = tool.get("_meta") if isinstance(tool, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    ui = meta.get("ui")
+    view = ui.get("resourceUri") if isinstance(ui, dict) else None
+    if view is None:
+        view = meta.get("ui/resourceUri")
+    return view if isinstance(view, str) and view else None
+
+
+def app_only(tool: Any) -> bool:
+    """Whether only an app may call the tool: its ``_meta.ui.visibility`` has ``"app"``, not ``"model"``."""
+    meta = tool.get("_meta") if isinstance(tool, dict) else None
+    ui = meta.get("ui") if isinstance(meta, dict) else None
+    visibility = ui.get("visibility") if isinstance(ui, dict) else None
+    return isinstance(visibility, list) and "app" in visibility and "model" not in visibility
+
+
+def entry_view(tool: Any, tool_filter: ToolFilter) -> str | None:
+    """The view of ``tool`` when it is the entry tool of an app that ``tool_filter`` keeps
+    (it has a view, it is not app-only, the filter shows it); else ``None``."""
+    name = tool.get("name") if isinstance(tool, dict) else None
+    if not isinstance(name, str) or app_only(tool) or tool_filter.hides(name):
+        return None
+    return app_view(tool)
+
+
+def app_tool_kept(name: Any, view: str | None, kept_views: Collection[str], tool_filter: ToolFilter) -> bool:
+    """Whether the app-only tool ``name`` with ``view`` belongs to an app whose entry tool the
+    filter keeps (its view is in ``kept_views``), and no deny pattern names it."""
+    if view is None or view not in kept_views or not isinstance(name, str):
+        return False
+    return not any(fnmatchcase(name, pattern) for pattern in tool_filter.deny)
+
+
+def shown_tool(tool: Any, tool_filter: ToolFilter, kept_views: Collection[str]) -> bool:
+    """Whether the client sees ``tool`` in a tool list, given the views of the kept entry tools."""
+    name = tool.get("name") if isinstance(tool, dict) else None
+    if not tool_filter.hides(name):
+        return True
+    return app_only(tool) and app_tool_kept(name, app_view(tool), kept_views, tool_filter)
+
+
+def shown_tools(tools: list[Any], tool_filter: ToolFilter) -> list[Any]:
+    """The tools of the whole tool list ``tools`` that the client sees under ``tool_filter``: what
+    :class:`~mcpbridge.bridge.front.listrules.ListRules` shows once it has seen the whole list."""
+    kept_views = {view for tool in tools if (view := entry_view(tool, tool_filter)) is not None}
+    return [tool for tool in tools if shown_tool(tool, tool_filter, kept_views)]
 
 
 def tool_names(result: Any) -> list[Any]:
