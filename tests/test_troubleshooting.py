@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from conftest import REPO_ROOT
 from mcpbridge.bridge.rules.errortable import ERRORS, INTERNAL_CAUSE, connect_fix, internal_error
 from mcpbridge.mcp.protocol import MODERN
-from mcpbridge.oauth import flow
+from mcpbridge.oauth import identity
 from mcpbridge.oauth.errors import SIGN_IN_PROBLEMS, problem_text
 from mcpbridge.vscode.check_advice import CHECK_PROBLEMS
 from mcpbridge.vscode.options import DEFAULT_SIGN_IN_TIMEOUT
@@ -29,9 +29,9 @@ PAGE = REPO_ROOT / "docs" / "troubleshooting.rst"
 #: The values that the page shows in the messages with a placeholder: the defaults.
 EXAMPLES: Mapping[str, object] = {
     "seconds": DEFAULT_SIGN_IN_TIMEOUT,
-    "port": flow.DEFAULT_REDIRECT_PORT,
-    "redirect_uri": flow.redirect_uri(flow.DEFAULT_REDIRECT_PORT),
-    "name": flow.PROGRAM,
+    "port": identity.DEFAULT_REDIRECT_PORT,
+    "redirect_uri": identity.redirect_uri(identity.DEFAULT_REDIRECT_PORT),
+    "name": identity.PROGRAM,
     "versions": MODERN,
 }
 

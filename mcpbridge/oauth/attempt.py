@@ -39,7 +39,7 @@ from types import TracebackType
 from ..mcp.cancel import CancelToken
 from ..mcp.deadline import Deadline
 from ..mcp.errors import Cancelled
-from . import flow, urls
+from . import identity, urls
 from .errors import (
     ReauthorizationRequired,
     RedirectPortUnavailable,
@@ -260,4 +260,4 @@ class Attempt:
             if not opened:
                 text += " The browser did not open. Open the URL of the sign-in line in a browser."
             log.warning("%s", text)
-            raise SignInTimeout(seconds=seconds, name=flow.PROGRAM) from ended
+            raise SignInTimeout(seconds=seconds, name=identity.PROGRAM) from ended

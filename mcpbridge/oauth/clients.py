@@ -16,7 +16,8 @@ from . import urls
 from .config import ClientMetadataDocument, PreRegistered
 from .context import SignInContext
 from .errors import InvalidClientMetadataUrl, IssuerNotRegistered
-from .flow import ClientRegistration, Record, ServerMetadata
+from .flow import ServerMetadata
+from .stored import ClientRegistration, Record
 from .tokens import choose_auth_method
 
 __all__ = ["Clients", "not_registered"]

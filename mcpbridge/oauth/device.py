@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from ..mcp.cancel import CancelToken
 from ..mcp.deadline import Deadline
 from ..mcp.errors import Cancelled
-from . import flow, grants
+from . import grants, identity
 from .errors import ReauthorizationRequired, SignInDenied, SignInFailed, SignInTimeout
 from .grants import DeviceAuthorization
 from .signin import SignIn, ask_consent
@@ -163,7 +163,7 @@ class DeviceFlow:
         while True:
             if limit.remaining < interval:  # the next poll would come after the time limit
                 log.warning("the sign-in did not complete in %d s", seconds)
-                raise SignInTimeout(seconds=seconds, name=flow.PROGRAM)
+                raise SignInTimeout(seconds=seconds, name=identity.PROGRAM)
             if cancel.wait(interval):
                 log.info("the sign-in stopped: %s", cancel.reason or "the request was canceled")
                 raise Cancelled(cancel.reason or None)
@@ -178,7 +178,7 @@ class DeviceFlow:
                 raise SignInDenied() from exc
             except grants.DeviceExpired as exc:
                 log.warning("the code of the sign-in expired before the person signed in")
-                raise SignInTimeout(seconds=seconds, name=flow.PROGRAM) from exc
+                raise SignInTimeout(seconds=seconds, name=identity.PROGRAM) from exc
             if poll.tokens is not None:
                 log.debug("the device sign-in got its tokens after %d token requests", polls)
                 return poll.tokens

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from . import flow, grants, tokens, urls
+from . import flow, grants, identity, tokens, urls
 from .errors import (
     RegistrationFailed,
     RegistrationUnavailable,
@@ -34,8 +34,9 @@ from .errors import (
     SignInInvalidUrl,
     SignInTimeout,
 )
-from .flow import ClientRegistration, ResourceMetadata, ServerMetadata
+from .flow import ResourceMetadata, ServerMetadata
 from .grants import DeviceAuthorization, Poll
+from .stored import ClientRegistration
 from .tokens import TokenResponse
 from .web import WebClient, WebError, WebResponse, WebTimeout
 
@@ -55,7 +56,7 @@ def request_failed(what: str, exc: WebError) -> SignInError:
     """
     if isinstance(exc, WebTimeout):
         log.warning("the sign-in stopped: the %s did not come in time", what)
-        return SignInTimeout(f"{what}: {exc}", seconds=max(1, math.ceil(exc.seconds)), name=flow.PROGRAM)
+        return SignInTimeout(f"{what}: {exc}", seconds=max(1, math.ceil(exc.seconds)), name=identity.PROGRAM)
     return SignInFailed(f"{what}: {exc}")
 
 

@@ -25,31 +25,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from ..mcp.errorbase import PeerFault
 from .errors import OAuthError
-from .identity import CLIENT_NAME as CLIENT_NAME
-from .identity import DEFAULT_REDIRECT_PORT as DEFAULT_REDIRECT_PORT
-from .identity import INDEX_CLIENT as INDEX_CLIENT
-from .identity import INDEX_ISSUER as INDEX_ISSUER
-from .identity import KEYCHAIN_SERVICE as KEYCHAIN_SERVICE
-from .identity import PROGRAM as PROGRAM
-from .identity import TOKEN_DIRECTORY_PARTS as TOKEN_DIRECTORY_PARTS
-from .identity import base_identity as base_identity
-from .identity import redirect_uri as redirect_uri
-from .identity import storage_identity as storage_identity
-from .stored import INDEX_VERSION as INDEX_VERSION
-from .stored import MAX_INDEX_ENTRIES as MAX_INDEX_ENTRIES
-from .stored import RECORD_VERSION as RECORD_VERSION
-from .stored import REFRESH_MARGIN as REFRESH_MARGIN
-from .stored import ClientRegistration as ClientRegistration
-from .stored import IndexEntry as IndexEntry
-from .stored import Record as Record
-from .stored import RecordKey as RecordKey
-from .stored import index_from_json as index_from_json
-from .stored import index_key as index_key
-from .stored import index_to_json as index_to_json
-from .stored import index_with as index_with
-from .stored import index_without as index_without
-from .stored import record_from_json as record_from_json
-from .stored import record_to_json as record_to_json
+from .identity import CLIENT_NAME, DEFAULT_REDIRECT_PORT, redirect_uri
 from .urls import (
     covers,
     https_endpoint,

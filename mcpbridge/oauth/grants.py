@@ -20,7 +20,9 @@ from typing import Any, Final, Literal, TypeAlias
 
 from ..mcp.errorbase import PeerFault, UsageFault
 from .errors import OAuthError
-from .flow import PROGRAM, ClientRegistration, ServerMetadata, answer_error
+from .flow import ServerMetadata, answer_error
+from .identity import PROGRAM
+from .stored import ClientRegistration
 from .tokens import (
     DEVICE_CODE_GRANT,
     MAX_EXPIRES_IN,

@@ -26,9 +26,9 @@ from typing import Final
 
 from .config import SECRET_NAME
 from .errors import InvalidRecord, StoreOpenError
-from .flow import RecordKey
 from .keychain import KeyringStore
 from .store import OpenedStore, open_store
+from .stored import RecordKey
 from .tokenstore import TokenStore
 
 __all__ = [

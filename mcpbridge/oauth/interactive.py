@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..mcp.deadline import Deadline
 from ..mcp.errors import Cancelled
-from . import flow
+from . import flow, identity
 from .attempt import Attempt, hold_port, start_attempt
 from .clients import Clients
 from .context import SignInContext
@@ -39,10 +39,11 @@ from .errors import (
     SignInFailed,
     SignInTimeout,
 )
-from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
+from .flow import ResourceMetadata, ServerMetadata
 from .metadata import Metadata
 from .receiver import PortBusy, Receiver, probe
 from .requestscope import RequestScope
+from .stored import ClientRegistration, Record, RecordKey
 from .tokenrequests import TokenRequests
 from .tokens import TokenProblem
 
@@ -295,7 +296,7 @@ class InteractiveSignIn:
                 raise Cancelled(scope.cancel.reason or None)
             if limit.expired:
                 seconds = max(1, math.ceil(self._context.sign_in.settings.timeout))
-                raise SignInTimeout(seconds=seconds, name=flow.PROGRAM)
+                raise SignInTimeout(seconds=seconds, name=identity.PROGRAM)
             answer = probe(self._context.config.port, digest)
         return True
 

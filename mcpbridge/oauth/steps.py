@@ -26,12 +26,13 @@ from .clients import Clients
 from .config import OAuthConfig
 from .context import SignInContext
 from .errors import SignInError, SignInFailed, problem_words
-from .flow import Record, RecordKey, ResourceMetadata
+from .flow import ResourceMetadata
 from .interactive import InteractiveSignIn, Need
 from .metadata import Metadata
 from .records import SignInRecords
 from .requestscope import RequestScope, RequestScopes
 from .signin import SignIn
+from .stored import Record, RecordKey
 from .tokenrequests import TokenRequests
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import threading
 
-from . import flow
-from .flow import ClientRegistration, Record, RecordKey
+from . import stored
 from .store import IndexedStore
+from .stored import ClientRegistration, Record, RecordKey
 from .tokenstore import TokenStore
 
 __all__ = ["TokenStoreContract", "sample_record"]
@@ -87,7 +87,7 @@ class TokenStoreContract:
 
         def save(record: Record) -> None:
             try:
-                store.put(record.key, flow.record_to_json(record))
+                store.put(record.key, stored.record_to_json(record))
             except BaseException as exc:  # noqa: BLE001 - reported below
                 failures.append(exc)
 
@@ -100,7 +100,7 @@ class TokenStoreContract:
         assert not failures
         for record in records:
             data = store.get(record.key)
-            assert data is not None and flow.record_from_json(data, record.key) == record
+            assert data is not None and stored.record_from_json(data, record.key) == record
 
     def test_an_indexed_record_loads_back_and_is_listed_for_its_url(self, store: TokenStore) -> None:
         indexed = IndexedStore(store)
@@ -120,7 +120,7 @@ class TokenStoreContract:
         assert [e.key for e in indexed.entries()] == [two.key]
         indexed.delete(two.key)
         assert indexed.entries() == []
-        assert store.get(flow.index_key()) is None
+        assert store.get(stored.index_key()) is None
 
     def test_the_description_says_where_the_tokens_are_and_holds_no_token(self, store: TokenStore) -> None:
         record = sample_record()

@@ -18,7 +18,8 @@ from .clients import Clients, not_registered
 from .config import PreRegistered
 from .context import SignInContext
 from .errors import ClientCredentialsRefused, SignInFailed
-from .flow import ClientRegistration, Record, RecordKey, ResourceMetadata, ServerMetadata
+from .flow import ResourceMetadata, ServerMetadata
+from .stored import ClientRegistration, Record, RecordKey
 from .tokens import TokenProblem, TokenResponse
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class TokenRequests:
         """Store the tokens of a new sign-in (``refresh``: with its refresh token) and return the record.
 
         ``without_resource``: the authorization server refuses ``resource``
-        (:attr:`.flow.Record.without_resource`).
+        (:attr:`.stored.Record.without_resource`).
         """
         record = Record(
             key,

@@ -18,7 +18,9 @@ from urllib.parse import quote
 from ..mcp.errorbase import PeerFault
 from ..mcp.numbers import OutOfRange, peer_seconds
 from .errors import OAuthError
-from .flow import CLIENT_NAME, ClientRegistration, ServerMetadata, answer_error, refuses_resource
+from .flow import ServerMetadata, answer_error, refuses_resource
+from .identity import CLIENT_NAME
+from .stored import ClientRegistration
 
 #: The longest ``expires_in`` that the bridge accepts from an authorization server: ten years.
 MAX_EXPIRES_IN: Final = 10 * 365 * 24 * 3600

@@ -25,12 +25,12 @@ import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from ..oauth import flow
+from ..oauth import identity
 from ..oauth.errors import SignInError, StoreError, StoreOpenError
 from ..oauth.filestore import EncryptedFileStore, read_key_file, token_directory
-from ..oauth.flow import IndexEntry, RecordKey
 from ..oauth.keychain import KeyringStore
 from ..oauth.store import IndexedStore
+from ..oauth.stored import IndexEntry, RecordKey
 from ..oauth.tokenstore import TokenStore
 from . import settings as args
 
@@ -159,7 +159,7 @@ def _logout_url(
 ) -> int:
     assert settings.url is not None
     url = settings.url
-    base = flow.base_identity(settings.store.account, flow.redirect_uri(settings.redirect_port))
+    base = identity.base_identity(settings.store.account, identity.redirect_uri(settings.redirect_port))
     outcome = _Outcome()
     known = False
     for name, store in stores:

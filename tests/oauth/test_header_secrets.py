@@ -10,9 +10,9 @@ import pytest
 
 from mcpbridge.oauth.errors import InvalidRecord, StoreError, StoreOpenError
 from mcpbridge.oauth.filestore import EncryptedFileStore, token_directory
-from mcpbridge.oauth.flow import RecordKey
 from mcpbridge.oauth.header_secrets import SECRET_ISSUER, HeaderSecrets, open_secret_store
 from mcpbridge.oauth.keychain import KeyringStore
+from mcpbridge.oauth.stored import RecordKey
 from mcpbridge.oauth.tokenstore import TokenStore
 from tests.oauth_keyring import FileKeyring
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpbridge.oauth import flow, urls
+from mcpbridge.oauth import flow, identity, stored, urls
 from mcpbridge.oauth import tokens as token_rules
 from mcpbridge.oauth.challenge import parse_challenge
 from mcpbridge.oauth.errors import InvalidRecord
@@ -49,20 +49,20 @@ def resource(scopes: list[str] | None = None) -> flow.ResourceMetadata:
 
 
 def test_the_identity_names_mcpbridge_and_never_the_original_project():
-    assert flow.CLIENT_NAME == "mcp-bridge-vscode (mcpbridge)"
-    assert flow.KEYCHAIN_SERVICE == "mcpbridge/mcp-bridge-vscode"
-    assert flow.TOKEN_DIRECTORY_PARTS == ("mcpbridge", "vscode", "tokens")
-    assert flow.DEFAULT_REDIRECT_PORT == args.DEFAULT_REDIRECT_PORT
+    assert identity.CLIENT_NAME == "mcp-bridge-vscode (mcpbridge)"
+    assert identity.KEYCHAIN_SERVICE == "mcpbridge/mcp-bridge-vscode"
+    assert identity.TOKEN_DIRECTORY_PARTS == ("mcpbridge", "vscode", "tokens")
+    assert identity.DEFAULT_REDIRECT_PORT == args.DEFAULT_REDIRECT_PORT
 
 
 def test_storage_identities_separate_accounts_ports_and_clients():
-    base = flow.storage_identity("default", REDIRECT)
+    base = identity.storage_identity("default", REDIRECT)
     assert base == f"mcp-bridge-vscode|default|{REDIRECT}"
-    assert flow.storage_identity("work", REDIRECT) != base
-    assert flow.storage_identity("default", "http://127.0.0.1:5000/callback") != base
-    assert flow.storage_identity("default", REDIRECT, client_id="c1") == base + "|client=c1"
+    assert identity.storage_identity("work", REDIRECT) != base
+    assert identity.storage_identity("default", "http://127.0.0.1:5000/callback") != base
+    assert identity.storage_identity("default", REDIRECT, client_id="c1") == base + "|client=c1"
     assert (
-        flow.storage_identity("default", REDIRECT, metadata_url="https://m/c.json")
+        identity.storage_identity("default", REDIRECT, metadata_url="https://m/c.json")
         == base + "|cimd=https://m/c.json"
     )
 
@@ -76,7 +76,7 @@ def test_the_published_client_metadata_document_is_the_one_the_bridge_describes(
     assert doc["redirect_uris"] == ["http://127.0.0.1:41894/callback"]
     assert set(doc["grant_types"]) == {"authorization_code", "refresh_token"}
     assert "scope" not in doc and doc["token_endpoint_auth_method"] == "none"
-    assert doc["application_type"] == "native" and doc["client_name"] == flow.CLIENT_NAME
+    assert doc["application_type"] == "native" and doc["client_name"] == identity.CLIENT_NAME
     if args.DEFAULT_CLIENT_METADATA_URL is not None:
         assert doc["client_id"] == args.DEFAULT_CLIENT_METADATA_URL
 
@@ -407,13 +407,13 @@ def test_token_errors_keep_only_plain_codes_and_say_what_to_drop():
 
 def test_a_secret_goes_in_basic_authentication_form_encoded_and_never_in_the_form():
     form, headers = token_rules.client_authentication(
-        flow.ClientRegistration("id:1", "s&p:w", "client_secret_basic"), {"grant_type": "x"}
+        stored.ClientRegistration("id:1", "s&p:w", "client_secret_basic"), {"grant_type": "x"}
     )
     assert "client_secret" not in form and "client_id" not in form
     assert base64.b64decode(headers["Authorization"][6:]) == b"id%3A1:s%26p%3Aw"
-    form, headers = token_rules.client_authentication(flow.ClientRegistration("id", None, "none"), {})
+    form, headers = token_rules.client_authentication(stored.ClientRegistration("id", None, "none"), {})
     assert form == {"client_id": "id"} and headers == {}
-    post = flow.ClientRegistration("id", "s", "client_secret_post")
+    post = stored.ClientRegistration("id", "s", "client_secret_post")
     form, headers = token_rules.client_authentication(post, {})
     assert form == {"client_id": "id", "client_secret": "s"} and headers == {}
 
@@ -421,7 +421,7 @@ def test_a_secret_goes_in_basic_authentication_form_encoded_and_never_in_the_for
 def test_dynamic_registration_asks_for_a_public_native_client_with_one_redirect_uri():
     body = token_rules.registration_body(REDIRECT, server(token_endpoint_auth_methods_supported=["none"]))
     assert body == {
-        "client_name": flow.CLIENT_NAME,
+        "client_name": identity.CLIENT_NAME,
         "redirect_uris": [REDIRECT],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
@@ -429,7 +429,7 @@ def test_dynamic_registration_asks_for_a_public_native_client_with_one_redirect_
         "application_type": "native",
     }
     registered = token_rules.parse_registration(201, {"client_id": "c"})
-    assert registered == flow.ClientRegistration("c", None, "none")
+    assert registered == stored.ClientRegistration("c", None, "none")
     with pytest.raises(
         token_rules.RegistrationProblem, match="registration: HTTP status 400, error invalid_redirect_uri"
     ):
@@ -440,43 +440,43 @@ def test_dynamic_registration_asks_for_a_public_native_client_with_one_redirect_
 
 
 def test_a_record_survives_its_json_and_refuses_another_key_or_version():
-    key = flow.RecordKey("https://as", "https://mcp/mcp", "mcp-bridge-vscode|default|x")
-    registration = flow.ClientRegistration("c", "secret-9q", "client_secret_basic")
-    record = flow.Record(key, registration, "access-7x", 99, "refresh-3z", ("a",))
-    data = flow.record_to_json(record)
-    assert flow.record_from_json(data, key) == record
+    key = stored.RecordKey("https://as", "https://mcp/mcp", "mcp-bridge-vscode|default|x")
+    registration = stored.ClientRegistration("c", "secret-9q", "client_secret_basic")
+    record = stored.Record(key, registration, "access-7x", 99, "refresh-3z", ("a",))
+    data = stored.record_to_json(record)
+    assert stored.record_from_json(data, key) == record
     with pytest.raises(InvalidRecord):
-        flow.record_from_json(data, flow.RecordKey("https://as", "https://mcp/mcp", "other"))
+        stored.record_from_json(data, stored.RecordKey("https://as", "https://mcp/mcp", "other"))
     with pytest.raises(InvalidRecord):
-        flow.record_from_json(data.replace(b'"version":1', b'"version":2'), key)
+        stored.record_from_json(data.replace(b'"version":1', b'"version":2'), key)
     with pytest.raises(InvalidRecord):
-        flow.record_from_json(b"{", key)
+        stored.record_from_json(b"{", key)
     for secret in ("access-7x", "refresh-3z", "secret-9q"):
         assert secret not in repr(record)
 
 
 def test_a_token_is_usable_until_sixty_seconds_before_it_expires():
-    key = flow.RecordKey("i", "r", "c")
-    record = flow.Record(key, flow.ClientRegistration("c"), "at", expires_at=1000)
+    key = stored.RecordKey("i", "r", "c")
+    record = stored.Record(key, stored.ClientRegistration("c"), "at", expires_at=1000)
     assert record.usable(939) and not record.usable(940)
-    assert flow.Record(key, flow.ClientRegistration("c"), "at").usable(10**12)
-    assert not flow.Record(key, flow.ClientRegistration("c"), None, refresh_token="rt").usable(0)
+    assert stored.Record(key, stored.ClientRegistration("c"), "at").usable(10**12)
+    assert not stored.Record(key, stored.ClientRegistration("c"), None, refresh_token="rt").usable(0)
 
 
 def test_record_key_digests_are_length_prefixed():
-    assert flow.RecordKey("ab", "c", "d").digest() != flow.RecordKey("a", "bc", "d").digest()
-    assert len(flow.RecordKey("a", "b", "c").digest()) == 32
+    assert stored.RecordKey("ab", "c", "d").digest() != stored.RecordKey("a", "bc", "d").digest()
+    assert len(stored.RecordKey("a", "b", "c").digest()) == 32
 
 
 def test_the_index_keeps_the_newest_256_entries():
-    entries: list[flow.IndexEntry] = []
+    entries: list[stored.IndexEntry] = []
     for n in range(300):
-        entries = flow.index_with(entries, flow.IndexEntry(f"https://u/{n}", "i", f"r{n}", "c"))
-    assert len(entries) == flow.MAX_INDEX_ENTRIES and entries[0].resource == "r44"
-    assert flow.index_from_json(flow.index_to_json(entries)) == entries
-    assert flow.index_without(entries, flow.RecordKey("i", "r299", "c"))[-1].resource == "r298"
+        entries = stored.index_with(entries, stored.IndexEntry(f"https://u/{n}", "i", f"r{n}", "c"))
+    assert len(entries) == stored.MAX_INDEX_ENTRIES and entries[0].resource == "r44"
+    assert stored.index_from_json(stored.index_to_json(entries)) == entries
+    assert stored.index_without(entries, stored.RecordKey("i", "r299", "c"))[-1].resource == "r298"
     with pytest.raises(InvalidRecord):
-        flow.index_from_json(b'{"version":1,"entries":[{"url":1}]}')
+        stored.index_from_json(b'{"version":1,"entries":[{"url":1}]}')
 
 
 # ------------------------------------------------------------------ the resource indicator
@@ -517,15 +517,15 @@ def test_a_token_problem_names_no_description():
 
 
 def test_a_record_remembers_a_refused_resource_and_a_record_without_the_member_sends_it():
-    key = flow.RecordKey("https://as", "https://mcp/mcp", "mcp-bridge-vscode|default|x")
-    record = flow.Record(key, flow.ClientRegistration("c"), "at", 99, "rt", ("a",), without_resource=True)
-    data = flow.record_to_json(record)
-    assert b'"without_resource":true' in data and flow.record_from_json(data, key) == record
+    key = stored.RecordKey("https://as", "https://mcp/mcp", "mcp-bridge-vscode|default|x")
+    record = stored.Record(key, stored.ClientRegistration("c"), "at", 99, "rt", ("a",), without_resource=True)
+    data = stored.record_to_json(record)
+    assert b'"without_resource":true' in data and stored.record_from_json(data, key) == record
     assert record.without_tokens().without_resource
-    plain = flow.record_to_json(flow.Record(key, flow.ClientRegistration("c"), "at"))
-    assert b"without_resource" not in plain and not flow.record_from_json(plain, key).without_resource
+    plain = stored.record_to_json(stored.Record(key, stored.ClientRegistration("c"), "at"))
+    assert b"without_resource" not in plain and not stored.record_from_json(plain, key).without_resource
     with pytest.raises(InvalidRecord):
-        flow.record_from_json(data.replace(b"true", b'"yes"'), key)
+        stored.record_from_json(data.replace(b"true", b'"yes"'), key)
 
 
 def test_an_authorization_url_without_resource_has_no_resource_parameter():

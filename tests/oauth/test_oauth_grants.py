@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcpbridge.oauth import config, flow, grants, tokens
+from mcpbridge.oauth import config, flow, grants, stored, tokens
 from mcpbridge.oauth.flow import ServerMetadata
 from mcpbridge.oauth.tokens import TokenProblem
 from tests.oauth_peers import HOSTILE_NUMBERS, json_with_raw
@@ -164,7 +164,7 @@ def test_the_device_request_carries_the_resource_and_the_scopes_and_the_client_i
     form = grants.device_authorization_form(resource="https://mcp.example.com/mcp", scopes=("a", "b"))
     assert form == {"resource": "https://mcp.example.com/mcp", "scope": "a b"}
     assert grants.device_authorization_form(resource="r", scopes=()) == {"resource": "r"}
-    body, headers = tokens.client_authentication(flow.ClientRegistration("cid"), form)
+    body, headers = tokens.client_authentication(stored.ClientRegistration("cid"), form)
     assert body["client_id"] == "cid" and headers == {}
 
 

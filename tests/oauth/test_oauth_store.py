@@ -16,7 +16,7 @@ import pytest
 from keyring.backend import KeyringBackend
 from keyring.errors import PasswordDeleteError
 
-from mcpbridge.oauth import flow
+from mcpbridge.oauth import identity, stored
 from mcpbridge.oauth import store as store_module
 from mcpbridge.oauth.errors import InvalidRecord, StoreError, StoreOpenError
 from mcpbridge.oauth.filestore import EncryptedFileStore, read_key_file, token_directory
@@ -117,7 +117,7 @@ class TestAutoStoreAfterTheKeychainStopped(TokenStoreContract):
 # ----------------------------------------------------------------------------- the keychain
 
 
-def large_record(n: int = 0, size: int = 6000) -> flow.Record:
+def large_record(n: int = 0, size: int = 6000) -> stored.Record:
     """A record over the Credential Manager's limit: the JWT tokens of some servers are this long."""
     return dataclasses.replace(
         sample_record(n), access_token="a" * size, refresh_token="r" * max(1, size // 2)
@@ -128,7 +128,7 @@ def test_a_record_over_the_credential_manager_limit_is_refused_whole():
     backend = CredentialManagerKeyring()
     record = large_record()
     with pytest.raises(StoreError):
-        KeyringStore(backend).put(record.key, flow.record_to_json(record))
+        KeyringStore(backend).put(record.key, stored.record_to_json(record))
     assert backend.entries == {}
 
 
@@ -136,7 +136,7 @@ def test_a_record_over_the_credential_manager_limit_is_refused_whole():
 def test_a_record_of_any_size_survives_a_restart_under_the_credential_manager_limit(size):
     backend = CredentialManagerKeyring()
     record = large_record(size=size)
-    KeyringStore(backend, part_chars=WINDOWS_PART_CHARS).put(record.key, flow.record_to_json(record))
+    KeyringStore(backend, part_chars=WINDOWS_PART_CHARS).put(record.key, stored.record_to_json(record))
     assert all(len(p.encode("utf-16-le")) <= CREDENTIAL_BLOB_BYTES for p in backend.entries.values())
     # The next start of the bridge: a new store over the same credentials.
     restarted = IndexedStore(KeyringStore(backend, part_chars=WINDOWS_PART_CHARS))
@@ -147,12 +147,12 @@ def test_a_split_record_replaced_by_a_small_one_or_deleted_leaves_no_part():
     backend = CredentialManagerKeyring()
     store = KeyringStore(backend, part_chars=WINDOWS_PART_CHARS)
     record = large_record()
-    store.put(record.key, flow.record_to_json(record))
+    store.put(record.key, stored.record_to_json(record))
     assert len(backend.entries) > 2
     small = sample_record()
-    store.put(small.key, flow.record_to_json(small))
-    assert list(backend.entries) == [(flow.KEYCHAIN_SERVICE, small.key.digest().hex())]
-    store.put(record.key, flow.record_to_json(record))
+    store.put(small.key, stored.record_to_json(small))
+    assert list(backend.entries) == [(identity.KEYCHAIN_SERVICE, small.key.digest().hex())]
+    store.put(record.key, stored.record_to_json(record))
     assert store.delete(record.key) is True
     assert backend.entries == {}
 
@@ -162,8 +162,8 @@ def test_a_split_record_with_a_bad_part_is_damaged_and_deleted(damage, caplog):
     backend = CredentialManagerKeyring()
     store = KeyringStore(backend, part_chars=WINDOWS_PART_CHARS)
     record = large_record()
-    store.put(record.key, flow.record_to_json(record))
-    part = (flow.KEYCHAIN_SERVICE, record.key.digest().hex() + "/2")
+    store.put(record.key, stored.record_to_json(record))
+    part = (identity.KEYCHAIN_SERVICE, record.key.digest().hex() + "/2")
     if damage == "missing":
         del backend.entries[part]
     else:
@@ -200,8 +200,8 @@ def test_the_keychain_keeps_each_record_under_the_service_and_the_hex_digest_of_
     record = sample_record()
     IndexedStore(store).save(record, URL)
     entries = backend.entries()
-    assert f"{flow.KEYCHAIN_SERVICE}\n{record.key.digest().hex()}" in entries
-    assert f"{flow.KEYCHAIN_SERVICE}\n{flow.index_key().digest().hex()}" in entries
+    assert f"{identity.KEYCHAIN_SERVICE}\n{record.key.digest().hex()}" in entries
+    assert f"{identity.KEYCHAIN_SERVICE}\n{stored.index_key().digest().hex()}" in entries
     assert (
         store.describe()
         == 'the tokens are in the keychain of the host (service "mcpbridge/mcp-bridge-vscode")'
@@ -215,7 +215,7 @@ def test_opening_the_keychain_reads_through_the_keyring_of_the_host(tmp_path):
     try:
         store = KeyringStore.open()
         store.put(sample_record().key, b"x")
-        assert ("get", flow.index_key().digest().hex()) in backend.calls
+        assert ("get", stored.index_key().digest().hex()) in backend.calls
     finally:
         keyring.set_keyring(previous)
 
@@ -350,7 +350,7 @@ def test_a_damaged_record_is_deleted_with_a_warning_and_the_sign_in_is_gone(file
 
 
 def test_a_damaged_index_is_ignored_with_a_warning(file_store, caplog):
-    file_store.put(flow.index_key(), b"not json")
+    file_store.put(stored.index_key(), b"not json")
     with caplog.at_level(logging.WARNING, logger="mcpbridge"):
         assert IndexedStore(file_store).entries() == []
     assert "the index of the stored sign-ins is not valid, thus the bridge ignores it" in caplog.text
@@ -364,8 +364,8 @@ def test_writes_leave_no_temporary_file(file_store):
 
 def test_a_failed_index_write_does_not_fail_the_record(file_store, caplog):
     class NoIndex(MemoryStore):
-        def put(self, key: flow.RecordKey, data: bytes) -> None:
-            if key == flow.index_key():
+        def put(self, key: stored.RecordKey, data: bytes) -> None:
+            if key == stored.index_key():
                 raise StoreError("FileStoreFailed", "disk full")
             super().put(key, data)
 
@@ -484,7 +484,7 @@ def test_auto_with_a_locked_keychain_takes_the_files_and_says_why_in_one_line(tm
     def keychain() -> TokenStore:
         store = KeyringStore(locked, timeout=WAIT_FOR_KEYCHAIN)
         try:
-            store.get(flow.index_key())
+            store.get(stored.index_key())
         except StoreError as exc:
             raise StoreOpenError(exc.name, exc.detail) from None
         return store
@@ -799,7 +799,7 @@ def test_an_index_whose_lock_stays_taken_fails_in_bounded_time_and_keeps_the_rec
         indexed.save(record, URL)
         assert indexed.load(record.key) == record
         assert "another bridge held the index for 0.2 s" in caplog.text
-        assert file_store.get(flow.index_key()) is None
+        assert file_store.get(stored.index_key()) is None
     finally:
         assert holder.stdin is not None and holder.stdout is not None
         holder.stdin.close()

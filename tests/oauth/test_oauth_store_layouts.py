@@ -26,14 +26,14 @@ from pathlib import Path
 
 import pytest
 
-from mcpbridge.oauth import flow
+from mcpbridge.oauth import identity
 from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
 from mcpbridge.oauth.config import DynamicRegistration, PreRegistered, Registration
 from mcpbridge.oauth.filestore import EncryptedFileStore
-from mcpbridge.oauth.flow import ClientRegistration, Record, RecordKey
 from mcpbridge.oauth.keychain import WINDOWS_PART_CHARS, KeyringStore
 from mcpbridge.oauth.signin import Gate, Opener, SignIn, SignInSettings
 from mcpbridge.oauth.store import IndexedStore
+from mcpbridge.oauth.stored import ClientRegistration, Record, RecordKey
 from mcpbridge.oauth.tokenstore import TokenStore
 from tests.oauth_keyring import FileKeyring
 
@@ -61,7 +61,7 @@ class StoredSignIn:
 
     @property
     def config(self) -> OAuthConfig:
-        return OAuthConfig(self.url, self.account, flow.DEFAULT_REDIRECT_PORT, self.registration)
+        return OAuthConfig(self.url, self.account, identity.DEFAULT_REDIRECT_PORT, self.registration)
 
     @property
     def record(self) -> Record:
@@ -143,7 +143,7 @@ class NoNetwork:
 
 
 def authorizer(sign_in: StoredSignIn, store: TokenStore) -> OAuthAuthorizer:
-    settings = SignInSettings(port=flow.DEFAULT_REDIRECT_PORT, timeout=1.0, no_browser=True)
+    settings = SignInSettings(port=identity.DEFAULT_REDIRECT_PORT, timeout=1.0, no_browser=True)
     return OAuthAuthorizer(
         sign_in.config,
         IndexedStore(store),

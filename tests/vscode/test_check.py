@@ -670,8 +670,8 @@ def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_tok
     tls_server: _Tls, tmp_path: Path
 ) -> None:
     from mcpbridge.oauth.authorizer import OAuthConfig
-    from mcpbridge.oauth.flow import ClientRegistration, Record, RecordKey
     from mcpbridge.oauth.store import IndexedStore, open_store
+    from mcpbridge.oauth.stored import ClientRegistration, Record, RecordKey
     from mcpbridge.vscode import cli
     from mcpbridge.vscode import settings as args
 
@@ -728,7 +728,7 @@ def test_the_report_has_colors_on_a_terminal_only(monkeypatch: pytest.MonkeyPatc
 
 
 def test_the_report_says_whether_the_sign_in_is_renewed_without_a_person() -> None:
-    from mcpbridge.oauth import flow
+    from mcpbridge.oauth import flow, stored
     from mcpbridge.vscode import cli
     from mcpbridge.vscode import settings as args
     from mcpbridge.vscode.check_advice import predicted_renewal, stored_renewal
@@ -758,13 +758,14 @@ def test_the_report_says_whether_the_sign_in_is_renewed_without_a_person() -> No
         predicted_renewal(browser, metadata(grant_types_supported=["authorization_code"]))["silent"] is False
     )
     assert predicted_renewal(browser, metadata())["silent"] is None
-    key = flow.RecordKey("https://as.example", url, "c")
-    with_refresh = flow.Record(key, flow.ClientRegistration("c"), "at", refresh_token="rt")
+    key = stored.RecordKey("https://as.example", url, "c")
+    with_refresh = stored.Record(key, stored.ClientRegistration("c"), "at", refresh_token="rt")
     assert stored_renewal(browser, with_refresh) == {
         "silent": True,
         "why": "the stored sign-in has a refresh token",
     }
-    assert stored_renewal(browser, flow.Record(key, flow.ClientRegistration("c"), "at"))["silent"] is False
+    without_refresh = stored.Record(key, stored.ClientRegistration("c"), "at")
+    assert stored_renewal(browser, without_refresh)["silent"] is False
     report = Report(upstream={"kind": "url", "scheme": "https", "host": "mcp.example.com"})
     report.sign_in = {"state": "none", "renewal": stored_renewal(browser, with_refresh)}
     assert "Renewal:    silent: the stored sign-in has a refresh token" in render_text(report).splitlines()
