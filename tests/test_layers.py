@@ -182,6 +182,38 @@ def test_no_modules_import_each_other(graph: dict[str, set[str]]) -> None:
     assert strongly_connected(graph) == []
 
 
+#: The parts of the front end that the upstream sessions write to and read from: the output,
+#: the options, the client's answers, the slots, the list rules and the text of a dump.
+CONNECTION_PARTS = frozenset(
+    f"mcpbridge.bridge.front.{name}"
+    for name in ("output", "options", "pending", "slots", "listrules", "dumptext")
+)
+
+
+def test_the_sessions_see_the_front_end_only_through_its_connection_parts(graph: dict[str, set[str]]) -> None:
+    # The folders front/ and sessions/ import each other, but not at random: the front end's top
+    # (frontend, initialize) drives the sessions, and the sessions use the connection parts,
+    # which import nothing of the sessions.
+    front, sessions = "mcpbridge.bridge.front.", "mcpbridge.bridge.sessions."
+    seen = {t for name, ts in graph.items() if name.startswith(sessions) for t in ts if t.startswith(front)}
+    assert seen <= CONNECTION_PARTS, sorted(seen - CONNECTION_PARTS)
+    assert {"mcpbridge.bridge.front.output", "mcpbridge.bridge.front.options"} <= seen
+    below = {name for part in CONNECTION_PARTS for name in reachable(graph, part)}
+    assert not {name for name in below if name.startswith(sessions)}
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module that ``start`` imports, directly or through others."""
+    found: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph.get(todo.pop(), set()):
+            if target not in found:
+                found.add(target)
+                todo.append(target)
+    return found
+
+
 def test_the_check_finds_an_upward_import_and_a_cycle() -> None:
     fake = {"mcpbridge.mcp.a": {"mcpbridge.bridge.b"}, "mcpbridge.bridge.b": {"mcpbridge.mcp.a"}}
     assert layer_of("mcpbridge.mcp.a") < layer_of("mcpbridge.bridge.b")
