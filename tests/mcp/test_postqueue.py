@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from conftest import WAIT
-from mcpbridge.mcp.jsonrpc import Message, Notification, Response
-from mcpbridge.mcp.transports.postqueue import PostQueue
+from mcpbridge.mcp.jsonrpc import Message, Notification, Response, serialize
+from mcpbridge.mcp.transports.postqueue import MESSAGE_OVERHEAD, PostQueue
 
 
 class StuckServer:
@@ -26,18 +26,25 @@ class StuckServer:
         self.posted.append(message)
 
 
-def test_past_its_bound_the_queue_drops_a_message_and_says_so_once_without_content(
+def counted(message: Message) -> int:
+    return len(serialize(message)) + MESSAGE_OVERHEAD
+
+
+def test_past_its_bound_in_bytes_the_queue_drops_a_message_and_says_so_once_without_content(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    progress = [Notification("notifications/progress", {"n": n}) for n in range(4)]
+    # The bytes of the four: the one being posted counts until it is posted.
+    bound = sum(counted(m) for m in progress)
     server, stopped = StuckServer(), threading.Event()
-    queue = PostQueue(server.post, stopped, "test-poster", max_waiting=3)
+    queue = PostQueue(server.post, stopped, "test-poster", max_bytes=bound)
     queue.start()
     try:
-        queue.put(Notification("notifications/progress", {"n": 0}))
-        assert server.first.wait(WAIT)  # the poster holds the first one; three more may wait
+        queue.put(progress[0])
+        assert server.first.wait(WAIT)  # the poster holds the first one; three more fit
         with caplog.at_level(logging.WARNING, logger="mcpbridge.http"):
-            for n in range(1, 4):
-                queue.put(Notification("notifications/progress", {"n": n}))
+            for message in progress[1:]:
+                queue.put(message)
             queue.put(Notification("notifications/cancelled", {"requestId": 7, "reason": "secret words"}))
             queue.put(Response("srv-1", {"content": "secret result"}))
         server.release.set()
@@ -46,20 +53,35 @@ def test_past_its_bound_the_queue_drops_a_message_and_says_so_once_without_conte
         stopped.set()
         queue.wake()
         queue.thread.join(WAIT)
-    assert [m.params["n"] for m in server.posted if isinstance(m, Notification)] == [0, 1, 2, 3]
-    assert len(server.posted) == 4
+    assert server.posted == progress
     lines = [r.getMessage() for r in caplog.records]
     assert lines == [
-        "the upstream server takes the messages slower than they come: 3 wait to be posted, thus the "
-        "bridge dropped the notification notifications/cancelled"
+        f"the upstream server takes the messages slower than they come: {bound // 1024} KiB wait to be "
+        "posted, thus the bridge dropped the notification notifications/cancelled"
     ]
     assert "secret" not in caplog.text
+
+
+def test_a_message_larger_than_the_bound_joins_an_empty_queue() -> None:
+    server, stopped = StuckServer(), threading.Event()
+    server.release.set()
+    queue = PostQueue(server.post, stopped, "test-poster", max_bytes=1)
+    large = Response("srv-2", {"content": "x" * 4096})
+    queue.start()
+    try:
+        queue.put(large)
+        assert queue.drain(WAIT)
+    finally:
+        stopped.set()
+        queue.wake()
+        queue.thread.join(WAIT)
+    assert server.posted == [large]
 
 
 def test_below_its_bound_every_message_is_posted_in_order() -> None:
     server, stopped = StuckServer(), threading.Event()
     server.release.set()
-    queue = PostQueue(server.post, stopped, "test-poster", max_waiting=3)
+    queue = PostQueue(server.post, stopped, "test-poster", max_bytes=1)
     queue.start()
     try:
         for n in range(10):

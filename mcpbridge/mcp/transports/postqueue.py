@@ -9,10 +9,12 @@ first request that follows it. Both transports of the 2025 era use it (the
 Streamable HTTP of :mod:`.legacy_http`, the HTTP+SSE of :mod:`.sse_transport`);
 each gives the function that posts one message.
 
-The queue holds at most :data:`MAX_WAITING` messages: when the server takes the
-posts slower than the client sends notifications (a post hangs until its time
-limit), a message past the bound is dropped, and a warning says so, without its
-content, so that the memory of the bridge does not follow the client's sending.
+The queue has a bound in bytes, :data:`MAX_WAITING_BYTES`: each message counts its
+serialized size and :data:`MESSAGE_OVERHEAD`. When the server takes the posts
+slower than the client sends (a post hangs until its time limit), a message that
+would take the queue past the bound is dropped, and a warning says so, without its
+content, so that the memory of the bridge does not follow the client's sending. A
+message always joins an empty queue, whatever its size.
 """
 
 from __future__ import annotations
@@ -24,17 +26,19 @@ from collections.abc import Callable
 from typing import Final
 
 from ..droplog import DropLog
-from ..jsonrpc import Message, Notification
+from ..jsonrpc import Message, Notification, serialize
 from ..text import printable
 
-__all__ = ["MAX_WAITING", "ORDER_WAIT", "PostQueue"]
+__all__ = ["MAX_WAITING_BYTES", "MESSAGE_OVERHEAD", "ORDER_WAIT", "PostQueue"]
 
 log = logging.getLogger("mcpbridge.http")
 
 #: The longest wait of a request for the messages queued before it.
 ORDER_WAIT: Final = 30.0
-#: The most messages that wait to be posted (see the module docstring).
-MAX_WAITING: Final = 4096
+#: The most bytes that wait to be posted (see the module docstring).
+MAX_WAITING_BYTES: Final = 16 * 1024 * 1024
+#: What a message counts beside its bytes: the memory of its place in the queue.
+MESSAGE_OVERHEAD: Final = 256
 
 
 class PostQueue:
@@ -50,14 +54,17 @@ class PostQueue:
         stopped: threading.Event,
         name: str,
         *,
-        max_waiting: int = MAX_WAITING,
+        max_bytes: int = MAX_WAITING_BYTES,
     ) -> None:
         self._post = post
         self._stopped = stopped
-        self._max_waiting = max_waiting
+        self._max_bytes = max_bytes
         self._drops = DropLog(log)
         self._ready = threading.Condition(threading.Lock())
-        self._queue: collections.deque[tuple[int, Message]] = collections.deque()
+        #: The messages that wait, each with its number and the bytes it counts.
+        self._queue: collections.deque[tuple[int, Message, int]] = collections.deque()
+        #: The bytes that the messages of the queue count.
+        self._bytes = 0
         self._queued = 0
         self._posted = 0
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -68,13 +75,15 @@ class PostQueue:
     def put(self, message: Message) -> None:
         """Queue ``message``; it is posted after every message queued before it.
 
-        With :data:`MAX_WAITING` messages queued already it is dropped, with a warning.
+        Past :data:`MAX_WAITING_BYTES` it is dropped, with a warning.
         """
+        size = len(serialize(message)) + MESSAGE_OVERHEAD
         with self._ready:
-            full = len(self._queue) >= self._max_waiting
+            full = bool(self._queue) and self._bytes + size > self._max_bytes
             if not full:
                 self._queued += 1
-                self._queue.append((self._queued, message))
+                self._queue.append((self._queued, message, size))
+                self._bytes += size
                 self._ready.notify_all()
         if full:
             what = (
@@ -85,9 +94,9 @@ class PostQueue:
             self._drops(
                 logging.WARNING,
                 "messages dropped before the upstream server took them",
-                "the upstream server takes the messages slower than they come: %d wait to be posted, "
+                "the upstream server takes the messages slower than they come: %d KiB wait to be posted, "
                 "thus the bridge dropped %s",
-                self._max_waiting,
+                self._max_bytes // 1024,
                 what,
             )
 
@@ -116,11 +125,13 @@ class PostQueue:
                 self._ready.wait_for(lambda: bool(self._queue) or self._stopped.is_set())
                 if self._stopped.is_set():
                     self._queue.clear()
+                    self._bytes = 0
                     self._posted = self._queued
                     self._ready.notify_all()
                     return
-                seq, message = self._queue.popleft()
+                seq, message, size = self._queue.popleft()
             self._post(message)
             with self._ready:
                 self._posted = seq
+                self._bytes -= size
                 self._ready.notify_all()
