@@ -109,7 +109,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol
 from ...mcp import jsonrpc
 from ...mcp.cancel import CancelToken
 from ...mcp.deadline import Deadline
-from ...mcp.droplog import DROP_LOG_INTERVAL
+from ...mcp.droplog import DROP_LOG_INTERVAL, DropLog
 from ...mcp.jsonrpc import RequestId
 from ...mcp.text import printable
 from ..rules import errortable
@@ -324,8 +324,8 @@ class Output:
         self._failed = False
         #: The reader's next wait for room may say so in the log (rate-limited).
         self._next_pause_log = 0.0
-        #: The next response over the bound of a batch may say so in the log (rate-limited).
-        self._next_batch_log = 0.0
+        #: The responses over the bound of a batch (a client can repeat them).
+        self._drops = DropLog(log)
 
     @property
     def closed(self) -> bool:
@@ -516,12 +516,25 @@ class Output:
                 if slot.done or slot.cancel.cancelled:
                     return False
                 slot.done = True
-                if slot.batch is not None:  # the response waits for the others of its batch
-                    frame = b"".join(data) if isinstance(data, list) else data
-                    if slot.batch.parts and slot.batch.size + len(frame) > self._max_queued:
-                        frame = self._over_batch_bound_locked(slot)
-                    return self._batch_locked(slot.batch, frame, -1)
-            return self._submit_locked(data if isinstance(data, list) else (data,), wait=wait)
+            if slot is None or slot.batch is None:
+                return self._submit_locked(data if isinstance(data, list) else (data,), wait=wait)
+            # The response waits for the others of its batch, within the bound (see Batch).
+            frame = b"".join(data) if isinstance(data, list) else data
+            over_bound = bool(slot.batch.parts) and slot.batch.size + len(frame) > self._max_queued
+            if over_bound:
+                error = errortable.error_object("batch_too_large")
+                frame = jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "error": error})
+            written = self._batch_locked(slot.batch, frame, -1)
+        if over_bound:
+            self._drops(
+                logging.WARNING,
+                "responses over the bound of a batch",
+                "the responses to a batch of the client reached the bound of %d KiB: request %s of "
+                "the batch gets the error batch_too_large instead of its result",
+                self._max_queued // 1024,
+                printable(slot.id),
+            )
+        return written
 
     def join_batch(self, slot: Slot, batch: Batch) -> None:
         """The response of ``slot`` goes into ``batch``."""
@@ -543,22 +556,6 @@ class Output:
             if slot.batch is not None and not slot.done:
                 slot.done = True
                 self._batch_locked(slot.batch, None, -1)
-
-    def _over_batch_bound_locked(self, slot: Slot) -> bytes:
-        """The error that replaces the response of ``slot``, over the bound of its batch."""
-        now = time.monotonic()
-        if now >= self._next_batch_log:
-            self._next_batch_log = now + DROP_LOG_INTERVAL
-            log.warning(
-                "the responses to a batch of the client reached the bound of %d KiB: request %s of "
-                "the batch gets the error batch_too_large instead of its result (and so may others, "
-                "not logged for %d s)",
-                self._max_queued // 1024,
-                printable(slot.id),
-                DROP_LOG_INTERVAL,
-            )
-        error = errortable.error_object("batch_too_large")
-        return jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "error": error})
 
     def _batch_locked(self, batch: Batch, frame: bytes | None, change: int) -> bool:
         if frame is not None:
