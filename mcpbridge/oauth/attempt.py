@@ -44,7 +44,7 @@ from .errors import (
     ReauthorizationRequired,
     RedirectPortUnavailable,
     Sandbox,
-    SignInFailed,
+    SignInClosed,
     SignInInvalidUrl,
     SignInStartReused,
     SignInTimeout,
@@ -164,7 +164,7 @@ class Attempt:
         elif (
             self._asked
             and not isinstance(exc, Cancelled)
-            and not (isinstance(exc, SignInFailed) and exc.detail == "closed")
+            and not isinstance(exc, SignInClosed)
         ):
             gate.start_cooldown()
         self.receiver.finish(self._succeeded)
@@ -255,7 +255,7 @@ class Attempt:
                 raise Cancelled(reason or None) from ended
             if ended.reason is WaitEnd.STOPPED:
                 log.info("the sign-in stopped: the connection closed")
-                raise SignInFailed("closed") from ended
+                raise SignInClosed() from ended
             text = f"The sign-in did not complete in {seconds} s."
             if not opened:
                 text += " The browser did not open. Open the URL of the sign-in line in a browser."

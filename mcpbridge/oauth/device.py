@@ -37,7 +37,7 @@ from ..mcp.cancel import CancelToken
 from ..mcp.deadline import Deadline
 from ..mcp.errors import Cancelled
 from . import grants, identity
-from .errors import ReauthorizationRequired, SignInDenied, SignInFailed, SignInTimeout
+from .errors import ReauthorizationRequired, SignInClosed, SignInDenied, SignInTimeout
 from .grants import DeviceAuthorization
 from .signin import SignIn, ask_consent
 from .tokens import TokenResponse
@@ -134,11 +134,7 @@ class DeviceFlow:
             raise ReauthorizationRequired("declined")
         try:
             tokens = self._poll(client, authorization, resource, token, limit, seconds, now)
-        except Cancelled:
-            raise
-        except SignInFailed as exc:
-            if exc.detail != "closed":
-                gate.start_cooldown()
+        except (Cancelled, SignInClosed):
             raise
         except Exception:
             gate.start_cooldown()

@@ -36,6 +36,7 @@ __all__ = [
     "Sandbox",
     "SignInDenied",
     "SignInError",
+    "SignInClosed",
     "SignInFailed",
     "SignInInvalidUrl",
     "SignInStartReused",
@@ -141,6 +142,14 @@ class SignInFailed(SignInError):
     """Any other failure: discovery, a token request, an end of the connection."""
 
     cause = "sign_in_failed"
+
+
+class SignInClosed(SignInFailed):
+    """The connection closed while the sign-in waited for the person: no fault of the sign-in,
+    so it starts no cool-down (the detail ``closed``, the words of :class:`SignInFailed`)."""
+
+    def __init__(self) -> None:
+        super().__init__("closed")
 
 
 class SignInTimeout(SignInError):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 from ..mcp.cancel import CancelToken
 from ..mcp.droplog import DropLog
 from ..mcp.errors import Cancelled
-from .errors import OAuthError, ReauthorizationRequired, Sandbox, SignInFailed
+from .errors import OAuthError, ReauthorizationRequired, Sandbox, SignInClosed
 from .identity import PROGRAM, redirect_uri
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ def ask_consent(
 
     Raises:
         Cancelled: the client canceled the request.
-        SignInFailed: the connection closed while the client was asked.
+        SignInClosed: the connection closed while the client was asked.
     """
     try:
         return consent.ask(url, message, elicitation_id, timeout=timeout, cancel=cancel)
@@ -177,7 +177,7 @@ def ask_consent(
             raise Cancelled(cancel.reason or None) from ended
         if ended.reason is ConsentEnd.CLOSED:
             log.info("the sign-in stopped: the connection closed")
-            raise SignInFailed("closed") from ended
+            raise SignInClosed() from ended
         return False
 
 
