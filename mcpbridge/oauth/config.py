@@ -10,6 +10,7 @@ bridge, for the choice of the flow (:func:`.grants.choose_flow`).
 
 from __future__ import annotations
 
+import enum
 import re
 import sys
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ __all__ = [
     "PreRegistered",
     "Registration",
     "SignInOptions",
+    "TokenStoreMode",
     "remote_session",
 ]
 
@@ -52,6 +54,18 @@ DEFAULT_SIGN_IN_FLOW: Final = "auto"
 #: authorization server refused it; ``off`` never sends it.
 RESOURCE_INDICATOR_MODES: Final = ("auto", "off")
 DEFAULT_RESOURCE_INDICATOR: Final = "auto"
+
+
+class TokenStoreMode(str, enum.Enum):
+    """``--token-store``: where the sign-ins (and the secrets of ``--header-secret``) are kept."""
+
+    #: The keychain; when it does not answer, the file store if it has a key, else the memory.
+    AUTO = "auto"
+    KEYCHAIN = "keychain"
+    #: Encrypted files in the token directory; needs a key.
+    FILE = "file"
+    #: Nothing kept after the end of the process.
+    MEMORY = "memory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +105,7 @@ class SignInOptions:
     account: str
     redirect_port: int
     registration: Registration
-    #: ``auto``, ``keychain``, ``file`` or ``memory``.
-    token_store: str
+    token_store: TokenStoreMode
     #: The 32 bytes of ``MCP_BRIDGE_TOKEN_KEY``, for the stores ``auto`` and ``file``.
     token_key: bytes | None = field(repr=False)
     token_key_file: str | None
@@ -110,7 +123,7 @@ class SignInOptions:
     def names_files(self) -> bool:
         """Whether the token store options name files that the start checks: the file store,
         or a key file (:func:`.store.check_options` checks nothing else)."""
-        return self.token_store == "file" or self.token_key_file is not None
+        return self.token_store is TokenStoreMode.FILE or self.token_key_file is not None
 
     @property
     def secret_variables(self) -> set[str]:

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from .config import SECRET_NAME
+from .config import SECRET_NAME, TokenStoreMode
 from .errors import InvalidRecord, StoreOpenError
 from .keychain import KeyringStore
 from .store import OpenedStore, open_store
@@ -49,7 +49,7 @@ MAX_SECRET_BYTES: Final = 64 * 1024
 
 
 def open_secret_store(
-    mode: str,
+    mode: TokenStoreMode,
     *,
     key: bytes | None,
     key_file: str | None,
@@ -61,7 +61,7 @@ def open_secret_store(
     Raises:
         StoreOpenError: the store does not open, or only the memory would keep the secrets.
     """
-    if mode == "memory":
+    if mode is TokenStoreMode.MEMORY:
         raise StoreOpenError(
             "MemoryStore", "the memory store keeps no secret: use --token-store auto, keychain or file"
         )

@@ -32,6 +32,7 @@ from typing import Final, TypeVar
 
 from .. import platform
 from . import stored
+from .config import TokenStoreMode
 from .errors import InvalidRecord, StoreError, StoreOpenError
 from .filestore import EncryptedFileStore, read_key_file, token_directory
 from .keychain import KEYCHAIN_TIMEOUT, KeyringStore
@@ -148,7 +149,7 @@ def _share_index_lock(store: TokenStore, env: Mapping[str, str]) -> None:
 
 
 def open_store(
-    mode: str,
+    mode: TokenStoreMode,
     *,
     key: bytes | None,
     key_file: str | None,
@@ -164,13 +165,13 @@ def open_store(
     Raises:
         StoreOpenError: an explicit store did not open, or the key file is not usable.
     """
-    if mode == "memory":
+    if mode is TokenStoreMode.MEMORY:
         return OpenedStore(MemoryStore(_MEMORY_EXPLICIT), _MEMORY_EXPLICIT)
-    if mode == "keychain":
+    if mode is TokenStoreMode.KEYCHAIN:
         store = keychain()
         _share_index_lock(store, env)
         return OpenedStore(store, store.describe())
-    if mode == "file":
+    if mode is TokenStoreMode.FILE:
         directory = token_directory(env)
         file_key = _file_key(key, key_file, directory)
         if file_key is None:
@@ -180,8 +181,6 @@ def open_store(
             )
         store = EncryptedFileStore.open(directory, file_key)
         return OpenedStore(store, store.describe())
-    if mode != "auto":
-        raise ValueError(f"unknown token store {mode!r}")
     return _open_auto(key=key, key_file=key_file, env=env, keychain=keychain)
 
 
@@ -245,7 +244,9 @@ def _after_keychain(
     return store, f"{reason}: {store.describe()}"
 
 
-def check_options(mode: str, *, key: bytes | None, key_file: str | None, env: Mapping[str, str]) -> None:
+def check_options(
+    mode: TokenStoreMode, *, key: bytes | None, key_file: str | None, env: Mapping[str, str]
+) -> None:
     """The failures of :func:`open_store` that need neither the keychain nor ``cryptography``.
 
     ``file`` needs a token directory and a key; the file of ``--token-key-file``
@@ -255,14 +256,14 @@ def check_options(mode: str, *, key: bytes | None, key_file: str | None, env: Ma
     Raises:
         StoreOpenError: the error that :func:`open_store` would raise for these options.
     """
-    if mode == "file":
+    if mode is TokenStoreMode.FILE:
         directory = token_directory(env)
         if _file_key(key, key_file, directory) is None:
             raise StoreOpenError(
                 "TokenKeyMissing",
                 "the file store needs a key: set MCP_BRIDGE_TOKEN_KEY, or give --token-key-file",
             )
-    elif mode == "auto" and key_file is not None:
+    elif mode is TokenStoreMode.AUTO and key_file is not None:
         try:
             directory = token_directory(env)
         except StoreOpenError:

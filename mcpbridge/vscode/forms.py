@@ -21,7 +21,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from mcpbridge.oauth.config import Registration, SignInOptions
+from mcpbridge.oauth.config import Registration, SignInOptions, TokenStoreMode
 
 from .headers import Header
 
@@ -65,7 +65,7 @@ class Store:
     """
 
     account: str
-    token_store: str
+    token_store: TokenStoreMode
     token_key_file: str | None
     #: The 32 bytes of ``MCP_BRIDGE_TOKEN_KEY``, read for the stores ``auto`` and ``file`` when
     #: the form opens the store (a sign-in, ``--header-secret``, logout or secret); else ``None``.

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..oauth import identity
+from ..oauth.config import TokenStoreMode
 from ..oauth.errors import SignInError, StoreError, StoreOpenError
 from ..oauth.filestore import EncryptedFileStore, read_key_file, token_directory
 from ..oauth.keychain import KeyringStore
@@ -52,21 +53,21 @@ def logout(
     """Run the logout of ``settings``; return the exit code."""
     environment = os.environ if env is None else env
     mode = settings.store.token_store
-    if mode == "memory":
+    if mode is TokenStoreMode.MEMORY:
         log.info(
             "the memory store keeps no sign-in after the end of the process: logout has nothing to delete"
         )
         return EXIT_OK
     stores: list[tuple[str, TokenStore]] = []
-    names = ("keychain", "file") if mode == "auto" else (mode,)
-    for name in names:
+    kinds = (TokenStoreMode.KEYCHAIN, TokenStoreMode.FILE) if mode is TokenStoreMode.AUTO else (mode,)
+    for kind in kinds:
         try:
-            stores.append((name, _open(name, settings, environment, keychain)))
+            stores.append((kind.value, _open(kind, settings, environment, keychain)))
         except StoreOpenError as exc:
-            if mode != "auto":
+            if mode is not TokenStoreMode.AUTO:
                 log.error("the token store did not open: %s", exc.detail)
                 return EXIT_NO_STORE
-            log.info("logout skips the %s store: %s", name, exc.detail)
+            log.info("logout skips the %s store: %s", kind.value, exc.detail)
     if settings.all:
         return _logout_all(stores, mode, environment)
     assert settings.url is not None
@@ -74,9 +75,12 @@ def logout(
 
 
 def _open(
-    name: str, settings: args.LogoutSettings, env: Mapping[str, str], keychain: Callable[[], TokenStore]
+    kind: TokenStoreMode,
+    settings: args.LogoutSettings,
+    env: Mapping[str, str],
+    keychain: Callable[[], TokenStore],
 ) -> TokenStore:
-    if name == "keychain":
+    if kind is TokenStoreMode.KEYCHAIN:
         return keychain()
     directory = token_directory(env)
     store = settings.store
@@ -121,7 +125,7 @@ class _Outcome:
         return EXIT_FAILED if self.failed else EXIT_OK
 
 
-def _logout_all(stores: list[tuple[str, TokenStore]], mode: str, env: Mapping[str, str]) -> int:
+def _logout_all(stores: list[tuple[str, TokenStore]], mode: TokenStoreMode, env: Mapping[str, str]) -> int:
     """Delete every stored sign-in of ``stores``, and the token directory for the store ``mode``."""
     outcome = _Outcome()
     for name, store in stores:
@@ -136,7 +140,7 @@ def _logout_all(stores: list[tuple[str, TokenStore]], mode: str, env: Mapping[st
         except StoreError as exc:
             log.warning("logout cannot delete the index of the %s store: %s", name, exc.detail)
             outcome.failed = True
-    if mode in ("auto", "file"):
+    if mode in (TokenStoreMode.AUTO, TokenStoreMode.FILE):
         try:
             directory: Path | None = token_directory(env)
         except StoreOpenError as exc:

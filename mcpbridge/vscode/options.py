@@ -29,6 +29,7 @@ from mcpbridge.oauth.config import (
     DEFAULT_SIGN_IN_FLOW,
     RESOURCE_INDICATOR_MODES,
     SIGN_IN_FLOWS,
+    TokenStoreMode,
 )
 
 from .urls import DIGITS, NOT_IN_URL, client_metadata_url_ok, issuer_hint
@@ -63,8 +64,8 @@ DEFAULT_SIGN_IN_TIMEOUT: Final = 300
 DEFAULT_REDIRECT_PORT: Final = 41894
 DEFAULT_ACCOUNT: Final = "default"
 MAX_ACCOUNT_CHARS: Final = 64
-TOKEN_STORES: Final = ("auto", "keychain", "file", "memory")
-DEFAULT_TOKEN_STORE: Final = "auto"
+TOKEN_STORES: Final = tuple(mode.value for mode in TokenStoreMode)
+DEFAULT_TOKEN_STORE: Final = TokenStoreMode.AUTO.value
 
 #: The client ID metadata document of the bridge, used when the authorization server supports
 #: such documents. mcpbridge publishes none yet: without ``--client-metadata-url`` the bridge

@@ -52,6 +52,7 @@ from mcpbridge.oauth.config import (
     DynamicRegistration,
     PreRegistered,
     Registration,
+    TokenStoreMode,
 )
 
 from .forms import (
@@ -422,9 +423,9 @@ def _settings(
     if target in (Target.URL, Target.CHECK_URL) and not static_authorization:
         sign_in, token_key = _sign_in(raw, env)
     elif from_secret or target in (Target.LOGOUT, Target.SECRET):
-        token_key = _token_key(raw, env, raw.value("--token-store"))
+        token_key = _token_key(raw, env)
     key_file = raw.optional("--token-key-file")
-    store = Store(raw.value("--account"), raw.value("--token-store"), key_file, token_key)
+    store = Store(raw.value("--account"), _token_store(raw), key_file, token_key)
     log_level: str = raw.value("--log-level")
 
     if target is Target.SECRET:
@@ -496,7 +497,7 @@ def _sign_in(raw: _Raw, env: Mapping[str, str]) -> tuple[SignIn, bytes | None]:
     redirect_port: int = raw.value("--redirect-port")
     flow: str = raw.value("--sign-in")
     registration, client_secret = _registration(raw, env, redirect_port)
-    token_key = _token_key(raw, env, raw.value("--token-store"))
+    token_key = _token_key(raw, env)
     if flow == "client-credentials":
         _check_client_credentials(registration)
     sign_in = SignIn(
@@ -570,10 +571,16 @@ def _check_client_credentials(registration: Registration) -> None:
         )
 
 
-def _token_key(raw: _Raw, env: Mapping[str, str], token_store: str) -> bytes | None:
+def _token_store(raw: _Raw) -> TokenStoreMode:
+    """``--token-store``, one of the words its row accepts."""
+    return TokenStoreMode(raw.value("--token-store"))
+
+
+def _token_key(raw: _Raw, env: Mapping[str, str]) -> bytes | None:
     """The key of ``MCP_BRIDGE_TOKEN_KEY`` for the stores that take a key, after its checks."""
+    token_store = _token_store(raw)
     key_file = raw.optional("--token-key-file")
-    if token_store in ("keychain", "memory"):
+    if token_store in (TokenStoreMode.KEYCHAIN, TokenStoreMode.MEMORY):
         if key_file is not None:
             raise _conflict(
                 "--token-key-file", "only the file store takes a key: use --token-store file or auto"
@@ -590,7 +597,7 @@ def _token_key(raw: _Raw, env: Mapping[str, str], token_store: str) -> bytes | N
                 f"the environment variable {TOKEN_KEY_VARIABLE} is not valid: use 64 hexadecimal digits",
             )
         key = bytes.fromhex(text)
-    if token_store == "file" and key is None and key_file is None:
+    if token_store is TokenStoreMode.FILE and key is None and key_file is None:
         raise ArgError(
             "missing_token_key",
             f"--token-store file needs a key: set the environment variable {TOKEN_KEY_VARIABLE}, "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mcpbridge.oauth.config import TokenStoreMode
 from mcpbridge.oauth.errors import InvalidRecord, StoreError, StoreOpenError
 from mcpbridge.oauth.filestore import EncryptedFileStore, token_directory
 from mcpbridge.oauth.header_secrets import SECRET_ISSUER, HeaderSecrets, open_secret_store
@@ -78,10 +79,14 @@ def locked_keychain(tmp_path: Path) -> Callable[[], TokenStore]:
 def test_the_memory_store_and_a_locked_keychain_without_a_key_keep_no_secret(tmp_path: Path) -> None:
     env = {"XDG_STATE_HOME": str(tmp_path)}
     with pytest.raises(StoreOpenError) as memory:
-        open_secret_store("memory", key=None, key_file=None, env=env)
+        open_secret_store(TokenStoreMode.MEMORY, key=None, key_file=None, env=env)
     assert memory.value.name == "MemoryStore"
     with pytest.raises(StoreOpenError) as auto:
-        open_secret_store("auto", key=None, key_file=None, env=env, keychain=locked_keychain(tmp_path))
+        open_secret_store(
+            TokenStoreMode.AUTO, key=None, key_file=None, env=env, keychain=locked_keychain(tmp_path)
+        )
     assert auto.value.name == "NoSecretStore"
-    opened = open_secret_store("auto", key=KEY, key_file=None, env=env, keychain=locked_keychain(tmp_path))
+    opened = open_secret_store(
+        TokenStoreMode.AUTO, key=KEY, key_file=None, env=env, keychain=locked_keychain(tmp_path)
+    )
     assert opened.store.kind == "file"

@@ -18,6 +18,7 @@ from keyring.errors import PasswordDeleteError
 
 from mcpbridge.oauth import identity, stored
 from mcpbridge.oauth import store as store_module
+from mcpbridge.oauth.config import TokenStoreMode
 from mcpbridge.oauth.errors import InvalidRecord, StoreError, StoreOpenError
 from mcpbridge.oauth.filestore import EncryptedFileStore, read_key_file, token_directory
 from mcpbridge.oauth.keychain import (
@@ -457,20 +458,20 @@ def unavailable() -> TokenStore:
 
 
 def test_memory_is_memory_and_says_so():
-    opened = open_store("memory", key=None, key_file=None, env={})
+    opened = open_store(TokenStoreMode.MEMORY, key=None, key_file=None, env={})
     assert isinstance(opened.store, MemoryStore)
     assert opened.line == "the tokens stay in memory (--token-store memory): each start needs a new sign-in"
 
 
 def test_auto_takes_the_keychain_when_it_answers(tmp_path, state_env):
     keychain = KeyringStore(FileKeyring(tmp_path / "k.json"))
-    opened = open_store("auto", key=KEY, key_file=None, env=state_env, keychain=lambda: keychain)
+    opened = open_store(TokenStoreMode.AUTO, key=KEY, key_file=None, env=state_env, keychain=lambda: keychain)
     assert opened.line.startswith("the tokens are in the keychain of the host")
     assert opened.store.kind == "keychain"
 
 
 def test_auto_without_keychain_takes_the_files_when_a_key_is_set(state_env):
-    opened = open_store("auto", key=KEY, key_file=None, env=state_env, keychain=unavailable)
+    opened = open_store(TokenStoreMode.AUTO, key=KEY, key_file=None, env=state_env, keychain=unavailable)
     assert isinstance(opened.store, EncryptedFileStore)
     assert opened.line == (
         f"the keychain is not available (no backend): the tokens are in encrypted files in "
@@ -489,7 +490,7 @@ def test_auto_with_a_locked_keychain_takes_the_files_and_says_why_in_one_line(tm
             raise StoreOpenError(exc.name, exc.detail) from None
         return store
 
-    opened = open_store("auto", key=KEY, key_file=None, env=state_env, keychain=keychain)
+    opened = open_store(TokenStoreMode.AUTO, key=KEY, key_file=None, env=state_env, keychain=keychain)
     assert isinstance(opened.store, EncryptedFileStore)
     assert opened.line == (
         f"the keychain is locked: the tokens are in encrypted files in {token_directory(state_env)}"
@@ -498,7 +499,7 @@ def test_auto_with_a_locked_keychain_takes_the_files_and_says_why_in_one_line(tm
 
 
 def test_auto_without_keychain_and_key_keeps_the_tokens_in_memory_and_says_why(state_env):
-    opened = open_store("auto", key=None, key_file=None, env=state_env, keychain=unavailable)
+    opened = open_store(TokenStoreMode.AUTO, key=None, key_file=None, env=state_env, keychain=unavailable)
     assert isinstance(opened.store, MemoryStore)
     assert opened.line == (
         "the tokens stay in memory: the keychain is not available (no backend), "
@@ -510,19 +511,19 @@ def test_auto_with_a_file_store_that_does_not_start_keeps_the_tokens_in_memory(t
     blocked = tmp_path / "file"
     blocked.write_text("a file where the state directory should be")
     env = {"XDG_STATE_HOME": str(blocked)}
-    opened = open_store("auto", key=KEY, key_file=None, env=env, keychain=unavailable)
+    opened = open_store(TokenStoreMode.AUTO, key=KEY, key_file=None, env=env, keychain=unavailable)
     assert isinstance(opened.store, MemoryStore) and "the file store did not start" in opened.line
 
 
 def test_an_explicit_store_that_does_not_open_is_an_error(state_env, tmp_path):
     with pytest.raises(StoreOpenError):
-        open_store("keychain", key=None, key_file=None, env=state_env, keychain=unavailable)
+        open_store(TokenStoreMode.KEYCHAIN, key=None, key_file=None, env=state_env, keychain=unavailable)
     with pytest.raises(StoreOpenError) as caught:
-        open_store("file", key=None, key_file=None, env=state_env)
+        open_store(TokenStoreMode.FILE, key=None, key_file=None, env=state_env)
     assert caught.value.name == "TokenKeyMissing"
     with pytest.raises(StoreOpenError) as caught:
         key_file = write_key(tmp_path / "key", mode=0o644)
-        open_store("auto", key=None, key_file=str(key_file), env=state_env, keychain=unavailable)
+        open_store(TokenStoreMode.AUTO, key=None, key_file=str(key_file), env=state_env, keychain=unavailable)
     assert caught.value.name == "TokenKeyFileNotPrivate"
 
 
@@ -558,8 +559,8 @@ def test_keyring_and_cryptography_load_only_when_a_store_needs_them():
     code = (
         "import sys\n"
         "import mcpbridge.oauth.authorizer, mcpbridge.vscode.logout, mcpbridge.vscode.serve_url\n"
-        "from mcpbridge.oauth.store import open_store\n"
-        "open_store('memory', key=None, key_file=None, env={})\n"
+        "from mcpbridge.oauth.config import TokenStoreMode\nfrom mcpbridge.oauth.store import open_store\n"
+        "open_store(TokenStoreMode.MEMORY, key=None, key_file=None, env={})\n"
         "print('keyring' in sys.modules, 'cryptography' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
@@ -572,10 +573,10 @@ def test_keyring_and_cryptography_load_only_when_a_store_needs_them():
 def test_check_options_refuses_at_once_what_open_store_would_refuse_without_a_keychain(tmp_path, state_env):
     loose = str(write_key(tmp_path / "key", mode=0o644))
     cases = [
-        ("file", None, None, state_env, "TokenKeyMissing"),
-        ("file", KEY, None, {}, "NoTokenDirectory"),
-        ("file", None, loose, state_env, "TokenKeyFileNotPrivate"),
-        ("auto", None, loose, state_env, "TokenKeyFileNotPrivate"),
+        (TokenStoreMode.FILE, None, None, state_env, "TokenKeyMissing"),
+        (TokenStoreMode.FILE, KEY, None, {}, "NoTokenDirectory"),
+        (TokenStoreMode.FILE, None, loose, state_env, "TokenKeyFileNotPrivate"),
+        (TokenStoreMode.AUTO, None, loose, state_env, "TokenKeyFileNotPrivate"),
     ]
     for mode, key, key_file, env, name in cases:
         with pytest.raises(StoreOpenError) as caught:
@@ -583,12 +584,12 @@ def test_check_options_refuses_at_once_what_open_store_would_refuse_without_a_ke
         assert caught.value.name == name
     good = str(write_key(tmp_path / "good"))
     for mode, key, key_file, env in [
-        ("keychain", None, None, {}),
-        ("memory", None, None, {}),
-        ("auto", None, None, {}),
-        ("auto", None, loose, {}),  # no token directory: the keychain decides at the opening
-        ("file", None, good, state_env),
-        ("file", KEY, None, state_env),
+        (TokenStoreMode.KEYCHAIN, None, None, {}),
+        (TokenStoreMode.MEMORY, None, None, {}),
+        (TokenStoreMode.AUTO, None, None, {}),
+        (TokenStoreMode.AUTO, None, loose, {}),  # no token directory: the keychain decides at the opening
+        (TokenStoreMode.FILE, None, good, state_env),
+        (TokenStoreMode.FILE, KEY, None, state_env),
     ]:
         check_options(mode, key=key, key_file=key_file, env=env)
     assert not token_directory(state_env).exists()  # nothing was made
@@ -765,7 +766,9 @@ def test_two_bridges_that_save_at_once_lose_no_index_entry(tmp_path, caplog):
 
 def test_the_keychain_shares_the_lock_file_of_the_state_directory(tmp_path, state_env):
     keychain = KeyringStore(FileKeyring(tmp_path / "k.json"))
-    opened = open_store("auto", key=None, key_file=None, env=state_env, keychain=lambda: keychain)
+    opened = open_store(
+        TokenStoreMode.AUTO, key=None, key_file=None, env=state_env, keychain=lambda: keychain
+    )
     assert opened.store.lock_path == token_directory(state_env).parent / "index.lock"
     IndexedStore(opened.store).save(sample_record(), URL)
     assert opened.store.lock_path is not None and opened.store.lock_path.exists()

@@ -20,6 +20,7 @@ import trustme
 from conftest import REPO_ROOT, WAIT, NodePeers
 from harness import VSCODE_CAPABILITIES, Bridge, bridge_command, fixture_command, text_of
 from mcpbridge.mcp.protocol import META_CLIENT_CAPABILITIES
+from mcpbridge.oauth.config import TokenStoreMode
 from peers import running_py_http_server
 from peers.legacy import legacy_command, running_legacy_http_server
 
@@ -681,7 +682,7 @@ def test_check_uses_a_stored_sign_in_and_reports_when_it_expires_without_its_tok
     assert isinstance(settings, args.CheckSettings) and isinstance(settings.upstream, args.UrlUpstream)
     upstream = settings.upstream
     assert upstream.sign_in is not None
-    opened = open_store("file", key=upstream.store.token_key, key_file=None, env=env)
+    opened = open_store(TokenStoreMode.FILE, key=upstream.store.token_key, key_file=None, env=env)
     config = OAuthConfig(
         url, upstream.store.account, upstream.sign_in.redirect_port, upstream.sign_in.registration
     )

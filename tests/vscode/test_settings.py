@@ -33,6 +33,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpbridge.mcp import protocol
+from mcpbridge.oauth.config import TokenStoreMode
 from mcpbridge.vscode import settings as args
 from mcpbridge.vscode.cli import parse
 from mcpbridge.vscode.settings import (
@@ -117,7 +118,9 @@ def test_the_url_form_logout_and_check_have_these_defaults() -> None:
             max_response_bytes=64 * 1024 * 1024,
             ca_file=None,
             transport="auto",
-            store=Store(account="default", token_store="auto", token_key_file=None, token_key=None),
+            store=Store(
+                account="default", token_store=TokenStoreMode.AUTO, token_key_file=None, token_key=None
+            ),
             sign_in=SignIn(
                 registration=DynamicRegistration(),
                 client_id=None,
@@ -142,7 +145,7 @@ def test_the_url_form_logout_and_check_have_these_defaults() -> None:
         all=False,
         ca_file=None,
         redirect_port=41894,
-        store=Store(account="default", token_store="auto", token_key_file=None, token_key=None),
+        store=Store(account="default", token_store=TokenStoreMode.AUTO, token_key_file=None, token_key=None),
     )
     check = ok(["check", "--", "server"])
     assert isinstance(check, CheckSettings) and check.form is Form.CHECK
@@ -1753,6 +1756,6 @@ def test_an_authorization_header_secret_takes_the_store_options_but_no_other_sig
     s = ok(["--header-secret", "Authorization=token", "--account", "work", "--token-store", "keychain", URL])
     assert s.upstream.static_authorization and s.upstream.sign_in is None
     assert [(h.name, h.value, h.from_secret) for h in s.upstream.headers] == [("Authorization", "", "token")]
-    assert s.upstream.store.account == "work" and s.upstream.store.token_store == "keychain"
+    assert s.upstream.store.account == "work" and s.upstream.store.token_store is TokenStoreMode.KEYCHAIN
     e = error(["--header-secret", "Authorization=token", "--client-id", "x", URL])
     assert e.option == "--client-id"
