@@ -203,7 +203,7 @@ class _Check(ToolSteps):
 
     def url(self, upstream: args.UrlUpstream) -> int:
         from ..bridge.sessions.era import LegacyTransports
-        from ..bridge.sessions.upstream import transport_connector, url_transports
+        from ..bridge.sessions.upstream import UrlTransport, transport_connector, url_transports
         from ..mcp.transports.http import CaFileError, proxy_for, tls_context
 
         url = upstream.url
@@ -242,7 +242,7 @@ class _Check(ToolSteps):
             max_response_bytes=upstream.max_response_bytes,
             ssl_context=context,
             env=self.env,
-            transport=upstream.transport,
+            transport=UrlTransport(upstream.transport),
         )
         started = time.monotonic()
         try:
@@ -251,9 +251,8 @@ class _Check(ToolSteps):
         except McpError as exc:  # the transport could not be made (a proxy variable)
             self._failure("connect", exc, started)
         if self.report.era is not None:
-            self.report.upstream["transport"] = (
-                legacy.found if self.report.era == LEGACY else "streamable-http"
-            )
+            found = legacy.found if self.report.era == LEGACY else UrlTransport.STREAMABLE_HTTP
+            self.report.upstream["transport"] = None if found is None else found.value
         if upstream.sign_in is not None:
             flows, server = self._sign_in_flows(url, upstream.sign_in, context, stored=token is not None)
             self.report.sign_in["flows"] = flows

@@ -63,7 +63,7 @@ def serve_url(upstream: args.UrlUpstream, serving: args.Serving, log_level: str)
     from ..bridge.front.frontend import Frontend
     from ..bridge.rules.translate import IconRule
     from ..bridge.sessions.era import LegacyTransports
-    from ..bridge.sessions.upstream import transport_connector, url_transports
+    from ..bridge.sessions.upstream import UrlTransport, transport_connector, url_transports
     from .serving import announce, frontend_options, serve
 
     announce(upstream, serving, log_level)
@@ -99,7 +99,7 @@ def serve_url(upstream: args.UrlUpstream, serving: args.Serving, log_level: str)
         max_response_bytes=upstream.max_response_bytes,
         ssl_context=context,
         authorizer=authorizer,
-        transport=upstream.transport,
+        transport=UrlTransport(upstream.transport),
     )
 
     options = dataclasses.replace(frontend_options(upstream, serving), icon_rule=IconRule.DATA_ONLY)

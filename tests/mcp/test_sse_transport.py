@@ -17,7 +17,7 @@ import pytest
 
 from conftest import WAIT
 from mcpbridge.bridge.sessions.passthrough import LegacyPeer
-from mcpbridge.bridge.sessions.upstream import url_transports
+from mcpbridge.bridge.sessions.upstream import UrlTransport, url_transports
 from mcpbridge.mcp.errors import Closed, McpError
 from mcpbridge.mcp.transports import Transport
 from mcpbridge.mcp.transports.http import HttpStatusError
@@ -308,8 +308,10 @@ def test_a_default_port_is_the_same_origin_as_none() -> None:
         endpoint_url("https://example.invalid/sse", "http://example.invalid/m")
 
 
-@pytest.mark.parametrize("setting", ["auto", "sse"])
-def test_a_refused_post_falls_back_to_the_stream_and_later_connections_use_it_at_once(setting: str) -> None:
+@pytest.mark.parametrize("setting", [UrlTransport.AUTO, UrlTransport.HTTP_SSE])
+def test_a_refused_post_falls_back_to_the_stream_and_later_connections_use_it_at_once(
+    setting: UrlTransport,
+) -> None:
     with OldServer() as server:
         _modern, legacy = url_transports(
             server.url, headers=[], max_response_bytes=1 << 20, ssl_context=tls_context, transport=setting
@@ -318,10 +320,10 @@ def test_a_refused_post_falls_back_to_the_stream_and_later_connections_use_it_at
         for _connection in range(2):
             answer = initialize(legacy())
             assert answer.result["protocolVersion"] == "2024-11-05"
-            assert legacy.found == "sse"
+            assert legacy.found is UrlTransport.HTTP_SSE
         refused = [path for path, _body in server.posts if path == "/sse"]
         # auto: one POST of initialize to the URL, refused, and none on the second connection.
-        assert len(refused) == (1 if setting == "auto" else 0)
+        assert len(refused) == (1 if setting is UrlTransport.AUTO else 0)
         assert [body["method"] for path, body in server.posts if path != "/sse"] == ["initialize"] * 2
 
 
@@ -332,7 +334,7 @@ def test_with_streamable_http_chosen_a_refused_post_is_the_error() -> None:
             headers=[],
             max_response_bytes=1 << 20,
             ssl_context=tls_context,
-            transport="streamable-http",
+            transport=UrlTransport.STREAMABLE_HTTP,
         )
         with pytest.raises(HttpStatusError) as caught:
             initialize(legacy())

@@ -17,6 +17,7 @@ and sends ``initialize`` there (the "Backwards compatibility" of the revision
 
 from __future__ import annotations
 
+import enum
 import functools
 import logging
 import sys
@@ -39,11 +40,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpbridge.bridge")
 
-#: The transports of a 2025-era server at a URL (``--transport``).
-AUTO_TRANSPORT = "auto"
-STREAMABLE_HTTP = "streamable-http"
-HTTP_SSE = "sse"
-URL_TRANSPORTS = (AUTO_TRANSPORT, STREAMABLE_HTTP, HTTP_SSE)
+
+
+class UrlTransport(str, enum.Enum):
+    """``--transport``: how a 2025-era server at a URL is reached."""
+
+    #: Streamable HTTP, and HTTP+SSE when the server refuses it (module docstring).
+    AUTO = "auto"
+    #: The Streamable HTTP of 2025-03-26 and later.
+    STREAMABLE_HTTP = "streamable-http"
+    #: The HTTP+SSE transport of 2024-11-05.
+    HTTP_SSE = "sse"
+
 #: The statuses of a refused ``POST`` of ``initialize`` that send the bridge to HTTP+SSE.
 SSE_FALLBACK_STATUSES = frozenset({400, 404, 405})
 
@@ -74,7 +82,7 @@ def url_transports(
     ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext],
     authorizer: Authorizer | None = None,
     env: Mapping[str, str] | None = None,
-    transport: str = AUTO_TRANSPORT,
+    transport: UrlTransport = UrlTransport.AUTO,
 ) -> tuple[Callable[[], Transport], LegacyUrl]:
     """The two makers of a transport to ``url``: Streamable HTTP of 2026-07-28, and a 2025-era one.
 
@@ -83,16 +91,15 @@ def url_transports(
     options (those of :class:`~mcpbridge.mcp.transports.http.HttpTransport`); the HTTP modules load
     at the first call, not before.
     """
-    if transport not in URL_TRANSPORTS:
-        raise ValueError(f"unknown transport {transport!r}")
 
-    def make(kind_name: str) -> Transport:
+    def make(legacy: UrlTransport | None) -> Transport:
+        """A transport of the 2025 era of the kind ``legacy``; ``None``: of 2026-07-28."""
         kind: type[HttpTransport | LegacyHttpTransport | SseTransport]
-        if kind_name == STREAMABLE_HTTP:
+        if legacy is UrlTransport.STREAMABLE_HTTP:
             from ...mcp.transports.legacy_http import LegacyHttpTransport
 
             kind = LegacyHttpTransport
-        elif kind_name == HTTP_SSE:
+        elif legacy is UrlTransport.HTTP_SSE:
             from ...mcp.transports.sse_transport import SseTransport
 
             kind = SseTransport
@@ -110,44 +117,46 @@ def url_transports(
         )
 
     legacy = LegacyUrl(
-        functools.partial(make, STREAMABLE_HTTP), functools.partial(make, HTTP_SSE), setting=transport
+        functools.partial(make, UrlTransport.STREAMABLE_HTTP),
+        functools.partial(make, UrlTransport.HTTP_SSE),
+        setting=transport,
     )
-    return functools.partial(make, "modern"), legacy
+    return functools.partial(make, None), legacy
 
 
 class LegacyUrl:
     """The maker of a transport to a 2025-era server at a URL; it remembers the one that works.
 
-    ``setting`` is ``auto``, ``streamable-http`` or ``sse``. With ``auto``, the first
+    ``setting`` is ``--transport``. With :attr:`UrlTransport.AUTO`, the first
     transport tries Streamable HTTP and falls back to HTTP+SSE (module docstring); once one
     of them carried ``initialize``, each later transport is of that kind at once.
     """
 
     def __init__(
-        self, streamable: Callable[[], Transport], sse: Callable[[], Transport], *, setting: str
+        self, streamable: Callable[[], Transport], sse: Callable[[], Transport], *, setting: UrlTransport
     ) -> None:
         self._streamable = streamable
         self._sse = sse
         self.setting = setting
         self._lock = threading.Lock()
-        self._found: str | None = None
+        self._found: UrlTransport | None = None
 
     @property
-    def found(self) -> str | None:
-        """The transport that carried an ``initialize`` (``streamable-http`` or ``sse``), if one did."""
+    def found(self) -> UrlTransport | None:
+        """The transport that carried an ``initialize`` (never ``AUTO``), if one did."""
         with self._lock:
             return self._found
 
-    def _record(self, kind: str) -> None:
+    def _record(self, kind: UrlTransport) -> None:
         with self._lock:
             self._found = kind
 
     def __call__(self) -> Transport:
-        kind = self.found or (self.setting if self.setting != AUTO_TRANSPORT else None)
-        if kind == HTTP_SSE:
-            return _Recording(self._sse(), HTTP_SSE, self._record)
-        if kind == STREAMABLE_HTTP:
-            return _Recording(self._streamable(), STREAMABLE_HTTP, self._record)
+        kind = self.found or self.setting
+        if kind is UrlTransport.HTTP_SSE:
+            return _Recording(self._sse(), kind, self._record)
+        if kind is UrlTransport.STREAMABLE_HTTP:
+            return _Recording(self._streamable(), kind, self._record)
         return _SseFallback(self._streamable(), self._sse, self._record)
 
 
@@ -157,7 +166,9 @@ class _Recording(Transport):
     Subclasses may replace :attr:`_inner` before the first ``initialize`` went out.
     """
 
-    def __init__(self, inner: Transport, kind: str, record: Callable[[str], None]) -> None:
+    def __init__(
+        self, inner: Transport, kind: UrlTransport, record: Callable[[UrlTransport], None]
+    ) -> None:
         self._inner = inner
         self._kind = kind
         self._record = record
@@ -210,12 +221,15 @@ class _Recording(Transport):
 class _SseFallback(_Recording):
     """Streamable HTTP first; a refused ``POST`` of ``initialize`` switches to HTTP+SSE."""
 
-    def __init__(self, first: Transport, sse: Callable[[], Transport], record: Callable[[str], None]) -> None:
-        super().__init__(first, STREAMABLE_HTTP, record)
+    def __init__(
+        self, first: Transport, sse: Callable[[], Transport], record: Callable[[UrlTransport], None]
+    ) -> None:
+        super().__init__(first, UrlTransport.STREAMABLE_HTTP, record)
         self._make_sse = sse
 
     def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
-        if self._kind == HTTP_SSE or not (isinstance(message, Request) and message.method == "initialize"):
+        initializing = isinstance(message, Request) and message.method == "initialize"
+        if self._kind is UrlTransport.HTTP_SSE or not initializing:
             super().send(message, cancel=cancel)
             return
         try:
@@ -230,7 +244,7 @@ class _SseFallback(_Recording):
             )
             old = self._inner
             self._inner = self._make_sse()
-            self._kind = HTTP_SSE
+            self._kind = UrlTransport.HTTP_SSE
             old.close(0.0)
             self._start(self._inner)
             super().send(message, cancel=cancel)
