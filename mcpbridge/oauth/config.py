@@ -34,6 +34,7 @@ __all__ = [
     "OAuthConfig",
     "PreRegistered",
     "Registration",
+    "SignInFlow",
     "SignInOptions",
     "TokenStoreMode",
     "remote_session",
@@ -46,14 +47,27 @@ SECRET_NAME: Final = re.compile(r"[A-Za-z0-9._@+\-]{1,64}\Z")
 CLIENT_SECRET_VARIABLE: Final = "MCP_BRIDGE_CLIENT_SECRET"
 #: The key of the file store, 64 hexadecimal digits. There is no option for it.
 TOKEN_KEY_VARIABLE: Final = "MCP_BRIDGE_TOKEN_KEY"
-#: The values of ``--sign-in``.
-SIGN_IN_FLOWS: Final = ("auto", "browser", "device", "client-credentials")
-DEFAULT_SIGN_IN_FLOW: Final = "auto"
 #: The words of ``--resource-indicator``; any other value is the URI to send as ``resource``.
 #: ``auto`` sends the resource of the server's metadata and leaves it out once the
 #: authorization server refused it; ``off`` never sends it.
 RESOURCE_INDICATOR_MODES: Final = ("auto", "off")
 DEFAULT_RESOURCE_INDICATOR: Final = "auto"
+
+
+class SignInFlow(str, enum.Enum):
+    """``--sign-in``: how the bridge signs in (:func:`.grants.choose_flow`)."""
+
+    #: The device flow in a remote session when the server offers it, else the browser.
+    AUTO = "auto"
+    BROWSER = "browser"
+    DEVICE = "device"
+    #: The client's own tokens (a pre-registered client and its secret), no person.
+    CLIENT_CREDENTIALS = "client-credentials"
+
+
+#: The values of ``--sign-in``.
+SIGN_IN_FLOWS: Final = tuple(flow.value for flow in SignInFlow)
+DEFAULT_SIGN_IN_FLOW: Final = SignInFlow.AUTO.value
 
 
 class TokenStoreMode(str, enum.Enum):
@@ -111,8 +125,8 @@ class SignInOptions:
     token_key_file: str | None
     no_browser: bool
     sign_in_timeout: float
-    #: ``--sign-in``: ``auto``, ``browser``, ``device`` or ``client-credentials``.
-    sign_in: str = "auto"
+    #: ``--sign-in``.
+    sign_in: SignInFlow = SignInFlow.AUTO
     #: ``--resource-indicator``: ``auto``, ``off`` or the URI to send as ``resource``.
     resource_indicator: str = DEFAULT_RESOURCE_INDICATOR
     #: The variables of ``--header-env``: like the client secret and the token key, a browser
@@ -181,8 +195,8 @@ class OAuthConfig:
     account: str
     port: int
     registration: Registration
-    #: ``--sign-in``: ``auto``, ``browser``, ``device`` or ``client-credentials``.
-    sign_in: str = "auto"
+    #: ``--sign-in``.
+    sign_in: SignInFlow = SignInFlow.AUTO
     #: Why the bridge seems to run far from the browser (:func:`remote_session`).
     remote: str | None = None
     #: ``--resource-indicator``: ``auto``, ``off`` or the URI to send as ``resource``.
@@ -207,7 +221,7 @@ class OAuthConfig:
 
     @property
     def client_credentials(self) -> bool:
-        return self.sign_in == "client-credentials"
+        return self.sign_in is SignInFlow.CLIENT_CREDENTIALS
 
     @property
     def identity(self) -> str:

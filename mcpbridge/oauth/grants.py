@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
 from ..mcp.errorbase import PeerFault, UsageFault
+from .config import SignInFlow
 from .errors import OAuthError
 from .flow import ServerMetadata, answer_error
 from .identity import PROGRAM
@@ -125,7 +126,7 @@ class DeviceUnavailable(OAuthError, UsageFault):
     """``--sign-in device`` and the server offers no device sign-in; the message is the short name."""
 
 
-def choose_flow(requested: str, *, remote: str | None, server: ServerMetadata) -> FlowChoice:
+def choose_flow(requested: SignInFlow, *, remote: str | None, server: ServerMetadata) -> FlowChoice:
     """The flow for ``--sign-in requested``.
 
     ``auto`` takes the device flow when the bridge runs in a remote session
@@ -134,19 +135,16 @@ def choose_flow(requested: str, *, remote: str | None, server: ServerMetadata) -
     Raises:
         DeviceUnavailable: ``device`` was asked for and :func:`device_endpoint_problem`
             found a problem (the message is that problem).
-        ValueError: ``requested`` is not one of :data:`.config.SIGN_IN_FLOWS`.
     """
-    if requested == "browser":
+    if requested is SignInFlow.BROWSER:
         return FlowChoice("browser", "--sign-in browser")
-    if requested == "client-credentials":
+    if requested is SignInFlow.CLIENT_CREDENTIALS:
         return FlowChoice("client-credentials", "--sign-in client-credentials")
     problem = device_endpoint_problem(server)
-    if requested == "device":
+    if requested is SignInFlow.DEVICE:
         if problem is not None:
             raise DeviceUnavailable(problem)
         return FlowChoice("device", "--sign-in device")
-    if requested != "auto":
-        raise ValueError(f"not a sign-in flow: {requested!r}")
     if remote is None:
         return FlowChoice("browser", "the bridge runs on the machine of the browser")
     if problem is None:

@@ -20,6 +20,7 @@ from ..mcp.jsonrpc import ErrorObject
 from ..mcp.protocol import LEGACY, MODERN
 from ..mcp.text import format_duration
 from ..mcp.transports.httpwire import ConnectError
+from ..oauth.config import SignInFlow
 from ..oauth.errors import SIGN_IN_PROBLEMS, problem_words
 from . import settings as args
 
@@ -84,7 +85,7 @@ _BY_CLIENT_CREDENTIALS: Final = {
 
 def stored_renewal(sign_in: args.SignIn, record: Any) -> dict[str, Any]:
     """Whether the stored sign-in is renewed without a person, and why."""
-    if sign_in.flow == "client-credentials":
+    if sign_in.flow is SignInFlow.CLIENT_CREDENTIALS:
         return dict(_BY_CLIENT_CREDENTIALS)
     if record.refresh_token:
         return {"silent": True, "why": "the stored sign-in has a refresh token"}
@@ -99,7 +100,7 @@ def predicted_renewal(sign_in: args.SignIn, server: Any) -> dict[str, Any]:
     """Whether a sign-in at ``server`` will be renewed without a person (``None``: the server decides)."""
     from ..oauth import flow
 
-    if sign_in.flow == "client-credentials":
+    if sign_in.flow is SignInFlow.CLIENT_CREDENTIALS:
         return dict(_BY_CLIENT_CREDENTIALS)
     if "offline_access" in (server.scopes_supported or ()):
         if flow.consent_prompt(server, ("offline_access",)):

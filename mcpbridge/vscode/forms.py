@@ -21,7 +21,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from mcpbridge.oauth.config import Registration, SignInOptions, TokenStoreMode
+from mcpbridge.oauth.config import Registration, SignInFlow, SignInOptions, TokenStoreMode
 
 from .headers import Header
 
@@ -86,8 +86,8 @@ class SignIn:
     no_browser: bool
     #: ``--sign-in-timeout``.
     timeout: float
-    #: ``--sign-in``: ``auto``, ``browser``, ``device`` or ``client-credentials``.
-    flow: str
+    #: ``--sign-in``.
+    flow: SignInFlow
     #: ``--resource-indicator``: ``auto``, ``off`` or the URI to send as ``resource``.
     resource_indicator: str
 

@@ -52,6 +52,7 @@ from mcpbridge.oauth.config import (
     DynamicRegistration,
     PreRegistered,
     Registration,
+    SignInFlow,
     TokenStoreMode,
 )
 
@@ -495,10 +496,10 @@ def _upstream(
 def _sign_in(raw: _Raw, env: Mapping[str, str]) -> tuple[SignIn, bytes | None]:
     """The sign-in to a URL, and the key of the token store, after their checks."""
     redirect_port: int = raw.value("--redirect-port")
-    flow: str = raw.value("--sign-in")
+    flow = SignInFlow(raw.value("--sign-in"))
     registration, client_secret = _registration(raw, env, redirect_port)
     token_key = _token_key(raw, env)
-    if flow == "client-credentials":
+    if flow is SignInFlow.CLIENT_CREDENTIALS:
         _check_client_credentials(registration)
     sign_in = SignIn(
         registration=registration,

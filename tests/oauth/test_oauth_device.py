@@ -24,7 +24,7 @@ from mcpbridge.mcp.errors import Cancelled
 from mcpbridge.mcp.transports.http import HttpTransport
 from mcpbridge.oauth import tokens
 from mcpbridge.oauth.authorizer import OAuthAuthorizer, OAuthConfig
-from mcpbridge.oauth.config import DynamicRegistration, PreRegistered, Registration
+from mcpbridge.oauth.config import DynamicRegistration, PreRegistered, Registration, SignInFlow
 from mcpbridge.oauth.device import DeviceFlow
 from mcpbridge.oauth.errors import (
     ClientCredentialsRefused,
@@ -130,7 +130,7 @@ class Harness:
         auth: AuthServer,
         ca: TestCA,
         *,
-        sign_in: str = "device",
+        sign_in: SignInFlow = SignInFlow.DEVICE,
         remote: str | None = None,
         registration: Registration | None = None,
         store: TokenStore | None = None,
@@ -386,7 +386,7 @@ def test_device_without_a_usable_endpoint_fails_with_a_message_that_names_the_op
 
 def test_auto_in_a_remote_session_without_a_usable_device_endpoint_takes_the_browser(harness, auth, caplog):
     auth.switches.device_endpoint = "http://auth.example.invalid/device"
-    h = harness(sign_in="auto", remote="SSH_CONNECTION is set", timeout=2)
+    h = harness(sign_in=SignInFlow.AUTO, remote="SSH_CONNECTION is set", timeout=2)
     with pytest.raises(SignInTimeout):  # the browser program does not exist: nobody comes back
         h.discover()
     assert auth.device_requests == []
@@ -395,7 +395,7 @@ def test_auto_in_a_remote_session_without_a_usable_device_endpoint_takes_the_bro
 
 
 def test_auto_in_a_remote_session_takes_the_device_flow(harness, auth, caplog):
-    h = harness(sign_in="auto", remote="CODESPACES is set")
+    h = harness(sign_in=SignInFlow.AUTO, remote="CODESPACES is set")
     h.discover()
     assert len(auth.device_requests) == 1 and auth.authorizations == []
     assert "the sign-in uses the device flow: a remote session (CODESPACES is set)" in caplog.text
@@ -506,7 +506,7 @@ def client_credentials(auth: AuthServer, secret: str = CLIENT_SECRET) -> PreRegi
 @pytest.mark.parametrize("methods", [["client_secret_basic"], ["client_secret_post"]])
 def test_client_credentials_get_a_token_without_a_person(harness, auth, methods):
     auth.switches.auth_methods = methods
-    h = harness(sign_in="client-credentials", registration=client_credentials(auth))
+    h = harness(sign_in=SignInFlow.CLIENT_CREDENTIALS, registration=client_credentials(auth))
     assert h.call("whoami") == "scopes: mcp:read"
     (request,) = auth.token_requests
     assert request["grant_type"] == "client_credentials" and request["resource"] == auth.url
@@ -521,7 +521,7 @@ def test_client_credentials_get_a_token_without_a_person(harness, auth, methods)
 
 def test_client_credentials_get_a_new_token_before_the_old_one_expires(harness, auth):
     auth.switches.token_lifetime = 30  # within the margin of 60 s: each request renews it first
-    h = harness(sign_in="client-credentials", registration=client_credentials(auth))
+    h = harness(sign_in=SignInFlow.CLIENT_CREDENTIALS, registration=client_credentials(auth))
     assert h.call("whoami") == "scopes: mcp:read"
     assert h.call("whoami") == "scopes: mcp:read"
     grants = [r["grant_type"] for r in auth.token_requests]
@@ -530,7 +530,8 @@ def test_client_credentials_get_a_new_token_before_the_old_one_expires(harness, 
 
 
 def test_a_wrong_client_secret_is_refused_with_a_message_that_names_the_options(harness, auth):
-    h = harness(sign_in="client-credentials", registration=client_credentials(auth, "wrong-secret-71"))
+    registration = client_credentials(auth, "wrong-secret-71")
+    h = harness(sign_in=SignInFlow.CLIENT_CREDENTIALS, registration=registration)
     with pytest.raises(ClientCredentialsRefused) as caught:
         h.discover()
     error = errortable.error_from_sign_in(caught.value)
@@ -545,10 +546,12 @@ def test_a_wrong_client_secret_is_refused_with_a_message_that_names_the_options(
 def test_the_tokens_of_client_credentials_are_kept_apart_from_a_sign_in_of_the_same_client():
     client = PreRegistered("svc-1", ISSUER_OF_TESTS, None)
     person = OAuthConfig("https://mcp.example/mcp", "default", 41894, client)
-    service = OAuthConfig("https://mcp.example/mcp", "default", 41894, client, sign_in="client-credentials")
+    service = OAuthConfig(
+        "https://mcp.example/mcp", "default", 41894, client, sign_in=SignInFlow.CLIENT_CREDENTIALS
+    )
     assert person.identity == "mcp-bridge-vscode|default|http://127.0.0.1:41894/callback|client=svc-1"
     assert service.identity == person.identity + "|grant=client_credentials"
-    device = OAuthConfig("https://mcp.example/mcp", "default", 41894, client, sign_in="device")
+    device = OAuthConfig("https://mcp.example/mcp", "default", 41894, client, sign_in=SignInFlow.DEVICE)
     assert device.identity == person.identity  # a person's tokens, whichever way the person signed in
 
 
@@ -597,7 +600,7 @@ def test_a_device_sign_in_refused_for_its_resource_goes_on_without_it_once(harne
 @pytest.mark.parametrize("refusal", ["invalid_target", "described"])
 def test_client_credentials_refused_for_their_resource_are_asked_once_more_without_it(harness, auth, refusal):
     auth.switches.refuse_resource = refusal
-    h = harness(sign_in="client-credentials", registration=client_credentials(auth))
+    h = harness(sign_in=SignInFlow.CLIENT_CREDENTIALS, registration=client_credentials(auth))
     assert h.call("whoami") == "scopes: mcp:read"
     auth.expire_all()
     assert h.call("whoami") == "scopes: mcp:read"
@@ -609,7 +612,7 @@ def test_client_credentials_refused_for_their_resource_are_asked_once_more_witho
 def test_client_credentials_refused_also_without_resource_fail_after_one_more_request(harness, auth):
     auth.switches.refuse_resource = "invalid_target"
     auth.switches.refuse_resource_always = True
-    h = harness(sign_in="client-credentials", registration=client_credentials(auth))
+    h = harness(sign_in=SignInFlow.CLIENT_CREDENTIALS, registration=client_credentials(auth))
     with pytest.raises(SignInError) as caught:
         h.call("whoami")
     assert caught.value.cause == "client_credentials_refused"

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from mcpbridge.oauth import config, flow, grants, stored, tokens
+from mcpbridge.oauth.config import SignInFlow
 from mcpbridge.oauth.flow import ServerMetadata
 from mcpbridge.oauth.tokens import TokenProblem
 from tests.oauth_peers import HOSTILE_NUMBERS, json_with_raw
@@ -120,13 +121,19 @@ HTTP_DEVICE = server(device_authorization_endpoint="http://auth.example.com/devi
 @pytest.mark.parametrize(
     ("requested", "remote", "metadata", "chosen", "in_reason"),
     [
-        ("auto", None, server(), "browser", "machine of the browser"),
-        ("auto", "SSH_CONNECTION is set", server(), "device", "SSH_CONNECTION is set"),
-        ("auto", "SSH_TTY is set", NO_DEVICE, "browser", "offers no device sign-in"),
-        ("auto", "CODESPACES is set", HTTP_DEVICE, "browser", "not https"),
-        ("browser", "SSH_TTY is set", server(), "browser", "--sign-in browser"),
-        ("device", None, server(), "device", "--sign-in device"),
-        ("client-credentials", None, NO_DEVICE, "client-credentials", "--sign-in client-credentials"),
+        (SignInFlow.AUTO, None, server(), "browser", "machine of the browser"),
+        (SignInFlow.AUTO, "SSH_CONNECTION is set", server(), "device", "SSH_CONNECTION is set"),
+        (SignInFlow.AUTO, "SSH_TTY is set", NO_DEVICE, "browser", "offers no device sign-in"),
+        (SignInFlow.AUTO, "CODESPACES is set", HTTP_DEVICE, "browser", "not https"),
+        (SignInFlow.BROWSER, "SSH_TTY is set", server(), "browser", "--sign-in browser"),
+        (SignInFlow.DEVICE, None, server(), "device", "--sign-in device"),
+        (
+            SignInFlow.CLIENT_CREDENTIALS,
+            None,
+            NO_DEVICE,
+            "client-credentials",
+            "--sign-in client-credentials",
+        ),
     ],
 )
 def test_choose_flow(requested, remote, metadata, chosen, in_reason):
@@ -140,12 +147,7 @@ def test_choose_flow(requested, remote, metadata, chosen, in_reason):
 )
 def test_device_without_a_usable_endpoint_is_refused(metadata, problem):
     with pytest.raises(grants.DeviceUnavailable, match=f"^{problem}$"):
-        grants.choose_flow("device", remote=None, server=metadata)
-
-
-def test_an_unknown_flow_is_a_bug():
-    with pytest.raises(ValueError):
-        grants.choose_flow("magic", remote=None, server=server())
+        grants.choose_flow(SignInFlow.DEVICE, remote=None, server=metadata)
 
 
 # ------------------------------------------------------------------------ device authorization

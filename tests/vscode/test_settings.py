@@ -33,7 +33,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpbridge.mcp import protocol
-from mcpbridge.oauth.config import TokenStoreMode
+from mcpbridge.oauth.config import SignInFlow, TokenStoreMode
 from mcpbridge.vscode import settings as args
 from mcpbridge.vscode.cli import parse
 from mcpbridge.vscode.settings import (
@@ -130,7 +130,7 @@ def test_the_url_form_logout_and_check_have_these_defaults() -> None:
                 client_secret=None,
                 no_browser=False,
                 timeout=300.0,
-                flow="auto",
+                flow=SignInFlow.AUTO,
                 resource_indicator="auto",
             ),
         ),
@@ -1661,8 +1661,8 @@ def test_arbitrary_text_never_raises_anything_but_an_arg_error(argv: list[str], 
 
 @pytest.mark.parametrize("flow", ["auto", "browser", "device"])
 def test_sign_in_takes_a_flow_and_defaults_to_auto(flow: str) -> None:
-    assert ok([URL]).upstream.sign_in.flow == "auto"
-    assert ok(["--sign-in", flow, URL]).upstream.sign_in.flow == flow
+    assert ok([URL]).upstream.sign_in.flow is SignInFlow.AUTO
+    assert ok(["--sign-in", flow, URL]).upstream.sign_in.flow is SignInFlow(flow)
 
 
 def test_sign_in_refuses_another_value() -> None:
