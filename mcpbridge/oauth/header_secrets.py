@@ -29,7 +29,7 @@ from .errors import InvalidRecord, StoreOpenError
 from .keychain import KeyringStore
 from .store import OpenedStore, open_store
 from .stored import RecordKey
-from .tokenstore import TokenStore
+from .tokenstore import MemoryStore, TokenStore
 
 __all__ = [
     "MAX_SECRET_BYTES",
@@ -66,7 +66,7 @@ def open_secret_store(
             "MemoryStore", "the memory store keeps no secret: use --token-store auto, keychain or file"
         )
     opened = open_store(mode, key=key, key_file=key_file, env=env, keychain=keychain)
-    if opened.store.kind == "memory":
+    if opened.store.kind == MemoryStore.kind:
         raise StoreOpenError(
             "NoSecretStore",
             "the keychain is not available and no token key is set: set MCP_BRIDGE_TOKEN_KEY "

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from ..mcp.droplog import DropLog
 from . import urls
 from .challenge import Challenge
+from .config import SignInFlow
 from .context import SignInContext
 from .errors import DeviceSignInUnavailable
 from .flow import ResourceMetadata, ServerMetadata
@@ -106,7 +107,8 @@ class Metadata:
             upstream,
             issuer,
         )
-        if self._context.config.sign_in != "auto" or grants.device_endpoint_problem(server) is not None:
+        flow = self._context.config.sign_in
+        if flow is not SignInFlow.AUTO or grants.device_endpoint_problem(server) is not None:
             self._drops(
                 logging.WARNING,
                 "sign-ins that need the device flow in the sandbox",
