@@ -91,7 +91,6 @@ from .httpwire import (
     Exchange,
     HttpStatusError,
     StreamBroken,
-    Why,
     media_type,
     parse_event,
     proxy_for,
@@ -384,15 +383,13 @@ class HttpTransport(HttpTransportBase):
 
         For a watchdog, like :meth:`StdioChildTransport.kill <.stdio.StdioChildTransport.kill>`.
         """
-        for exchange in self._refuse_all():
-            exchange.abort(Why.CLOSE)
+        self._shut()
 
     def close(self, grace: float = 2.0) -> None:
         """Abort the requests in flight, wait at most ``grace`` for them, close the pool."""
         if not self._begin_close():
             return
-        for exchange in self._refuse_all():
-            exchange.abort(Why.CLOSE)
+        self._shut()
         deadline = Deadline(grace)
         with self._idle:
             while self._in_flight:

@@ -224,6 +224,18 @@ class HttpTransportBase(WireReading, Transport):
             self._close_started = True
             return True
 
+    def _shut(self) -> None:
+        """Refuse new exchanges, stop what the transport runs of its own (:meth:`_stop`), then
+        abort the exchanges in flight; wait for nothing."""
+        exchanges = self._refuse_all()
+        self._stop()
+        for exchange in exchanges:
+            exchange.abort(Why.CLOSE)
+
+    def _stop(self) -> None:
+        """Stop the threads of the transport and end its own waits, once new exchanges are
+        refused and before those in flight are aborted; by default nothing."""
+
     def _join(self, threads: Sequence[threading.Thread | None], timeout: float) -> None:
         """Wait for the threads of the transport at its close, all within ``timeout`` (never the
         calling thread); one log line for a thread that does not end."""

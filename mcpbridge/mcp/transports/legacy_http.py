@@ -194,12 +194,7 @@ class LegacyHttpTransport(HttpTransportBase):
             return
         # The queued messages go first (a cancellation, for example), for at most the grace.
         self._posts.drain(grace)
-        exchanges = self._refuse_all()
-        self._stopped.set()
-        self._stream_ready.set()
-        self._posts.wake()
-        for exchange in exchanges:
-            exchange.abort(Why.CLOSE)
+        self._shut()
         self._join((self._posts.thread, self._listener), JOIN_TIMEOUT + grace)
         self._delete_session(grace)
         self._wire.close()
@@ -207,6 +202,11 @@ class LegacyHttpTransport(HttpTransportBase):
         on_closed, self._on_closed = self._on_closed, None
         if on_closed is not None:
             on_closed(None)
+
+    def _stop(self) -> None:
+        self._stopped.set()
+        self._stream_ready.set()
+        self._posts.wake()
 
     # -------------------------------------------------------------- requests
 

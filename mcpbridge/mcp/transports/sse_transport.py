@@ -57,7 +57,6 @@ from .httpwire import (
     METHOD_READ_LIMITS,
     Exchange,
     OnceTlsContext,
-    Why,
     media_type,
     parse_event,
     status_error,
@@ -217,14 +216,11 @@ class SseTransport(HttpTransportBase):
         self._drops.flush()
         self._closed_with(None)
 
-    def _shut(self) -> None:
-        exchanges = self._refuse_all()
+    def _stop(self) -> None:
         self._stopped.set()
         with self._endpoint_changed:
             self._endpoint_changed.notify_all()
         self._posts.wake()
-        for exchange in exchanges:
-            exchange.abort(Why.CLOSE)
 
     def _closed_with(self, error: McpError | None) -> None:
         with self._lock:
