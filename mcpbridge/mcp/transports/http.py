@@ -396,11 +396,7 @@ class HttpTransport(HttpTransportBase):
                 if not deadline.wait(self._idle):
                     log.debug("%d requests did not stop in %s", len(self._in_flight), seconds_text(grace))
                     break
-        self._wire.close()
-        self._drops.flush()
-        on_closed = self._on_closed
-        if on_closed is not None:
-            on_closed(None)
+        self._finish(grace)
 
     # -------------------------------------------------------------- exchange
 

@@ -236,6 +236,24 @@ class HttpTransportBase(WireReading, Transport):
         """Stop the threads of the transport and end its own waits, once new exchanges are
         refused and before those in flight are aborted; by default nothing."""
 
+    def _finish(self, grace: float) -> None:
+        """The last steps of a close, once nothing runs: let go of the wires
+        (:meth:`_close_wires`), say the counts of the drops, tell ``on_closed``."""
+        self._close_wires(grace)
+        self._drops.flush()
+        self._closed_with(None)
+
+    def _close_wires(self, grace: float) -> None:
+        """Let go of the wires at the close, within ``grace``; by default the wire of the URL."""
+        self._wire.close()
+
+    def _closed_with(self, error: McpError | None) -> None:
+        """Tell ``on_closed`` of the end of the transport, once."""
+        with self._lock:
+            on_closed, self._on_closed = self._on_closed, None
+        if on_closed is not None:
+            on_closed(error)
+
     def _join(self, threads: Sequence[threading.Thread | None], timeout: float) -> None:
         """Wait for the threads of the transport at its close, all within ``timeout`` (never the
         calling thread); one log line for a thread that does not end."""

@@ -196,12 +196,7 @@ class LegacyHttpTransport(HttpTransportBase):
         self._posts.drain(grace)
         self._shut()
         self._join((self._posts.thread, self._listener), JOIN_TIMEOUT + grace)
-        self._delete_session(grace)
-        self._wire.close()
-        self._drops.flush()
-        on_closed, self._on_closed = self._on_closed, None
-        if on_closed is not None:
-            on_closed(None)
+        self._finish(grace)
 
     def _stop(self) -> None:
         self._stopped.set()
@@ -401,6 +396,11 @@ class LegacyHttpTransport(HttpTransportBase):
                 "sessions: restart the server"
             )
         return SessionExpired(_SESSIONS_ENDED)
+
+    def _close_wires(self, grace: float) -> None:
+        """End the session (``DELETE``), then close the wire."""
+        self._delete_session(grace)
+        super()._close_wires(grace)
 
     def _delete_session(self, grace: float) -> None:
         session = self._session_id

@@ -210,11 +210,7 @@ class SseTransport(HttpTransportBase):
         self._posts.drain(grace)
         self._shut()
         self._join((self._posts.thread, self._listener), JOIN_TIMEOUT + grace)
-        self._wire.close()
-        if self._endpoint_wire is not None:
-            self._endpoint_wire.close()
-        self._drops.flush()
-        self._closed_with(None)
+        self._finish(grace)
 
     def _stop(self) -> None:
         self._stopped.set()
@@ -222,11 +218,10 @@ class SseTransport(HttpTransportBase):
             self._endpoint_changed.notify_all()
         self._posts.wake()
 
-    def _closed_with(self, error: McpError | None) -> None:
-        with self._lock:
-            on_closed, self._on_closed = self._on_closed, None
-        if on_closed is not None:
-            on_closed(error)
+    def _close_wires(self, grace: float) -> None:
+        super()._close_wires(grace)
+        if self._endpoint_wire is not None:
+            self._endpoint_wire.close()
 
     # -------------------------------------------------------------- endpoint
 
