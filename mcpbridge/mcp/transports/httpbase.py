@@ -1,7 +1,8 @@
-"""What both Streamable HTTP client transports share, on :mod:`.httpwire`.
+"""What the HTTP client transports share, on :mod:`.httpwire`.
 
-:class:`~.http.HttpTransport` (revision 2026-07-28) and
-:class:`~.legacy_http.LegacyHttpTransport` (2025-11-25) are both a
+:class:`~.http.HttpTransport` (Streamable HTTP of revision 2026-07-28),
+:class:`~.legacy_http.LegacyHttpTransport` (Streamable HTTP of 2025-11-25) and
+:class:`~.sse_transport.SseTransport` (HTTP+SSE of 2024-11-05) are each a
 :class:`HttpTransportBase`: the options and the wire (:func:`.httppool.open_wire`),
 the exchanges in flight that a cancellation or the close aborts, one request on the
 wire with the errors it can end in, the answer to a 401 or 403 that goes to the
@@ -14,6 +15,10 @@ of its wires (:meth:`HttpTransportBase._tls`), the state that only one transport
 (:meth:`HttpTransportBase._own_state`), what passes of
 a response (:meth:`HttpTransportBase._passing`), and whether an answer to another
 request on the stream of a request goes on (:attr:`HttpTransportBase.PASS_OTHER_ANSWERS`).
+
+The two transports of the 2025 era are a :class:`QueuedTransportBase` too: a queue of
+notifications and answers posted in order on a thread of its own (:mod:`.postqueue`), a
+thread that reads a stream of the server, and the close that posts the queue first.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ import contextlib
 import logging
 import threading
 import time
+from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, ClassVar, Final, TypeAlias
 
 from .. import jsonrpc
 from ..cancel import CancelToken
@@ -47,6 +53,7 @@ from .httpwire import (
     read_limit,
     status_error,
 )
+from .postqueue import PostQueue
 from .sse import EventTooLarge, SseParser
 
 if TYPE_CHECKING:
@@ -54,9 +61,12 @@ if TYPE_CHECKING:
 
     from .httppool import Wire, WireResponse
 
-__all__ = ["Headers", "HttpTransportBase", "json_body"]
+__all__ = ["Headers", "HttpTransportBase", "QueuedTransportBase", "json_body"]
 
 log = logging.getLogger("mcpbridge.http")
+
+#: The wait for each thread of a transport at its close, beside the grace of the close.
+JOIN_TIMEOUT: Final = 2.0
 
 #: Header lines, ``(name, value)``, in their order.
 Headers: TypeAlias = list[tuple[str, str | bytes]]
@@ -472,3 +482,51 @@ class HttpTransportBase(WireReading, Transport):
                     )
                     continue
                 yield message
+
+
+class QueuedTransportBase(HttpTransportBase):
+    """An HTTP transport of the 2025 era, with a queue of posts and a thread that reads a stream.
+
+    A notification or an answer to a request of the server joins a queue that the thread
+    :attr:`POSTER` posts in order (:class:`~.postqueue.PostQueue`, each with
+    :meth:`_post_queued`); the thread ``_listener`` reads a stream of the server. Both
+    stop when ``_stopped`` is set.
+
+    :meth:`close` posts what is queued (for at most its grace), stops the threads and
+    waits for them, then lets go of the wires (:meth:`~HttpTransportBase._close_wires`)
+    and tells ``on_closed``.
+    """
+
+    #: The name of the thread that posts the queue.
+    POSTER: ClassVar[str]
+
+    def _own_state(self) -> None:
+        """The queue and the threads; a transport that sets more state calls this first."""
+        self._stopped = threading.Event()
+        self._listener: threading.Thread | None = None
+        # The notifications and answers, posted in order on their own thread.
+        self._posts = PostQueue(self._post_queued, self._stopped, self.POSTER)
+
+    @abstractmethod
+    def _post_queued(self, message: Message) -> None:
+        """Post a queued notification or answer on the poster thread; a failure is a drop line."""
+
+    def close(self, grace: float = 2.0) -> None:
+        """Post what is queued (for at most ``grace``), abort what is in flight, stop the
+        threads, let go of the wires."""
+        if not self._begin_close():
+            return
+        # The queued messages go first (a cancellation, for example), for at most the grace.
+        self._posts.drain(grace)
+        self._shut()
+        self._join((self._posts.thread, self._listener), JOIN_TIMEOUT + grace)
+        self._finish(grace)
+
+    def _stop(self) -> None:
+        self._stopped.set()
+        self._end_waits()
+        self._posts.wake()
+
+    def _end_waits(self) -> None:
+        """End the waits of the transport's own at its stop, before the poster wakes; by
+        default none."""

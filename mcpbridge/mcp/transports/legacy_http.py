@@ -69,9 +69,8 @@ from ..errorbase import PeerFault
 from ..errors import Closed, InvalidResponse, McpError, NotConnected, TransportFailed
 from ..jsonrpc import ErrorResponse, Message, Notification, Request, Response
 from . import OnClosed, OnFrameError, OnMessage
-from .httpbase import HttpTransportBase, json_body
+from .httpbase import QueuedTransportBase, json_body
 from .httpwire import ACCEPT, Exchange, HttpStatusError, Why, media_type
-from .postqueue import PostQueue
 from .sse import SseParser
 
 if TYPE_CHECKING:
@@ -88,8 +87,6 @@ STREAM_BACKOFF: Final = 1.0
 MAX_STREAM_BACKOFF: Final = 30.0
 #: The longest wait of ``notifications/initialized`` (and what follows it) for the GET stream.
 STREAM_READY_WAIT: Final = 10.0
-#: The wait for each thread of the transport at its close.
-JOIN_TIMEOUT: Final = 2.0
 #: The most resumptions of the event stream of one request, and the longest wait before one.
 MAX_RESUMES: Final = 32
 MAX_RESUME_WAIT: Final = 30.0
@@ -119,7 +116,7 @@ class _Expired(PeerFault):
         self.session = session
 
 
-class LegacyHttpTransport(HttpTransportBase):
+class LegacyHttpTransport(QueuedTransportBase):
     """A client transport to one 2025-11-25 Streamable HTTP URL; see the module docstring.
 
     The parameters are those of :class:`~.httpbase.HttpTransportBase`.
@@ -132,21 +129,18 @@ class LegacyHttpTransport(HttpTransportBase):
 
     #: The messages are carried raw: an answer to another request on a stream goes on too.
     PASS_OTHER_ANSWERS = True
+    POSTER = "mcpbridge-legacy-http-poster"
 
     def _own_state(self) -> None:
-        self._stopped = threading.Event()
+        super()._own_state()
         self._session_id: str | None = None
         self._version: str | None = None
         self._init_params: dict[str, Any] | None = None
         self._renew_lock = threading.Lock()
         #: Set once a new session expired at once too; guarded by ``_lock``.
         self._sessions_ended = False
-        self._listener: threading.Thread | None = None
         #: Set once the GET stream got its answer (or cannot get one).
         self._stream_ready = threading.Event()
-
-        # The notifications and answers, posted in order on their own thread.
-        self._posts = PostQueue(self._post_in_order, self._stopped, "mcpbridge-legacy-http-poster")
         self._started = False
 
     # ------------------------------------------------------------------ seam
@@ -188,20 +182,8 @@ class LegacyHttpTransport(HttpTransportBase):
         for exchange in exchanges:
             exchange.abort(Why.CLOSE)
 
-    def close(self, grace: float = 2.0) -> None:
-        """End the session (``DELETE``), abort what is in flight, stop the threads."""
-        if not self._begin_close():
-            return
-        # The queued messages go first (a cancellation, for example), for at most the grace.
-        self._posts.drain(grace)
-        self._shut()
-        self._join((self._posts.thread, self._listener), JOIN_TIMEOUT + grace)
-        self._finish(grace)
-
-    def _stop(self) -> None:
-        self._stopped.set()
+    def _end_waits(self) -> None:
         self._stream_ready.set()
-        self._posts.wake()
 
     # -------------------------------------------------------------- requests
 
@@ -421,14 +403,14 @@ class LegacyHttpTransport(HttpTransportBase):
 
     # ---------------------------------------------------------------- queue
 
-    def _post_in_order(self, message: Message) -> None:
+    def _post_queued(self, message: Message) -> None:
         """Post a queued message on the poster thread; the GET stream opens before
         ``notifications/initialized`` goes out (see :meth:`_open_stream`)."""
         if isinstance(message, Notification) and message.method == "notifications/initialized":
             self._open_stream()
-        self._post_queued(message)
+        self._post_or_drop(message)
 
-    def _post_queued(self, message: Message) -> None:
+    def _post_or_drop(self, message: Message) -> None:
         what = message.method if isinstance(message, Notification) else "an answer"
         try:
             try:

@@ -52,7 +52,7 @@ from ..cancel import CancelToken
 from ..errors import Cancelled, Closed, InvalidResponse, McpError, NotConnected, TransportFailed, fresh
 from ..jsonrpc import FrameError, Message, Notification, Request
 from . import OnClosed, OnFrameError, OnMessage
-from .httpbase import HttpTransportBase, json_body
+from .httpbase import QueuedTransportBase, json_body
 from .httpwire import (
     METHOD_READ_LIMITS,
     Exchange,
@@ -62,7 +62,6 @@ from .httpwire import (
     status_error,
     tls_context,
 )
-from .postqueue import PostQueue
 from .sse import EventTooLarge, SseParser
 
 if TYPE_CHECKING:
@@ -77,8 +76,6 @@ log = logging.getLogger("mcpbridge.http")
 #: The wait for the ``endpoint`` event, in connect time limits: one for the connection,
 #: one for the first event.
 ENDPOINT_WAIT_FACTOR: Final = 2.0
-#: The wait for each thread of the transport at its close.
-JOIN_TIMEOUT: Final = 2.0
 #: The idle read limit of the stream: it carries the answers of every method, thus the
 #: longest limit of a method.
 STREAM_READ_LIMIT: Final = max(METHOD_READ_LIMITS.values())
@@ -120,7 +117,7 @@ def endpoint_url(server_url: str, data: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", parts.query, ""))
 
 
-class SseTransport(HttpTransportBase):
+class SseTransport(QueuedTransportBase):
     """A client transport to one HTTP+SSE server (2024-11-05); see the module docstring.
 
     The parameters are those of :class:`~.httpbase.HttpTransportBase`; ``url`` is the URL
@@ -138,6 +135,7 @@ class SseTransport(HttpTransportBase):
     """
 
     PASS_OTHER_ANSWERS = True
+    POSTER = "mcpbridge-sse-poster"
 
     def _tls(
         self, ca_file: str | None, ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None
@@ -148,7 +146,7 @@ class SseTransport(HttpTransportBase):
         return None, ssl_context
 
     def _own_state(self) -> None:
-        self._stopped = threading.Event()
+        super()._own_state()
         self._on_frame_error: OnFrameError | None = None
         #: Notified when the endpoint is known, when the stream failed before it, at the close
         #: and at the cancellation of a waiting request; guards the next two.
@@ -156,10 +154,8 @@ class SseTransport(HttpTransportBase):
         self._endpoint_wire: Wire | None = None
         #: The error of the stream before its endpoint event.
         self._stream_error: McpError | None = None
-        self._listener: threading.Thread | None = None
         #: Set when the stream ended after it gave the endpoint: the session is gone.
         self._lost = False
-        self._posts = PostQueue(self._post_queued, self._stopped, "mcpbridge-sse-poster")
 
     @property
     def gone(self) -> bool:
@@ -203,20 +199,9 @@ class SseTransport(HttpTransportBase):
         """Abort every exchange at once and refuse new ones; wait for nothing."""
         self._shut()
 
-    def close(self, grace: float = 2.0) -> None:
-        """Post what is queued (for at most ``grace``), end the stream, stop the threads."""
-        if not self._begin_close():
-            return
-        self._posts.drain(grace)
-        self._shut()
-        self._join((self._posts.thread, self._listener), JOIN_TIMEOUT + grace)
-        self._finish(grace)
-
-    def _stop(self) -> None:
-        self._stopped.set()
+    def _end_waits(self) -> None:
         with self._endpoint_changed:
             self._endpoint_changed.notify_all()
-        self._posts.wake()
 
     def _close_wires(self, grace: float) -> None:
         super()._close_wires(grace)
