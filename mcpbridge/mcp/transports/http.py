@@ -363,7 +363,7 @@ class HttpTransport(HttpTransportBase):
         The errors are those of :class:`~.httpbase.HttpTransportBase`.
         """
         if self._closed:
-            raise Closed("the connection to the upstream server is closed")
+            raise self._closed_error()
         if not isinstance(message, Request):
             if isinstance(message, Notification):
                 self._drops(

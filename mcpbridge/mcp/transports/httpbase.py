@@ -35,7 +35,15 @@ from .. import jsonrpc
 from ..cancel import CancelToken
 from ..deadline import Deadline
 from ..droplog import DropLog
-from ..errors import InvalidRequest, InvalidResponse, McpError, ResponseTooLarge, TransportFailed
+from ..errors import (
+    Closed,
+    InvalidRequest,
+    InvalidResponse,
+    McpError,
+    NotConnected,
+    ResponseTooLarge,
+    TransportFailed,
+)
 from ..jsonrpc import ErrorResponse, FrameError, Message, Request, Response
 from . import OnClosed, OnMessage, Transport
 from .httpwire import (
@@ -245,6 +253,10 @@ class HttpTransportBase(WireReading, Transport):
     def _stop(self) -> None:
         """Stop the threads of the transport and end its own waits, once new exchanges are
         refused and before those in flight are aborted; by default nothing."""
+
+    def _closed_error(self) -> McpError:
+        """The error of a message sent after the close."""
+        return Closed("the connection to the upstream server is closed")
 
     def _finish(self, grace: float) -> None:
         """The last steps of a close, once nothing runs: let go of the wires
@@ -489,8 +501,9 @@ class QueuedTransportBase(HttpTransportBase):
 
     A notification or an answer to a request of the server joins a queue that the thread
     :attr:`POSTER` posts in order (:class:`~.postqueue.PostQueue`, each with
-    :meth:`_post_queued`); the thread ``_listener`` reads a stream of the server. Both
-    stop when ``_stopped`` is set.
+    :meth:`_post_queued`); a request goes out on the thread that sends it
+    (:meth:`_send_request`), once the messages queued before it went out. The thread
+    ``_listener`` reads a stream of the server. Both threads stop when ``_stopped`` is set.
 
     :meth:`close` posts what is queued (for at most its grace), stops the threads and
     waits for them, then lets go of the wires (:meth:`~HttpTransportBase._close_wires`)
@@ -510,6 +523,27 @@ class QueuedTransportBase(HttpTransportBase):
     @abstractmethod
     def _post_queued(self, message: Message) -> None:
         """Post a queued notification or answer on the poster thread; a failure is a drop line."""
+
+    @abstractmethod
+    def _send_request(self, request: Request, cancel: CancelToken | None, deliver: OnMessage) -> None:
+        """Post ``request`` on the calling thread; the messages of its answer go to ``deliver``."""
+
+    def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
+        """Post a request, or queue a notification or an answer.
+
+        A request waits until the messages queued before it went out (at most
+        :data:`~.postqueue.ORDER_WAIT`). The errors are those of :class:`HttpTransportBase`.
+        """
+        if self._closed:
+            raise self._closed_error()
+        on_message = self._on_message
+        if on_message is None:
+            raise NotConnected("the transport is not started")
+        if not isinstance(message, Request):
+            self._posts.put(message)
+            return
+        self._posts.wait_before(lambda: self._closed)
+        self._send_request(message, cancel, on_message)
 
     def close(self, grace: float = 2.0) -> None:
         """Post what is queued (for at most ``grace``), abort what is in flight, stop the

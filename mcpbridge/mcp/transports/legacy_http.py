@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..cancel import CancelToken
 from ..errorbase import PeerFault
-from ..errors import Closed, InvalidResponse, McpError, NotConnected, TransportFailed
+from ..errors import InvalidResponse, McpError, TransportFailed
 from ..jsonrpc import ErrorResponse, Message, Notification, Request, Response
 from . import OnClosed, OnFrameError, OnMessage
 from .httpbase import QueuedTransportBase, json_body
@@ -158,22 +158,6 @@ class LegacyHttpTransport(QueuedTransportBase):
         self._on_closed = on_closed
         self._posts.start()
 
-    def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
-        """Post a request and deliver its answer, or queue a notification or an answer.
-
-        The errors are those of :class:`~.httpbase.HttpTransportBase`.
-        """
-        if self._closed:
-            raise Closed("the connection to the upstream server is closed")
-        on_message = self._on_message
-        if on_message is None:
-            raise NotConnected("the transport is not started")
-        if not isinstance(message, Request):
-            self._posts.put(message)
-            return
-        self._posts.wait_before(lambda: self._closed)
-        self._send_request(message, cancel, on_message)
-
     def kill(self) -> None:
         """Abort every exchange at once and refuse new ones; wait for nothing."""
         exchanges = self._refuse_all()
@@ -188,6 +172,8 @@ class LegacyHttpTransport(QueuedTransportBase):
     # -------------------------------------------------------------- requests
 
     def _send_request(self, request: Request, cancel: CancelToken | None, deliver: OnMessage) -> None:
+        """Post ``request`` and deliver its answer; a new session after a 404, a wait after a
+        short 429 or 503 (see the module docstring)."""
         if request.method == "initialize" and isinstance(request.params, dict):
             self._init_params = request.params
         renewed = False

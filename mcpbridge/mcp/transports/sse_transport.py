@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..cancel import CancelToken
-from ..errors import Cancelled, Closed, InvalidResponse, McpError, NotConnected, TransportFailed, fresh
+from ..errors import Cancelled, Closed, InvalidResponse, McpError, TransportFailed, fresh
 from ..jsonrpc import FrameError, Message, Notification, Request
 from . import OnClosed, OnFrameError, OnMessage
 from .httpbase import QueuedTransportBase, json_body
@@ -179,21 +179,17 @@ class SseTransport(QueuedTransportBase):
         self._listener.start()
         self._posts.start()
 
-    def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
-        """Post a request (its answer comes on the stream), or queue a notification or an answer."""
-        if self._closed:
-            with self._endpoint_changed:
-                error = self._stream_error
-            if error is not None:
-                raise fresh(error)
-            raise Closed("the connection to the upstream server is closed")
-        if self._on_message is None:
-            raise NotConnected("the transport is not started")
-        if not isinstance(message, Request):
-            self._posts.put(message)
-            return
-        self._posts.wait_before(lambda: self._closed)
-        self._post(message, cancel)
+    def _send_request(self, request: Request, cancel: CancelToken | None, deliver: OnMessage) -> None:
+        """Post ``request``; its answer comes on the stream."""
+        self._post(request, cancel)
+
+    def _closed_error(self) -> McpError:
+        """The error of the stream when it failed before its endpoint event, else ``Closed``."""
+        with self._endpoint_changed:
+            error = self._stream_error
+        if error is not None:
+            return fresh(error)
+        return super()._closed_error()
 
     def kill(self) -> None:
         """Abort every exchange at once and refuse new ones; wait for nothing."""
