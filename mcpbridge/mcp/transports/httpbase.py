@@ -73,9 +73,6 @@ __all__ = ["Headers", "HttpTransportBase", "QueuedTransportBase", "json_body"]
 
 log = logging.getLogger("mcpbridge.http")
 
-#: The wait for each thread of a transport at its close, beside the grace of the close.
-JOIN_TIMEOUT: Final = 2.0
-
 #: Header lines, ``(name, value)``, in their order.
 Headers: TypeAlias = list[tuple[str, str | bytes]]
 
@@ -494,6 +491,10 @@ class HttpTransportBase(WireReading, Transport):
                     )
                     continue
                 yield message
+
+
+#: The wait for each thread of a queued transport at its close, beside the grace of the close.
+JOIN_TIMEOUT: Final = 2.0
 
 
 class QueuedTransportBase(HttpTransportBase):
