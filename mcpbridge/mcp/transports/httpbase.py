@@ -56,8 +56,8 @@ from .httpwire import (
     HttpStatusError,
     Why,
     WireReading,
+    event_message,
     media_type,
-    parse_event,
     read_limit,
     status_error,
 )
@@ -476,10 +476,8 @@ class HttpTransportBase(WireReading, Transport):
             for event in events:
                 if last_id is not None and event.last_event_id:
                     last_id[0] = event.last_event_id
-                if event.type != "message" or not event.raw:
-                    continue
                 try:
-                    message = parse_event(event, self._max_depth)
+                    message = event_message(event, self._max_depth)
                 except FrameError as exc:
                     if strict:
                         raise InvalidResponse(f"an event is {exc.words}") from exc
@@ -490,7 +488,8 @@ class HttpTransportBase(WireReading, Transport):
                         exc.words,
                     )
                     continue
-                yield message
+                if message is not None:
+                    yield message
 
 
 #: The wait for each thread of a queued transport at its close, beside the grace of the close.

@@ -57,8 +57,8 @@ from .httpwire import (
     METHOD_READ_LIMITS,
     Exchange,
     OnceTlsContext,
+    event_message,
     media_type,
-    parse_event,
     status_error,
     tls_context,
 )
@@ -371,14 +371,13 @@ class SseTransport(QueuedTransportBase):
                 if event.type == "endpoint":
                     self._on_endpoint(event.data)
                     continue
-                if event.type != "message" or not event.raw:
-                    continue
                 try:
-                    message = parse_event(event, self._max_depth)
+                    message = event_message(event, self._max_depth)
                 except FrameError as exc:
                     frame_error(exc)
                     continue
-                deliver(message)
+                if message is not None:
+                    deliver(message)
 
     def _on_endpoint(self, data: str) -> None:
         if self._endpoint_wire is not None:
