@@ -378,13 +378,6 @@ class HttpTransport(HttpTransportBase):
             raise NotConnected("the transport is not started")
         self._exchange(message, cancel, on_message, _Attempts())
 
-    def kill(self) -> None:
-        """Abort every request in flight at once and refuse new ones; wait for nothing.
-
-        For a watchdog, like :meth:`StdioChildTransport.kill <.stdio.StdioChildTransport.kill>`.
-        """
-        self._shut()
-
     def close(self, grace: float = 2.0) -> None:
         """Abort the requests in flight, wait at most ``grace`` for them, close the pool."""
         if not self._begin_close():

@@ -239,6 +239,13 @@ class HttpTransportBase(WireReading, Transport):
             self._close_started = True
             return True
 
+    def kill(self) -> None:
+        """Abort every exchange in flight at once and refuse new ones; wait for nothing.
+
+        For a watchdog, like :meth:`StdioChildTransport.kill <.stdio.StdioChildTransport.kill>`.
+        """
+        self._shut()
+
     def _shut(self) -> None:
         """Refuse new exchanges, stop what the transport runs of its own (:meth:`_stop`), then
         abort the exchanges in flight; wait for nothing."""

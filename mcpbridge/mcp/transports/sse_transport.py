@@ -191,10 +191,6 @@ class SseTransport(QueuedTransportBase):
             return fresh(error)
         return super()._closed_error()
 
-    def kill(self) -> None:
-        """Abort every exchange at once and refuse new ones; wait for nothing."""
-        self._shut()
-
     def _end_waits(self) -> None:
         with self._endpoint_changed:
             self._endpoint_changed.notify_all()
