@@ -45,7 +45,7 @@ from ..errors import (
     TransportFailed,
 )
 from ..jsonrpc import ErrorResponse, FrameError, Message, Request, Response
-from . import OnClosed, OnMessage, Transport
+from . import OnClosed, OnFrameError, OnMessage, Transport
 from .httpwire import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_DEPTH,
@@ -526,6 +526,19 @@ class QueuedTransportBase(HttpTransportBase):
         self._listener: threading.Thread | None = None
         # The notifications and answers, posted in order on their own thread.
         self._posts = PostQueue(self._post_queued, self._stopped, self.POSTER)
+        self._started = False
+
+    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
+        if self._started:
+            raise RuntimeError("the transport is already started")
+        self._started = True
+        self._on_message = on_message
+        self._on_closed = on_closed
+        self._begin(on_frame_error)
+        self._posts.start()
+
+    def _begin(self, on_frame_error: OnFrameError) -> None:
+        """Start what the transport runs from its start, before the poster; by default nothing."""
 
     @abstractmethod
     def _post_queued(self, message: Message) -> None:

@@ -68,7 +68,7 @@ from ..cancel import CancelToken
 from ..errorbase import PeerFault
 from ..errors import InvalidResponse, McpError, TransportFailed
 from ..jsonrpc import ErrorResponse, Message, Notification, Request, Response
-from . import OnClosed, OnFrameError, OnMessage
+from . import OnMessage
 from .httpbase import QueuedTransportBase, json_body
 from .httpwire import ACCEPT, Exchange, HttpStatusError, Why, media_type
 from .sse import SseParser
@@ -141,7 +141,6 @@ class LegacyHttpTransport(QueuedTransportBase):
         self._sessions_ended = False
         #: Set once the GET stream got its answer (or cannot get one).
         self._stream_ready = threading.Event()
-        self._started = False
 
     # ------------------------------------------------------------------ seam
 
@@ -149,14 +148,6 @@ class LegacyHttpTransport(QueuedTransportBase):
     def session_id_known(self) -> bool:
         """True once the server gave a session id."""
         return self._session_id is not None
-
-    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
-        if self._started:
-            raise RuntimeError("the transport is already started")
-        self._started = True
-        self._on_message = on_message
-        self._on_closed = on_closed
-        self._posts.start()
 
     def kill(self) -> None:
         """Abort every exchange at once and refuse new ones; wait for nothing."""

@@ -51,7 +51,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 from ..cancel import CancelToken
 from ..errors import Cancelled, Closed, InvalidResponse, McpError, TransportFailed, fresh
 from ..jsonrpc import FrameError, Message, Notification, Request
-from . import OnClosed, OnFrameError, OnMessage
+from . import OnFrameError, OnMessage
 from .httpbase import QueuedTransportBase, json_body
 from .httpwire import (
     METHOD_READ_LIMITS,
@@ -169,15 +169,11 @@ class SseTransport(QueuedTransportBase):
 
     # ------------------------------------------------------------------ seam
 
-    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
-        if self._listener is not None:
-            raise RuntimeError("the transport is already started")
-        self._on_message = on_message
+    def _begin(self, on_frame_error: OnFrameError) -> None:
+        """Start the thread that reads the stream."""
         self._on_frame_error = on_frame_error
-        self._on_closed = on_closed
         self._listener = threading.Thread(target=self._listen, name="mcpbridge-sse-stream", daemon=True)
         self._listener.start()
-        self._posts.start()
 
     def _send_request(self, request: Request, cancel: CancelToken | None, deliver: OnMessage) -> None:
         """Post ``request``; its answer comes on the stream."""
