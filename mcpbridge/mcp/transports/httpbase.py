@@ -44,7 +44,7 @@ from ..errors import (
     ResponseTooLarge,
     TransportFailed,
 )
-from ..jsonrpc import ErrorResponse, FrameError, Message, Request, Response
+from ..jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
 from . import OnClosed, OnFrameError, OnMessage, Transport
 from .httpwire import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 
     from .httppool import Wire, WireResponse
 
-__all__ = ["Headers", "HttpTransportBase", "QueuedTransportBase", "json_body"]
+__all__ = ["Headers", "HttpTransportBase", "QueuedTransportBase", "json_body", "logged_name"]
 
 log = logging.getLogger("mcpbridge.http")
 
@@ -87,6 +87,11 @@ def json_body(message: Message) -> bytes:
         return jsonrpc.dumps(jsonrpc.to_obj(message))
     except (TypeError, ValueError) as exc:
         raise InvalidRequest("the message cannot be written as JSON") from exc
+
+
+def logged_name(message: Message) -> str:
+    """What a log line calls ``message``: its method, or "an answer" (cut by the caller)."""
+    return message.method if isinstance(message, (Request, Notification)) else "an answer"
 
 
 def _without_value(exc: ValueError) -> ValueError:

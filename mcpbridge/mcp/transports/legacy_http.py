@@ -69,7 +69,7 @@ from ..errorbase import PeerFault
 from ..errors import InvalidResponse, McpError, TransportFailed
 from ..jsonrpc import ErrorResponse, Message, Notification, Request, Response
 from . import OnMessage
-from .httpbase import QueuedTransportBase, json_body
+from .httpbase import QueuedTransportBase, json_body, logged_name
 from .httpwire import ACCEPT, Exchange, HttpStatusError, Why, media_type
 from .sse import SseParser
 
@@ -218,7 +218,7 @@ class LegacyHttpTransport(QueuedTransportBase):
     ) -> None:
         status = response.status
         media = media_type(response)
-        method = message.method if isinstance(message, (Request, Notification)) else "an answer"
+        method = logged_name(message)
         log.debug("%s: HTTP status %d (%s)", method[:128], status, media or "no body")
         if not isinstance(message, Request):
             if 200 <= status < 300:
@@ -388,7 +388,7 @@ class LegacyHttpTransport(QueuedTransportBase):
         self._post_or_drop(message)
 
     def _post_or_drop(self, message: Message) -> None:
-        what = message.method if isinstance(message, Notification) else "an answer"
+        what = logged_name(message)
         try:
             try:
                 self._post(message, None, lambda _m: None)

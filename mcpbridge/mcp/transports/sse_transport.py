@@ -52,7 +52,7 @@ from ..cancel import CancelToken
 from ..errors import Cancelled, Closed, InvalidResponse, McpError, TransportFailed, fresh
 from ..jsonrpc import FrameError, Message, Notification, Request
 from . import OnFrameError, OnMessage
-from .httpbase import QueuedTransportBase, json_body
+from .httpbase import QueuedTransportBase, json_body, logged_name
 from .httpwire import (
     METHOD_READ_LIMITS,
     Exchange,
@@ -310,7 +310,7 @@ class SseTransport(QueuedTransportBase):
         try:
             self._post(message, None)
         except McpError as exc:
-            self._unsent(message.method if isinstance(message, Notification) else "an answer", exc)
+            self._unsent(logged_name(message), exc)
 
     # --------------------------------------------------------------- stream
 
