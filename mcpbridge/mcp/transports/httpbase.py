@@ -285,28 +285,6 @@ class HttpTransportBase(WireReading, Transport):
         if on_closed is not None:
             on_closed(error)
 
-    def _join(self, threads: Sequence[threading.Thread | None], timeout: float) -> None:
-        """Wait for the threads of the transport at its close, all within ``timeout`` (never the
-        calling thread); one log line for a thread that does not end."""
-        current = threading.current_thread()
-        deadline = Deadline(timeout)
-        for thread in threads:
-            if thread is not None and thread is not current and not deadline.join(thread):
-                log.warning("the thread %s did not end at the close of the transport", thread.name)
-
-    def _unsent(self, what: str, exc: McpError) -> None:
-        """The drop line of a queued message, ``what``, that did not reach the server; none
-        after the close."""
-        if not self._closed:
-            self._drops(
-                logging.WARNING,
-                "dropped messages that did not reach the upstream server",
-                "%s was not sent to the upstream server: %s",
-                what[:128],
-                exc.detail or exc.cause,
-                exc_info=exc,
-            )
-
     # -------------------------------------------------------------- exchange
 
     @contextlib.contextmanager
@@ -589,3 +567,25 @@ class QueuedTransportBase(HttpTransportBase):
     def _end_waits(self) -> None:
         """End the waits of the transport's own at its stop, before the poster wakes; by
         default none."""
+
+    def _join(self, threads: Sequence[threading.Thread | None], timeout: float) -> None:
+        """Wait for the threads of the transport at its close, all within ``timeout`` (never the
+        calling thread); one log line for a thread that does not end."""
+        current = threading.current_thread()
+        deadline = Deadline(timeout)
+        for thread in threads:
+            if thread is not None and thread is not current and not deadline.join(thread):
+                log.warning("the thread %s did not end at the close of the transport", thread.name)
+
+    def _unsent(self, what: str, exc: McpError) -> None:
+        """The drop line of a queued message, ``what``, that did not reach the server; none
+        after the close."""
+        if not self._closed:
+            self._drops(
+                logging.WARNING,
+                "dropped messages that did not reach the upstream server",
+                "%s was not sent to the upstream server: %s",
+                what[:128],
+                exc.detail or exc.cause,
+                exc_info=exc,
+            )
