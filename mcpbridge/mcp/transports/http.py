@@ -91,7 +91,6 @@ from .httpwire import (
     Exchange,
     HttpStatusError,
     StreamBroken,
-    Why,
     media_type,
     parse_event,
     proxy_for,
@@ -364,7 +363,7 @@ class HttpTransport(HttpTransportBase):
         The errors are those of :class:`~.httpbase.HttpTransportBase`.
         """
         if self._closed:
-            raise Closed("the connection to the upstream server is closed")
+            raise self._closed_error()
         if not isinstance(message, Request):
             if isinstance(message, Notification):
                 self._drops(
@@ -379,31 +378,18 @@ class HttpTransport(HttpTransportBase):
             raise NotConnected("the transport is not started")
         self._exchange(message, cancel, on_message, _Attempts())
 
-    def kill(self) -> None:
-        """Abort every request in flight at once and refuse new ones; wait for nothing.
-
-        For a watchdog, like :meth:`StdioChildTransport.kill <.stdio.StdioChildTransport.kill>`.
-        """
-        for exchange in self._refuse_all():
-            exchange.abort(Why.CLOSE)
-
     def close(self, grace: float = 2.0) -> None:
         """Abort the requests in flight, wait at most ``grace`` for them, close the pool."""
         if not self._begin_close():
             return
-        for exchange in self._refuse_all():
-            exchange.abort(Why.CLOSE)
+        self._shut()
         deadline = Deadline(grace)
         with self._idle:
             while self._in_flight:
                 if not deadline.wait(self._idle):
                     log.debug("%d requests did not stop in %s", len(self._in_flight), seconds_text(grace))
                     break
-        self._wire.close()
-        self._drops.flush()
-        on_closed = self._on_closed
-        if on_closed is not None:
-            on_closed(None)
+        self._finish(grace)
 
     # -------------------------------------------------------------- exchange
 

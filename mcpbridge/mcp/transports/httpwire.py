@@ -115,6 +115,7 @@ __all__ = [
     "Why",
     "WireReading",
     "content_length",
+    "event_message",
     "media_type",
     "parse_event",
     "proxy_for",
@@ -839,6 +840,18 @@ class ControlScan:
         while index > 0 and body[index - 1] in _JSON_SPACE:
             index -= 1
         return len(body) - index
+
+
+def event_message(event: Event, max_depth: int) -> Message | None:
+    """The message of an SSE event of type ``message`` with data (:func:`parse_event`), or
+    None for any other event.
+
+    Raises:
+        FrameError: the event is not a usable message.
+    """
+    if event.type != "message" or not event.raw:
+        return None
+    return parse_event(event, max_depth)
 
 
 def parse_event(event: Event, max_depth: int) -> Message:

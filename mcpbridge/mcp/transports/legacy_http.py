@@ -66,12 +66,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..cancel import CancelToken
 from ..errorbase import PeerFault
-from ..errors import Closed, InvalidResponse, McpError, NotConnected, TransportFailed
+from ..errors import InvalidResponse, McpError, TransportFailed
 from ..jsonrpc import ErrorResponse, Message, Notification, Request, Response
-from . import OnClosed, OnFrameError, OnMessage
-from .httpbase import HttpTransportBase, json_body
+from . import OnMessage
+from .httpbase import QueuedTransportBase, json_body, logged_name
 from .httpwire import ACCEPT, Exchange, HttpStatusError, Why, media_type
-from .postqueue import PostQueue
 from .sse import SseParser
 
 if TYPE_CHECKING:
@@ -88,8 +87,6 @@ STREAM_BACKOFF: Final = 1.0
 MAX_STREAM_BACKOFF: Final = 30.0
 #: The longest wait of ``notifications/initialized`` (and what follows it) for the GET stream.
 STREAM_READY_WAIT: Final = 10.0
-#: The wait for each thread of the transport at its close.
-JOIN_TIMEOUT: Final = 2.0
 #: The most resumptions of the event stream of one request, and the longest wait before one.
 MAX_RESUMES: Final = 32
 MAX_RESUME_WAIT: Final = 30.0
@@ -119,7 +116,7 @@ class _Expired(PeerFault):
         self.session = session
 
 
-class LegacyHttpTransport(HttpTransportBase):
+class LegacyHttpTransport(QueuedTransportBase):
     """A client transport to one 2025-11-25 Streamable HTTP URL; see the module docstring.
 
     The parameters are those of :class:`~.httpbase.HttpTransportBase`.
@@ -132,22 +129,18 @@ class LegacyHttpTransport(HttpTransportBase):
 
     #: The messages are carried raw: an answer to another request on a stream goes on too.
     PASS_OTHER_ANSWERS = True
+    POSTER = "mcpbridge-legacy-http-poster"
 
     def _own_state(self) -> None:
-        self._stopped = threading.Event()
+        super()._own_state()
         self._session_id: str | None = None
         self._version: str | None = None
         self._init_params: dict[str, Any] | None = None
         self._renew_lock = threading.Lock()
         #: Set once a new session expired at once too; guarded by ``_lock``.
         self._sessions_ended = False
-        self._listener: threading.Thread | None = None
         #: Set once the GET stream got its answer (or cannot get one).
         self._stream_ready = threading.Event()
-
-        # The notifications and answers, posted in order on their own thread.
-        self._posts = PostQueue(self._post_in_order, self._stopped, "mcpbridge-legacy-http-poster")
-        self._started = False
 
     # ------------------------------------------------------------------ seam
 
@@ -155,30 +148,6 @@ class LegacyHttpTransport(HttpTransportBase):
     def session_id_known(self) -> bool:
         """True once the server gave a session id."""
         return self._session_id is not None
-
-    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
-        if self._started:
-            raise RuntimeError("the transport is already started")
-        self._started = True
-        self._on_message = on_message
-        self._on_closed = on_closed
-        self._posts.start()
-
-    def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
-        """Post a request and deliver its answer, or queue a notification or an answer.
-
-        The errors are those of :class:`~.httpbase.HttpTransportBase`.
-        """
-        if self._closed:
-            raise Closed("the connection to the upstream server is closed")
-        on_message = self._on_message
-        if on_message is None:
-            raise NotConnected("the transport is not started")
-        if not isinstance(message, Request):
-            self._posts.put(message)
-            return
-        self._posts.wait_before(lambda: self._closed)
-        self._send_request(message, cancel, on_message)
 
     def kill(self) -> None:
         """Abort every exchange at once and refuse new ones; wait for nothing."""
@@ -188,29 +157,14 @@ class LegacyHttpTransport(HttpTransportBase):
         for exchange in exchanges:
             exchange.abort(Why.CLOSE)
 
-    def close(self, grace: float = 2.0) -> None:
-        """End the session (``DELETE``), abort what is in flight, stop the threads."""
-        if not self._begin_close():
-            return
-        # The queued messages go first (a cancellation, for example), for at most the grace.
-        self._posts.drain(grace)
-        exchanges = self._refuse_all()
-        self._stopped.set()
+    def _end_waits(self) -> None:
         self._stream_ready.set()
-        self._posts.wake()
-        for exchange in exchanges:
-            exchange.abort(Why.CLOSE)
-        self._join((self._posts.thread, self._listener), JOIN_TIMEOUT + grace)
-        self._delete_session(grace)
-        self._wire.close()
-        self._drops.flush()
-        on_closed, self._on_closed = self._on_closed, None
-        if on_closed is not None:
-            on_closed(None)
 
     # -------------------------------------------------------------- requests
 
     def _send_request(self, request: Request, cancel: CancelToken | None, deliver: OnMessage) -> None:
+        """Post ``request`` and deliver its answer; a new session after a 404, a wait after a
+        short 429 or 503 (see the module docstring)."""
         if request.method == "initialize" and isinstance(request.params, dict):
             self._init_params = request.params
         renewed = False
@@ -264,7 +218,7 @@ class LegacyHttpTransport(HttpTransportBase):
     ) -> None:
         status = response.status
         media = media_type(response)
-        method = message.method if isinstance(message, (Request, Notification)) else "an answer"
+        method = logged_name(message)
         log.debug("%s: HTTP status %d (%s)", method[:128], status, media or "no body")
         if not isinstance(message, Request):
             if 200 <= status < 300:
@@ -402,6 +356,11 @@ class LegacyHttpTransport(HttpTransportBase):
             )
         return SessionExpired(_SESSIONS_ENDED)
 
+    def _close_wires(self, grace: float) -> None:
+        """End the session (``DELETE``), then close the wire."""
+        self._delete_session(grace)
+        super()._close_wires(grace)
+
     def _delete_session(self, grace: float) -> None:
         session = self._session_id
         if session is None:
@@ -421,15 +380,15 @@ class LegacyHttpTransport(HttpTransportBase):
 
     # ---------------------------------------------------------------- queue
 
-    def _post_in_order(self, message: Message) -> None:
+    def _post_queued(self, message: Message) -> None:
         """Post a queued message on the poster thread; the GET stream opens before
         ``notifications/initialized`` goes out (see :meth:`_open_stream`)."""
         if isinstance(message, Notification) and message.method == "notifications/initialized":
             self._open_stream()
-        self._post_queued(message)
+        self._post_or_drop(message)
 
-    def _post_queued(self, message: Message) -> None:
-        what = message.method if isinstance(message, Notification) else "an answer"
+    def _post_or_drop(self, message: Message) -> None:
+        what = logged_name(message)
         try:
             try:
                 self._post(message, None, lambda _m: None)

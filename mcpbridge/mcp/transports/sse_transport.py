@@ -49,21 +49,19 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..cancel import CancelToken
-from ..errors import Cancelled, Closed, InvalidResponse, McpError, NotConnected, TransportFailed, fresh
+from ..errors import Cancelled, Closed, InvalidResponse, McpError, TransportFailed, fresh
 from ..jsonrpc import FrameError, Message, Notification, Request
-from . import OnClosed, OnFrameError, OnMessage
-from .httpbase import HttpTransportBase, json_body
+from . import OnFrameError, OnMessage
+from .httpbase import QueuedTransportBase, json_body, logged_name
 from .httpwire import (
     METHOD_READ_LIMITS,
     Exchange,
     OnceTlsContext,
-    Why,
+    event_message,
     media_type,
-    parse_event,
     status_error,
     tls_context,
 )
-from .postqueue import PostQueue
 from .sse import EventTooLarge, SseParser
 
 if TYPE_CHECKING:
@@ -78,8 +76,6 @@ log = logging.getLogger("mcpbridge.http")
 #: The wait for the ``endpoint`` event, in connect time limits: one for the connection,
 #: one for the first event.
 ENDPOINT_WAIT_FACTOR: Final = 2.0
-#: The wait for each thread of the transport at its close.
-JOIN_TIMEOUT: Final = 2.0
 #: The idle read limit of the stream: it carries the answers of every method, thus the
 #: longest limit of a method.
 STREAM_READ_LIMIT: Final = max(METHOD_READ_LIMITS.values())
@@ -121,7 +117,7 @@ def endpoint_url(server_url: str, data: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", parts.query, ""))
 
 
-class SseTransport(HttpTransportBase):
+class SseTransport(QueuedTransportBase):
     """A client transport to one HTTP+SSE server (2024-11-05); see the module docstring.
 
     The parameters are those of :class:`~.httpbase.HttpTransportBase`; ``url`` is the URL
@@ -139,6 +135,7 @@ class SseTransport(HttpTransportBase):
     """
 
     PASS_OTHER_ANSWERS = True
+    POSTER = "mcpbridge-sse-poster"
 
     def _tls(
         self, ca_file: str | None, ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None
@@ -149,7 +146,7 @@ class SseTransport(HttpTransportBase):
         return None, ssl_context
 
     def _own_state(self) -> None:
-        self._stopped = threading.Event()
+        super()._own_state()
         self._on_frame_error: OnFrameError | None = None
         #: Notified when the endpoint is known, when the stream failed before it, at the close
         #: and at the cancellation of a waiting request; guards the next two.
@@ -157,10 +154,8 @@ class SseTransport(HttpTransportBase):
         self._endpoint_wire: Wire | None = None
         #: The error of the stream before its endpoint event.
         self._stream_error: McpError | None = None
-        self._listener: threading.Thread | None = None
         #: Set when the stream ended after it gave the endpoint: the session is gone.
         self._lost = False
-        self._posts = PostQueue(self._post_queued, self._stopped, "mcpbridge-sse-poster")
 
     @property
     def gone(self) -> bool:
@@ -174,63 +169,32 @@ class SseTransport(HttpTransportBase):
 
     # ------------------------------------------------------------------ seam
 
-    def start(self, on_message: OnMessage, on_frame_error: OnFrameError, on_closed: OnClosed) -> None:
-        if self._listener is not None:
-            raise RuntimeError("the transport is already started")
-        self._on_message = on_message
+    def _begin(self, on_frame_error: OnFrameError) -> None:
+        """Start the thread that reads the stream."""
         self._on_frame_error = on_frame_error
-        self._on_closed = on_closed
         self._listener = threading.Thread(target=self._listen, name="mcpbridge-sse-stream", daemon=True)
         self._listener.start()
-        self._posts.start()
 
-    def send(self, message: Message, *, cancel: CancelToken | None = None) -> None:
-        """Post a request (its answer comes on the stream), or queue a notification or an answer."""
-        if self._closed:
-            with self._endpoint_changed:
-                error = self._stream_error
-            if error is not None:
-                raise fresh(error)
-            raise Closed("the connection to the upstream server is closed")
-        if self._on_message is None:
-            raise NotConnected("the transport is not started")
-        if not isinstance(message, Request):
-            self._posts.put(message)
-            return
-        self._posts.wait_before(lambda: self._closed)
-        self._post(message, cancel)
+    def _send_request(self, request: Request, cancel: CancelToken | None, deliver: OnMessage) -> None:
+        """Post ``request``; its answer comes on the stream."""
+        self._post(request, cancel)
 
-    def kill(self) -> None:
-        """Abort every exchange at once and refuse new ones; wait for nothing."""
-        self._shut()
+    def _closed_error(self) -> McpError:
+        """The error of the stream when it failed before its endpoint event, else ``Closed``."""
+        with self._endpoint_changed:
+            error = self._stream_error
+        if error is not None:
+            return fresh(error)
+        return super()._closed_error()
 
-    def close(self, grace: float = 2.0) -> None:
-        """Post what is queued (for at most ``grace``), end the stream, stop the threads."""
-        if not self._begin_close():
-            return
-        self._posts.drain(grace)
-        self._shut()
-        self._join((self._posts.thread, self._listener), JOIN_TIMEOUT + grace)
-        self._wire.close()
-        if self._endpoint_wire is not None:
-            self._endpoint_wire.close()
-        self._drops.flush()
-        self._closed_with(None)
-
-    def _shut(self) -> None:
-        exchanges = self._refuse_all()
-        self._stopped.set()
+    def _end_waits(self) -> None:
         with self._endpoint_changed:
             self._endpoint_changed.notify_all()
-        self._posts.wake()
-        for exchange in exchanges:
-            exchange.abort(Why.CLOSE)
 
-    def _closed_with(self, error: McpError | None) -> None:
-        with self._lock:
-            on_closed, self._on_closed = self._on_closed, None
-        if on_closed is not None:
-            on_closed(error)
+    def _close_wires(self, grace: float) -> None:
+        super()._close_wires(grace)
+        if self._endpoint_wire is not None:
+            self._endpoint_wire.close()
 
     # -------------------------------------------------------------- endpoint
 
@@ -346,7 +310,7 @@ class SseTransport(HttpTransportBase):
         try:
             self._post(message, None)
         except McpError as exc:
-            self._unsent(message.method if isinstance(message, Notification) else "an answer", exc)
+            self._unsent(logged_name(message), exc)
 
     # --------------------------------------------------------------- stream
 
@@ -399,14 +363,13 @@ class SseTransport(HttpTransportBase):
                 if event.type == "endpoint":
                     self._on_endpoint(event.data)
                     continue
-                if event.type != "message" or not event.raw:
-                    continue
                 try:
-                    message = parse_event(event, self._max_depth)
+                    message = event_message(event, self._max_depth)
                 except FrameError as exc:
                     frame_error(exc)
                     continue
-                deliver(message)
+                if message is not None:
+                    deliver(message)
 
     def _on_endpoint(self, data: str) -> None:
         if self._endpoint_wire is not None:
