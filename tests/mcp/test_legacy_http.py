@@ -19,7 +19,7 @@ import pytest
 from conftest import WAIT
 from mcpbridge.mcp.cancel import CancelToken
 from mcpbridge.mcp.client.legacypeer import LegacyPeer
-from mcpbridge.mcp.errors import Cancelled
+from mcpbridge.mcp.errors import Cancelled, Closed
 from mcpbridge.mcp.jsonrpc import Notification, Request, Response
 from mcpbridge.mcp.transports.http import HttpStatusError
 from mcpbridge.mcp.transports.legacy_http import LegacyHttpTransport, SessionExpired
@@ -279,6 +279,23 @@ def test_requests_wait_for_the_notifications_queued_before_them(endpoint) -> Non
     methods = [method for method, _session in script.posts()]
     assert methods == ["initialize", *["notifications/roots/list_changed"] * 5, "tools/list"]
     assert [type(m).__name__ for m in delivered] == ["Response", "Notification", "Response"]
+
+
+def test_a_kill_ends_the_idle_poster_thread_without_a_close(endpoint) -> None:
+    _script, url = endpoint
+    transport = LegacyHttpTransport(url)
+    transport.start(lambda _m: None, lambda _e: None, lambda _e: None)
+    try:
+        transport.send(Request(1, "initialize", INIT_PARAMS))
+        poster = transport._posts.thread
+        assert poster.name == LegacyHttpTransport.POSTER and poster.is_alive()
+        transport.kill()
+        poster.join(WAIT)
+        assert not poster.is_alive(), "the poster thread waits for work after the kill"
+        with pytest.raises(Closed):
+            transport.send(Notification("notifications/initialized"))
+    finally:
+        transport.close()
 
 
 def test_last_event_id_goes_only_on_a_get_that_resumes_the_same_stream() -> None:

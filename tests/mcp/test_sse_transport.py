@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from conftest import WAIT
+from mcpbridge.bridge.rules.errortable import error_from_mcp, error_object
 from mcpbridge.bridge.sessions.passthrough import LegacyPeer
 from mcpbridge.bridge.sessions.upstream import UrlTransport, url_transports
-from mcpbridge.mcp.errors import Closed, McpError
+from mcpbridge.mcp.errors import Closed, McpError, ResponseTooLarge
 from mcpbridge.mcp.transports import Transport
 from mcpbridge.mcp.transports.http import HttpStatusError
 from mcpbridge.mcp.transports.httpwire import tls_context
@@ -41,7 +42,9 @@ class OldServer:
     """A scripted HTTP+SSE server: ``GET /sse`` opens the stream, ``POST`` answers on it.
 
     ``endpoint`` is the data of the endpoint event (``None``: the stream sends none);
-    ``end_after`` ends the stream after that many answers; ``stream_status`` refuses the GET.
+    ``end_after`` ends the stream after that many answers; ``stream_status`` refuses the GET;
+    ``prelude`` is written on the stream before the endpoint event. ``tools/call`` gets a text
+    of ``arguments.size`` characters.
     ``tokens``, by verb: the bearer token that the GET or a POST must carry, else 401 with
     the challenge ``Bearer scope="<verb>"``.
     """
@@ -52,8 +55,10 @@ class OldServer:
         *,
         end_after: int | None = None,
         stream_status: int = 200,
+        prelude: str = "",
     ) -> None:
         self.endpoint = endpoint
+        self.prelude = prelude
         self.end_after = end_after
         self.stream_status = stream_status
         self.tokens: dict[str, str] = {}
@@ -94,6 +99,9 @@ class OldServer:
                 session = str(len(server.outboxes) + 1)
                 outbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
                 server.outboxes[session] = outbox
+                if server.prelude:
+                    self.wfile.write(server.prelude.encode())
+                    self.wfile.flush()
                 if server.endpoint is not None:
                     endpoint = server.endpoint.format(session=session)
                     self.wfile.write(f"event: endpoint\ndata: {endpoint}\n\n".encode())
@@ -132,6 +140,10 @@ class OldServer:
                         "capabilities": {"tools": {}},
                         "serverInfo": {"name": "old", "version": "1"},
                     }
+                    outbox.put({"jsonrpc": "2.0", "id": body["id"], "result": result})
+                elif body.get("method") == "tools/call":
+                    text = "x" * body["params"]["arguments"]["size"]
+                    result = {"content": [{"type": "text", "text": text}]}
                     outbox.put({"jsonrpc": "2.0", "id": body["id"], "result": result})
                 elif "id" in body and "method" in body:
                     outbox.put({"jsonrpc": "2.0", "id": body["id"], "result": {"tools": []}})
@@ -279,6 +291,39 @@ def test_the_end_of_the_stream_ends_the_connection() -> None:
             assert isinstance(ended.get(timeout=WAIT), StreamEnded)
             assert transport.gone
             with pytest.raises(Closed):  # at once: not the timeout of a request that waits
+                peer.request("tools/list", None, timeout=WAIT)
+        finally:
+            peer.close(1.0)
+
+
+def test_an_event_over_the_limit_before_the_endpoint_fails_the_request_as_too_large() -> None:
+    with OldServer(prelude=f"data: {'x' * 1000}\n\n") as server:
+        with pytest.raises(ResponseTooLarge) as caught:
+            initialize(SseTransport(server.url, max_response_bytes=500))
+        detail = "an event longer than 500 bytes"
+        assert (caught.value.cause, caught.value.detail) == ("response_too_large", detail)
+        assert (caught.value.limit, caught.value.over_http) == (500, True)
+        # The words of the client's error name --max-response-bytes.
+        assert error_from_mcp(caught.value) == error_object("response_too_large", detail)
+        assert server.posts == []
+
+
+def test_an_answer_over_the_limit_fails_its_request_as_too_large_and_ends_the_session() -> None:
+    with OldServer() as server:
+        transport = SseTransport(server.url, max_response_bytes=2000)
+        peer = peer_of(transport)
+        try:
+            peer.request("initialize", INIT_PARAMS, timeout=WAIT)
+            small = peer.request("tools/call", {"name": "t", "arguments": {"size": 100}}, timeout=WAIT)
+            assert small.result["content"][0]["text"] == "x" * 100  # type: ignore[union-attr]
+            with pytest.raises(ResponseTooLarge) as caught:
+                peer.request("tools/call", {"name": "t", "arguments": {"size": 5000}}, timeout=WAIT)
+            detail = "an event longer than 2000 bytes"
+            assert (caught.value.cause, caught.value.detail) == ("response_too_large", detail)
+            assert (caught.value.limit, caught.value.over_http) == (2000, True)
+            assert error_from_mcp(caught.value) == error_object("response_too_large", detail)
+            assert transport.gone
+            with pytest.raises(Closed):  # the session ended with the stream
                 peer.request("tools/list", None, timeout=WAIT)
         finally:
             peer.close(1.0)

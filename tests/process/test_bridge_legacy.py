@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from harness import WAIT, Bridge, bridge_command, fixture_command, text_of
-from peers.legacy import legacy_command, running_legacy_http_server
+from mcpbridge.bridge.rules.errortable import error_object
+from peers.legacy import legacy_command, running_legacy_http_server, running_legacy_sse_server
 from schema import validate_legacy_frame
 from tests.peers.scripted_http import LegacyScript, ScriptedServer
 
@@ -362,6 +363,26 @@ def test_a_result_that_is_not_an_object_fails_its_request_and_the_bridge_serves_
         "object, thus the client gets an error"
     ]
     assert "not-an-object-7f3" not in bridge.stderr_text
+
+
+def test_an_answer_over_the_limit_on_the_old_sse_transport_names_the_limit_and_its_option() -> None:
+    # The answers of an HTTP+SSE server (2024-11-05) all come on its one event stream: an
+    # event over --max-response-bytes ends the stream, and with it the session.
+    with (
+        running_legacy_sse_server() as url,
+        Bridge(bridge_command("--transport", "sse", "--max-response-bytes", "2000", url)) as bridge,
+    ):
+        assert "result" in bridge.initialize()
+        assert text_of(call(bridge, "echo", {"text": "y" * 100})) == "y" * 100
+        response = call(bridge, "echo", {"text": "y" * 5000})
+        validate_legacy_frame(response)
+        detail = "an event longer than 2000 bytes"
+        assert response["error"] == error_object("response_too_large", detail)
+        assert "--max-response-bytes" in response["error"]["message"]
+        # The session ended with its stream: the bridge ends, as when a command exits.
+        assert bridge.wait_exit() == 1
+    line = f"mcp-bridge-vscode: bridge: warning: {detail}; to take such answers, raise --max-response-bytes"
+    assert line in bridge.stderr_text.splitlines()
 
 
 def test_a_server_that_forgets_every_session_gets_one_new_session_then_each_request_fails_named() -> None:

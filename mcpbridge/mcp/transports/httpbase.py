@@ -62,7 +62,7 @@ from .httpwire import (
     status_error,
 )
 from .postqueue import PostQueue
-from .sse import EventTooLarge, SseParser
+from .sse import Event, EventTooLarge, SseParser
 
 if TYPE_CHECKING:
     import ssl
@@ -453,8 +453,35 @@ class HttpTransportBase(WireReading, Transport):
         """The messages of an SSE stream; ``last_id[0]`` follows the id of its last event.
 
         Raises:
-            InvalidResponse: an event over the limit, or (``strict``) one that is not a message;
-                else such an event is dropped with a debug line.
+            ResponseTooLarge: an event over the limit (:meth:`_sse_events`).
+            InvalidResponse: (``strict``) an event that is not a message; else such an event
+                is dropped with a debug line.
+        """
+        for event in self._sse_events(response, exchange, cancel, parser):
+            if last_id is not None and event.last_event_id:
+                last_id[0] = event.last_event_id
+            try:
+                message = event_message(event, self._max_depth)
+            except FrameError as exc:
+                if strict:
+                    raise InvalidResponse(f"an event is {exc.words}") from exc
+                self._drops(
+                    logging.DEBUG,
+                    "dropped events of the upstream server that are not messages",
+                    "dropped an event of the upstream server that is %s",
+                    exc.words,
+                )
+                continue
+            if message is not None:
+                yield message
+
+    def _sse_events(
+        self, response: WireResponse, exchange: Exchange, cancel: CancelToken | None, parser: SseParser
+    ) -> Iterator[Event]:
+        """The events of an SSE stream, of every type, as ``parser`` completes them.
+
+        Raises:
+            ResponseTooLarge: an event over the limit of the transport (``--max-response-bytes``).
         """
         for chunk in self._chunks(response, exchange, cancel):
             try:
@@ -463,23 +490,7 @@ class HttpTransportBase(WireReading, Transport):
                 raise ResponseTooLarge(
                     f"an event longer than {self._max_bytes} bytes", limit=self._max_bytes, over_http=True
                 ) from exc
-            for event in events:
-                if last_id is not None and event.last_event_id:
-                    last_id[0] = event.last_event_id
-                try:
-                    message = event_message(event, self._max_depth)
-                except FrameError as exc:
-                    if strict:
-                        raise InvalidResponse(f"an event is {exc.words}") from exc
-                    self._drops(
-                        logging.DEBUG,
-                        "dropped events of the upstream server that are not messages",
-                        "dropped an event of the upstream server that is %s",
-                        exc.words,
-                    )
-                    continue
-                if message is not None:
-                    yield message
+            yield from events
 
 
 #: The wait for each thread of a queued transport at its close, beside the grace of the close.

@@ -70,7 +70,7 @@ from ..errors import InvalidResponse, McpError, TransportFailed
 from ..jsonrpc import ErrorResponse, Message, Notification, Request, Response
 from . import OnMessage
 from .httpbase import QueuedTransportBase, json_body, logged_name
-from .httpwire import ACCEPT, Exchange, HttpStatusError, Why, media_type
+from .httpwire import ACCEPT, Exchange, HttpStatusError, media_type
 from .sse import SseParser
 
 if TYPE_CHECKING:
@@ -148,14 +148,6 @@ class LegacyHttpTransport(QueuedTransportBase):
     def session_id_known(self) -> bool:
         """True once the server gave a session id."""
         return self._session_id is not None
-
-    def kill(self) -> None:
-        """Abort every exchange at once and refuse new ones; wait for nothing."""
-        exchanges = self._refuse_all()
-        self._stopped.set()
-        self._stream_ready.set()
-        for exchange in exchanges:
-            exchange.abort(Why.CLOSE)
 
     def _end_waits(self) -> None:
         self._stream_ready.set()

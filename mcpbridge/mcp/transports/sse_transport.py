@@ -27,10 +27,13 @@ clients to do ("Backwards compatibility"), or when the user chooses the transpor
   the network for them; a request waits until the messages queued before it went out.
 * A 401 or 403 goes to the authorizer, and the message goes once more when it handled
   it; a 429 or 503 with a short ``Retry-After`` is waited for once, as in :mod:`.http`.
+* An event over the limit of the transport (``--max-response-bytes``) ends the stream
+  with :class:`~.errors.ResponseTooLarge`, as on the other HTTP transports.
 * When the stream ends, the session of the server ends: the transport closes,
-  ``on_closed`` gets :class:`StreamEnded`, and the server is :attr:`~SseTransport.gone`,
-  as a command that exited. :meth:`close` posts what is queued (for at
-  most its grace), then ends the stream.
+  ``on_closed`` gets :class:`StreamEnded` (or the :class:`~.errors.ResponseTooLarge` of
+  an event over the limit, so that the requests that wait fail with it), and the server
+  is :attr:`~SseTransport.gone`, as a command that exited. :meth:`close` posts what is
+  queued (for at most its grace), then ends the stream.
 
 The wire is that of the other HTTP transports (:mod:`.httppool`: urllib3, the TLS
 context, the proxy rules, the user's and the authorizer's headers, a request sent at
@@ -49,7 +52,7 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from ..cancel import CancelToken
-from ..errors import Cancelled, Closed, InvalidResponse, McpError, TransportFailed, fresh
+from ..errors import Cancelled, Closed, InvalidResponse, McpError, ResponseTooLarge, TransportFailed, fresh
 from ..jsonrpc import FrameError, Message, Notification, Request
 from . import OnFrameError, OnMessage
 from .httpbase import QueuedTransportBase, json_body, logged_name
@@ -62,7 +65,7 @@ from .httpwire import (
     status_error,
     tls_context,
 )
-from .sse import EventTooLarge, SseParser
+from .sse import SseParser
 
 if TYPE_CHECKING:
     import ssl
@@ -331,7 +334,9 @@ class SseTransport(QueuedTransportBase):
         )
         self._lost = True
         self._shut()
-        self._closed_with(StreamEnded(error.detail or error.cause))
+        # The requests that wait fail with the error: an event over the limit names its option.
+        too_large = isinstance(error, ResponseTooLarge)
+        self._closed_with(error if too_large else StreamEnded(error.detail or error.cause))
 
     def _read_stream(self) -> None:
         stream = self._answered(
@@ -350,26 +355,25 @@ class SseTransport(QueuedTransportBase):
             self._events_of(response, exchange)
 
     def _events_of(self, response: WireResponse, exchange: Exchange) -> None:
-        parser = SseParser(self._max_bytes)
+        """Read the events of the stream: the endpoint, then the messages of the server.
+
+        Raises:
+            ResponseTooLarge: an event over the limit, as on the other HTTP transports.
+        """
         deliver = self._on_message
         frame_error = self._on_frame_error
         assert deliver is not None and frame_error is not None
-        for chunk in self._chunks(response, exchange, None):
+        for event in self._sse_events(response, exchange, None, SseParser(self._max_bytes)):
+            if event.type == "endpoint":
+                self._on_endpoint(event.data)
+                continue
             try:
-                events = parser.feed(chunk)
-            except EventTooLarge as exc:
-                raise InvalidResponse(f"an event longer than {self._max_bytes} bytes") from exc
-            for event in events:
-                if event.type == "endpoint":
-                    self._on_endpoint(event.data)
-                    continue
-                try:
-                    message = event_message(event, self._max_depth)
-                except FrameError as exc:
-                    frame_error(exc)
-                    continue
-                if message is not None:
-                    deliver(message)
+                message = event_message(event, self._max_depth)
+            except FrameError as exc:
+                frame_error(exc)
+                continue
+            if message is not None:
+                deliver(message)
 
     def _on_endpoint(self, data: str) -> None:
         if self._endpoint_wire is not None:
