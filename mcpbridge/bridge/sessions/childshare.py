@@ -27,7 +27,7 @@ from ...mcp.cancel import CancelToken
 from ...mcp.client import DEFAULT_MAX_DEPTH, Client
 from ...mcp.errors import Closed, McpError
 from ...mcp.jsonrpc import ErrorResponse, FrameError, Message, Notification
-from ...mcp.transports import OnClosed, OnFrameError, OnMessage, Transport
+from ...mcp.transports import OnClosed, OnFrameError, OnMessage, PeerForm, Transport
 from ...mcp.transports.framing import TooLong
 from .era import ModernConnect, SignInGuard
 from .upstream import _write_child_stderr
@@ -217,7 +217,7 @@ class Seat(Transport):
         return self._shared.inner.gone
 
     @property
-    def form(self) -> str:
+    def form(self) -> PeerForm:
         return self._shared.inner.form
 
     @property

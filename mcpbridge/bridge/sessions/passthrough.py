@@ -86,7 +86,7 @@ from ...mcp.jsonrpc import (
 from ...mcp.protocol import MODERN
 from ...mcp.rate import RateWindow
 from ...mcp.text import format_duration, printable
-from ...mcp.transports import Transport
+from ...mcp.transports import PeerForm, Transport
 from ...oauth.errors import SignInError
 from ..front.listrules import ListRules
 from ..front.options import Options, Timeouts
@@ -598,6 +598,11 @@ class LegacyPassthrough:
     def exit_status(self) -> str | None:
         peer = self._peer
         return peer.exit_status if peer is not None else None
+
+    @property
+    def form(self) -> PeerForm:
+        peer = self._peer
+        return peer.form if peer is not None else PeerForm.OTHER
 
     def close(self, grace: float = 2.0) -> None:
         """Close the upstream connection (idempotent), and tell the counts of the drops."""

@@ -38,6 +38,7 @@ from ...mcp.errors import Closed, McpError, RequestTimeout, RpcError
 from ...mcp.jsonrpc import Notification, Request
 from ...mcp.protocol import MODERN
 from ...mcp.text import format_duration, printable
+from ...mcp.transports import PeerForm
 from ...mcp.transports.httpwire import ConnectError, HttpStatusError
 from ...oauth.errors import SignInError
 from ..front.options import TaskMode
@@ -79,6 +80,11 @@ class UpstreamSession(Protocol):
     @property
     def exit_status(self) -> str | None: ...
 
+    @property
+    def form(self) -> PeerForm:
+        """How the upstream server is reached: a command, a URL, the same process."""
+        ...
+
     def close(self, grace: float = 2.0) -> None:
         """Close the upstream connection (idempotent)."""
         ...
@@ -101,7 +107,7 @@ def upstream_state(peer: Peer, era: str) -> UpstreamState:
     """The state of the upstream server behind ``peer``, which speaks ``era``, for a thread dump."""
     from ..front.dumptext import UpstreamState  # loaded at the first dump (see dumptext)
 
-    return UpstreamState(peer.form, era, peer.gone, peer.exit_status, peer.closed)
+    return UpstreamState(peer.form.value, era, peer.gone, peer.exit_status, peer.closed)
 
 
 class SessionHost(RunHost, Protocol):
@@ -157,6 +163,10 @@ class ModernSession:
     @property
     def exit_status(self) -> str | None:
         return self.client.exit_status
+
+    @property
+    def form(self) -> PeerForm:
+        return self.client.form
 
     def close(self, grace: float = 2.0) -> None:
         self.client.close(grace)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ...mcp.cancel import CancelToken
 from ...mcp.client import DEFAULT_MAX_DEPTH, Client, Connect
 from ...mcp.jsonrpc import Message, Notification, Request
-from ...mcp.transports import OnClosed, OnFrameError, OnMessage, Transport
+from ...mcp.transports import OnClosed, OnFrameError, OnMessage, PeerForm, Transport
 from ...mcp.transports.httpwire import HttpStatusError
 
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ class _Recording(Transport):
         return self._inner.gone
 
     @property
-    def form(self) -> str:
+    def form(self) -> PeerForm:
         return self._inner.form
 
     @property

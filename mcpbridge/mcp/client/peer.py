@@ -40,7 +40,7 @@ from ..errors import InvalidResponse, McpError, ResponseTooLarge, fresh
 from ..ids import recover_id, shows_response
 from ..jsonrpc import ErrorResponse, FrameError, Notification, Request, RequestId, Response
 from ..text import escaped, format_duration
-from ..transports import Transport, run_callback
+from ..transports import PeerForm, Transport, run_callback
 from ..transports.framing import TooLong
 
 __all__ = ["BadLine", "DeadlineTimer", "Entry", "Interrupt", "Outcome", "Peer", "bad_line"]
@@ -268,7 +268,7 @@ class Peer:
         return self._transport.exit_status
 
     @property
-    def form(self) -> str:
+    def form(self) -> PeerForm:
         """How the upstream server is reached (:attr:`Transport.form`), never its address."""
         return self._transport.form
 

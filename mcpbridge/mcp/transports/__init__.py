@@ -8,6 +8,7 @@ stdio and the in-memory link.
 
 from __future__ import annotations
 
+import enum
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -36,6 +37,18 @@ def run_callback(what: str, callback: Callable[[], None], logger: logging.Logger
     except Exception as exc:  # noqa: BLE001 - the next message must still be delivered
         logger.error("the callback for %s failed: %s", what, type(exc).__name__)
         logger.debug("the callback for %s failed", what, exc_info=True)
+
+
+class PeerForm(str, enum.Enum):
+    """How a transport reaches its peer (:attr:`Transport.form`)."""
+
+    #: A child process on stdio.
+    COMMAND = "command"
+    #: A server at a URL (HTTP).
+    URL = "url"
+    #: A server in the same process (the memory link).
+    IN_PROCESS = "in-process"
+    OTHER = "other"
 
 
 class Transport(ABC):
@@ -73,12 +86,10 @@ class Transport(ABC):
         return False
 
     @property
-    def form(self) -> str:
-        """How the peer is reached, for a thread dump: ``"command"``, ``"url"``, ``"in-process"``.
-
-        Never the address itself: the URL of the server can hold a secret.
-        """
-        return "other"
+    def form(self) -> PeerForm:
+        """How the peer is reached (a thread dump names it; the end of a session's words
+        depend on it). Never the address itself: the URL of the server can hold a secret."""
+        return PeerForm.OTHER
 
     @property
     def exit_status(self) -> str | None:

@@ -45,7 +45,7 @@ from ..errors import (
     TransportFailed,
 )
 from ..jsonrpc import ErrorResponse, FrameError, Message, Notification, Request, Response
-from . import OnClosed, OnFrameError, OnMessage, Transport
+from . import OnClosed, OnFrameError, OnMessage, PeerForm, Transport
 from .httpwire import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_DEPTH,
@@ -227,8 +227,8 @@ class HttpTransportBase(WireReading, Transport):
         )
 
     @property
-    def form(self) -> str:
-        return "url"
+    def form(self) -> PeerForm:
+        return PeerForm.URL
 
     def rest(self) -> None:
         """Close the pooled connections idle too long to be reused."""

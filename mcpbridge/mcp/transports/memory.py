@@ -29,7 +29,7 @@ import threading
 from ..cancel import CancelToken
 from ..errors import Closed, NotConnected
 from ..jsonrpc import Message
-from . import OnClosed, OnFrameError, OnMessage, OnServerClosed, ServerTransport, Transport
+from . import OnClosed, OnFrameError, OnMessage, OnServerClosed, PeerForm, ServerTransport, Transport
 
 __all__ = ["MemoryClientTransport", "MemoryServerTransport", "memory_pair"]
 
@@ -94,8 +94,8 @@ class MemoryClientTransport(Transport):
         self._link.close()
 
     @property
-    def form(self) -> str:
-        return "in-process"
+    def form(self) -> PeerForm:
+        return PeerForm.IN_PROCESS
 
 
 class MemoryServerTransport(ServerTransport):

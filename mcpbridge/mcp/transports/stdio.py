@@ -80,7 +80,16 @@ from ..droplog import DROP_LOG_INTERVAL, DropLog
 from ..errors import Cancelled, Closed, InvalidRequest, McpError, NotConnected, SpawnFailed, TransportFailed
 from ..ids import recover_id, shows_response
 from ..jsonrpc import FrameError, Message
-from . import OnClosed, OnFrameError, OnMessage, OnServerClosed, ServerTransport, Transport, run_callback
+from . import (
+    OnClosed,
+    OnFrameError,
+    OnMessage,
+    OnServerClosed,
+    PeerForm,
+    ServerTransport,
+    Transport,
+    run_callback,
+)
 from .framing import KEEP_BYTES, LineReader, TooLong
 
 __all__ = [
@@ -321,8 +330,8 @@ class StdioChildTransport(Transport):
         return self._gone
 
     @property
-    def form(self) -> str:
-        return "command"
+    def form(self) -> PeerForm:
+        return PeerForm.COMMAND
 
     @property
     def exit_status(self) -> str | None:
