@@ -40,7 +40,7 @@ EXPECTED = {
     "rpc": (INTERNAL_ERROR, f"The upstream server sent an error. {SEE}"),
     "canceled": (INTERNAL_ERROR, "The client canceled the request."),
     "timeout": (INTERNAL_ERROR, f"The upstream server did not answer in time. {SEE}"),
-    "closed": (INTERNAL_ERROR, f"The upstream server process stopped. {SEE}"),
+    "closed": (INTERNAL_ERROR, f"The upstream server stopped. {SEE}"),
     "transport_failed": (INTERNAL_ERROR, f"The connection to the upstream server failed. {SEE}"),
     "invalid_response": (INTERNAL_ERROR, f"The upstream server sent a response that is not valid. {SEE}"),
     "response_too_large": (
@@ -113,7 +113,7 @@ EXPECTED = {
         "the 2025 era through, cannot work with it. Remove --protocol legacy from the arguments of the "
         "server, or use --protocol auto.",
     ),
-    "upstream_exited": (INTERNAL_ERROR, f"The upstream server process stopped. {SEE}"),
+    "upstream_exited": (INTERNAL_ERROR, f"The upstream server stopped. {SEE}"),
     "input_ended": (
         INTERNAL_ERROR,
         "The input of the bridge ended, and the upstream server did not answer within the grace "

@@ -199,3 +199,7 @@ def test_the_end_of_the_servers_stream_ends_the_bridge_as_the_loss_of_the_upstre
                 "the event stream of the upstream server ended",
             ), answer
             assert bridge.wait_exit() == 1
+            # Said as the end of a session at a URL, not as the exit of a process.
+            stderr = bridge.stderr_text
+            assert "the upstream server ended the session of the bridge (its event stream closed)" in stderr
+            assert "exited with" not in stderr

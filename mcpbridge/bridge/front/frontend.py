@@ -82,6 +82,7 @@ from ...mcp.droplog import DropLog, flush_all
 from ...mcp.jsonrpc import ErrorResponse, Notification, Request, Response
 from ...mcp.protocol import ELICITATION_CREATE
 from ...mcp.text import format_duration, printable
+from ...mcp.transports import PeerForm
 from ...mcp.transports.framing import LineReader
 from ..rules import errortable, legacy, revisions
 from ..sessions.passthrough import LegacyUpstream
@@ -556,8 +557,13 @@ class Frontend:
     def _upstream_lost(self, client: UpstreamSession) -> None:
         if not self._enter_closing(Ended.UPSTREAM_LOST):
             return
-        status = client.exit_status or "an unknown status"
-        log.error("the upstream server exited with %s", status)
+        if client.form is PeerForm.URL:
+            log.error(
+                "the upstream server ended the session of the bridge (its event stream closed): the "
+                "bridge stops; restart the server in VS Code once the upstream server runs again"
+            )
+        else:
+            log.error("the upstream server exited with %s", client.exit_status or "an unknown status")
         self.slots.cancel_all("the upstream server stopped", errortable.error_object("upstream_exited"))
         self._end_slots(self.options.shutdown_grace)
         client.close(self.options.shutdown_grace)

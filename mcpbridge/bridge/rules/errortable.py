@@ -56,7 +56,7 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
         "rpc": (INTERNAL_ERROR, f"The upstream server sent an error. {_SEE_OUTPUT}"),
         "canceled": (INTERNAL_ERROR, "The client canceled the request."),
         "timeout": (INTERNAL_ERROR, f"The upstream server did not answer in time. {_SEE_OUTPUT}"),
-        "closed": (INTERNAL_ERROR, f"The upstream server process stopped. {_SEE_OUTPUT}"),
+        "closed": (INTERNAL_ERROR, f"The upstream server stopped. {_SEE_OUTPUT}"),
         "transport_failed": (
             INTERNAL_ERROR,
             f"The connection to the upstream server failed. {_SEE_OUTPUT}",
@@ -143,7 +143,7 @@ ERRORS: Final[Mapping[str, tuple[int, str]]] = MappingProxyType(
             "servers of the 2025 era through, cannot work with it. Remove --protocol legacy from the "
             "arguments of the server, or use --protocol auto.",
         ),
-        "upstream_exited": (INTERNAL_ERROR, f"The upstream server process stopped. {_SEE_OUTPUT}"),
+        "upstream_exited": (INTERNAL_ERROR, f"The upstream server stopped. {_SEE_OUTPUT}"),
         "input_ended": (
             INTERNAL_ERROR,
             "The input of the bridge ended, and the upstream server did not answer within the grace "
