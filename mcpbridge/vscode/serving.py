@@ -39,7 +39,7 @@ def announce(upstream: CommandUpstream | UrlUpstream, serving: Serving, log_leve
     the scheme, the host and the port of the URL (its path and its query can be secrets).
     """
     from ..mcp.protocol import MODERN
-    from .forms import CommandUpstream
+    from .forms import CommandUpstream, UrlUpstream
     from .settings import DEFAULT_HOST_PROFILE, DEFAULT_LOG_LEVEL, DEFAULT_PROTOCOL, default_name_for_url
 
     if isinstance(upstream, CommandUpstream):
@@ -48,8 +48,11 @@ def announce(upstream: CommandUpstream | UrlUpstream, serving: Serving, log_leve
         parts = urlsplit(upstream.url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         host = default_name_for_url(upstream.url)
-        where = f"Streamable HTTP ({parts.scheme}) to the host {host}, port {port}"
-    if upstream.protocol == DEFAULT_PROTOCOL:
+        kind = "HTTP+SSE" if upstream.transport == "sse" else "Streamable HTTP"
+        where = f"{kind} ({parts.scheme}) to the host {host}, port {port}"
+    if isinstance(upstream, UrlUpstream) and upstream.transport == "sse":
+        era = "2024-11-05, passed through (--transport sse)"
+    elif upstream.protocol == DEFAULT_PROTOCOL:
         era = f"found at the first initialize (--protocol {DEFAULT_PROTOCOL}, the default)"
     elif upstream.protocol == MODERN:
         era = f"{MODERN} (--protocol)"

@@ -277,6 +277,9 @@ DEFAULT_LEVEL = "info (the default; --log-level sets it)"
          "Streamable HTTP (https) to the host mcp.example.com, port 443", AUTO_ERA, DEFAULT_LEVEL),
         (["--protocol", "2026-07-28", f"http://127.0.0.1:8123/{SECRET}"],
          "Streamable HTTP (http) to the host 127.0.0.1, port 8123", "2026-07-28 (--protocol)", DEFAULT_LEVEL),
+        (["--transport", "sse", f"http://127.0.0.1:8123/{SECRET}/sse"],
+         "HTTP+SSE (http) to the host 127.0.0.1, port 8123", "2024-11-05, passed through (--transport sse)",
+         DEFAULT_LEVEL),
     ],
 )  # fmt: skip
 def test_the_first_line_names_the_version_the_upstream_server_its_era_and_the_log_level(
