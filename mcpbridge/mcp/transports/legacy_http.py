@@ -69,8 +69,9 @@ from ..errorbase import PeerFault
 from ..errors import InvalidResponse, McpError, TransportFailed
 from ..jsonrpc import ErrorResponse, Message, Notification, Request, Response
 from . import OnMessage
-from .httpbase import QueuedTransportBase, json_body, logged_name
+from .httpbase import json_body
 from .httpwire import ACCEPT, Exchange, HttpStatusError, media_type
+from .queued import QueuedTransportBase, logged_name
 from .sse import SseParser
 
 if TYPE_CHECKING:

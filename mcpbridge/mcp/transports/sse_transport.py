@@ -55,7 +55,7 @@ from ..cancel import CancelToken
 from ..errors import Cancelled, Closed, InvalidResponse, McpError, ResponseTooLarge, TransportFailed, fresh
 from ..jsonrpc import FrameError, Message, Notification, Request
 from . import OnFrameError, OnMessage
-from .httpbase import QueuedTransportBase, json_body, logged_name
+from .httpbase import json_body
 from .httpwire import (
     METHOD_READ_LIMITS,
     Exchange,
@@ -65,6 +65,7 @@ from .httpwire import (
     status_error,
     tls_context,
 )
+from .queued import QueuedTransportBase, logged_name
 from .sse import SseParser
 
 if TYPE_CHECKING:
