@@ -230,6 +230,11 @@ def notification_frame(method: str, params: dict[str, Any] | None) -> bytes:
     return jsonrpc.serialize(frame)
 
 
+def error_frame(request_id: RequestId, error: dict[str, Any]) -> bytes:
+    """The serialized error response to the request ``request_id``."""
+    return jsonrpc.serialize({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
 def response_frame_locked(slot: Slot, result: Any) -> bytes:
     """The response of ``slot``, for a ``frames`` function of :meth:`Output.write_locked`.
 
@@ -522,8 +527,7 @@ class Output:
             frame = b"".join(data) if isinstance(data, list) else data
             over_bound = bool(slot.batch.parts) and slot.batch.size + len(frame) > self._max_queued
             if over_bound:
-                error = errortable.error_object("batch_too_large")
-                frame = jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "error": error})
+                frame = error_frame(slot.id, errortable.error_object("batch_too_large"))
             written = self._batch_locked(slot.batch, frame, -1)
         if over_bound:
             self._drops(
@@ -593,10 +597,10 @@ class Output:
         JSON-RPC 2.0 writes ``"id": null`` when the id is unknown; the 2025-11-25
         schema (and the TypeScript SDK that VS Code uses) wants it left out.
         """
-        frame: dict[str, Any] = {"jsonrpc": "2.0", "error": error}
-        if request_id is not None:
-            frame = {"jsonrpc": "2.0", "id": request_id, "error": error}
-        self.write_frame(jsonrpc.serialize(frame))
+        if request_id is None:
+            self.write_frame(jsonrpc.serialize({"jsonrpc": "2.0", "error": error}))
+        else:
+            self.write_frame(error_frame(request_id, error))
 
     def write_notification(self, method: str, params: dict[str, Any] | None = None) -> bool:
         """Write a notification to the client."""
@@ -623,8 +627,7 @@ class Output:
     def respond_error(self, slot: Slot, error: dict[str, Any], *, wait: bool = True) -> bool:
         """Write the error of a slot once; a canceled slot writes nothing (``wait``: see
         :meth:`write_frame`)."""
-        frame = jsonrpc.serialize({"jsonrpc": "2.0", "id": slot.id, "error": error})
-        return self.write_frame(frame, slot, wait=wait)
+        return self.write_frame(error_frame(slot.id, error), slot, wait=wait)
 
 
 def _descriptor(stream: BinaryIO) -> int | None:
